@@ -1,0 +1,1 @@
+"""codex-memories: long-term memory for coding agents, built from Codex rollouts."""

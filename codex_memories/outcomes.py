@@ -1,0 +1,58 @@
+"""The one outcome vocabulary (ARCHITECTURE.md, spec section 12.1).
+
+The same snake_case string appears in the state DB (`jobs.last_error`), log lines, Prefect state
+messages and run artifacts. "Nothing changed" is a success, never an error.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Outcome(StrEnum):
+    # Gates and claims (phase 1).
+    skipped_feature_disabled = "skipped_feature_disabled"
+    skipped_generation_disabled = "skipped_generation_disabled"
+    skipped_no_candidates = "skipped_no_candidates"
+    claimed = "claimed"
+    skipped_up_to_date = "skipped_up_to_date"
+    skipped_running = "skipped_running"
+    skipped_retry_backoff = "skipped_retry_backoff"
+    skipped_retry_exhausted = "skipped_retry_exhausted"
+
+    # Stage-1 results.
+    succeeded = "succeeded"
+    succeeded_no_output = "succeeded_no_output"
+    failed_rollout_unreadable = "failed_rollout_unreadable"
+    failed_model_request = "failed_model_request"
+    failed_invalid_output = "failed_invalid_output"
+    failed_quality_check = "failed_quality_check"
+    failed_lost_ownership = "failed_lost_ownership"
+
+    # Phase 2 (spec 12.1).
+    skipped_cooldown = "skipped_cooldown"
+    skipped_retry_unavailable = "skipped_retry_unavailable"
+    failed_claim = "failed_claim"
+    failed_prepare_workspace = "failed_prepare_workspace"
+    failed_sandbox_policy = "failed_sandbox_policy"
+    failed_load_stage1_outputs = "failed_load_stage1_outputs"
+    failed_sync_workspace_inputs = "failed_sync_workspace_inputs"
+    failed_workspace_status = "failed_workspace_status"
+    failed_workspace_diff_file = "failed_workspace_diff_file"
+    failed_spawn_agent = "failed_spawn_agent"
+    failed_agent = "failed_agent"
+    failed_invalid_artifacts = "failed_invalid_artifacts"
+    failed_confirm_ownership = "failed_confirm_ownership"
+    failed_workspace_commit = "failed_workspace_commit"
+    succeeded_no_workspace_changes = "succeeded_no_workspace_changes"
+
+    @property
+    def is_failure(self) -> bool:
+        return self.value.startswith("failed_")
+
+
+def failure_reason(outcome: Outcome, detail: str | None = None) -> str:
+    """The `jobs.last_error` text: the outcome code first, then an optional human detail."""
+    if not detail:
+        return outcome.value
+    return f"{outcome.value}: {detail}"

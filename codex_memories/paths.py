@@ -1,0 +1,40 @@
+"""Artifact and folder names (spec section 8). Paths are built by helpers here, never inline."""
+
+from __future__ import annotations
+
+MEMORIES_DIR = "memories"
+SESSIONS_DIR = "sessions"
+ARCHIVED_SESSIONS_DIR = "archived_sessions"
+CODEX_CONFIG_FILE = "config.toml"
+ROLLOUT_GLOB = "rollout-*.jsonl"
+
+MEMORY_SUMMARY_FILE = "memory_summary.md"
+MEMORY_FILE = "MEMORY.md"
+RAW_MEMORIES_FILE = "raw_memories.md"
+ROLLOUT_SUMMARIES_DIR = "rollout_summaries"
+SKILLS_DIR = "skills"
+EXTENSIONS_DIR = "extensions"
+EXTENSION_INSTRUCTIONS_FILE = "instructions.md"
+EXTENSION_RESOURCES_DIR = "resources"
+AD_HOC_EXTENSION = "ad_hoc"
+AD_HOC_NOTES_DIR = "notes"
+WORKSPACE_DIFF_FILE = "phase2_workspace_diff.md"
+GIT_DIR = ".git"
+
+SUMMARY_VERSION_LINE = "v1"
+
+
+def rollout_summary_path(stem: str) -> str:
+    return f"{ROLLOUT_SUMMARIES_DIR}/{stem}.md"
+
+
+def extension_dir(name: str) -> str:
+    return f"{EXTENSIONS_DIR}/{name}"
+
+
+def ad_hoc_instructions_path() -> str:
+    return f"{EXTENSIONS_DIR}/{AD_HOC_EXTENSION}/{EXTENSION_INSTRUCTIONS_FILE}"
+
+
+def ad_hoc_notes_dir() -> str:
+    return f"{EXTENSIONS_DIR}/{AD_HOC_EXTENSION}/{AD_HOC_NOTES_DIR}"
