@@ -1,0 +1,135 @@
+"""Records that leave the state store. Callers never see ORM objects.
+
+Times follow the spec: memory tables use Unix epoch seconds, `threads` uses milliseconds.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class MemoryMode(StrEnum):
+    enabled = "enabled"
+    disabled = "disabled"
+    polluted = "polluted"
+
+
+class JobKind(StrEnum):
+    stage1 = "memory_stage1"
+    consolidate_global = "memory_consolidate_global"
+
+
+class JobStatus(StrEnum):
+    pending = "pending"
+    running = "running"
+    done = "done"
+    error = "error"
+
+
+GLOBAL_JOB_KEY = "global"
+
+
+class ThreadRecord(_Record):
+    """One rollout file as discovery sees it (our `threads` table, spec 2.2 columns we need)."""
+
+    id: str
+    rollout_path: str
+    created_at_ms: int
+    updated_at_ms: int
+    source: str
+    cwd: str | None = None
+    originator: str | None = None
+    cli_version: str | None = None
+    model_provider: str | None = None
+    forked_from_id: str | None = None
+    first_user_message: str | None = None
+    archived: bool = False
+    archived_at_ms: int | None = None
+    git_sha: str | None = None
+    git_branch: str | None = None
+    git_origin_url: str | None = None
+    memory_mode: MemoryMode = MemoryMode.enabled
+    used_external_context: bool = False
+    # Incremental discovery: unchanged size and mtime mean the file is not read again.
+    rollout_size: int = 0
+    rollout_mtime_ns: int = 0
+    # Set when the rollout file disappeared; forgetting route 4 acts on it.
+    missing_since_ms: int | None = None
+
+
+class Stage1Output(_Record):
+    """A `stage1_outputs` row, hydrated with thread metadata when the query joins threads."""
+
+    thread_id: str
+    source_updated_at: int
+    raw_memory: str
+    rollout_summary: str
+    rollout_slug: str | None = None
+    generated_at: int
+    usage_count: int | None = None
+    last_usage: int | None = None
+    selected_for_phase2: bool = False
+    selected_for_phase2_source_updated_at: int | None = None
+    cwd: str | None = None
+    rollout_path: str | None = None
+    git_branch: str | None = None
+
+
+class Stage1ClaimOutcome(StrEnum):
+    claimed = "claimed"
+    skipped_up_to_date = "skipped_up_to_date"
+    skipped_running = "skipped_running"
+    skipped_retry_backoff = "skipped_retry_backoff"
+    skipped_retry_exhausted = "skipped_retry_exhausted"
+
+
+class Stage1ClaimResult(_Record):
+    outcome: Stage1ClaimOutcome
+    ownership_token: str | None = None
+
+
+class Stage1Claim(_Record):
+    """A claimed stage-1 job: everything an extraction needs, and the token to finalize it."""
+
+    thread_id: str
+    ownership_token: str
+    source_updated_at: int
+    rollout_path: str
+    cwd: str | None = None
+    git_branch: str | None = None
+    source: str = "cli"
+
+
+class Phase2ClaimOutcome(StrEnum):
+    claimed = "claimed"
+    skipped_running = "skipped_running"
+    skipped_cooldown = "skipped_cooldown"
+    skipped_retry_unavailable = "skipped_retry_unavailable"
+
+
+class Phase2ClaimResult(_Record):
+    outcome: Phase2ClaimOutcome
+    ownership_token: str | None = None
+    input_watermark: int | None = None
+
+
+class JobRecord(_Record):
+    kind: str
+    job_key: str
+    status: str
+    worker_id: str | None = None
+    ownership_token: str | None = None
+    started_at: int | None = None
+    finished_at: int | None = None
+    lease_until: int | None = None
+    retry_at: int | None = None
+    retry_remaining: int
+    last_error: str | None = None
+    input_watermark: int | None = None
+    last_success_watermark: int | None = None
