@@ -1,0 +1,240 @@
+"""Stage-1 extraction through the official `openai` client, against any OpenAI-compatible server.
+
+Two API modes:
+- `responses` (default): `POST /v1/responses` with the system prompt as `instructions`, one user
+  message, and the strict JSON schema as `text.format` (spec 1.7).
+- `chat`: `POST /v1/chat/completions` with a system and a user message and the schema as
+  `response_format`, for servers without the Responses API (vLLM, Ollama, ...).
+
+The client is built with `max_retries=0`: retrying is the Prefect task's job, and a hidden retry
+loop here would multiply the wait and the bill. Errors are mapped onto the three provider errors
+of `codex_memories.llm.base`; their reasons name the HTTP status and error code, never the key,
+the prompt or the model's text. No state besides the client; safe to share between threads.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+import openai
+from pydantic import SecretStr
+
+from codex_memories.llm.base import (
+    ExtractionRequest,
+    ExtractionResponse,
+    InvalidModelOutput,
+    ModelRequestError,
+    TokenUsage,
+    TransientModelError,
+)
+from codex_memories.llm.schema import STAGE1_SCHEMA_NAME, Stage1OutputError, parse_stage1_output, stage1_output_schema
+
+PROVIDER_NAME = "openai"
+
+# The client refuses to start without a key; a local server usually ignores it.
+LOCAL_SERVER_PLACEHOLDER_KEY = "no-key-configured"
+
+
+class ApiMode(StrEnum):
+    responses = "responses"
+    chat = "chat"
+
+
+class OpenAIExtractionProvider:
+    name = PROVIDER_NAME
+
+    def __init__(
+        self,
+        *,
+        api_key: SecretStr | None,
+        base_url: str | None,
+        model: str,
+        api_mode: ApiMode | str = ApiMode.responses,
+        timeout_seconds: float = 120.0,
+        reasoning_effort: str | None = None,
+    ) -> None:
+        if api_key is None and not base_url:
+            raise ValueError("the openai provider needs an API key or a base URL")
+        if not model:
+            raise ValueError("the openai provider needs a model name")
+        self.model = model
+        self.api_mode = ApiMode(api_mode)
+        self.reasoning_effort = reasoning_effort or None
+        self._client = openai.OpenAI(
+            api_key=api_key.get_secret_value() if api_key is not None else LOCAL_SERVER_PLACEHOLDER_KEY,
+            base_url=base_url or None,
+            timeout=timeout_seconds,
+            max_retries=0,
+        )
+
+    def extract(self, request: ExtractionRequest) -> ExtractionResponse:
+        model = request.model or self.model
+        if self.api_mode is ApiMode.responses:
+            text, usage = self._call_responses(request, model)
+        else:
+            text, usage = self._call_chat(request, model)
+        try:
+            extraction = parse_stage1_output(text)
+        except Stage1OutputError as error:
+            raise InvalidModelOutput(str(error)) from None
+        return ExtractionResponse(extraction=extraction, usage=usage, provider=self.name, model=model)
+
+    def _call_responses(self, request: ExtractionRequest, model: str) -> tuple[str, TokenUsage]:
+        optional: dict[str, Any] = {}
+        if self.reasoning_effort:
+            optional["reasoning"] = {"effort": self.reasoning_effort}
+        try:
+            response = self._client.responses.create(
+                model=model,
+                instructions=request.system_prompt.text,
+                input=[
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": request.user_prompt.text}],
+                    }
+                ],
+                text={
+                    "format": {
+                        "type": "json_schema",
+                        "name": STAGE1_SCHEMA_NAME,
+                        "schema": stage1_output_schema(),
+                        "strict": True,
+                    }
+                },
+                # Transcripts are private: ask the server not to keep the exchange.
+                store=False,
+                **optional,
+            )
+        except openai.APIError as error:
+            raise _map_api_error(error, "responses") from None
+        return _responses_text(response), _responses_usage(response)
+
+    def _call_chat(self, request: ExtractionRequest, model: str) -> tuple[str, TokenUsage]:
+        optional: dict[str, Any] = {}
+        if self.reasoning_effort:
+            optional["reasoning_effort"] = self.reasoning_effort
+        try:
+            completion = self._client.chat.completions.create(
+                model=model,
+                messages=[
+                    {"role": "system", "content": request.system_prompt.text},
+                    {"role": "user", "content": request.user_prompt.text},
+                ],
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": STAGE1_SCHEMA_NAME,
+                        "schema": stage1_output_schema(),
+                        "strict": True,
+                    },
+                },
+                **optional,
+            )
+        except openai.APIError as error:
+            raise _map_api_error(error, "chat.completions") from None
+        return _chat_text(completion), _chat_usage(completion)
+
+
+def _map_api_error(error: openai.APIError, endpoint: str) -> Exception:
+    # APITimeoutError is a subclass of APIConnectionError; both mean "try again later".
+    if isinstance(error, openai.APIConnectionError):
+        kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection error"
+        return TransientModelError(f"{endpoint}: {kind}")
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        reason = f"{endpoint}: HTTP {status}{_error_details(error)}"
+        if status == 429 or status >= 500 or isinstance(error, (openai.RateLimitError, openai.InternalServerError)):
+            return TransientModelError(reason)
+        return ModelRequestError(reason)
+    # APIResponseValidationError and friends: the server answered with something unreadable.
+    return InvalidModelOutput(f"{endpoint}: unreadable server response ({type(error).__name__})")
+
+
+def _error_details(error: openai.APIStatusError) -> str:
+    # Only the structured code/type/param fields: the free-text message can echo parts of the key.
+    details = [str(value) for value in (error.code, error.type, error.param) if isinstance(value, str) and value]
+    if not details:
+        return ""
+    return " (" + ", ".join(detail[:60] for detail in details) + ")"
+
+
+def _responses_text(response: Any) -> str:
+    status = getattr(response, "status", None)
+    if status == "incomplete":
+        details = getattr(response, "incomplete_details", None)
+        why = getattr(details, "reason", None) or "unknown reason"
+        raise InvalidModelOutput(f"responses: incomplete output ({why})")
+    if getattr(response, "error", None):
+        raise InvalidModelOutput(f"responses: response carries an error ({getattr(response.error, 'code', 'unknown')})")
+    pieces: list[str] = []
+    refused = False
+    for item in getattr(response, "output", None) or []:
+        if getattr(item, "type", None) != "message":
+            continue
+        for part in getattr(item, "content", None) or []:
+            part_type = getattr(part, "type", None)
+            if part_type == "output_text":
+                pieces.append(getattr(part, "text", "") or "")
+            elif part_type == "refusal":
+                refused = True
+    if refused and not pieces:
+        raise InvalidModelOutput("responses: the model refused")
+    if not pieces:
+        raise InvalidModelOutput("responses: no output text")
+    return "".join(pieces)
+
+
+def _responses_usage(response: Any) -> TokenUsage:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return TokenUsage()
+    input_details = getattr(usage, "input_tokens_details", None)
+    output_details = getattr(usage, "output_tokens_details", None)
+    input_tokens = _int(getattr(usage, "input_tokens", 0))
+    output_tokens = _int(getattr(usage, "output_tokens", 0))
+    return TokenUsage(
+        input_tokens=input_tokens,
+        cached_input_tokens=_int(getattr(input_details, "cached_tokens", 0)),
+        output_tokens=output_tokens,
+        reasoning_output_tokens=_int(getattr(output_details, "reasoning_tokens", 0)),
+        total_tokens=_int(getattr(usage, "total_tokens", 0)) or input_tokens + output_tokens,
+    )
+
+
+def _chat_text(completion: Any) -> str:
+    choices = getattr(completion, "choices", None) or []
+    if not choices:
+        raise InvalidModelOutput("chat.completions: no choices")
+    choice = choices[0]
+    if getattr(choice, "finish_reason", None) == "length":
+        raise InvalidModelOutput("chat.completions: incomplete output (length)")
+    message = getattr(choice, "message", None)
+    content = getattr(message, "content", None)
+    if not content:
+        if getattr(message, "refusal", None):
+            raise InvalidModelOutput("chat.completions: the model refused")
+        raise InvalidModelOutput("chat.completions: no output text")
+    return content
+
+
+def _chat_usage(completion: Any) -> TokenUsage:
+    usage = getattr(completion, "usage", None)
+    if usage is None:
+        return TokenUsage()
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    input_tokens = _int(getattr(usage, "prompt_tokens", 0))
+    output_tokens = _int(getattr(usage, "completion_tokens", 0))
+    return TokenUsage(
+        input_tokens=input_tokens,
+        cached_input_tokens=_int(getattr(prompt_details, "cached_tokens", 0)),
+        output_tokens=output_tokens,
+        reasoning_output_tokens=_int(getattr(completion_details, "reasoning_tokens", 0)),
+        total_tokens=_int(getattr(usage, "total_tokens", 0)) or input_tokens + output_tokens,
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
