@@ -1,0 +1,135 @@
+"""Write ad-hoc memory notes into `<root>/extensions/ad_hoc/notes/` (spec 7.1).
+
+Contract:
+- `write_ad_hoc_note(root_dir, filename, note)` validates the file name (spec 7.1 regex, length
+  24…128) and the note (non-blank), creates `extensions/ad_hoc/notes` if needed and writes the note
+  verbatim (UTF-8, no newline translation) into a new file. Returns the path written.
+- `add_ad_hoc_note(root_dir, note, slug=…, now=…)` builds the name
+  `<YYYY-MM-DDTHH-MM-SS>-<slug>.md` from `now` in UTC (the current time by default) and a slug
+  (given, or derived from the note text), then calls `write_ad_hoc_note`.
+- Append-only: the target is opened with exclusive create, so an existing note is never
+  overwritten (`NoteAlreadyExists`); calling twice with the same name is an error, not a no-op.
+- Refuses (`UnsafeNotesDirectory`) when `extensions`, `extensions/ad_hoc` or
+  `extensions/ad_hoc/notes` is a symlink or not a directory, so a note can never land outside the
+  memory root. The root itself may be a symlink (users relocate `~/.codex`).
+- Every failure is a `NoteError` subclass whose `kind` is its class name, the error code the MCP
+  tool reports.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+
+from codex_memories import paths
+
+NOTE_FILENAME_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}-[a-z0-9][a-z0-9-]{0,79}\.md")
+NOTE_FILENAME_MIN_LENGTH = 24
+NOTE_FILENAME_MAX_LENGTH = 128
+NOTE_SLUG_MAX_LENGTH = 80
+NOTE_TIMESTAMP_FORMAT = "%Y-%m-%dT%H-%M-%S"
+NOTE_SUFFIX = ".md"
+FALLBACK_SLUG = "note"
+
+_SLUG_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
+_NOT_SLUG_CHARACTERS = re.compile(r"[^a-z0-9]+")
+
+
+class NoteError(Exception):
+    """A note could not be written; `kind` names the reason."""
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+class InvalidNote(NoteError):
+    """The note text is empty after trimming."""
+
+
+class InvalidNoteFilename(NoteError):
+    """The file name (or slug) breaks the spec 7.1 naming rules."""
+
+
+class NoteAlreadyExists(NoteError):
+    """A note with this file name exists; notes are never overwritten."""
+
+
+class UnsafeNotesDirectory(NoteError):
+    """A component of `extensions/ad_hoc/notes` is a symlink or not a directory."""
+
+
+def validate_note_filename(name: str) -> None:
+    """Raise `InvalidNoteFilename` unless `name` is a valid ad-hoc note file name."""
+    length = len(name.encode("utf-8"))
+    if not NOTE_FILENAME_MIN_LENGTH <= length <= NOTE_FILENAME_MAX_LENGTH:
+        raise InvalidNoteFilename(
+            f"note filename must be {NOTE_FILENAME_MIN_LENGTH} to {NOTE_FILENAME_MAX_LENGTH} bytes long, got {length}"
+        )
+    if not NOTE_FILENAME_PATTERN.fullmatch(name):
+        raise InvalidNoteFilename(f"note filename {name!r} must look like YYYY-MM-DDTHH-MM-SS-<slug>.md (slug: a-z, 0-9, -)")
+
+
+def slug_from_note(note: str) -> str:
+    """A file-name slug from the note text: lowercase ASCII words joined by `-`, at most 80 chars."""
+    slug = _NOT_SLUG_CHARACTERS.sub("-", note.lower()).strip("-")
+    slug = slug[:NOTE_SLUG_MAX_LENGTH].rstrip("-")
+    return slug or FALLBACK_SLUG
+
+
+def note_filename(slug: str, now: datetime) -> str:
+    """`<UTC timestamp>-<slug>.md`; a naive `now` is taken to be UTC already."""
+    moment = now.astimezone(UTC) if now.tzinfo is not None else now
+    return f"{moment.strftime(NOTE_TIMESTAMP_FORMAT)}-{slug}{NOTE_SUFFIX}"
+
+
+def add_ad_hoc_note(root_dir: Path, note: str, *, slug: str | None = None, now: datetime | None = None) -> Path:
+    """Write `note` as a new ad-hoc note named from `now` (UTC) and `slug`; returns its path."""
+    if slug is not None and not _SLUG_PATTERN.fullmatch(slug):
+        raise InvalidNoteFilename(f"slug {slug!r} must be 1 to 80 characters of a-z, 0-9 and -, starting alphanumeric")
+    _require_note_text(note)
+    filename = note_filename(slug if slug is not None else slug_from_note(note), now or datetime.now(UTC))
+    return write_ad_hoc_note(root_dir, filename, note)
+
+
+def write_ad_hoc_note(root_dir: Path, filename: str, note: str) -> Path:
+    """Create `extensions/ad_hoc/notes/<filename>` holding exactly `note`; never overwrites."""
+    validate_note_filename(filename)
+    _require_note_text(note)
+    notes_dir = _ensure_notes_dir(Path(root_dir))
+    target = notes_dir / filename
+    try:
+        # Exclusive create also refuses a dangling symlink planted at the target name.
+        with open(target, "x", encoding="utf-8", newline="") as handle:
+            try:
+                handle.write(note)
+            except BaseException:
+                target.unlink(missing_ok=True)
+                raise
+    except FileExistsError as error:
+        raise NoteAlreadyExists(f"ad-hoc note {filename!r} already exists") from error
+    return target
+
+
+def _require_note_text(note: str) -> None:
+    if not note.strip():
+        raise InvalidNote("note must not be empty")
+
+
+def _ensure_notes_dir(root_dir: Path) -> Path:
+    root_dir.mkdir(parents=True, exist_ok=True)
+    current = root_dir
+    for component in paths.ad_hoc_notes_dir().split("/"):
+        current = current / component
+        if not os.path.lexists(current):
+            # exist_ok covers a concurrent writer creating the same folder; the lstat decides.
+            current.mkdir(exist_ok=True)
+        mode = current.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            raise UnsafeNotesDirectory(f"{current} is a symlink")
+        if not stat.S_ISDIR(mode):
+            raise UnsafeNotesDirectory(f"{current} is not a directory")
+    return current
