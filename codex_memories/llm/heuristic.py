@@ -1,0 +1,510 @@
+"""The offline, rule-based stage-1 extractor: no network, no model, no randomness.
+
+Input: `ExtractionRequest.transcript_items` (sanitized, redacted Codex response items). Output: a
+`Stage1Extraction` in the same `raw_memory` / `rollout_summary` formats the model is asked for,
+labelled in both texts as produced by this extractor, with zero token usage.
+
+What it looks for:
+- Preferences and corrections, only in the user's own messages (never in assistant text or tool
+  output, where an instruction is data, not the user's wish): "always ...", "never ...", "from now
+  on ...", "don't use X, use Y", "use X instead of Y", "remember that ...", "I prefer ...".
+- Commands with a known exit code (shell function calls and `local_shell_call`, paired with their
+  output by `call_id`): successes are verified commands; a failure followed later by a success of
+  a similar command in the same directory is recorded as a fix; a failure never fixed is recorded
+  as such. Commands are grouped per working directory, one task block each.
+
+When none of that is present the result is the "no output" outcome (all three fields empty).
+Same input, byte-identical output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from codex_memories.llm.base import ExtractionRequest, ExtractionResponse, TokenUsage
+from codex_memories.llm.schema import Stage1Extraction
+
+PROVIDER_NAME = "heuristic"
+HEURISTIC_MODEL = "heuristic-v1"
+GENERATED_BY = "codex-memories heuristic extractor (offline, rule-based)"
+
+MAX_QUOTE_CHARS = 300
+MAX_COMMAND_CHARS = 200
+MAX_ITEMS_PER_SECTION = 12
+MAX_SLUG_CHARS = 80
+MAX_TASK_NAME_CHARS = 80
+UNKNOWN_CWD = "unknown"
+
+# Injected context that arrives as a "user" message but was not typed by the user.
+_INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<skill>",
+    "<subagent_notification>",
+    "# agents.md instructions",
+    "<instructions>",
+    "<turn_aborted>",
+)
+
+_PREFERENCE_PATTERNS = (
+    re.compile(r"\balways\b", re.IGNORECASE),
+    re.compile(r"\bnever\b", re.IGNORECASE),
+    re.compile(r"\bfrom now on\b", re.IGNORECASE),
+    re.compile(r"\b(?:don'?t|do not|stop) us(?:e|ing)\b", re.IGNORECASE),
+    re.compile(r"\buse\b.+\binstead of\b", re.IGNORECASE),
+    re.compile(r"\bremember that\b", re.IGNORECASE),
+    re.compile(r"\bI(?:'d| would)? prefer\b", re.IGNORECASE),
+)
+
+_SHELL_TOOL_NAMES = {"shell", "exec_command", "local_shell", "container.exec", "shell_command", "bash"}
+
+# Read-only look-arounds: running them proves nothing worth remembering.
+_TRIVIAL_PROGRAMS = {
+    "cat", "cd", "echo", "find", "grep", "head", "less", "ls", "nl", "pwd", "rg", "sed", "tail",
+    "tree", "wc", "which", "true", "stat", "file",
+}
+
+_EXIT_CODE_PATTERNS = (
+    re.compile(r"\bExit code:\s*(-?\d+)"),
+    re.compile(r"\bProcess exited with code\s*(-?\d+)"),
+    re.compile(r"\bexit_code[\"']?\s*[:=]\s*(-?\d+)"),
+)
+
+_ENV_CWD = re.compile(r"<cwd>\s*(.*?)\s*</cwd>", re.DOTALL)
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
+_SLUG_UNSAFE = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    command: str
+    workdir: str
+    exit_code: int
+    first_output_line: str
+
+    @property
+    def succeeded(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def program(self) -> str:
+        return _program_of(self.command)
+
+
+@dataclass(frozen=True)
+class Fix:
+    failed: CommandRun
+    fixed_by: CommandRun
+
+
+@dataclass
+class TaskEvidence:
+    workdir: str
+    preferences: list[str] = field(default_factory=list)
+    runs: list[CommandRun] = field(default_factory=list)
+
+    @property
+    def notable_runs(self) -> list[CommandRun]:
+        return [run for run in self.runs if run.program not in _TRIVIAL_PROGRAMS]
+
+    @property
+    def verified_commands(self) -> list[CommandRun]:
+        seen: set[str] = set()
+        verified = []
+        for run in self.runs:
+            if run.succeeded and run.program not in _TRIVIAL_PROGRAMS and run.command not in seen:
+                seen.add(run.command)
+                verified.append(run)
+        return verified
+
+    def fixes_and_unresolved(self) -> tuple[list[Fix], list[CommandRun]]:
+        fixes: list[Fix] = []
+        unresolved: list[CommandRun] = []
+        for index, run in enumerate(self.runs):
+            if run.succeeded:
+                continue
+            later_success = next(
+                (later for later in self.runs[index + 1 :] if later.succeeded and _similar(run, later)),
+                None,
+            )
+            if later_success is None:
+                unresolved.append(run)
+            elif not any(fix.failed.command == run.command and fix.fixed_by == later_success for fix in fixes):
+                fixes.append(Fix(failed=run, fixed_by=later_success))
+        return fixes, unresolved
+
+    @property
+    def has_signal(self) -> bool:
+        fixes, unresolved = self.fixes_and_unresolved()
+        return bool(self.preferences or self.verified_commands or fixes or unresolved)
+
+    @property
+    def outcome(self) -> str:
+        fixes, unresolved = self.fixes_and_unresolved()
+        if unresolved:
+            return "partial" if any(run.succeeded for run in self.runs) else "fail"
+        if fixes:
+            return "success"
+        return "uncertain"
+
+
+class HeuristicProvider:
+    name = PROVIDER_NAME
+
+    def extract(self, request: ExtractionRequest) -> ExtractionResponse:
+        return ExtractionResponse(
+            extraction=extract_heuristically(request),
+            usage=TokenUsage(),
+            provider=self.name,
+            model=HEURISTIC_MODEL,
+        )
+
+
+def extract_heuristically(request: ExtractionRequest) -> Stage1Extraction:
+    items = request.transcript_items
+    user_texts = [text for text in _user_texts(items) if not _is_injected(text)]
+    cwd = _best_cwd(request.cwd, items)
+    tasks = _collect_tasks(items, user_texts, cwd)
+    if not any(task.has_signal for task in tasks):
+        return Stage1Extraction(rollout_summary="", rollout_slug="", raw_memory="")
+
+    tasks = [task for task in tasks if task.has_signal]
+    task_name = _task_name(user_texts)
+    keywords = _keywords(cwd, tasks)
+    return Stage1Extraction(
+        rollout_summary=_render_summary(task_name, cwd, request.rollout_path, tasks),
+        rollout_slug=_slug(task_name),
+        raw_memory=_render_raw_memory(task_name, cwd, tasks, keywords),
+    )
+
+
+# -- reading the transcript ----------------------------------------------------------------------
+
+
+def _user_texts(items: list[dict[str, Any]]) -> list[str]:
+    texts = []
+    for item in items:
+        if item.get("type") != "message" or item.get("role") != "user":
+            continue
+        for part in item.get("content") or []:
+            if isinstance(part, dict) and part.get("type") == "input_text" and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+    return texts
+
+
+def _is_injected(text: str) -> bool:
+    return text.lstrip().lower().startswith(_INJECTED_PREFIXES)
+
+
+def _best_cwd(request_cwd: str, items: list[dict[str, Any]]) -> str:
+    if request_cwd and request_cwd.strip() and request_cwd.strip() != UNKNOWN_CWD:
+        return request_cwd.strip()
+    for text in _user_texts(items):
+        match = _ENV_CWD.search(text) if text.lstrip().startswith("<environment_context>") else None
+        if match and match.group(1):
+            return match.group(1)
+    return UNKNOWN_CWD
+
+
+def _preferences(user_texts: list[str]) -> list[str]:
+    found: list[str] = []
+    for text in user_texts:
+        for line in text.splitlines():
+            for sentence in _SENTENCE_SPLIT.split(line.strip()):
+                sentence = sentence.strip().lstrip("-*> ").strip()
+                if not sentence or sentence.endswith("?"):
+                    continue
+                if any(pattern.search(sentence) for pattern in _PREFERENCE_PATTERNS):
+                    quote = _clip(sentence, MAX_QUOTE_CHARS)
+                    if quote not in found:
+                        found.append(quote)
+    return found
+
+
+def _collect_tasks(items: list[dict[str, Any]], user_texts: list[str], cwd: str) -> list[TaskEvidence]:
+    primary = TaskEvidence(workdir=cwd, preferences=_preferences(user_texts))
+    by_workdir: dict[str, TaskEvidence] = {cwd: primary}
+    for run in _command_runs(items, cwd):
+        by_workdir.setdefault(run.workdir, TaskEvidence(workdir=run.workdir)).runs.append(run)
+    return list(by_workdir.values())
+
+
+def _command_runs(items: list[dict[str, Any]], default_workdir: str) -> list[CommandRun]:
+    outputs: dict[str, str] = {}
+    for item in items:
+        if item.get("type") == "function_call_output" and isinstance(item.get("call_id"), str):
+            outputs[item["call_id"]] = _output_text(item.get("output"))
+
+    runs = []
+    for item in items:
+        parsed = _parse_command_call(item)
+        if parsed is None:
+            continue
+        command, workdir, call_id = parsed
+        output = outputs.get(call_id) if call_id else None
+        if output is None:
+            continue
+        exit_code = _exit_code(output)
+        if exit_code is None:
+            continue
+        runs.append(
+            CommandRun(
+                command=_clip(command, MAX_COMMAND_CHARS),
+                workdir=workdir or default_workdir,
+                exit_code=exit_code,
+                first_output_line=_first_meaningful_line(output),
+            )
+        )
+    return runs
+
+
+def _parse_command_call(item: dict[str, Any]) -> tuple[str, str | None, str | None] | None:
+    item_type = item.get("type")
+    if item_type == "local_shell_call":
+        action = item.get("action") or {}
+        command = _command_string(action.get("command"))
+        workdir = action.get("working_directory")
+        call_id = item.get("call_id") or item.get("id")
+    elif item_type == "function_call" and item.get("name") in _SHELL_TOOL_NAMES:
+        try:
+            arguments = json.loads(item.get("arguments") or "{}")
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(arguments, dict):
+            return None
+        command = _command_string(arguments.get("command", arguments.get("cmd")))
+        workdir = arguments.get("workdir") or arguments.get("working_directory")
+        call_id = item.get("call_id")
+    else:
+        return None
+    if not command:
+        return None
+    return command, workdir if isinstance(workdir, str) and workdir else None, call_id if isinstance(call_id, str) else None
+
+
+def _command_string(command: Any) -> str:
+    if isinstance(command, str):
+        return command.strip()
+    if isinstance(command, list) and all(isinstance(part, str) for part in command):
+        # ["bash", "-lc", "<script>"] is how Codex wraps shell commands; the script is the command.
+        if len(command) == 3 and command[1] in ("-lc", "-c") and command[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh"):
+            return command[2].strip()
+        return shlex.join(command)
+    return ""
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "\n".join(part.get("text", "") for part in output if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return ""
+
+
+def _exit_code(output: str) -> int | None:
+    try:
+        payload = json.loads(output)
+    except json.JSONDecodeError:
+        payload = None
+    if isinstance(payload, dict):
+        metadata = payload.get("metadata")
+        if isinstance(metadata, dict) and isinstance(metadata.get("exit_code"), int):
+            return metadata["exit_code"]
+        if isinstance(payload.get("exit_code"), int):
+            return payload["exit_code"]
+        if isinstance(payload.get("output"), str):
+            output = payload["output"]
+    for pattern in _EXIT_CODE_PATTERNS:
+        match = pattern.search(output)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def _first_meaningful_line(output: str) -> str:
+    try:
+        payload = json.loads(output)
+    except json.JSONDecodeError:
+        payload = None
+    text = payload["output"] if isinstance(payload, dict) and isinstance(payload.get("output"), str) else output
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not any(pattern.search(stripped) for pattern in _EXIT_CODE_PATTERNS) and not stripped.startswith(("Wall time:", "Output:", "Chunk ID:")):
+            return _clip(stripped, MAX_QUOTE_CHARS)
+    return ""
+
+
+def _program_of(command: str) -> str:
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        tokens = command.split()
+    for token in tokens:
+        if "=" in token.split("/", 1)[0] or token in ("sudo", "env", "time", "command"):
+            continue
+        return token.rsplit("/", 1)[-1]
+    return ""
+
+
+def _similar(failed: CommandRun, later: CommandRun) -> bool:
+    """Same directory, and one command runs the other's program (`pytest x` then `uv run pytest x`)."""
+    if not failed.program or failed.workdir != later.workdir:
+        return False
+    return failed.program in _programs_named(later.command) or later.program in _programs_named(failed.command)
+
+
+def _programs_named(command: str) -> set[str]:
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        tokens = command.split()
+    return {token.rsplit("/", 1)[-1] for token in tokens}
+
+
+# -- writing the memory ----------------------------------------------------------------------------
+
+
+def _task_name(user_texts: list[str]) -> str:
+    for text in user_texts:
+        for line in text.splitlines():
+            stripped = line.strip().lstrip("#-*> ").strip()
+            if stripped:
+                first_sentence = _SENTENCE_SPLIT.split(stripped, maxsplit=1)[0].rstrip(".!?")
+                return _clip(first_sentence, MAX_TASK_NAME_CHARS)
+    return "session without a user request"
+
+
+def _slug(task_name: str) -> str:
+    slug = _SLUG_UNSAFE.sub("-", task_name.lower()).strip("-")
+    slug = slug[:MAX_SLUG_CHARS].rstrip("-")
+    return slug or "heuristic-memory"
+
+
+def _keywords(cwd: str, tasks: list[TaskEvidence]) -> list[str]:
+    keywords: list[str] = []
+    project = cwd.rstrip("/").rsplit("/", 1)[-1] if cwd != UNKNOWN_CWD else ""
+    candidates = [project] + [run.program for task in tasks for run in task.notable_runs] + ["heuristic"]
+    for keyword in candidates:
+        cleaned = keyword.replace(",", " ").strip()
+        if cleaned and cleaned not in keywords:
+            keywords.append(cleaned)
+    return keywords[:MAX_ITEMS_PER_SECTION]
+
+
+def _task_title(task: TaskEvidence, task_name: str, cwd: str) -> str:
+    return task_name if task.workdir == cwd else f"commands run in {task.workdir}"
+
+
+def _preference_lines(task: TaskEvidence) -> list[str]:
+    return [f'- "{quote}"' for quote in task.preferences[:MAX_ITEMS_PER_SECTION]]
+
+
+def _knowledge_lines(task: TaskEvidence) -> list[str]:
+    return [
+        f"- `{run.command}` succeeded (exit 0) in {run.workdir}"
+        for run in task.verified_commands[:MAX_ITEMS_PER_SECTION]
+    ]
+
+
+def _failure_lines(task: TaskEvidence) -> list[str]:
+    fixes, unresolved = task.fixes_and_unresolved()
+    lines = [
+        f"- `{fix.failed.command}` failed (exit {fix.failed.exit_code}{_detail(fix.failed)}) -> "
+        f"`{fix.fixed_by.command}` worked afterwards"
+        for fix in fixes
+    ]
+    lines += [
+        f"- `{run.command}` failed (exit {run.exit_code}{_detail(run)}); no later success of a similar command in this session"
+        for run in unresolved
+    ]
+    return lines[:MAX_ITEMS_PER_SECTION]
+
+
+def _reference_lines(task: TaskEvidence, numbered: bool) -> list[str]:
+    lines = []
+    for index, run in enumerate(task.notable_runs[:MAX_ITEMS_PER_SECTION], start=1):
+        prefix = f"[{index}]" if numbered else "-"
+        lines.append(f"{prefix} `{run.command}` -> exit {run.exit_code}")
+    return lines
+
+
+def _detail(run: CommandRun) -> str:
+    return f": {run.first_output_line}" if run.first_output_line else ""
+
+
+def _section(title: str, lines: list[str]) -> list[str]:
+    return [f"{title}:", *lines, ""] if lines else []
+
+
+def _render_raw_memory(task_name: str, cwd: str, tasks: list[TaskEvidence], keywords: list[str]) -> str:
+    overall = _overall_outcome(tasks)
+    task_group = cwd.rstrip("/").rsplit("/", 1)[-1] if cwd != UNKNOWN_CWD else "general"
+    lines = [
+        "---",
+        f"description: {_one_line(task_name)} (preferences and verified commands found by rule)",
+        f"task: {_one_line(task_name)}",
+        f"task_group: {task_group}",
+        f"task_outcome: {overall}",
+        f"cwd: {cwd}",
+        f"keywords: {', '.join(keywords)}",
+        f"generated_by: {GENERATED_BY}",
+        "---",
+        "",
+    ]
+    for number, task in enumerate(tasks, start=1):
+        title = _one_line(_task_title(task, task_name, cwd))
+        lines += [
+            f"### Task {number}: {title}",
+            f"task: {title}",
+            f"task_group: {task_group}",
+            f"task_outcome: {task.outcome}",
+            "",
+        ]
+        lines += _section("Preference signals", _preference_lines(task))
+        lines += _section("Reusable knowledge", _knowledge_lines(task))
+        lines += _section("Failures and how to do differently", _failure_lines(task))
+        lines += _section("References", _reference_lines(task, numbered=False))
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _render_summary(task_name: str, cwd: str, rollout_path: str, tasks: list[TaskEvidence]) -> str:
+    lines = [
+        f"# {_one_line(task_name)}",
+        "",
+        f"generated_by: {GENERATED_BY}",
+        f"Rollout context: cwd {cwd}; rollout {rollout_path or 'unknown'}",
+        "",
+    ]
+    for number, task in enumerate(tasks, start=1):
+        lines += [f"## Task {number}: {_one_line(_task_title(task, task_name, cwd))}", f"Outcome: {task.outcome}", ""]
+        lines += _section(
+            "Preference signals",
+            [f'- "{quote}" -> follow this in future work for this user' for quote in task.preferences[:MAX_ITEMS_PER_SECTION]],
+        )
+        lines += _section("Key steps", [f"- ran `{run.command}` (exit {run.exit_code})" for run in task.notable_runs[:MAX_ITEMS_PER_SECTION]])
+        lines += _section("Failures and how to do differently", _failure_lines(task))
+        lines += _section("Reusable knowledge", _knowledge_lines(task))
+        lines += _section("References", _reference_lines(task, numbered=True))
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _overall_outcome(tasks: list[TaskEvidence]) -> str:
+    outcomes = {task.outcome for task in tasks}
+    if outcomes == {"fail"}:
+        return "fail"
+    if outcomes & {"fail", "partial"}:
+        return "partial"
+    return "success" if "success" in outcomes else "uncertain"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _clip(text: str, limit: int) -> str:
+    text = _one_line(text)
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
