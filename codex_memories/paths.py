@@ -38,3 +38,21 @@ def ad_hoc_instructions_path() -> str:
 
 def ad_hoc_notes_dir() -> str:
     return f"{EXTENSIONS_DIR}/{AD_HOC_EXTENSION}/{AD_HOC_NOTES_DIR}"
+
+
+# Object-store roots keep their git baseline next to the memory files (storage.LocalWorkspace).
+# Nothing under this folder is memory content: it is never mirrored, diffed or counted.
+WORKSPACE_STATE_DIR = ".codex-memories"
+BASELINE_ARCHIVE_FILE = "baseline.tar"
+
+
+def baseline_archive_path() -> str:
+    return f"{WORKSPACE_STATE_DIR}/{BASELINE_ARCHIVE_FILE}"
+
+
+def extension_instructions_path(name: str) -> str:
+    return f"{EXTENSIONS_DIR}/{name}/{EXTENSION_INSTRUCTIONS_FILE}"
+
+
+def extension_resources_dir(name: str) -> str:
+    return f"{EXTENSIONS_DIR}/{name}/{EXTENSION_RESOURCES_DIR}"
