@@ -6,6 +6,7 @@ Times follow the spec: memory tables use Unix epoch seconds, `threads` uses mill
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -133,3 +134,59 @@ class JobRecord(_Record):
     last_error: str | None = None
     input_watermark: int | None = None
     last_success_watermark: int | None = None
+    # Token usage added up over every attempt of this job (our extension; NULL = never reported).
+    input_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_output_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+TOKEN_USAGE_FIELDS: tuple[str, ...] = (
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+    "total_tokens",
+)
+"""Keys accepted in a finalizer's `usage` dict; each maps to a nullable `jobs` column."""
+
+
+class ForgetRoute(StrEnum):
+    """Why something was forgotten (spec section 6, plus our manual sub-routes)."""
+
+    retention_prune = "retention_prune"
+    selection_window = "selection_window"
+    empty_reextraction = "empty_reextraction"
+    thread_deletion = "thread_deletion"
+    pollution = "pollution"
+    disabled = "disabled"
+    extension_expiry = "extension_expiry"
+    manual_reset = "manual_reset"
+    ad_hoc_note = "ad_hoc_note"
+    user_edit = "user_edit"
+
+
+class ForgetAuditRecord(_Record):
+    """One `forget_audit` row: what a forgetting route removed, and why."""
+
+    id: int
+    route: str
+    target: str
+    reason: str
+    removed: Any
+    created_at: int
+
+
+class StatusSummary(_Record):
+    """A snapshot of the state DB for `status` output and run artifacts."""
+
+    threads_by_memory_mode: dict[str, int]
+    archived_threads: int
+    missing_threads: int
+    jobs_by_kind_and_status: dict[str, dict[str, int]]
+    stage1_outputs: int
+    selected_for_phase2: int
+    last_phase2_job: JobRecord | None
+    token_totals: dict[str, int]
+    token_totals_by_kind: dict[str, dict[str, int]]

@@ -1,0 +1,103 @@
+"""Engines for the state DB: SQLite on a laptop, PostgreSQL for a team.
+
+Contract:
+- `create_engine_for_url(url)` accepts any SQLAlchemy URL. `postgresql://` (and `postgres://`)
+  is mapped to the psycopg 3 driver. SQLite files get their parent directory created, WAL,
+  a 30 s busy timeout and foreign keys on; every SQLite transaction starts with
+  `BEGIN IMMEDIATE` (the write lock is taken up front, so two writers never deadlock on a lock
+  upgrade) unless the connection carries the `READ_ONLY_OPTION` execution option, which gets a
+  plain deferred `BEGIN` so readers never wait for writers.
+- `default_db_url(codex_home)` is `sqlite:///<codex_home>/codex-memories/state.sqlite`, i.e.
+  `~/.codex/codex-memories/state.sqlite` by default.
+- `is_transient_lock_error(exc)` says whether a failed transaction may simply be run again
+  (SQLite busy/locked, PostgreSQL deadlock or serialization failure).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import StaticPool
+
+STATE_DIR = "codex-memories"
+STATE_DB_FILE = "state.sqlite"
+SQLITE_BUSY_TIMEOUT_SECONDS = 30
+READ_ONLY_OPTION = "codex_memories_read_only"
+
+_POSTGRES_RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock
+
+
+def default_db_url(codex_home: str | Path) -> str:
+    """The state DB next to Codex's own files: `<codex_home>/codex-memories/state.sqlite`."""
+    path = Path(codex_home).expanduser() / STATE_DIR / STATE_DB_FILE
+    return f"sqlite:///{path}"
+
+
+def normalize_url(url: str | URL) -> URL:
+    """Map plain PostgreSQL URLs to the psycopg 3 driver; leave every other URL alone."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def create_engine_for_url(url: str | URL) -> Engine:
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _create_sqlite_engine(parsed)
+    return create_engine(parsed, pool_pre_ping=True)
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def is_transient_lock_error(exc: BaseException) -> bool:
+    if not isinstance(exc, DBAPIError):
+        return False
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if sqlstate in _POSTGRES_RETRYABLE_SQLSTATES:
+        return True
+    message = str(exc.orig).lower()
+    return "database is locked" in message or "database is busy" in message
+
+
+def _create_sqlite_engine(url: URL) -> Engine:
+    database = url.database or ""
+    in_memory = database in ("", ":memory:") or database.startswith("file::memory:")
+    kwargs: dict[str, Any] = {
+        "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False}
+    }
+    if in_memory:
+        # One shared connection, or every checkout would see a different empty database.
+        kwargs["poolclass"] = StaticPool
+    else:
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _configure_connection(dbapi_connection: Any, _record: Any) -> None:
+        # Take BEGIN out of pysqlite's hands; the "begin" listener below issues it.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
+            if not in_memory:
+                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute("PRAGMA synchronous = NORMAL")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Any) -> None:
+        if connection.get_execution_options().get(READ_ONLY_OPTION):
+            connection.exec_driver_sql("BEGIN")
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
