@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from codex_memories.llm.schema import Stage1Extraction
 from codex_memories.outcomes import Outcome
 from codex_memories.prompts import RenderedPrompt
@@ -26,13 +28,16 @@ from codex_memories.prompts import RenderedPrompt
 MAX_REASON_CHARS = 300
 
 
-@dataclass(frozen=True)
-class TokenUsage:
-    input_tokens: int = 0
-    cached_input_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_output_tokens: int = 0
-    total_tokens: int = 0
+class TokenUsage(BaseModel):
+    """Token counts of one or more model calls; `+` sums them field by field."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_tokens: int = Field(default=0, ge=0)
+    cached_input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    reasoning_output_tokens: int = Field(default=0, ge=0)
+    total_tokens: int = Field(default=0, ge=0)
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         if not isinstance(other, TokenUsage):
@@ -44,15 +49,6 @@ class TokenUsage:
             reasoning_output_tokens=self.reasoning_output_tokens + other.reasoning_output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
         )
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "cached_input_tokens": self.cached_input_tokens,
-            "output_tokens": self.output_tokens,
-            "reasoning_output_tokens": self.reasoning_output_tokens,
-            "total_tokens": self.total_tokens,
-        }
 
 
 ZERO_USAGE = TokenUsage()
