@@ -1,0 +1,246 @@
+"""`codex-memories`: the command line.
+
+Every subcommand takes the common options after its name (`--codex-home`, `--db`,
+`--memory-root`, `--provider`, ...); environment variables and our settings file fill in the
+rest (see `codex_memories.settings`). A user error is one line on stderr and a non-zero exit
+(2 for a bad setting), never a traceback. Heavy imports (Prefect, great-expectations) happen
+inside the commands that need them, so `--help` and `status` start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from codex_memories.settings import RuntimeConfig, SettingsError, load_runtime_config
+
+if TYPE_CHECKING:
+    from codex_memories.reports import Phase1Report
+
+app = typer.Typer(
+    name="codex-memories",
+    help="Long-term memory for Codex: rollouts in, the Codex memory folder out, via Prefect flows.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=False)
+errors = Console(stderr=True)
+
+EXIT_USER_ERROR = 1
+EXIT_BAD_SETTING = 2
+
+
+class UserError(Exception):
+    """A problem the user can fix; printed as one line."""
+
+
+# ---- common options ------------------------------------------------------------------------
+
+CodexHome = Annotated[Optional[Path], typer.Option("--codex-home", help="Codex home (default $CODEX_HOME or ~/.codex).")]
+DbUrl = Annotated[Optional[str], typer.Option("--db", help="State DB SQLAlchemy URL.")]
+MemoryRoot = Annotated[Optional[str], typer.Option("--memory-root", help="Memory folder path or s3:// URL.")]
+Provider = Annotated[Optional[str], typer.Option("--provider", help="openai | heuristic | auto.")]
+BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible base URL.")]
+ApiMode = Annotated[Optional[str], typer.Option("--api-mode", help="responses | chat.")]
+ExtractModel = Annotated[Optional[str], typer.Option("--extract-model", help="Phase-1 model.")]
+ConsolidationModel = Annotated[Optional[str], typer.Option("--consolidation-model", help="Phase-2 model.")]
+Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="Extractions at once (1..64).")]
+ConfigFile = Annotated[Optional[Path], typer.Option("--config-file", help="Our own TOML settings file.")]
+MaxRollouts = Annotated[
+    Optional[int], typer.Option("--max-rollouts", help="Override [memories] max_rollouts_per_startup (1..128).")
+]
+IgnoreAgeWindows = Annotated[
+    Optional[bool],
+    typer.Option("--ignore-age-windows/--age-windows", help="Claim regardless of the idle and age windows."),
+]
+
+
+def _config(**values: Any) -> RuntimeConfig:
+    renames = {"db": "db_url", "max_rollouts": "max_rollouts_per_startup"}
+    given = {renames.get(key, key): value for key, value in values.items()}
+    return load_runtime_config(**given)
+
+
+def _prepare_prefect(verbose: bool) -> None:
+    """Quiet Prefect's console logs for the CLI unless asked; keep its files in one place."""
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+def _fail(message: str, code: int = EXIT_USER_ERROR) -> None:
+    errors.print(f"codex-memories: {message}", markup=False, highlight=False)
+    raise typer.Exit(code)
+
+
+class _RichProgress:
+    """Bridges `codex_memories.progress` to a rich progress bar."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._tasks: dict[str, Any] = {}
+
+    def start(self, stage: str, total: int) -> None:
+        self._tasks[stage] = self._progress.add_task(stage, total=total)
+
+    def advance(self, stage: str, amount: int = 1) -> None:
+        if stage in self._tasks:
+            self._progress.advance(self._tasks[stage], amount)
+
+
+def _with_progress(run: Any) -> Any:
+    from codex_memories import progress as progress_events
+
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=errors,
+        transient=True,
+    )
+    with bar:
+        unsubscribe = progress_events.subscribe(_RichProgress(bar))
+        try:
+            return run()
+        finally:
+            unsubscribe()
+
+
+# ---- commands ------------------------------------------------------------------------------
+
+
+def _run_phase1(config: RuntimeConfig) -> Phase1Report:
+    from flows.phase1 import phase1
+
+    settings = config.settings
+    return _with_progress(
+        lambda: phase1(
+            codex_home=str(settings.codex_home_path),
+            db_url=settings.resolved_db_url,
+            memory_root=settings.resolved_memory_root,
+            provider=settings.provider,
+            base_url=settings.base_url,
+            extract_model=settings.extract_model,
+            max_rollouts_per_startup=config.memories.max_rollouts_per_startup,
+            ignore_age_windows=settings.ignore_age_windows,
+            concurrency=settings.concurrency,
+        )
+    )
+
+
+def _print_where(config: RuntimeConfig) -> None:
+    console.print(f"codex home:  {config.settings.codex_home_path}", markup=False, highlight=False)
+    console.print(f"state DB:    {config.settings.resolved_db_url}", markup=False, highlight=False)
+    console.print(f"memory root: {config.settings.resolved_memory_root}", markup=False, highlight=False)
+    console.print(f"provider:    {config.provider_name}", markup=False, highlight=False)
+
+
+@app.command()
+def phase1(
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    memory_root: MemoryRoot = None,
+    provider: Provider = None,
+    base_url: BaseUrl = None,
+    api_mode: ApiMode = None,
+    extract_model: ExtractModel = None,
+    concurrency: Concurrency = None,
+    config_file: ConfigFile = None,
+    max_rollouts: MaxRollouts = None,
+    ignore_age_windows: IgnoreAgeWindows = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
+) -> None:
+    """Run phase 1 now: discover rollouts, claim, extract stage-1 memories."""
+    config = _config(**{key: value for key, value in locals().items() if key != "verbose"})
+    _prepare_prefect(verbose)
+    from codex_memories.reports import render_phase1_text
+
+    _print_where(config)
+    console.print(render_phase1_text(_run_phase1(config)), markup=False, highlight=False)
+
+
+@app.command()
+def run(
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    memory_root: MemoryRoot = None,
+    provider: Provider = None,
+    base_url: BaseUrl = None,
+    api_mode: ApiMode = None,
+    extract_model: ExtractModel = None,
+    consolidation_model: ConsolidationModel = None,
+    concurrency: Concurrency = None,
+    config_file: ConfigFile = None,
+    max_rollouts: MaxRollouts = None,
+    ignore_age_windows: IgnoreAgeWindows = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
+) -> None:
+    """The main job: phase 1, then phase 2 once phase 2 exists, then a short report."""
+    config = _config(**{key: value for key, value in locals().items() if key != "verbose"})
+    _prepare_prefect(verbose)
+    from codex_memories.reports import render_phase1_text
+
+    _print_where(config)
+    console.print(render_phase1_text(_run_phase1(config)), markup=False, highlight=False)
+
+
+@app.command()
+def status(
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    memory_root: MemoryRoot = None,
+    config_file: ConfigFile = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Threads per memory mode, jobs per status, outputs, the last phase-2 run, where things are."""
+    config = _config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    from codex_memories.state.store import MemoryStore
+
+    store = MemoryStore.open(config.settings.resolved_db_url)
+    try:
+        summary = store.status_summary().model_dump(mode="json")
+    finally:
+        store.close()
+    summary["db_url"] = _display_url(config.settings.resolved_db_url)
+    summary["memory_root"] = config.settings.resolved_memory_root
+    summary["codex_home"] = str(config.settings.codex_home_path)
+    summary["memories_feature_enabled"] = config.memories.feature_enabled
+    if as_json:
+        console.print_json(json.dumps(summary))
+        return
+    table = Table(title="codex-memories status", show_header=False)
+    for key, value in summary.items():
+        table.add_row(key, json.dumps(value) if isinstance(value, (dict, list)) else str(value))
+    console.print(table)
+
+
+def _display_url(url: str) -> str:
+    """A DB URL without its password, for printing."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def main() -> None:
+    try:
+        app()
+    except SettingsError as error:
+        errors.print(f"codex-memories: {error}", markup=False, highlight=False)
+        sys.exit(EXIT_BAD_SETTING)
+    except UserError as error:
+        errors.print(f"codex-memories: {error}", markup=False, highlight=False)
+        sys.exit(EXIT_USER_ERROR)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""Discovery: rollout files on disk become rows of our `threads` table.
+
+Inputs: `$CODEX_HOME/sessions/**/rollout-*.jsonl` (live) and `$CODEX_HOME/archived_sessions/`
+(recorded as archived; normal runs never claim them). Incremental: a file whose size and mtime
+are unchanged since the last scan is not read again. Side effects: upserts `threads`, marks
+threads whose file disappeared (`missing_since_ms`), marks threads that used external context
+`polluted` when `disable_on_external_context` is on (through the store, which enqueues phase 2
+when such a thread had been selected). Idempotent: a second run over unchanged files writes
+nothing new.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from codex_memories import paths
+from codex_memories.rollouts import RolloutScan, iter_rollout_files, scan_rollout, thread_id_from_filename
+from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
+from codex_memories.state.records import MemoryMode, ThreadRecord
+from codex_memories.state.store import MemoryStore
+
+
+@dataclass
+class DiscoveryReport:
+    files_seen: int = 0
+    files_read: int = 0
+    files_unchanged: int = 0
+    threads_upserted: int = 0
+    archived_files: int = 0
+    non_interactive: int = 0
+    lines_skipped: int = 0
+    skipped_by_reason: Counter[str] = field(default_factory=Counter)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    polluted_thread_ids: list[str] = field(default_factory=list)
+    missing_thread_ids: list[str] = field(default_factory=list)
+
+
+def _to_ms(moment: datetime | None) -> int | None:
+    return None if moment is None else int(moment.timestamp() * 1000)
+
+
+def _thread_from_scan(
+    scan: RolloutScan,
+    *,
+    thread_id: str,
+    path: Path,
+    stat: os.stat_result,
+    archived: bool,
+    memory_mode: MemoryMode,
+    now_ms: int,
+) -> ThreadRecord:
+    mtime_ms = stat.st_mtime_ns // 1_000_000
+    updated_at_ms = _to_ms(scan.last_activity_at) or mtime_ms
+    created_at_ms = _to_ms(scan.created_at) or updated_at_ms
+    return ThreadRecord(
+        id=thread_id,
+        rollout_path=str(path),
+        created_at_ms=created_at_ms,
+        updated_at_ms=updated_at_ms,
+        source=scan.source,
+        cwd=scan.cwd,
+        originator=scan.originator,
+        cli_version=scan.cli_version,
+        model_provider=scan.model_provider,
+        forked_from_id=scan.forked_from_id,
+        first_user_message=scan.first_user_message if scan.has_user_message else None,
+        archived=archived,
+        archived_at_ms=now_ms if archived else None,
+        git_sha=scan.git_sha,
+        git_branch=scan.git_branch,
+        git_origin_url=scan.git_origin_url,
+        memory_mode=memory_mode,
+        used_external_context=scan.used_external_context,
+        rollout_size=stat.st_size,
+        rollout_mtime_ns=stat.st_mtime_ns,
+    )
+
+
+def _memory_mode_for(
+    scan: RolloutScan,
+    existing: ThreadRecord | None,
+    *,
+    generate_memories: bool,
+    disable_on_external_context: bool,
+) -> MemoryMode:
+    if existing is not None and existing.memory_mode != MemoryMode.enabled:
+        return existing.memory_mode  # disabled / polluted never flip back on their own
+    if disable_on_external_context and scan.used_external_context:
+        return MemoryMode.polluted
+    if scan.memory_mode == MemoryMode.disabled.value:
+        return MemoryMode.disabled
+    if existing is None and not generate_memories:
+        # Codex stores threads created while generate_memories=false as disabled (spec 4).
+        return MemoryMode.disabled
+    return MemoryMode.enabled
+
+
+def discover_rollouts(
+    store: MemoryStore,
+    codex_home: Path,
+    *,
+    generate_memories: bool,
+    disable_on_external_context: bool,
+    now_ms: int,
+    include_live: bool = True,
+    include_archived: bool = True,
+) -> DiscoveryReport:
+    report = DiscoveryReport()
+    known_states = store.get_rollout_file_states()
+    seen_paths: set[str] = set()
+    batch: list[ThreadRecord] = []
+    roots: list[tuple[Path, bool]] = []
+    if include_live:
+        roots.append((codex_home / paths.SESSIONS_DIR, False))
+    if include_archived:
+        roots.append((codex_home / paths.ARCHIVED_SESSIONS_DIR, True))
+
+    for root, archived in roots:
+        if not root.is_dir():
+            continue
+        for path in iter_rollout_files(root):
+            report.files_seen += 1
+            report.archived_files += int(archived)
+            key = str(path)
+            seen_paths.add(key)
+            try:
+                stat = path.stat()
+            except OSError as error:  # vanished between listing and stat: next run sees it missing
+                report.unreadable.append((key, f"stat failed: {error.strerror}"))
+                continue
+            if known_states.get(key) == (stat.st_size, stat.st_mtime_ns):
+                report.files_unchanged += 1
+                continue
+            try:
+                scan = scan_rollout(path)
+            except OSError as error:
+                report.unreadable.append((key, f"read failed: {error.strerror}"))
+                continue
+            report.files_read += 1
+            report.lines_skipped += scan.stats.lines_skipped
+            report.skipped_by_reason.update(scan.stats.skipped_by_reason)
+            thread_id = scan.thread_id or thread_id_from_filename(path)
+            if thread_id is None:
+                report.unreadable.append((key, "no session_meta id and no thread id in the file name"))
+                continue
+            if scan.source not in INTERACTIVE_SESSION_SOURCES:
+                report.non_interactive += 1
+            existing = store.get_thread(thread_id)
+            mode = _memory_mode_for(
+                scan,
+                existing,
+                generate_memories=generate_memories,
+                disable_on_external_context=disable_on_external_context,
+            )
+            if mode == MemoryMode.polluted and (existing is None or existing.memory_mode != mode):
+                report.polluted_thread_ids.append(thread_id)
+            batch.append(
+                _thread_from_scan(
+                    scan,
+                    thread_id=thread_id,
+                    path=path,
+                    stat=stat,
+                    archived=archived,
+                    memory_mode=mode,
+                    now_ms=now_ms,
+                )
+            )
+            if len(batch) >= 200:
+                report.threads_upserted += store.upsert_threads(batch)
+                batch.clear()
+    if batch:
+        report.threads_upserted += store.upsert_threads(batch)
+
+    # Newly polluted threads go through the store so a selected memory enqueues phase 2.
+    for thread_id in report.polluted_thread_ids:
+        store.mark_thread_memory_mode_polluted(thread_id)
+
+    scanned_roots = [str(root) for root, _ in roots]
+    vanished = [
+        known
+        for known in known_states
+        if known not in seen_paths and any(known.startswith(root + os.sep) for root in scanned_roots)
+    ]
+    if vanished:
+        report.missing_thread_ids = store.mark_threads_missing(vanished)
+    return report

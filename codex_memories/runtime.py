@@ -1,0 +1,46 @@
+"""The composition root: turns a RuntimeConfig into the real store and model provider.
+
+Stores are shared per DB URL within a process: opening one creates the engine and runs the
+migrations, which every task of a run would otherwise repeat.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from codex_memories.llm import build_extraction_provider
+from codex_memories.llm.base import ExtractionProvider
+from codex_memories.settings import RuntimeConfig
+from codex_memories.state.store import MemoryStore
+
+_stores: dict[str, MemoryStore] = {}
+_stores_lock = threading.Lock()
+
+
+def open_store(db_url: str) -> MemoryStore:
+    with _stores_lock:
+        store = _stores.get(db_url)
+        if store is None:
+            store = MemoryStore.open(db_url)
+            _stores[db_url] = store
+        return store
+
+
+def close_stores() -> None:
+    with _stores_lock:
+        for store in _stores.values():
+            store.close()
+        _stores.clear()
+
+
+def extraction_provider(config: RuntimeConfig) -> ExtractionProvider:
+    settings = config.settings
+    return build_extraction_provider(
+        config.provider_name,
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        model=config.extract_model,
+        api_mode=settings.api_mode,
+        timeout_seconds=settings.model_timeout_seconds,
+        reasoning_effort=settings.reasoning_effort,
+    )

@@ -1,0 +1,369 @@
+"""One settings tree for codex-memories.
+
+Two sources of truth, kept apart on purpose:
+
+* **Codex's own `$CODEX_HOME/config.toml`** (read only, never written): `[features] memories`
+  and the `[memories]` keys of spec section 4, with Codex's code defaults and clamps. Codex
+  rejects unknown keys in `[memories]`, so none of our knobs ever go there.
+* **Our knobs** (provider, models, URLs, concurrency, budgets, leases, ...), from, highest first:
+  CLI flags > environment variables `CODEX_MEMORIES_*` (plus `OPENAI_API_KEY`,
+  `OPENAI_BASE_URL`, `CODEX_HOME`) > our own TOML file (`CODEX_MEMORIES_CONFIG_FILE`, default
+  `$CODEX_HOME/codex-memories.toml`) > code defaults. Our layer may also override a Codex
+  `[memories]` key under the same name (e.g. `CODEX_MEMORIES_MAX_ROLLOUTS_PER_STARTUP=16`).
+
+Codex clamps out-of-range values in its own file (faithfully reproduced here); our own layer
+rejects them instead: a bad value is one clear line naming the key and its allowed range
+(`SettingsError`, exit code 2 in the CLI), and nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from codex_memories import paths
+
+ENV_PREFIX = "CODEX_MEMORIES_"
+DEFAULT_CODEX_HOME = Path("~/.codex")
+OWN_CONFIG_FILE_NAME = "codex-memories.toml"
+
+# Sources Codex treats as interactive (spec 1.4, INTERACTIVE_SESSION_SOURCES).
+INTERACTIVE_SESSION_SOURCES: tuple[str, ...] = ("cli", "vscode", "atlas", "chatgpt")
+
+
+class SettingsError(ValueError):
+    """A bad setting: the message is one line naming the key and its allowed values."""
+
+
+# --------------------------------------------------------------------------------------------
+# Codex's [memories] table (spec section 4): code defaults and clamps.
+# --------------------------------------------------------------------------------------------
+
+# key -> (default, low, high). Values outside are clamped, as Codex's `From<MemoriesToml>` does.
+CODEX_MEMORIES_INT_KEYS: dict[str, tuple[int, int, int]] = {
+    "max_raw_memories_for_consolidation": (256, 1, 4096),
+    "max_unused_days": (30, 0, 365),
+    "max_rollout_age_days": (10, 0, 90),
+    "max_rollouts_per_startup": (2, 1, 128),
+    "min_rollout_idle_hours": (6, 1, 48),
+    "min_rate_limit_remaining_percent": (25, 0, 100),
+}
+CODEX_MEMORIES_BOOL_KEYS: dict[str, bool] = {
+    "generate_memories": True,
+    "use_memories": True,
+    "disable_on_external_context": False,
+    "dedicated_tools": False,
+    "dual_write": False,
+}
+CODEX_MEMORIES_ALIASES = {"no_memories_if_mcp_or_web_search": "disable_on_external_context"}
+CODEX_MEMORIES_STR_KEYS = ("extract_model", "consolidation_model", "version")
+
+
+class CodexMemoriesConfig(BaseModel):
+    """The effective `[features] memories` + `[memories]` values, after clamps and overrides."""
+
+    model_config = ConfigDict(frozen=True)
+
+    feature_enabled: bool = False
+    generate_memories: bool = True
+    use_memories: bool = True
+    disable_on_external_context: bool = False
+    dedicated_tools: bool = False
+    dual_write: bool = False
+    max_raw_memories_for_consolidation: int = 256
+    max_unused_days: int = 30
+    max_rollout_age_days: int = 10
+    max_rollouts_per_startup: int = 2
+    min_rollout_idle_hours: int = 6
+    min_rate_limit_remaining_percent: int = 25
+    extract_model: str | None = None
+    consolidation_model: str | None = None
+    version: str = "v1"
+    config_path: str | None = None
+
+
+def _clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(high, value))
+
+
+def read_codex_memories_config(codex_home: Path) -> CodexMemoriesConfig:
+    """Read `$CODEX_HOME/config.toml` without writing it. A missing file means Codex defaults."""
+    config_path = codex_home / paths.CODEX_CONFIG_FILE
+    if not config_path.is_file():
+        return CodexMemoriesConfig()
+    try:
+        document = tomllib.loads(config_path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise SettingsError(f"{config_path}: not valid TOML ({error})") from error
+
+    features = document.get("features", {})
+    feature_enabled = features.get("memories", features.get("memory_tool", False))
+    if not isinstance(feature_enabled, bool):
+        raise SettingsError(f"{config_path}: [features] memories must be true or false")
+
+    table = dict(document.get("memories", {}))
+    for alias, name in CODEX_MEMORIES_ALIASES.items():
+        if alias in table and name not in table:
+            table[name] = table.pop(alias)
+    values: dict[str, Any] = {"feature_enabled": feature_enabled, "config_path": str(config_path)}
+    for key, (default, low, high) in CODEX_MEMORIES_INT_KEYS.items():
+        raw = table.get(key, default)
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise SettingsError(f"{config_path}: [memories] {key} must be an integer ({low}..{high})")
+        values[key] = _clamp(raw, low, high)
+    for key, default in CODEX_MEMORIES_BOOL_KEYS.items():
+        raw = table.get(key, default)
+        if not isinstance(raw, bool):
+            raise SettingsError(f"{config_path}: [memories] {key} must be true or false")
+        values[key] = raw
+    for key in CODEX_MEMORIES_STR_KEYS:
+        if key in table:
+            if not isinstance(table[key], str):
+                raise SettingsError(f"{config_path}: [memories] {key} must be a string")
+            values[key] = table[key]
+    return CodexMemoriesConfig(**values)
+
+
+# --------------------------------------------------------------------------------------------
+# Our own settings.
+# --------------------------------------------------------------------------------------------
+
+
+class Settings(BaseSettings):
+    """Our knobs. Every field has a type, a default, bounds and a description."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="forbid",
+        populate_by_name=True,
+        validate_default=True,
+    )
+
+    codex_home: Path = Field(
+        default=DEFAULT_CODEX_HOME,
+        validation_alias=AliasChoices("codex_home", "CODEX_MEMORIES_CODEX_HOME", "CODEX_HOME"),
+        description="Codex home: rollouts under sessions/ and archived_sessions/, config.toml.",
+    )
+    config_file: Path | None = Field(
+        default=None,
+        description="Our own optional TOML settings file (default $CODEX_HOME/codex-memories.toml).",
+    )
+    provider: Literal["auto", "openai", "heuristic"] = Field(
+        default="auto",
+        description="Model provider; auto = openai when an API key or base URL is set, else heuristic.",
+    )
+    api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("api_key", "CODEX_MEMORIES_API_KEY", "OPENAI_API_KEY"),
+        description="API key for the openai provider (never logged, never a task parameter).",
+    )
+    base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("base_url", "CODEX_MEMORIES_BASE_URL", "OPENAI_BASE_URL"),
+        description="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.",
+    )
+    api_mode: Literal["responses", "chat"] = Field(
+        default="responses",
+        description="responses = /v1/responses; chat = /v1/chat/completions (vLLM, Ollama).",
+    )
+    extract_model: str | None = Field(
+        default=None, description="Phase-1 model; default: [memories] extract_model, else gpt-5.4-mini."
+    )
+    consolidation_model: str | None = Field(
+        default=None, description="Phase-2 model; default: [memories] consolidation_model, else gpt-5.4."
+    )
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None, description="Reasoning effort sent to the model; unset sends none."
+    )
+    model_timeout_seconds: float = Field(default=300.0, ge=1, le=3600, description="Per-request timeout.")
+    model_retries: int = Field(default=3, ge=0, le=10, description="Task retries on transient model errors.")
+    model_retry_delay_seconds: float = Field(
+        default=2.0, ge=0, le=600, description="First retry delay; later retries back off exponentially."
+    )
+    db_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the state DB; default sqlite:///$CODEX_HOME/codex-memories/state.sqlite.",
+    )
+    memory_root: str | None = Field(
+        default=None, description="Memory folder: a path or s3://bucket/prefix; default $CODEX_HOME/memories."
+    )
+    concurrency: int = Field(default=8, ge=1, le=64, description="Phase-1 extractions running at once.")
+    rollout_token_budget: int = Field(
+        default=150_000, ge=1_000, le=2_000_000, description="Tokens of transcript sent per extraction."
+    )
+    scan_limit: int = Field(default=5000, ge=1, le=1_000_000, description="Threads read per claim pass.")
+    prune_batch_size: int = Field(default=200, ge=1, le=100_000, description="Retention-prune batch.")
+    stage1_lease_seconds: int = Field(default=3600, ge=10, le=86_400, description="Phase-1 job lease.")
+    stage1_retry_delay_seconds: int = Field(
+        default=3600, ge=0, le=604_800, description="Backoff after a failed extraction."
+    )
+    phase2_lease_seconds: int = Field(default=3600, ge=5, le=86_400, description="Global phase-2 lease.")
+    phase2_heartbeat_seconds: float = Field(
+        default=90.0, ge=0.1, le=3600, description="Lease renewal period while the agent runs."
+    )
+    phase2_retry_delay_seconds: int = Field(
+        default=3600, ge=0, le=604_800, description="Backoff after a failed consolidation."
+    )
+    phase2_cooldown_seconds: int = Field(
+        default=21_600, ge=0, le=604_800, description="Minimum gap between successful consolidations."
+    )
+    agent_max_steps: int = Field(default=60, ge=1, le=1000, description="Consolidation agent step limit.")
+    agent_max_tokens: int = Field(
+        default=2_000_000, ge=1_000, le=100_000_000, description="Consolidation agent token budget."
+    )
+    agent_timeout_seconds: float = Field(
+        default=1800.0, ge=1, le=86_400, description="Consolidation agent wall-clock limit."
+    )
+    read_budget_tokens: int = Field(
+        default=5000, ge=100, le=100_000, description="Token budget of the injected memory summary."
+    )
+    ignore_age_windows: bool = Field(
+        default=False,
+        description="Claim regardless of the idle and age windows (backfill, the bundled example).",
+    )
+    # Overrides of Codex [memories] keys; None = take Codex's config.toml value.
+    max_raw_memories_for_consolidation: int | None = Field(default=None, ge=1, le=4096)
+    max_unused_days: int | None = Field(default=None, ge=0, le=365)
+    max_rollout_age_days: int | None = Field(default=None, ge=0, le=90)
+    max_rollouts_per_startup: int | None = Field(default=None, ge=1, le=128)
+    min_rollout_idle_hours: int | None = Field(default=None, ge=0, le=48)
+    generate_memories: bool | None = Field(default=None)
+    disable_on_external_context: bool | None = Field(default=None)
+    memories_feature: bool | None = Field(
+        default=None, description="Override [features] memories (e.g. to run on a home without it)."
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = _own_config_file(init_settings())
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return tuple(sources)
+
+    # ---- derived values -------------------------------------------------------------------
+
+    @property
+    def codex_home_path(self) -> Path:
+        return self.codex_home.expanduser()
+
+    @property
+    def resolved_db_url(self) -> str:
+        if self.db_url:
+            return self.db_url
+        return f"sqlite:///{self.codex_home_path / 'codex-memories' / 'state.sqlite'}"
+
+    @property
+    def resolved_memory_root(self) -> str:
+        return self.memory_root or str(self.codex_home_path / paths.MEMORIES_DIR)
+
+
+def _own_config_file(init_values: dict[str, Any]) -> Path | None:
+    explicit = init_values.get("config_file") or os.environ.get(f"{ENV_PREFIX}CONFIG_FILE")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise SettingsError(f"config_file: {path} does not exist")
+        return path
+    home = (
+        init_values.get("codex_home")
+        or os.environ.get(f"{ENV_PREFIX}CODEX_HOME")
+        or os.environ.get("CODEX_HOME")
+        or DEFAULT_CODEX_HOME
+    )
+    candidate = Path(home).expanduser() / OWN_CONFIG_FILE_NAME
+    return candidate if candidate.is_file() else None
+
+
+class RuntimeConfig(BaseModel):
+    """Our settings plus Codex's effective `[memories]` values: what the pipeline runs with."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    settings: Settings
+    memories: CodexMemoriesConfig
+
+    @property
+    def provider_name(self) -> str:
+        if self.settings.provider != "auto":
+            return self.settings.provider
+        if self.settings.api_key is not None or self.settings.base_url:
+            return "openai"
+        return "heuristic"
+
+    @property
+    def extract_model(self) -> str:
+        return self.settings.extract_model or self.memories.extract_model or "gpt-5.4-mini"
+
+    @property
+    def consolidation_model(self) -> str:
+        return self.settings.consolidation_model or self.memories.consolidation_model or "gpt-5.4"
+
+
+_OVERRIDABLE = (
+    "max_raw_memories_for_consolidation",
+    "max_unused_days",
+    "max_rollout_age_days",
+    "max_rollouts_per_startup",
+    "min_rollout_idle_hours",
+    "generate_memories",
+    "disable_on_external_context",
+)
+
+
+def load_runtime_config(**cli_values: Any) -> RuntimeConfig:
+    """Build the effective configuration. CLI values of None are "not given"."""
+    given = {key: value for key, value in cli_values.items() if value is not None}
+    try:
+        settings = Settings(**given)
+    except ValidationError as error:
+        raise SettingsError(describe_validation_error(error)) from None
+    memories = read_codex_memories_config(settings.codex_home_path)
+    overrides = {
+        key: getattr(settings, key) for key in _OVERRIDABLE if getattr(settings, key) is not None
+    }
+    if settings.memories_feature is not None:
+        overrides["feature_enabled"] = settings.memories_feature
+    if overrides:
+        memories = memories.model_copy(update=overrides)
+    return RuntimeConfig(settings=settings, memories=memories)
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """One line per bad key: name, given value, the rule it broke and the allowed range."""
+    lines = []
+    for problem in error.errors():
+        key = ".".join(str(part) for part in problem["loc"]) or "settings"
+        field = Settings.model_fields.get(str(problem["loc"][0])) if problem["loc"] else None
+        allowed = _allowed_range(field) if field is not None else ""
+        given = problem.get("input")
+        shown = "***" if key == "api_key" else repr(given)
+        lines.append(f"invalid setting {key}={shown}: {problem['msg']}{allowed}")
+    return "; ".join(lines)
+
+
+def _allowed_range(field: Any) -> str:
+    low = high = None
+    for constraint in field.metadata:
+        low = getattr(constraint, "ge", low) if getattr(constraint, "ge", None) is not None else low
+        high = getattr(constraint, "le", high) if getattr(constraint, "le", None) is not None else high
+    if low is None and high is None:
+        return ""
+    return f" (allowed: {low if low is not None else '-inf'}..{high if high is not None else 'inf'})"

@@ -1,0 +1,158 @@
+"""Phase 1: Codex rollout files become stage-1 memories.
+
+Orchestration only; every decision lives in `codex_memories`. Parameters are settings overrides
+(none of them secret: API keys come from the environment or our settings file, never from a
+flow parameter, which Prefect would store).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Literal
+
+from prefect import Task, flow, get_run_logger
+from prefect.futures import PrefectFuture, as_completed
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from codex_memories import progress
+from codex_memories.extraction import ExtractionResult, failed_extraction
+from codex_memories.outcomes import Outcome
+from codex_memories.reports import Phase1Report
+from codex_memories.settings import RuntimeConfig, load_runtime_config
+from codex_memories.state.records import Stage1Claim
+from tasks.claim import claim_stage1_jobs
+from tasks.discover import discover
+from tasks.extract import extract_rollout
+from tasks.finalize import finalize_extractions
+from tasks.gates import check_phase1_gates
+from tasks.quality import check_extraction_quality
+from tasks.report import publish_phase1_report
+from tasks.retention import prune_retention
+
+# The pool is sized for the largest allowed `concurrency`; the flow keeps at most `concurrency`
+# extractions in flight (measured: Prefect's global and tag concurrency limits poll for slots
+# and cost 10x). Several flow runs together are bounded by the state DB's running cap instead.
+MAX_EXTRACTION_WORKERS = 64
+
+
+@flow(
+    name="memories-phase1",
+    task_runner=ThreadPoolTaskRunner(max_workers=MAX_EXTRACTION_WORKERS),
+    log_prints=False,
+)
+def phase1(
+    codex_home: str | None = None,
+    db_url: str | None = None,
+    memory_root: str | None = None,
+    provider: Literal["auto", "openai", "heuristic"] | None = None,
+    base_url: str | None = None,
+    extract_model: str | None = None,
+    max_rollouts_per_startup: int | None = None,
+    ignore_age_windows: bool | None = None,
+    concurrency: int | None = None,
+) -> Phase1Report:
+    config = load_runtime_config(
+        codex_home=codex_home,
+        db_url=db_url,
+        memory_root=memory_root,
+        provider=provider,
+        base_url=base_url,
+        extract_model=extract_model,
+        max_rollouts_per_startup=max_rollouts_per_startup,
+        ignore_age_windows=ignore_age_windows,
+        concurrency=concurrency,
+    )
+    return run_phase1(config)
+
+
+
+def run_phase1(config: RuntimeConfig) -> Phase1Report:
+    """The numbered steps of phase 1, callable from any flow (phase1, run, backfill)."""
+    report = Phase1Report(provider=config.provider_name, model=config.extract_model)
+
+    # 1. Gates: the feature flag and generate_memories.
+    report.gate = check_phase1_gates(config)
+    if report.gate is not None:
+        publish_phase1_report(report)
+        return report
+
+    # 2. Retention prune (forgetting route 1), before anything else, as Codex does.
+    report.pruned_thread_ids = prune_retention(config)
+
+    # 3. Discovery: rollout files -> threads.
+    discovery = discover(config)
+    report.discovery = {
+        "files seen": discovery.files_seen,
+        "files read": discovery.files_read,
+        "files unchanged": discovery.files_unchanged,
+        "archived files": discovery.archived_files,
+        "non-interactive sessions": discovery.non_interactive,
+        "damaged lines skipped": discovery.lines_skipped,
+        "unreadable files": len(discovery.unreadable),
+        "newly polluted threads": len(discovery.polluted_thread_ids),
+        "rollouts that disappeared": len(discovery.missing_thread_ids),
+    }
+
+    # 4. Claim: interactive, enabled, idle and recent threads, up to the per-run cap.
+    claims = claim_stage1_jobs(config)
+    report.claimed = len(claims)
+
+    # 5. Extract: one task per claim, at most `concurrency` at once.
+    progress.start("extract", len(claims))
+    extract = extract_rollout.with_options(
+        retries=config.settings.model_retries,
+        retry_delay_seconds=_backoff(config),
+    )
+    futures = _submit_bounded(extract, claims, config)
+    results = _collect(claims, futures)
+
+    # 6. Data quality on the batch (great-expectations).
+    quality = check_extraction_quality(results)
+    report.quality = quality.summary
+
+    # 7. Finalize each job with one of the three outcomes.
+    report.extractions = finalize_extractions(results, quality.failed_expectations, config)
+    report.usage = sum((Counter(result.usage) for result in results), Counter())
+
+    # 8. Report.
+    publish_phase1_report(report)
+    get_run_logger().info("phase 1 outcomes: %s", dict(report.outcome_counts()))
+    return report
+
+
+def _backoff(config: RuntimeConfig) -> list[float]:
+    first = config.settings.model_retry_delay_seconds
+    return [first * 2**attempt for attempt in range(max(config.settings.model_retries, 1))]
+
+
+def _submit_bounded(
+    extract: Task[..., ExtractionResult], claims: list[Stage1Claim], config: RuntimeConfig
+) -> list[PrefectFuture[ExtractionResult]]:
+    """Submit every claim, never more than `concurrency` in flight; results keep claim order."""
+    limit = config.settings.concurrency
+    futures: list[PrefectFuture[ExtractionResult]] = []
+    in_flight: set[PrefectFuture[ExtractionResult]] = set()
+    for claim in claims:
+        if len(in_flight) >= limit:
+            finished = next(as_completed(list(in_flight)))
+            in_flight.discard(finished)
+        future = extract.submit(claim, config=config)
+        futures.append(future)
+        in_flight.add(future)
+    return futures
+
+
+def _collect(
+    claims: list[Stage1Claim], futures: list[PrefectFuture[ExtractionResult]]
+) -> list[ExtractionResult]:
+    """One failed rollout never fails the flow: an extraction that raised past its retries
+    becomes a named failure outcome for that rollout alone."""
+    results = []
+    for claim, future in zip(claims, futures, strict=True):
+        value: Any = future.result(raise_on_failure=False)
+        if isinstance(value, ExtractionResult):
+            results.append(value)
+        else:
+            reason = f"{type(value).__name__}: {value}" if isinstance(value, BaseException) else str(value)
+            results.append(failed_extraction(claim, Outcome.failed_model_request, reason))
+    return results

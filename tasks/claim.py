@@ -1,0 +1,36 @@
+import os
+import socket
+
+from prefect import task
+from prefect.cache_policies import RUN_ID
+from prefect.context import get_run_context
+
+from codex_memories.settings import INTERACTIVE_SESSION_SOURCES, RuntimeConfig
+from codex_memories.runtime import open_store
+from codex_memories.state.records import Stage1Claim
+
+
+def worker_id() -> str:
+    """Who holds a lease: host, process and the flow run, for people reading the jobs table."""
+    context = get_run_context()
+    flow_run = getattr(context, "flow_run", None) or getattr(getattr(context, "task_run", None), "flow_run_id", None)
+    run_id = getattr(flow_run, "id", flow_run)
+    return f"{socket.gethostname()}:{os.getpid()}:{run_id}"
+
+
+# Cached per flow run: retrying the same flow run reuses its claims (same ownership tokens,
+# leases still held) instead of finding them "running" and doing nothing.
+@task(name="claim-stage1-jobs", cache_policy=RUN_ID, persist_result=True)
+def claim_stage1_jobs(config: RuntimeConfig) -> list[Stage1Claim]:
+    memories, settings = config.memories, config.settings
+    windows_apply = not settings.ignore_age_windows
+    return open_store(settings.resolved_db_url).claim_stage1_jobs_for_startup(
+        worker_id=worker_id(),
+        current_thread_id=None,
+        scan_limit=settings.scan_limit,
+        max_claimed=memories.max_rollouts_per_startup,
+        max_age_days=memories.max_rollout_age_days if windows_apply else None,
+        min_rollout_idle_hours=memories.min_rollout_idle_hours if windows_apply else None,
+        allowed_sources=list(INTERACTIVE_SESSION_SOURCES),
+        lease_seconds=settings.stage1_lease_seconds,
+    )

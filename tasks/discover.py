@@ -1,0 +1,27 @@
+import time
+
+from prefect import get_run_logger, task
+
+from codex_memories.discovery import DiscoveryReport, discover_rollouts
+from codex_memories.runtime import open_store
+from codex_memories.settings import RuntimeConfig
+
+
+@task(name="discover-rollouts", cache_policy=None)
+def discover(config: RuntimeConfig) -> DiscoveryReport:
+    report = discover_rollouts(
+        open_store(config.settings.resolved_db_url),
+        config.settings.codex_home_path,
+        generate_memories=config.memories.generate_memories,
+        disable_on_external_context=config.memories.disable_on_external_context,
+        now_ms=int(time.time() * 1000),
+    )
+    logger = get_run_logger()
+    logger.info(
+        "discovery: %d files (%d read, %d unchanged), %d damaged lines skipped, %d missing",
+        report.files_seen, report.files_read, report.files_unchanged,
+        report.lines_skipped, len(report.missing_thread_ids),
+    )
+    for path, reason in report.unreadable:
+        logger.warning("unreadable rollout %s: %s", path, reason)
+    return report

@@ -1,0 +1,13 @@
+from prefect import get_run_logger, task
+
+from codex_memories.gates import phase1_gate
+from codex_memories.outcomes import Outcome
+from codex_memories.settings import RuntimeConfig
+
+
+@task(name="check-phase1-gates", cache_policy=None)
+def check_phase1_gates(config: RuntimeConfig) -> Outcome | None:
+    gate = phase1_gate(config.memories)
+    if gate is not None:
+        get_run_logger().info("%s: [features] memories / generate_memories say no", gate.value)
+    return gate
