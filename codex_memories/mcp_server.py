@@ -1,0 +1,156 @@
+"""The memories MCP server: `codex_memories.memory_tools` over stdio (spec 5.5, 7.1).
+
+Contract:
+- `build_server(memory_root, notes_enabled=True)` returns an `MCPServer` (the official MCP Python
+  SDK, 2.x) with the tools `list`, `read` and `search` (annotated read-only) and, when notes are
+  enabled, `add_ad_hoc_note` (the only tool that writes, and only new files under
+  `extensions/ad_hoc/notes/`).
+- Every success is a structured JSON result (the pydantic models of `memory_tools`, also echoed as
+  JSON text for clients that ignore structured content).
+- Every anticipated failure is a tool error (`is_error`), with text `<Kind>: <message>` and
+  structured content `{"error": <Kind>, "message": …}`, where `<Kind>` is the stable error code
+  (`InvalidPath`, `NotFile`, `InvalidCursor`, `NoteAlreadyExists`, …). Anything else is a crash
+  and reaches the client as the SDK's generic tool error, with the traceback in the server log.
+- `run_stdio(memory_root)` serves one client over stdin/stdout until it disconnects.
+- `python -m codex_memories.mcp_server --memory-root DIR [--no-notes]` does the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from codex_memories import memory_tools, notes
+
+SERVER_NAME = "codex-memories"
+SERVER_INSTRUCTIONS = (
+    "Read-only access to the Codex memory folder: list folders, read files by line range and "
+    "search lines. Paths are relative to the memory root. add_ad_hoc_note (when offered) records "
+    "one new note and must only be used when the user explicitly asks to remember, forget or "
+    "update something."
+)
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+APPEND_ONLY = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+LIST_DESCRIPTION = (
+    "List the files and folders directly inside a memory folder (not recursive), sorted by name. "
+    "Pass next_cursor back as cursor to get the next page."
+)
+READ_DESCRIPTION = (
+    "Read a memory file as text, starting at line_offset (1-based) and returning at most max_lines "
+    "lines. Very long content is shortened in the middle; truncated tells you whether anything was left out."
+)
+SEARCH_DESCRIPTION = (
+    "Find lines containing query (exact, case-sensitive substring) in one memory file or every file "
+    "under a memory folder. Results are sorted by path and line; context_lines adds surrounding lines."
+)
+NOTE_DESCRIPTION = (
+    "Record one new ad-hoc memory note. Use only after the user explicitly asks you to remember, "
+    "forget or change something. Notes are append-only: an existing note is never overwritten. "
+    "Give filename as YYYY-MM-DDTHH-MM-SS-<slug>.md (UTC time, slug of a-z, 0-9 and -), or omit it "
+    "and optionally give slug to have the current time used."
+)
+
+PathArgument = Annotated[str | None, Field(description="Path relative to the memory root; omit for the root.")]
+CursorArgument = Annotated[str | None, Field(description="next_cursor from the previous page.")]
+
+ErrorTypes = (memory_tools.MemoryToolError, notes.NoteError)
+
+
+def build_server(memory_root: Path, *, notes_enabled: bool = True) -> MCPServer:
+    """An MCP server whose tools work on `memory_root`; nothing is read until a tool is called."""
+    root = Path(memory_root)
+    server = MCPServer(name=SERVER_NAME, instructions=SERVER_INSTRUCTIONS)
+
+    def list_tool(
+        path: PathArgument = None,
+        cursor: CursorArgument = None,
+        max_results: Annotated[
+            int, Field(description=f"Page size, at most {memory_tools.MAX_LIST_RESULTS}.")
+        ] = memory_tools.DEFAULT_LIST_MAX_RESULTS,
+    ) -> Annotated[CallToolResult, memory_tools.ListResult]:
+        return _call(lambda: memory_tools.list_entries(root, path=path, cursor=cursor, max_results=max_results))
+
+    def read_tool(
+        path: Annotated[str, Field(description="File path relative to the memory root.")],
+        line_offset: Annotated[int, Field(description="1-based line to start from.")] = 1,
+        max_lines: Annotated[int | None, Field(description="Maximum number of lines to return.")] = None,
+    ) -> Annotated[CallToolResult, memory_tools.ReadResult]:
+        return _call(lambda: memory_tools.read_file(root, path, line_offset=line_offset, max_lines=max_lines))
+
+    def search_tool(
+        query: Annotated[str, Field(description="Text to find, case-sensitive.")],
+        path: Annotated[
+            str | None, Field(description="File or folder to search, relative to the memory root; omit for all.")
+        ] = None,
+        cursor: CursorArgument = None,
+        context_lines: Annotated[int, Field(description="Lines of context before and after each match.")] = 0,
+        max_results: Annotated[
+            int, Field(description=f"Page size, at most {memory_tools.MAX_SEARCH_RESULTS}.")
+        ] = memory_tools.DEFAULT_SEARCH_MAX_RESULTS,
+    ) -> Annotated[CallToolResult, memory_tools.SearchResult]:
+        return _call(
+            lambda: memory_tools.search(
+                root, query, path=path, cursor=cursor, context_lines=context_lines, max_results=max_results
+            )
+        )
+
+    def add_ad_hoc_note_tool(
+        note: Annotated[str, Field(description="The note, written verbatim. Must not be blank.")],
+        filename: Annotated[
+            str | None, Field(description="YYYY-MM-DDTHH-MM-SS-<slug>.md, 24 to 128 characters; omit to use the current UTC time.")
+        ] = None,
+        slug: Annotated[
+            str | None, Field(description="Only without filename: a-z, 0-9 and -, at most 80 characters; derived from the note if omitted.")
+        ] = None,
+    ) -> Annotated[CallToolResult, memory_tools.NoteAdded]:
+        return _call(lambda: memory_tools.add_ad_hoc_note(root, note, filename=filename, slug=slug))
+
+    server.add_tool(list_tool, name="list", description=LIST_DESCRIPTION, annotations=READ_ONLY)
+    server.add_tool(read_tool, name="read", description=READ_DESCRIPTION, annotations=READ_ONLY)
+    server.add_tool(search_tool, name="search", description=SEARCH_DESCRIPTION, annotations=READ_ONLY)
+    if notes_enabled:
+        server.add_tool(add_ad_hoc_note_tool, name="add_ad_hoc_note", description=NOTE_DESCRIPTION, annotations=APPEND_ONLY)
+    return server
+
+
+def run_stdio(memory_root: Path, *, notes_enabled: bool = True) -> None:
+    """Serve the memory tools over stdin/stdout until the client disconnects."""
+    build_server(memory_root, notes_enabled=notes_enabled).run("stdio")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m codex_memories.mcp_server", description="Serve a memory folder over MCP (stdio).")
+    parser.add_argument("--memory-root", type=Path, required=True, help="The memory folder, e.g. ~/.codex/memories.")
+    parser.add_argument("--no-notes", action="store_true", help="Do not offer the add_ad_hoc_note tool.")
+    arguments = parser.parse_args(argv)
+    run_stdio(arguments.memory_root.expanduser(), notes_enabled=not arguments.no_notes)
+
+
+def _call(operation: Callable[[], BaseModel]) -> CallToolResult:
+    try:
+        result = operation()
+    except ErrorTypes as error:
+        return _error_result(error.kind, str(error))
+    payload = result.model_dump(mode="json")
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))], structured_content=payload)
+
+
+def _error_result(kind: str, message: str) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"{kind}: {message}")],
+        structured_content={"error": kind, "message": message},
+        is_error=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
