@@ -1,0 +1,228 @@
+"""Code-written phase-2 inputs (spec 8.2, 8.3, 7.3) and the storage-size metric.
+
+Contract:
+- `rollout_summary_stem`, `render_rollout_summary`, `render_raw_memories` are pure and produce the
+  exact bytes Codex writes, so real Codex and this pipeline can share one memory folder.
+- `sync_rollout_summaries` makes `rollout_summaries/` hold exactly one `<stem>.md` per selected
+  output: selected files are written only when their bytes differ (so an unchanged selection makes
+  no diff), then every other `*.md` there is deleted, hand-made files included. Idempotent.
+- `rebuild_raw_memories` rewrites `raw_memories.md` from the selection when its bytes differ.
+- `prune_old_extension_resources` deletes expired timestamped extension resources (forgetting
+  route 6) and returns what it deleted so the caller can audit it.
+- Every function takes a `MemoryRoot` (or a local path) and does all I/O through it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from codex_memories.paths import (
+    EXTENSION_INSTRUCTIONS_FILE,
+    EXTENSION_RESOURCES_DIR,
+    EXTENSIONS_DIR,
+    RAW_MEMORIES_FILE,
+    ROLLOUT_SUMMARIES_DIR,
+    extension_dir,
+    rollout_summary_path,
+)
+from codex_memories.state.records import Stage1Output
+from codex_memories.storage import MemoryRoot, open_memory_root
+
+RootLike = MemoryRoot | str | os.PathLike[str]
+
+STEM_TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
+RESOURCE_TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
+EXTENSION_RESOURCE_RETENTION_DAYS = 7
+MAX_SLUG_CHARS = 60
+_BASE62_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_HASH4_MODULUS = 62**4
+_UUID_V7 = 7
+# strptime alone would accept one-digit months and days; the resource prefix must be exact.
+_RESOURCE_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}")
+
+RAW_MEMORIES_HEADER = "# Raw Memories\n\n"
+RAW_MEMORIES_EMPTY = "No raw memories yet.\n"
+RAW_MEMORIES_INTRO = "Merged stage-1 raw memories (stable ascending thread-id order):\n\n"
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    written: list[str]
+    deleted: list[str]
+    unchanged: list[str]
+
+
+def rfc3339(epoch_seconds: int) -> str:
+    """`2025-10-14T09:12:03+00:00`, the form Codex writes."""
+    return datetime.fromtimestamp(epoch_seconds, tz=UTC).isoformat()
+
+
+def _parse_uuid(thread_id: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(thread_id)
+    except ValueError:
+        return None
+
+
+def _rolling_hash(text: str) -> int:
+    value = 0
+    for byte in text.encode("utf-8"):
+        value = (value * 31 + byte) & 0xFFFFFFFF
+    return value
+
+
+def _base62_4(value: int) -> str:
+    value %= _HASH4_MODULUS
+    digits = []
+    for _ in range(4):
+        value, digit = divmod(value, 62)
+        digits.append(_BASE62_ALPHABET[digit])
+    return "".join(reversed(digits))
+
+
+def sanitize_slug(rollout_slug: str | None) -> str:
+    """Lowercase ASCII alphanumerics, everything else `_`, at most 60 chars, no trailing `_`."""
+    if not rollout_slug:
+        return ""
+    characters = []
+    for character in rollout_slug[:MAX_SLUG_CHARS]:
+        characters.append(character.lower() if character.isascii() and character.isalnum() else "_")
+    return "".join(characters).rstrip("_")
+
+
+def rollout_summary_stem(thread_id: str, source_updated_at: int, rollout_slug: str | None) -> str:
+    """`<ts>-<hash4>[-<slug>]` (spec 8.3)."""
+    parsed = _parse_uuid(thread_id)
+    if parsed is not None and (parsed.int >> 76) & 0xF == _UUID_V7:
+        # A UUIDv7 starts with 48 bits of Unix milliseconds: the thread's creation time.
+        seconds = (parsed.int >> 80) // 1000
+    else:
+        seconds = source_updated_at
+    timestamp = datetime.fromtimestamp(seconds, tz=UTC).strftime(STEM_TIME_FORMAT)
+    seed = parsed.int & 0xFFFFFFFF if parsed is not None else _rolling_hash(thread_id)
+    stem = f"{timestamp}-{_base62_4(seed)}"
+    slug = sanitize_slug(rollout_slug)
+    return f"{stem}-{slug}" if slug else stem
+
+
+def stem_for(output: Stage1Output) -> str:
+    return rollout_summary_stem(output.thread_id, output.source_updated_at, output.rollout_slug)
+
+
+def render_rollout_summary(output: Stage1Output) -> str:
+    lines = [
+        f"thread_id: {output.thread_id}",
+        f"updated_at: {rfc3339(output.source_updated_at)}",
+        f"rollout_path: {output.rollout_path or ''}",
+        f"cwd: {output.cwd or ''}",
+    ]
+    if output.git_branch:
+        lines.append(f"git_branch: {output.git_branch}")
+    return "\n".join(lines) + "\n\n" + output.rollout_summary.strip() + "\n"
+
+
+def render_raw_memories(selection: list[Stage1Output]) -> str:
+    if not selection:
+        return RAW_MEMORIES_HEADER + RAW_MEMORIES_EMPTY
+    parts = [RAW_MEMORIES_HEADER, RAW_MEMORIES_INTRO]
+    for output in sorted(selection, key=lambda item: item.thread_id):
+        parts.append(
+            f"## Thread `{output.thread_id}`\n"
+            f"updated_at: {rfc3339(output.source_updated_at)}\n"
+            f"cwd: {output.cwd or ''}\n"
+            f"rollout_path: {output.rollout_path or ''}\n"
+            f"rollout_summary_file: {stem_for(output)}.md\n"
+            "\n"
+            f"{output.raw_memory.strip()}\n"
+            "\n"
+        )
+    return "".join(parts)
+
+
+def _write_if_changed(root: MemoryRoot, path: str, text: str) -> bool:
+    data = text.encode("utf-8")
+    if root.is_file(path) and root.read_bytes(path) == data:
+        return False
+    root.write_bytes(path, data)
+    return True
+
+
+def sync_rollout_summaries(root: RootLike, selection: list[Stage1Output]) -> SyncResult:
+    """Make `rollout_summaries/` hold exactly the selected summaries (forgetting route 2)."""
+    root = open_memory_root(root)
+    root.makedirs(ROLLOUT_SUMMARIES_DIR)
+    written, unchanged = [], []
+    keep = set()
+    for output in selection:
+        path = rollout_summary_path(stem_for(output))
+        keep.add(path)
+        if _write_if_changed(root, path, render_rollout_summary(output)):
+            written.append(path)
+        else:
+            unchanged.append(path)
+    # Deleting after writing keeps the old summaries readable until every replacement exists.
+    deleted = []
+    for entry in root.list_dir(ROLLOUT_SUMMARIES_DIR):
+        if entry.kind != "dir" and entry.name.endswith(".md") and entry.path not in keep:
+            root.delete(entry.path)
+            deleted.append(entry.path)
+    return SyncResult(written=sorted(written), deleted=sorted(deleted), unchanged=sorted(unchanged))
+
+
+def rebuild_raw_memories(root: RootLike, selection: list[Stage1Output]) -> bool:
+    """Rewrite `raw_memories.md` from the selection; True when its bytes changed."""
+    return _write_if_changed(open_memory_root(root), RAW_MEMORIES_FILE, render_raw_memories(selection))
+
+
+def resource_timestamp(file_name: str) -> datetime | None:
+    """The UTC time a resource's name starts with, or None when it does not start with one."""
+    prefix = file_name[:19]
+    if not _RESOURCE_TIMESTAMP.fullmatch(prefix):
+        return None
+    try:
+        return datetime.strptime(prefix, RESOURCE_TIME_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def prune_old_extension_resources(
+    root: RootLike, now: datetime, retention_days: int = EXTENSION_RESOURCE_RETENTION_DAYS
+) -> list[str]:
+    """Delete `extensions/<name>/resources/<timestamp>….md` older than `now - retention_days` (spec 7.3).
+
+    Only extensions with an `instructions.md` count; resources whose names do not start with a
+    timestamp are never pruned. Returns the deleted paths, sorted.
+    """
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    root = open_memory_root(root)
+    if not root.is_dir(EXTENSIONS_DIR):
+        return []
+    cutoff = now - timedelta(days=retention_days)
+    deleted = []
+    for extension in root.list_dir(EXTENSIONS_DIR):
+        if extension.kind != "dir":
+            continue
+        base = extension_dir(extension.name)
+        if not root.is_file(f"{base}/{EXTENSION_INSTRUCTIONS_FILE}"):
+            continue
+        resources = f"{base}/{EXTENSION_RESOURCES_DIR}"
+        if not root.is_dir(resources):
+            continue
+        for resource in root.list_dir(resources):
+            if resource.kind != "file" or not resource.name.endswith(".md"):
+                continue
+            created = resource_timestamp(resource.name)
+            if created is not None and created < cutoff:
+                root.delete(resource.path)
+                deleted.append(resource.path)
+    return sorted(deleted)
+
+
+def storage_bytes(root: RootLike) -> int:
+    """Total size of the regular memory files (`.git` excluded, symlinks not followed)."""
+    return sum(open_memory_root(root).file_sizes(exclude_internal=True).values())

@@ -1,0 +1,552 @@
+"""One rooted folder over a local directory or an fsspec URL (`s3://bucket/prefix`, `memory://…`).
+
+Contract:
+- Every file access of phase 2 goes through a `MemoryRoot`. Paths are relative POSIX paths
+  (`rollout_summaries/x.md`); absolute paths, `..`, `.`, empty segments and backslashes are a
+  `UnsafePathError`. Directory operations take `None` for the root itself.
+- Writes are atomic: a local write goes to a temporary file in the same folder and is renamed
+  over the target (an existing file keeps its permission bits); an object-store write is a single
+  PUT. `create_new_*` is an exclusive create (`O_EXCL` locally, `If-None-Match: *` on S3) and
+  raises `FileExistsError` when anything is already there.
+- Symlinks are hazards, not content. On a local root no operation goes through a symlinked
+  folder (`UnsafePathError`), reads refuse a symlinked file, `walk_files` and `file_sizes` skip
+  links without following them, and `delete` removes the link, never its target. Object stores
+  have no symlinks.
+- `exists` is true for any entry, including a dangling symlink; `is_file`/`is_dir` mean a regular
+  file / a real directory.
+- Internal bookkeeping (`.git/` and `.codex-memories/`, which holds an object-store root's git
+  baseline) is excluded from `walk_files`/`file_sizes` unless `exclude_internal=False`.
+
+Git needs a local working tree, so an object-store root is worked on through a `LocalWorkspace`:
+`pull` downloads the memory files into an empty scratch directory and unpacks the baseline
+archive (`.codex-memories/baseline.tar`: the `.git` directory plus the list of executable files,
+since object stores keep no permission bits) next to them; `push` uploads the files whose bytes
+changed since the pull, deletes the ones removed locally and uploads the baseline archive last.
+The files go up before the baseline, so a push interrupted half way leaves files that differ from
+the old baseline: the next phase 2 sees them as changes and consolidates again; nothing is lost.
+For a local root the workspace is the root itself and pull/push do nothing. Pull and push assume
+the caller holds the phase-2 lock (no other writer).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import io
+import json
+import os
+import secrets
+import shutil
+import stat
+import tarfile
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import fsspec
+
+from codex_memories.paths import GIT_DIR, WORKSPACE_STATE_DIR, baseline_archive_path
+
+EntryKind = Literal["file", "dir", "symlink"]
+
+INTERNAL_DIRS = frozenset({GIT_DIR, WORKSPACE_STATE_DIR})
+_EXECUTABLES_MEMBER = "executables.json"
+
+
+class UnsafePathError(ValueError):
+    """A path that is not a plain relative path inside the root, or that goes through a symlink."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    path: str
+    kind: EntryKind
+
+
+def check_relative_path(path: str) -> str:
+    """The normalised relative POSIX path, or `UnsafePathError`."""
+    if not isinstance(path, str) or not path:
+        raise UnsafePathError(f"path must be a non-empty relative path: {path!r}")
+    if "\\" in path or "\x00" in path:
+        raise UnsafePathError(f"path contains a backslash or NUL: {path!r}")
+    if path.startswith("/"):
+        raise UnsafePathError(f"path must be relative: {path!r}")
+    segments = path.split("/")
+    if any(segment in ("", ".", "..") for segment in segments):
+        raise UnsafePathError(f"path has an empty, '.' or '..' segment: {path!r}")
+    return path
+
+
+def _join(parent: str | None, name: str) -> str:
+    return name if parent is None else f"{parent}/{name}"
+
+
+def _is_internal(relative_path: str) -> bool:
+    return relative_path.split("/", 1)[0] in INTERNAL_DIRS
+
+
+class MemoryRoot(ABC):
+    """A folder every memory file lives under; see the module docstring for the contract."""
+
+    @property
+    @abstractmethod
+    def url(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def local_path(self) -> Path | None:
+        """The directory on local disk, or None for an object store."""
+
+    @abstractmethod
+    def read_bytes(self, path: str) -> bytes: ...
+
+    @abstractmethod
+    def write_bytes(self, path: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    def create_new_bytes(self, path: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    def exists(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def is_file(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def is_dir(self, path: str | None) -> bool: ...
+
+    @abstractmethod
+    def is_symlink(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def list_dir(self, path: str | None = None) -> list[Entry]:
+        """Direct children sorted by name; `FileNotFoundError` when the folder is missing."""
+
+    @abstractmethod
+    def file_sizes(self, exclude_internal: bool = True) -> dict[str, int]:
+        """Every regular file under the root (symlinks neither listed nor followed) → size in bytes."""
+
+    @abstractmethod
+    def delete(self, path: str, missing_ok: bool = False) -> None:
+        """Delete a file or a symlink (never a directory)."""
+
+    @abstractmethod
+    def delete_tree(self, path: str, missing_ok: bool = True) -> None:
+        """Delete a directory and everything under it (a symlink is unlinked, not followed)."""
+
+    @abstractmethod
+    def makedirs(self, path: str) -> None: ...
+
+    def read_text(self, path: str) -> str:
+        return self.read_bytes(path).decode("utf-8")
+
+    def write_text(self, path: str, text: str) -> None:
+        self.write_bytes(path, text.encode("utf-8"))
+
+    def create_new_text(self, path: str, text: str) -> None:
+        self.create_new_bytes(path, text.encode("utf-8"))
+
+    def walk_files(self, exclude_git: bool = True) -> list[str]:
+        """Relative paths of every regular file, sorted; `.git/` and `.codex-memories/` excluded by default."""
+        return sorted(self.file_sizes(exclude_internal=exclude_git))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+
+class LocalMemoryRoot(MemoryRoot):
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        # Deliberately not resolved: callers must be able to see that the root itself is a symlink.
+        self._directory = Path(os.path.abspath(directory))
+
+    @property
+    def url(self) -> str:
+        return self._directory.as_uri()
+
+    @property
+    def local_path(self) -> Path:
+        return self._directory
+
+    def _target(self, path: str, *, final_may_be_symlink: bool) -> Path:
+        """The absolute path, after checking no existing parent folder is a symlink."""
+        segments = check_relative_path(path).split("/")
+        current = self._directory
+        for segment in segments[:-1]:
+            current = current / segment
+            try:
+                mode = os.lstat(current).st_mode
+            except FileNotFoundError:
+                break
+            if stat.S_ISLNK(mode):
+                raise UnsafePathError(f"path goes through a symlink: {path!r}")
+            if not stat.S_ISDIR(mode):
+                raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(current))
+        target = self._directory.joinpath(*segments)
+        if not final_may_be_symlink and os.path.islink(target):
+            raise UnsafePathError(f"path is a symlink: {path!r}")
+        return target
+
+    def _dir_target(self, path: str | None) -> Path:
+        if path is None:
+            return self._directory
+        return self._target(path, final_may_be_symlink=True)
+
+    def read_bytes(self, path: str) -> bytes:
+        return self._target(path, final_may_be_symlink=False).read_bytes()
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        target = self._target(path, final_may_be_symlink=True)
+        self._make_parents(path)
+        temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        # os.open with 0o666 lets the umask apply, as a plain open() would for a new file.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                existing = os.lstat(target)
+            except FileNotFoundError:
+                existing = None
+            if existing is not None and stat.S_ISREG(existing.st_mode):
+                os.chmod(temporary, stat.S_IMODE(existing.st_mode))
+            os.replace(temporary, target)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+
+    def create_new_bytes(self, path: str, data: bytes) -> None:
+        target = self._target(path, final_may_be_symlink=True)
+        self._make_parents(path)
+        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(self._target(path, final_may_be_symlink=True))
+
+    def is_file(self, path: str) -> bool:
+        return _lstat_mode_is(self._target(path, final_may_be_symlink=True), stat.S_ISREG)
+
+    def is_dir(self, path: str | None) -> bool:
+        return _lstat_mode_is(self._dir_target(path), stat.S_ISDIR)
+
+    def is_symlink(self, path: str) -> bool:
+        return os.path.islink(self._target(path, final_may_be_symlink=True))
+
+    def list_dir(self, path: str | None = None) -> list[Entry]:
+        directory = self._dir_target(path)
+        if os.path.islink(directory):
+            raise UnsafePathError(f"path is a symlink: {path!r}")
+        entries = []
+        with os.scandir(directory) as scan:
+            for item in scan:
+                if item.is_symlink():
+                    kind: EntryKind = "symlink"
+                elif item.is_dir(follow_symlinks=False):
+                    kind = "dir"
+                else:
+                    kind = "file"
+                entries.append(Entry(item.name, _join(path, item.name), kind))
+        return sorted(entries, key=lambda entry: entry.name)
+
+    def file_sizes(self, exclude_internal: bool = True) -> dict[str, int]:
+        sizes: dict[str, int] = {}
+        pending: list[tuple[str, str | None]] = [(str(self._directory), None)]
+        while pending:
+            directory, relative = pending.pop()
+            with os.scandir(directory) as scan:
+                for item in scan:
+                    child = _join(relative, item.name)
+                    if item.is_symlink():
+                        continue
+                    if item.is_dir(follow_symlinks=False):
+                        if not (exclude_internal and relative is None and item.name in INTERNAL_DIRS):
+                            pending.append((item.path, child))
+                    elif item.is_file(follow_symlinks=False):
+                        sizes[child] = item.stat(follow_symlinks=False).st_size
+        return sizes
+
+    def delete(self, path: str, missing_ok: bool = False) -> None:
+        target = self._target(path, final_may_be_symlink=True)
+        if _lstat_mode_is(target, stat.S_ISDIR):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(target))
+        try:
+            os.unlink(target)
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
+
+    def delete_tree(self, path: str, missing_ok: bool = True) -> None:
+        target = self._target(path, final_may_be_symlink=True)
+        if not os.path.lexists(target):
+            if missing_ok:
+                return
+            raise FileNotFoundError(errno.ENOENT, "no such directory", str(target))
+        if os.path.islink(target) or not os.path.isdir(target):
+            os.unlink(target)
+        else:
+            shutil.rmtree(target)
+
+    def makedirs(self, path: str) -> None:
+        target = self._target(path, final_may_be_symlink=False)
+        self._make_parents(path)
+        try:
+            os.mkdir(target)
+        except FileExistsError:
+            if not _lstat_mode_is(target, stat.S_ISDIR):
+                raise
+
+    def _make_parents(self, path: str) -> None:
+        """Create the parent folders one at a time, refusing symlinks (they were checked, but may be new)."""
+        current = self._directory
+        for segment in path.split("/")[:-1]:
+            current = current / segment
+            try:
+                os.mkdir(current)
+            except FileExistsError:
+                if not _lstat_mode_is(current, stat.S_ISDIR):
+                    raise UnsafePathError(f"parent is a symlink or not a directory: {current}") from None
+
+
+def _lstat_mode_is(target: Path, predicate) -> bool:
+    try:
+        return predicate(os.lstat(target).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+class FsspecMemoryRoot(MemoryRoot):
+    """An object store (or any fsspec filesystem without symlinks) seen through fsspec."""
+
+    def __init__(self, url: str, **storage_options) -> None:
+        filesystem, root = fsspec.core.url_to_fs(url, **storage_options)
+        self._fs = filesystem
+        self._root = root.rstrip("/")
+        self._url = url.rstrip("/")
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def local_path(self) -> None:
+        return None
+
+    def _full(self, path: str | None) -> str:
+        return self._root if path is None else f"{self._root}/{check_relative_path(path)}"
+
+    def _relative(self, full: str) -> str:
+        stripped = self._fs._strip_protocol(full)
+        prefix = self._root + "/"
+        if not stripped.startswith(prefix):
+            raise UnsafePathError(f"listed path {full!r} is outside {self._root!r}")
+        return stripped[len(prefix):]
+
+    def read_bytes(self, path: str) -> bytes:
+        return self._fs.cat_file(self._full(path))
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._fs.pipe_file(self._full(path), data)
+
+    def create_new_bytes(self, path: str, data: bytes) -> None:
+        with self._fs.open(self._full(path), "xb") as handle:
+            handle.write(data)
+
+    def exists(self, path: str) -> bool:
+        return self._fs.exists(self._full(path))
+
+    def is_file(self, path: str) -> bool:
+        return self._fs.isfile(self._full(path))
+
+    def is_dir(self, path: str | None) -> bool:
+        return self._fs.isdir(self._full(path))
+
+    def is_symlink(self, path: str) -> bool:
+        check_relative_path(path)
+        return False
+
+    def list_dir(self, path: str | None = None) -> list[Entry]:
+        full = self._full(path)
+        if not self._fs.isdir(full):
+            raise FileNotFoundError(errno.ENOENT, "no such directory", full)
+        entries = []
+        for info in self._fs.ls(full, detail=True, refresh=True):
+            name = self._relative(info["name"]).rsplit("/", 1)[-1]
+            kind: EntryKind = "dir" if info["type"] == "directory" else "file"
+            entries.append(Entry(name, _join(path, name), kind))
+        return sorted(entries, key=lambda entry: entry.name)
+
+    def file_sizes(self, exclude_internal: bool = True) -> dict[str, int]:
+        if not self._fs.isdir(self._root):
+            return {}
+        sizes = {}
+        for full, info in self._fs.find(self._root, detail=True, withdirs=False).items():
+            relative = self._relative(full)
+            if exclude_internal and _is_internal(relative):
+                continue
+            sizes[relative] = int(info.get("size") or 0)
+        return sizes
+
+    def delete(self, path: str, missing_ok: bool = False) -> None:
+        full = self._full(path)
+        if self._fs.isdir(full) and not self._fs.isfile(full):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", full)
+        try:
+            self._fs.rm_file(full)
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
+
+    def delete_tree(self, path: str, missing_ok: bool = True) -> None:
+        full = self._full(path)
+        if not self._fs.exists(full):
+            if missing_ok:
+                return
+            raise FileNotFoundError(errno.ENOENT, "no such directory", full)
+        self._fs.rm(full, recursive=True)
+
+    def makedirs(self, path: str) -> None:
+        self._fs.makedirs(self._full(path), exist_ok=True)
+
+
+def open_memory_root(url_or_path: str | os.PathLike[str] | MemoryRoot, **storage_options) -> MemoryRoot:
+    """A `MemoryRoot` for a local path, a `file://` URL or any other fsspec URL."""
+    if isinstance(url_or_path, MemoryRoot):
+        return url_or_path
+    if isinstance(url_or_path, os.PathLike):
+        return LocalMemoryRoot(url_or_path)
+    if url_or_path.startswith("file://"):
+        return LocalMemoryRoot(url_or_path[len("file://"):])
+    if "://" not in url_or_path:
+        return LocalMemoryRoot(url_or_path)
+    return FsspecMemoryRoot(url_or_path, **storage_options)
+
+
+# --------------------------------------------------------------------------------------------
+# Local workspace for object-store roots
+
+
+@dataclass(frozen=True)
+class WorkspaceSnapshot:
+    """What `pull` downloaded: relative path → SHA-256 of the bytes, so `push` uploads only changes."""
+
+    files: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PushResult:
+    uploaded: list[str]
+    deleted: list[str]
+    baseline_uploaded: bool
+    # What the root holds now, so a later push from the same directory uploads only new changes.
+    snapshot: WorkspaceSnapshot = field(default_factory=WorkspaceSnapshot)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def pull(root: MemoryRoot, local_dir: Path) -> WorkspaceSnapshot:
+    """Mirror `root` into the empty (or missing) `local_dir`, with its git baseline unpacked."""
+    local_dir = Path(local_dir)
+    local_dir.mkdir(parents=True, exist_ok=True)
+    if any(local_dir.iterdir()):
+        raise FileExistsError(errno.EEXIST, "workspace directory is not empty", str(local_dir))
+    mirror = LocalMemoryRoot(local_dir)
+    hashes = {}
+    for path in root.walk_files(exclude_git=True):
+        data = root.read_bytes(path)
+        mirror.write_bytes(path, data)
+        hashes[path] = _sha256(data)
+    archive_path = baseline_archive_path()
+    if root.is_file(archive_path):
+        _unpack_baseline(root.read_bytes(archive_path), local_dir)
+    return WorkspaceSnapshot(files=hashes)
+
+
+def push(local_dir: Path, root: MemoryRoot, snapshot: WorkspaceSnapshot) -> PushResult:
+    """Publish `local_dir` to `root`: changed files, then deletions, then the baseline archive."""
+    mirror = LocalMemoryRoot(local_dir)
+    current = mirror.walk_files(exclude_git=True)
+    uploaded = []
+    hashes = {}
+    for path in current:
+        data = mirror.read_bytes(path)
+        hashes[path] = _sha256(data)
+        if snapshot.files.get(path) != hashes[path]:
+            root.write_bytes(path, data)
+            uploaded.append(path)
+    present = set(current)
+    deleted = sorted(path for path in snapshot.files if path not in present)
+    for path in deleted:
+        root.delete(path, missing_ok=True)
+    baseline_uploaded = False
+    if (Path(local_dir) / GIT_DIR).is_dir():
+        root.write_bytes(baseline_archive_path(), _pack_baseline(Path(local_dir), current))
+        baseline_uploaded = True
+    return PushResult(
+        uploaded=uploaded,
+        deleted=deleted,
+        baseline_uploaded=baseline_uploaded,
+        snapshot=WorkspaceSnapshot(files=hashes),
+    )
+
+
+def _pack_baseline(local_dir: Path, files: list[str]) -> bytes:
+    executables = [path for path in files if os.stat(local_dir / path).st_mode & stat.S_IXUSR]
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.add(local_dir / GIT_DIR, arcname=GIT_DIR, recursive=True)
+        listing = json.dumps(sorted(executables)).encode("utf-8")
+        info = tarfile.TarInfo(_EXECUTABLES_MEMBER)
+        info.size = len(listing)
+        archive.addfile(info, io.BytesIO(listing))
+    return buffer.getvalue()
+
+
+def _unpack_baseline(data: bytes, local_dir: Path) -> None:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as archive:
+        git_members = [member for member in archive.getmembers() if member.name == GIT_DIR or member.name.startswith(GIT_DIR + "/")]
+        # The "data" filter refuses absolute paths, links out of the tree and device files.
+        archive.extractall(local_dir, members=git_members, filter="data")
+        listing = archive.extractfile(_EXECUTABLES_MEMBER) if _EXECUTABLES_MEMBER in archive.getnames() else None
+        executables = json.loads(listing.read().decode("utf-8")) if listing is not None else []
+    mirror = LocalMemoryRoot(local_dir)
+    for path in executables:
+        if mirror.is_file(path):
+            target = local_dir / path
+            os.chmod(target, os.stat(target).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+class LocalWorkspace:
+    """The local directory phase 2 runs git and the agent in: the root itself, or a mirror of it."""
+
+    def __init__(self, root: MemoryRoot, scratch_dir: Path | None = None) -> None:
+        self.root = root
+        local = root.local_path
+        if local is not None:
+            self.path = local
+            self.is_mirror = False
+        else:
+            if scratch_dir is None:
+                raise ValueError(f"{root.url} is not local: a scratch directory is needed for its workspace")
+            self.path = Path(scratch_dir)
+            self.is_mirror = True
+        self._snapshot: WorkspaceSnapshot | None = None
+
+    def pull(self) -> None:
+        if self.is_mirror:
+            self._snapshot = pull(self.root, self.path)
+
+    def push(self) -> PushResult:
+        if not self.is_mirror:
+            return PushResult(uploaded=[], deleted=[], baseline_uploaded=False)
+        if self._snapshot is None:
+            raise RuntimeError("push before pull: the workspace does not know what the root held")
+        result = push(self.path, self.root, self._snapshot)
+        self._snapshot = result.snapshot
+        return result
