@@ -77,8 +77,13 @@ def _prepare_prefect(verbose: bool) -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
+def _say_error(message: str) -> None:
+    """One line on stderr: no wrapping, no markup, whatever the terminal width."""
+    print(f"codex-memories: {message}", file=sys.stderr)
+
+
 def _fail(message: str, code: int = EXIT_USER_ERROR) -> None:
-    errors.print(f"codex-memories: {message}", markup=False, highlight=False)
+    _say_error(message)
     raise typer.Exit(code)
 
 
@@ -235,10 +240,10 @@ def main() -> None:
     try:
         app()
     except SettingsError as error:
-        errors.print(f"codex-memories: {error}", markup=False, highlight=False)
+        _say_error(str(error))
         sys.exit(EXIT_BAD_SETTING)
     except UserError as error:
-        errors.print(f"codex-memories: {error}", markup=False, highlight=False)
+        _say_error(str(error))
         sys.exit(EXIT_USER_ERROR)
 
 
