@@ -1,0 +1,36 @@
+from dataclasses import dataclass, field
+from typing import Any
+
+from prefect import get_run_logger, task
+
+from codex_memories.extraction import ExtractionResult
+from codex_memories.outcomes import Outcome
+from codex_memories.quality import QualityRow, check_extraction_batch
+
+
+@dataclass
+class QualityVerdict:
+    failed_expectations: dict[str, list[str]] = field(default_factory=dict)
+    summary: list[dict[str, Any]] = field(default_factory=list)
+
+
+@task(name="check-extraction-quality", cache_policy=None)
+def check_extraction_quality(results: list[ExtractionResult]) -> QualityVerdict:
+    """great-expectations over the batch of outputs about to be written (failures stay rows)."""
+    rows = [
+        QualityRow(
+            thread_id=result.thread_id,
+            raw_memory=result.raw_memory,
+            rollout_summary=result.rollout_summary,
+            rollout_slug=result.rollout_slug,
+        )
+        for result in results
+        if result.outcome is Outcome.succeeded
+    ]
+    if not rows:
+        return QualityVerdict()
+    report = check_extraction_batch(rows)
+    failed = {row.thread_id: row.failed_expectations for row in report.rows if not row.passed}
+    if failed:
+        get_run_logger().warning("%d extraction(s) failed the quality check", len(failed))
+    return QualityVerdict(failed_expectations=failed, summary=report.summary())
