@@ -1,0 +1,1543 @@
+"""`MemoryStore`: every read and write of the state DB, named by intent.
+
+Contract:
+- Inputs are plain values and records from `records.py`; outputs are records, never ORM rows.
+- Each public method is one transaction. Claims and finalizers are safe across processes:
+  SQLite write transactions start with `BEGIN IMMEDIATE` (see `db.py`) and so run one at a time;
+  on PostgreSQL the transactions that decide on a job kind first take
+  `pg_advisory_xact_lock(<key of that kind>)` (locks are always taken in the same order, before
+  any row is written, so they cannot deadlock), and every ownership check is a row condition of
+  the UPDATE itself. A transaction that hits "database is locked" or a PostgreSQL deadlock /
+  serialization failure is rolled back and run again.
+- Time comes from the injected `clock` (Unix seconds as a float): memory tables store whole
+  seconds, `threads` milliseconds (spec 2.1).
+- Semantics follow the spec: claiming 1.4, outcomes 1.10, stage-1 machine 2.3, phase-2 lock 2.4,
+  other operations 2.5, phase-2 input selection 3 step 4. Where we go further (token usage per
+  job, forget audit, citation harvest offsets, missing rollout files) the method says so.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Row,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql.elements import ColumnElement
+
+from codex_memories.state.db import READ_ONLY_OPTION, create_engine_for_url, is_transient_lock_error
+from codex_memories.state.migrations import upgrade_to_head
+from codex_memories.state.models import (
+    CitationHarvestRow,
+    ForgetAuditRow,
+    JobRow,
+    Stage1OutputRow,
+    ThreadRow,
+)
+from codex_memories.state.records import (
+    GLOBAL_JOB_KEY,
+    TOKEN_USAGE_FIELDS,
+    ForgetAuditRecord,
+    ForgetRoute,
+    JobKind,
+    JobRecord,
+    JobStatus,
+    MemoryMode,
+    Phase2ClaimOutcome,
+    Phase2ClaimResult,
+    Stage1Claim,
+    Stage1ClaimOutcome,
+    Stage1ClaimResult,
+    Stage1Output,
+    StatusSummary,
+    ThreadRecord,
+)
+
+DEFAULT_RETRY_REMAINING = 3
+PHASE2_SUCCESS_COOLDOWN_SECONDS = 21_600
+PHASE2_INPUT_SELECTION_PAGE_SIZE = 512
+
+_T = TypeVar("_T")
+
+_threads = ThreadRow.__table__
+_outputs = Stage1OutputRow.__table__
+_jobs = JobRow.__table__
+_audit = ForgetAuditRow.__table__
+_harvest = CitationHarvestRow.__table__
+
+# One advisory lock per job kind (PostgreSQL); taken in ascending key order.
+_ADVISORY_LOCK_KEYS = {JobKind.stage1: 7_302_143_001, JobKind.consolidate_global: 7_302_143_002}
+_IN_LIST_CHUNK = 500
+_MAX_TRANSIENT_RETRIES = 30
+_MAX_OPTIMISTIC_ATTEMPTS = 5
+# What counts as an empty phase-1 payload: Rust's `trim()` strips all of these.
+_BLANK_CHARACTERS = " \t\n\r"
+_STICKY_MEMORY_MODES = (MemoryMode.disabled.value, MemoryMode.polluted.value)
+_THREAD_COLUMNS = tuple(column.name for column in _threads.columns)
+_OUTPUT_COLUMNS = tuple(column.name for column in _outputs.columns)
+_SECONDS_PER_DAY = 86_400
+
+
+class MemoryStore:
+    """The state DB behind intent-named methods. Build it with `MemoryStore.open(url)`."""
+
+    def __init__(self, engine: Engine, *, clock: Callable[[], float] = time.time) -> None:
+        self._engine = engine
+        self._read_engine = engine.execution_options(**{READ_ONLY_OPTION: True})
+        self._clock = clock
+        self._dialect = engine.dialect.name
+
+    @classmethod
+    def open(cls, url: str, *, clock: Callable[[], float] = time.time) -> MemoryStore:
+        """Connect and migrate to the newest schema revision (a no-op when already there)."""
+        engine = create_engine_for_url(url)
+        try:
+            upgrade_to_head(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        return cls(engine, clock=clock)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    @property
+    def engine(self) -> Engine:
+        """The underlying engine, for diagnostics and tests; callers use the methods."""
+        return self._engine
+
+    # ------------------------------------------------------------------ discovery
+
+    def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        """Query behaviour:
+        - one `threads` row by id, missing or not; None when unknown.
+        """
+
+        def run(conn: Connection) -> ThreadRecord | None:
+            row = conn.execute(select(_threads).where(_threads.c.id == thread_id)).one_or_none()
+            return None if row is None else _thread_record(row)
+
+        return self._read(run)
+
+    def get_rollout_file_states(self) -> dict[str, tuple[int, int]]:
+        """Query behaviour:
+        - every known rollout path → (size, mtime_ns) as last seen by discovery, so unchanged
+          files are not read again.
+        """
+
+        def run(conn: Connection) -> dict[str, tuple[int, int]]:
+            rows = conn.execute(
+                select(_threads.c.rollout_path, _threads.c.rollout_size, _threads.c.rollout_mtime_ns)
+            )
+            return {row.rollout_path: (row.rollout_size, row.rollout_mtime_ns) for row in rows}
+
+        return self._read(run)
+
+    def upsert_threads(self, threads: list[ThreadRecord]) -> int:
+        """Query behaviour:
+        - insert each thread, or update every column of the existing row with the same id;
+        - `memory_mode` never goes back from `disabled`/`polluted` on update (only
+          `set_thread_memory_mode` may re-enable a thread); an enabled thread takes the incoming
+          mode;
+        - `missing_since_ms` is cleared: the file was just seen;
+        - duplicates in one batch: the last one wins. Returns the number of threads written.
+        """
+        if not threads:
+            return 0
+        latest_by_id = {thread.id: thread for thread in threads}
+        rows = [
+            _thread_values(latest_by_id[thread_id]) | {"missing_since_ms": None}
+            for thread_id in sorted(latest_by_id)  # one row-lock order for every writer
+        ]
+
+        def run(conn: Connection) -> int:
+            statement = self._insert_for_upsert(_threads)
+            excluded = statement.excluded
+            assignments: dict[str, Any] = {
+                name: excluded[name]
+                for name in _THREAD_COLUMNS
+                if name not in ("id", "memory_mode", "missing_since_ms")
+            }
+            assignments["memory_mode"] = case(
+                (_threads.c.memory_mode.in_(_STICKY_MEMORY_MODES), _threads.c.memory_mode),
+                else_=excluded.memory_mode,
+            )
+            assignments["missing_since_ms"] = None
+            upsert = statement.on_conflict_do_update(
+                index_elements=[_threads.c.id], set_=assignments
+            )
+            for chunk in _chunks(rows, _IN_LIST_CHUNK):
+                conn.execute(upsert, chunk)
+            return len(rows)
+
+        return self._write(run)
+
+    def mark_threads_missing(self, rollout_paths: list[str]) -> list[str]:
+        """Query behaviour:
+        - sets `missing_since_ms = now` on threads whose `rollout_path` is listed and that were
+          not already marked missing;
+        - returns the ids newly marked (sorted); already-missing threads keep their first
+          `missing_since_ms` and are not returned again.
+        """
+        if not rollout_paths:
+            return []
+        now_ms = self._now_ms()
+        paths = sorted(set(rollout_paths))
+
+        def run(conn: Connection) -> list[str]:
+            marked: list[str] = []
+            for chunk in _chunks(paths, _IN_LIST_CHUNK):
+                result = conn.execute(
+                    update(_threads)
+                    .where(
+                        _threads.c.rollout_path.in_(chunk),
+                        _threads.c.missing_since_ms.is_(None),
+                    )
+                    .values(missing_since_ms=now_ms)
+                    .returning(_threads.c.id)
+                )
+                marked.extend(result.scalars())
+            return sorted(marked)
+
+        return self._write(run)
+
+    def list_missing_threads(self) -> list[ThreadRecord]:
+        """Query behaviour:
+        - threads with `missing_since_ms` set, longest missing first (then by id).
+        """
+
+        def run(conn: Connection) -> list[ThreadRecord]:
+            rows = conn.execute(
+                select(_threads)
+                .where(_threads.c.missing_since_ms.is_not(None))
+                .order_by(_threads.c.missing_since_ms.asc(), _threads.c.id.asc())
+            )
+            return [_thread_record(row) for row in rows]
+
+        return self._read(run)
+
+    def set_thread_memory_mode(self, thread_id: str, mode: MemoryMode | str) -> bool:
+        """Query behaviour:
+        - `UPDATE threads SET memory_mode = mode WHERE id = ? AND memory_mode != mode`;
+        - any mode may be set, including back to `enabled` (an explicit user decision);
+        - beyond the spec: when a thread leaves `enabled` and its output is selected for phase 2,
+          phase 2 is enqueued with watermark now, as `mark_thread_memory_mode_polluted` does;
+        - returns whether the row changed.
+        """
+        target = MemoryMode(mode)
+        now = self._now()
+
+        def run(conn: Connection) -> bool:
+            changed = conn.execute(
+                update(_threads)
+                .where(_threads.c.id == thread_id, _threads.c.memory_mode != target.value)
+                .values(memory_mode=target.value)
+            ).rowcount
+            if changed and target is not MemoryMode.enabled and _is_selected(conn, thread_id):
+                self._enqueue_global(conn, now)
+            return bool(changed)
+
+        return self._write(run, locks=(JobKind.consolidate_global,))
+
+    def count_threads_by_memory_mode(self) -> dict[str, int]:
+        """Query behaviour:
+        - `SELECT memory_mode, COUNT(*) FROM threads GROUP BY memory_mode`; every known mode is
+          present, with 0 when no thread has it.
+        """
+        return self._read(_count_threads_by_memory_mode)
+
+    # ------------------------------------------------------------------ stage 1
+
+    def claim_stage1_jobs_for_startup(
+        self,
+        *,
+        worker_id: str,
+        current_thread_id: str | None,
+        scan_limit: int,
+        max_claimed: int,
+        max_age_days: int | None,
+        min_rollout_idle_hours: int | None,
+        allowed_sources: list[str],
+        lease_seconds: int = 3600,
+        include_archived: bool = False,
+    ) -> list[Stage1Claim]:
+        """Query behaviour (spec 1.4):
+        - nothing when `scan_limit` or `max_claimed` is 0 or no source is allowed;
+        - step A, one query on `threads`: not archived (unless `include_archived`, for backfill),
+          non-empty `first_user_message`, `source IN allowed_sources`, `memory_mode='enabled'`,
+          rollout file not missing, `id != current_thread_id`,
+          `updated_at_ms >= now - max_age_days` and `updated_at_ms <= now - idle hours` (each
+          filter skipped when its argument is None), `ORDER BY updated_at_ms DESC, id DESC
+          LIMIT scan_limit` — the scan bound applies before any up-to-date probe;
+        - step B, newest first until `max_claimed` claims: `source_updated_at =
+          updated_at_ms // 1000`; skip rows whose output or `last_success_watermark` is already
+          at least that (and, as a cheap shortcut with the same result, rows running under a
+          live lease); otherwise `try_claim_stage1_job(..., max_running_jobs=max_claimed)` and
+          keep only `claimed` results.
+        """
+        if scan_limit <= 0 or max_claimed <= 0 or not allowed_sources:
+            return []
+        now = self._now()
+        now_ms = self._now_ms()
+        candidates = self._read(
+            lambda conn: _scan_stage1_candidates(
+                conn,
+                now_ms=now_ms,
+                current_thread_id=current_thread_id,
+                scan_limit=scan_limit,
+                max_age_days=max_age_days,
+                min_rollout_idle_hours=min_rollout_idle_hours,
+                allowed_sources=allowed_sources,
+                include_archived=include_archived,
+            )
+        )
+        claims: list[Stage1Claim] = []
+        for row in candidates:
+            if len(claims) >= max_claimed:
+                break
+            source_updated_at = row.updated_at_ms // 1000
+            if row.output_source_updated_at is not None and (
+                row.output_source_updated_at >= source_updated_at
+            ):
+                continue
+            if row.last_success_watermark is not None and (
+                row.last_success_watermark >= source_updated_at
+            ):
+                continue
+            if row.job_status == JobStatus.running and (
+                row.lease_until is not None and row.lease_until > now
+            ):
+                continue
+            result = self.try_claim_stage1_job(
+                thread_id=row.id,
+                worker_id=worker_id,
+                source_updated_at=source_updated_at,
+                lease_seconds=lease_seconds,
+                max_running_jobs=max_claimed,
+            )
+            if result.outcome is not Stage1ClaimOutcome.claimed or result.ownership_token is None:
+                continue
+            claims.append(
+                Stage1Claim(
+                    thread_id=row.id,
+                    ownership_token=result.ownership_token,
+                    source_updated_at=source_updated_at,
+                    rollout_path=row.rollout_path,
+                    cwd=row.cwd,
+                    git_branch=row.git_branch,
+                    source=row.source,
+                )
+            )
+        return claims
+
+    def try_claim_stage1_job(
+        self,
+        *,
+        thread_id: str,
+        worker_id: str,
+        source_updated_at: int,
+        lease_seconds: int,
+        max_running_jobs: int,
+    ) -> Stage1ClaimResult:
+        """Query behaviour (spec 1.4 steps 1-4, one locked transaction):
+        - `skipped_up_to_date` when the output row or the job's `last_success_watermark` is at
+          least `source_updated_at`;
+        - no job row: insert it `running` (fresh token, lease, `retry_remaining=3`) if fewer than
+          `max_running_jobs` stage-1 jobs run under a live lease, else `skipped_running`;
+        - existing row: take it over only if its lease is not live, `retry_at` has passed or the
+          watermark advanced, retries remain or the watermark advanced, and the running cap
+          (other keys) is not reached; `retry_remaining` resets to 3 on an advanced watermark;
+        - otherwise classify: `retry_remaining <= 0` → `skipped_retry_exhausted`, `retry_at >
+          now` → `skipped_retry_backoff`, anything else → `skipped_running`.
+        """
+
+        def run(conn: Connection) -> Stage1ClaimResult:
+            for _attempt in range(_MAX_OPTIMISTIC_ATTEMPTS):
+                result = self._claim_stage1_once(
+                    conn,
+                    thread_id=thread_id,
+                    worker_id=worker_id,
+                    source_updated_at=source_updated_at,
+                    lease_seconds=lease_seconds,
+                    max_running_jobs=max_running_jobs,
+                )
+                if result is not None:
+                    return result
+            raise RuntimeError(f"stage-1 job {thread_id!r} kept changing while being claimed")
+
+        return self._write(run, locks=(JobKind.stage1,))
+
+    def mark_stage1_job_succeeded(
+        self,
+        *,
+        thread_id: str,
+        ownership_token: str,
+        source_updated_at: int,
+        raw_memory: str,
+        rollout_summary: str,
+        rollout_slug: str | None,
+        usage: dict[str, int] | None = None,
+    ) -> bool:
+        """Query behaviour (spec 1.10, 2.3):
+        - only while still owner (`status='running' AND ownership_token=?`), else False and
+          nothing changes;
+        - job → `done`, `finished_at=now`, lease and error cleared, `last_success_watermark =
+          input_watermark`; token usage added to the job's totals;
+        - upsert the output row; an existing row is overwritten only when the new
+          `source_updated_at` is not older, and keeps `usage_count`, `last_usage` and the
+          `selected_for_phase2*` snapshot;
+        - enqueue phase 2 with watermark `source_updated_at`.
+        """
+        usage_assignments = _usage_assignments(usage)
+        now = self._now()
+
+        def run(conn: Connection) -> bool:
+            finished = conn.execute(
+                update(_jobs)
+                .where(*_stage1_owner(thread_id, ownership_token))
+                .values(
+                    status=JobStatus.done.value,
+                    finished_at=now,
+                    lease_until=None,
+                    last_error=None,
+                    last_success_watermark=_jobs.c.input_watermark,
+                    **usage_assignments,
+                )
+            ).rowcount
+            if finished != 1:
+                return False
+            statement = self._insert_for_upsert(_outputs).values(
+                thread_id=thread_id,
+                source_updated_at=source_updated_at,
+                raw_memory=raw_memory,
+                rollout_summary=rollout_summary,
+                rollout_slug=rollout_slug,
+                generated_at=now,
+            )
+            excluded = statement.excluded
+            conn.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[_outputs.c.thread_id],
+                    set_={
+                        "source_updated_at": excluded.source_updated_at,
+                        "raw_memory": excluded.raw_memory,
+                        "rollout_summary": excluded.rollout_summary,
+                        "rollout_slug": excluded.rollout_slug,
+                        "generated_at": excluded.generated_at,
+                    },
+                    where=excluded.source_updated_at >= _outputs.c.source_updated_at,
+                )
+            )
+            self._enqueue_global(conn, source_updated_at)
+            return True
+
+        return self._write(run, locks=(JobKind.consolidate_global,))
+
+    def mark_stage1_job_succeeded_no_output(
+        self, *, thread_id: str, ownership_token: str, usage: dict[str, int] | None = None
+    ) -> bool:
+        """Query behaviour (spec 1.10, forgetting route 3):
+        - only while still owner, else False and nothing changes;
+        - job → `done` as on success (`last_success_watermark = input_watermark`);
+        - delete the thread's output row; enqueue phase 2 with the job's `input_watermark` only
+          if a row was actually deleted.
+        """
+        usage_assignments = _usage_assignments(usage)
+        now = self._now()
+
+        def run(conn: Connection) -> bool:
+            input_watermark = conn.execute(
+                update(_jobs)
+                .where(*_stage1_owner(thread_id, ownership_token))
+                .values(
+                    status=JobStatus.done.value,
+                    finished_at=now,
+                    lease_until=None,
+                    last_error=None,
+                    last_success_watermark=_jobs.c.input_watermark,
+                    **usage_assignments,
+                )
+                .returning(_jobs.c.input_watermark)
+            ).one_or_none()
+            if input_watermark is None:
+                return False
+            deleted = conn.execute(
+                delete(_outputs).where(_outputs.c.thread_id == thread_id)
+            ).rowcount
+            if deleted:
+                self._enqueue_global(conn, input_watermark[0] or 0)
+            return True
+
+        return self._write(run, locks=(JobKind.consolidate_global,))
+
+    def mark_stage1_job_failed(
+        self,
+        *,
+        thread_id: str,
+        ownership_token: str,
+        reason: str,
+        retry_delay_seconds: int,
+        usage: dict[str, int] | None = None,
+    ) -> bool:
+        """Query behaviour (spec 1.10):
+        - only while still owner, else False and nothing changes;
+        - `status='error'`, `finished_at=now`, lease cleared, `retry_at = now + delay`,
+          `retry_remaining` decremented (never below 0), `last_error = reason`; token usage added.
+        """
+        usage_assignments = _usage_assignments(usage)
+        now = self._now()
+
+        def run(conn: Connection) -> bool:
+            failed = conn.execute(
+                update(_jobs)
+                .where(*_stage1_owner(thread_id, ownership_token))
+                .values(_failure_values(now, reason, retry_delay_seconds) | usage_assignments)
+            ).rowcount
+            return failed == 1
+
+        return self._write(run)
+
+    def prune_stage1_outputs_for_retention(self, *, max_unused_days: int, limit: int) -> list[str]:
+        """Query behaviour (spec 2.5, forgetting route 1):
+        - delete up to `limit` output rows with `selected_for_phase2 = 0` and
+          `COALESCE(last_usage, source_updated_at) < now - max_unused_days`, stalest first
+          (`COALESCE(...) ASC, source_updated_at ASC, thread_id ASC`);
+        - jobs rows are untouched, so the thread stays up to date and is not re-extracted;
+        - returns the deleted thread ids, stalest first.
+        """
+        if limit <= 0:
+            return []
+        cutoff = self._now() - max_unused_days * _SECONDS_PER_DAY
+        last_touched = func.coalesce(_outputs.c.last_usage, _outputs.c.source_updated_at)
+        prunable = and_(_outputs.c.selected_for_phase2 == 0, last_touched < cutoff)
+
+        def run(conn: Connection) -> list[str]:
+            ordered = list(
+                conn.execute(
+                    select(_outputs.c.thread_id)
+                    .where(prunable)
+                    .order_by(
+                        last_touched.asc(),
+                        _outputs.c.source_updated_at.asc(),
+                        _outputs.c.thread_id.asc(),
+                    )
+                    .limit(limit)
+                ).scalars()
+            )
+            if not ordered:
+                return []
+            deleted = set(
+                conn.execute(
+                    delete(_outputs)
+                    .where(_outputs.c.thread_id.in_(ordered), prunable)
+                    .returning(_outputs.c.thread_id)
+                ).scalars()
+            )
+            return [thread_id for thread_id in ordered if thread_id in deleted]
+
+        return self._write(run)
+
+    def get_stage1_output(self, thread_id: str) -> Stage1Output | None:
+        """Query behaviour:
+        - the thread's output row whatever its memory mode, hydrated with `cwd`,
+          `rollout_path`, `git_branch` when the thread row exists; None when there is no row.
+        """
+
+        def run(conn: Connection) -> Stage1Output | None:
+            row = conn.execute(
+                _hydrated_outputs(outer=True).where(_outputs.c.thread_id == thread_id)
+            ).one_or_none()
+            return None if row is None else _output_record(row)
+
+        return self._read(run)
+
+    def get_job(self, kind: JobKind | str, key: str) -> JobRecord | None:
+        """Query behaviour:
+        - one `jobs` row by `(kind, job_key)`; None when absent.
+        """
+
+        def run(conn: Connection) -> JobRecord | None:
+            row = conn.execute(
+                select(_jobs).where(_jobs.c.kind == str(kind), _jobs.c.job_key == key)
+            ).one_or_none()
+            return None if row is None else _job_record(row)
+
+        return self._read(run)
+
+    # ------------------------------------------------------------------ phase 2
+
+    def enqueue_global_consolidation(self, watermark: int) -> None:
+        """Query behaviour (spec 2.4):
+        - new row: `pending`, `retry_remaining=3`, `input_watermark=W`, `last_success_watermark=0`;
+        - existing row: stays `running` if running, else `pending`; `retry_at` cleared unless
+          running; `retry_remaining = max(existing, 3)`; `input_watermark = W` if larger, else
+          `existing + 1`.
+        """
+        self._write(
+            lambda conn: self._enqueue_global(conn, watermark),
+            locks=(JobKind.consolidate_global,),
+        )
+
+    def try_claim_global_phase2_job(
+        self,
+        *,
+        worker_id: str,
+        lease_seconds: int,
+        cooldown_seconds: int = PHASE2_SUCCESS_COOLDOWN_SECONDS,
+        ignore_cooldown: bool = False,
+    ) -> Phase2ClaimResult:
+        """Query behaviour (spec 2.4, one locked transaction):
+        - no row: insert `running` (`input_watermark=0`) → `claimed`;
+        - `retry_at > now` → `skipped_retry_unavailable`;
+        - running under a live lease → `skipped_running`;
+        - `last_error IS NULL AND finished_at > now - cooldown` → `skipped_cooldown`, unless
+          `ignore_cooldown` (`--force`: skips this check only);
+        - otherwise take it: `running`, new token, `started_at=now`, `lease_until=now+lease`,
+          `finished_at`, `retry_at`, `last_error` cleared → `claimed` with the row's
+          `input_watermark`. `retry_remaining` is never checked.
+        """
+
+        def run(conn: Connection) -> Phase2ClaimResult:
+            for _attempt in range(_MAX_OPTIMISTIC_ATTEMPTS):
+                result = self._claim_phase2_once(
+                    conn,
+                    worker_id=worker_id,
+                    lease_seconds=lease_seconds,
+                    cooldown_seconds=cooldown_seconds,
+                    ignore_cooldown=ignore_cooldown,
+                )
+                if result is not None:
+                    return result
+            raise RuntimeError("global phase-2 job kept changing while being claimed")
+
+        return self._write(run, locks=(JobKind.consolidate_global,))
+
+    def heartbeat_global_phase2_job(self, *, ownership_token: str, lease_seconds: int) -> bool:
+        """Query behaviour:
+        - `lease_until = now + lease` where `status='running' AND ownership_token=?`;
+        - False when ownership was lost.
+        """
+        now = self._now()
+
+        def run(conn: Connection) -> bool:
+            renewed = conn.execute(
+                update(_jobs)
+                .where(*_global_owner(ownership_token))
+                .values(lease_until=now + lease_seconds)
+            ).rowcount
+            return renewed == 1
+
+        return self._write(run)
+
+    def mark_global_phase2_job_succeeded(
+        self,
+        *,
+        ownership_token: str,
+        completed_watermark: int,
+        selected: list[Stage1Output],
+        usage: dict[str, int] | None = None,
+    ) -> bool:
+        """Query behaviour (spec 2.4), one transaction:
+        - only while still owner, else False and nothing changes;
+        - job → `done`, `finished_at=now`, lease and error cleared, `last_success_watermark =
+          max(COALESCE(old, 0), completed_watermark)`; token usage added;
+        - clear every `selected_for_phase2*` flag, then set `selected_for_phase2 = 1` and the
+          snapshot for rows matching exactly `(thread_id, source_updated_at)` of each selected
+          output (a row refreshed meanwhile stays unselected).
+        """
+        usage_assignments = _usage_assignments(usage)
+        now = self._now()
+        previous = func.coalesce(_jobs.c.last_success_watermark, 0)
+        snapshots = sorted({(output.thread_id, output.source_updated_at) for output in selected})
+
+        def run(conn: Connection) -> bool:
+            finished = conn.execute(
+                update(_jobs)
+                .where(*_global_owner(ownership_token))
+                .values(
+                    status=JobStatus.done.value,
+                    finished_at=now,
+                    lease_until=None,
+                    last_error=None,
+                    last_success_watermark=case(
+                        (previous > completed_watermark, previous), else_=completed_watermark
+                    ),
+                    **usage_assignments,
+                )
+            ).rowcount
+            if finished != 1:
+                return False
+            conn.execute(
+                update(_outputs)
+                .where(
+                    or_(
+                        _outputs.c.selected_for_phase2 != 0,
+                        _outputs.c.selected_for_phase2_source_updated_at.is_not(None),
+                    )
+                )
+                .values(selected_for_phase2=0, selected_for_phase2_source_updated_at=None)
+            )
+            if snapshots:
+                conn.execute(
+                    update(_outputs)
+                    .where(
+                        _outputs.c.thread_id == bindparam("selected_thread_id"),
+                        _outputs.c.source_updated_at == bindparam("selected_source_updated_at"),
+                    )
+                    .values(
+                        selected_for_phase2=1,
+                        selected_for_phase2_source_updated_at=_outputs.c.source_updated_at,
+                    ),
+                    [
+                        {"selected_thread_id": thread_id, "selected_source_updated_at": version}
+                        for thread_id, version in snapshots
+                    ],
+                )
+            return True
+
+        return self._write(run, locks=(JobKind.consolidate_global,))
+
+    def mark_global_phase2_job_failed(
+        self,
+        *,
+        ownership_token: str,
+        reason: str,
+        retry_delay_seconds: int,
+        usage: dict[str, int] | None = None,
+    ) -> bool:
+        """Query behaviour (spec 2.4):
+        - only while still owner, else False;
+        - `status='error'`, `finished_at=now`, lease cleared, `retry_at = now + delay`,
+          `retry_remaining = max(r - 1, 0)`, `last_error = reason`; token usage added.
+        """
+        return self._fail_global(
+            (*_global_owner(ownership_token),), reason, retry_delay_seconds, usage
+        )
+
+    def mark_global_phase2_job_failed_if_unowned(
+        self,
+        *,
+        ownership_token: str,
+        reason: str,
+        retry_delay_seconds: int,
+        usage: dict[str, int] | None = None,
+    ) -> bool:
+        """Query behaviour (spec 2.4, the fallback when the strict failure matched nothing):
+        - as `mark_global_phase2_job_failed`, but also matches a running row whose
+          `ownership_token IS NULL`.
+        """
+        conditions = (
+            _jobs.c.kind == JobKind.consolidate_global.value,
+            _jobs.c.job_key == GLOBAL_JOB_KEY,
+            _jobs.c.status == JobStatus.running.value,
+            or_(_jobs.c.ownership_token == ownership_token, _jobs.c.ownership_token.is_(None)),
+        )
+        return self._fail_global(conditions, reason, retry_delay_seconds, usage)
+
+    def list_stage1_outputs_for_global(self, n: int) -> list[Stage1Output]:
+        """Query behaviour (spec 2.5):
+        - rows whose trimmed `raw_memory` or `rollout_summary` is non-empty, whose thread
+          exists with `memory_mode='enabled'`;
+        - `ORDER BY source_updated_at DESC, thread_id DESC LIMIT n`, hydrated with `cwd`,
+          `rollout_path`, `git_branch`.
+        """
+        if n <= 0:
+            return []
+
+        def run(conn: Connection) -> list[Stage1Output]:
+            rows = conn.execute(
+                _hydrated_outputs(outer=False)
+                .where(_has_payload(), _threads.c.memory_mode == MemoryMode.enabled.value)
+                .order_by(_outputs.c.source_updated_at.desc(), _outputs.c.thread_id.desc())
+                .limit(n)
+            )
+            return [_output_record(row) for row in rows]
+
+        return self._read(run)
+
+    def get_phase2_input_selection(self, *, n: int, max_unused_days: int) -> list[Stage1Output]:
+        """Query behaviour (spec 3 step 4):
+        - candidates: non-empty trimmed payload and, with `cutoff = now - max_unused_days`,
+          (`last_usage >= cutoff`) or (`last_usage IS NULL AND source_updated_at >= cutoff`);
+        - ranked `COALESCE(usage_count,0) DESC, COALESCE(last_usage, source_updated_at) DESC,
+          source_updated_at DESC, thread_id DESC`, read in pages of `min(n, 512)`;
+        - a candidate counts only if its thread exists with `memory_mode='enabled'`; stop at n;
+        - the chosen `(thread_id, source_updated_at)` pairs are re-read exactly (a row changed
+          in between drops out), hydrated, and returned sorted by `thread_id`.
+        """
+        if n <= 0:
+            return []
+        cutoff = self._now() - max_unused_days * _SECONDS_PER_DAY
+        page_size = min(n, PHASE2_INPUT_SELECTION_PAGE_SIZE)
+        recently_relevant = or_(
+            and_(_outputs.c.last_usage.is_not(None), _outputs.c.last_usage >= cutoff),
+            and_(_outputs.c.last_usage.is_(None), _outputs.c.source_updated_at >= cutoff),
+        )
+        ranked = (
+            select(_outputs.c.thread_id, _outputs.c.source_updated_at)
+            .where(_has_payload(), recently_relevant)
+            .order_by(
+                func.coalesce(_outputs.c.usage_count, 0).desc(),
+                func.coalesce(_outputs.c.last_usage, _outputs.c.source_updated_at).desc(),
+                _outputs.c.source_updated_at.desc(),
+                _outputs.c.thread_id.desc(),
+            )
+        )
+
+        def run(conn: Connection) -> list[Stage1Output]:
+            chosen: dict[str, int] = {}
+            offset = 0
+            while len(chosen) < n:
+                page = conn.execute(ranked.limit(page_size).offset(offset)).all()
+                if not page:
+                    break
+                enabled = _enabled_thread_ids(conn, [row.thread_id for row in page])
+                for row in page:
+                    if row.thread_id in enabled and len(chosen) < n:
+                        chosen[row.thread_id] = row.source_updated_at
+                if len(page) < page_size:
+                    break
+                offset += page_size
+            selection: list[Stage1Output] = []
+            for chunk in _chunks(sorted(chosen), _IN_LIST_CHUNK):
+                rows = conn.execute(
+                    _hydrated_outputs(outer=False).where(_outputs.c.thread_id.in_(chunk))
+                )
+                selection.extend(
+                    _output_record(row)
+                    for row in rows
+                    if row.source_updated_at == chosen[row.thread_id]
+                )
+            return sorted(selection, key=lambda output: output.thread_id)
+
+        return self._read(run)
+
+    # ------------------------------------------------------------------ other operations
+
+    def record_stage1_output_usage(self, thread_ids: list[str]) -> int:
+        """Query behaviour (spec 2.5, read-path citations):
+        - per listed id (duplicates count again): `usage_count = COALESCE(usage_count,0)+1`,
+          `last_usage = now`; unknown ids are ignored;
+        - returns the number of list entries that matched a row.
+        """
+        if not thread_ids:
+            return 0
+        now = self._now()
+        citations = Counter(thread_ids)
+
+        def run(conn: Connection) -> int:
+            recorded = 0
+            for thread_id in sorted(citations):
+                times = citations[thread_id]
+                matched = conn.execute(
+                    update(_outputs)
+                    .where(_outputs.c.thread_id == thread_id)
+                    .values(
+                        usage_count=func.coalesce(_outputs.c.usage_count, 0) + times,
+                        last_usage=now,
+                    )
+                ).rowcount
+                recorded += matched * times
+            return recorded
+
+        return self._write(run)
+
+    def delete_thread_memory(self, thread_id: str) -> bool:
+        """Query behaviour (spec 2.5, forgetting route 4):
+        - delete the thread's output row and its `memory_stage1` job; the thread row stays;
+        - if an output row was deleted and it was selected for phase 2, enqueue phase 2 with
+          watermark now;
+        - returns whether anything was deleted.
+        """
+        now = self._now()
+
+        def run(conn: Connection) -> bool:
+            return self._delete_memory_rows(conn, thread_id, now) > 0
+
+        return self._write(run, locks=(JobKind.stage1, JobKind.consolidate_global))
+
+    def delete_thread(self, thread_id: str) -> int:
+        """Query behaviour (forgetting route 4, whole thread):
+        - everything `delete_thread_memory` does, plus the `threads` row and the citation
+          harvest offset of its rollout file;
+        - returns the number of `threads` rows deleted (0 or 1).
+        """
+        now = self._now()
+
+        def run(conn: Connection) -> int:
+            self._delete_memory_rows(conn, thread_id, now)
+            rollout_path = conn.execute(
+                select(_threads.c.rollout_path).where(_threads.c.id == thread_id)
+            ).scalar_one_or_none()
+            if rollout_path is not None:
+                conn.execute(delete(_harvest).where(_harvest.c.rollout_path == rollout_path))
+            return conn.execute(delete(_threads).where(_threads.c.id == thread_id)).rowcount
+
+        return self._write(run, locks=(JobKind.stage1, JobKind.consolidate_global))
+
+    def mark_thread_memory_mode_polluted(self, thread_id: str) -> bool:
+        """Query behaviour (spec 2.5, forgetting route 5):
+        - `UPDATE threads SET memory_mode='polluted' WHERE id=? AND memory_mode != 'polluted'`;
+        - if the output row is selected for phase 2, enqueue phase 2 with watermark now — even
+          when the thread was already polluted;
+        - returns whether the thread row changed.
+        """
+        now = self._now()
+
+        def run(conn: Connection) -> bool:
+            changed = conn.execute(
+                update(_threads)
+                .where(
+                    _threads.c.id == thread_id,
+                    _threads.c.memory_mode != MemoryMode.polluted.value,
+                )
+                .values(memory_mode=MemoryMode.polluted.value)
+            ).rowcount
+            if _is_selected(conn, thread_id):
+                self._enqueue_global(conn, now)
+            return bool(changed)
+
+        return self._write(run, locks=(JobKind.consolidate_global,))
+
+    def clear_memory_data(self) -> dict[str, int]:
+        """Query behaviour (spec 2.5, forgetting route 7 reset), one transaction:
+        - delete every `stage1_outputs` row and every job of both memory kinds;
+        - `threads` (and their memory modes), the forget audit and harvest offsets are kept;
+        - returns the deleted counts keyed `stage1_outputs`, `memory_stage1`,
+          `memory_consolidate_global`.
+        """
+
+        def run(conn: Connection) -> dict[str, int]:
+            counts = {"stage1_outputs": conn.execute(delete(_outputs)).rowcount}
+            for kind in (JobKind.stage1, JobKind.consolidate_global):
+                counts[kind.value] = conn.execute(
+                    delete(_jobs).where(_jobs.c.kind == kind.value)
+                ).rowcount
+            return counts
+
+        return self._write(run, locks=(JobKind.stage1, JobKind.consolidate_global))
+
+    def record_forget_audit(
+        self, *, route: ForgetRoute | str, target: str, reason: str, removed: dict[str, Any] | list[Any]
+    ) -> None:
+        """Query behaviour:
+        - append one `forget_audit` row; `route` must be a `ForgetRoute`; `removed` is stored
+          as JSON (raises on values JSON cannot encode); `created_at = now`.
+        """
+        row = {
+            "route": ForgetRoute(route).value,
+            "target": target,
+            "reason": reason,
+            "removed": json.dumps(removed, sort_keys=True),
+            "created_at": self._now(),
+        }
+        self._write(lambda conn: conn.execute(insert(_audit).values(**row)))
+
+    def list_forget_audit(self, since: int | None = None) -> list[ForgetAuditRecord]:
+        """Query behaviour:
+        - audit rows with `created_at >= since` (all when None), oldest first.
+        """
+
+        def run(conn: Connection) -> list[ForgetAuditRecord]:
+            query = select(_audit).order_by(_audit.c.id.asc())
+            if since is not None:
+                query = query.where(_audit.c.created_at >= since)
+            return [
+                ForgetAuditRecord(
+                    id=row.id,
+                    route=row.route,
+                    target=row.target,
+                    reason=row.reason,
+                    removed=json.loads(row.removed),
+                    created_at=row.created_at,
+                )
+                for row in conn.execute(query)
+            ]
+
+        return self._read(run)
+
+    def get_harvest_offset(self, rollout_path: str) -> int:
+        """Query behaviour:
+        - bytes of the rollout already scanned for citations; 0 when never scanned.
+        """
+
+        def run(conn: Connection) -> int:
+            offset = conn.execute(
+                select(_harvest.c.harvested_offset).where(_harvest.c.rollout_path == rollout_path)
+            ).scalar_one_or_none()
+            return 0 if offset is None else offset
+
+        return self._read(run)
+
+    def set_harvest_offset(self, rollout_path: str, offset: int) -> None:
+        """Query behaviour:
+        - upsert the scanned byte offset; any non-negative value (a rewritten, shorter file is
+          rescanned from a smaller offset).
+        """
+        if offset < 0:
+            raise ValueError(f"harvest offset must be >= 0, got {offset}")
+
+        def run(conn: Connection) -> None:
+            statement = self._insert_for_upsert(_harvest).values(
+                rollout_path=rollout_path, harvested_offset=offset
+            )
+            conn.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[_harvest.c.rollout_path],
+                    set_={"harvested_offset": statement.excluded.harvested_offset},
+                )
+            )
+
+        self._write(run)
+
+    def status_summary(self) -> StatusSummary:
+        """Query behaviour (one read transaction):
+        - threads per memory mode, archived and missing counts;
+        - jobs per kind and status; output rows and selected rows;
+        - the global phase-2 job row; token totals over all jobs and per kind.
+        """
+
+        def run(conn: Connection) -> StatusSummary:
+            archived = conn.execute(
+                select(func.count()).select_from(_threads).where(_threads.c.archived.is_(True))
+            ).scalar_one()
+            missing = conn.execute(
+                select(func.count())
+                .select_from(_threads)
+                .where(_threads.c.missing_since_ms.is_not(None))
+            ).scalar_one()
+            jobs_by_kind: dict[str, dict[str, int]] = {}
+            for row in conn.execute(
+                select(_jobs.c.kind, _jobs.c.status, func.count()).group_by(
+                    _jobs.c.kind, _jobs.c.status
+                )
+            ):
+                jobs_by_kind.setdefault(row[0], {})[row[1]] = row[2]
+            outputs, selected = conn.execute(
+                select(
+                    func.count(),
+                    func.coalesce(
+                        func.sum(case((_outputs.c.selected_for_phase2 != 0, 1), else_=0)), 0
+                    ),
+                ).select_from(_outputs)
+            ).one()
+            global_row = conn.execute(
+                select(_jobs).where(
+                    _jobs.c.kind == JobKind.consolidate_global.value,
+                    _jobs.c.job_key == GLOBAL_JOB_KEY,
+                )
+            ).one_or_none()
+            token_totals_by_kind: dict[str, dict[str, int]] = {}
+            for row in conn.execute(
+                select(
+                    _jobs.c.kind,
+                    *(func.coalesce(func.sum(_jobs.c[name]), 0) for name in TOKEN_USAGE_FIELDS),
+                ).group_by(_jobs.c.kind)
+            ):
+                token_totals_by_kind[row[0]] = {
+                    name: int(value) for name, value in zip(TOKEN_USAGE_FIELDS, row[1:], strict=True)
+                }
+            token_totals = {
+                name: sum(totals[name] for totals in token_totals_by_kind.values())
+                for name in TOKEN_USAGE_FIELDS
+            }
+            return StatusSummary(
+                threads_by_memory_mode=_count_threads_by_memory_mode(conn),
+                archived_threads=archived,
+                missing_threads=missing,
+                jobs_by_kind_and_status=jobs_by_kind,
+                stage1_outputs=outputs,
+                selected_for_phase2=int(selected),
+                last_phase2_job=None if global_row is None else _job_record(global_row),
+                token_totals=token_totals,
+                token_totals_by_kind=token_totals_by_kind,
+            )
+
+        return self._read(run)
+
+    # ------------------------------------------------------------------ internals
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def _write(
+        self, work: Callable[[Connection], _T], *, locks: Sequence[JobKind] = ()
+    ) -> _T:
+        """Run `work` in one write transaction, retried whole on a transient lock error."""
+        lock_keys = sorted({_ADVISORY_LOCK_KEYS[kind] for kind in locks})
+        for attempt in range(_MAX_TRANSIENT_RETRIES + 1):
+            try:
+                with self._engine.begin() as conn:
+                    if self._dialect == "postgresql":
+                        for key in lock_keys:
+                            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+                    return work(conn)
+            except DBAPIError as exc:
+                if attempt >= _MAX_TRANSIENT_RETRIES or not is_transient_lock_error(exc):
+                    raise
+                time.sleep(random.uniform(0.005, 0.02) * (attempt + 1))
+        raise AssertionError("unreachable: the retry loop returns or raises")
+
+    def _read(self, work: Callable[[Connection], _T]) -> _T:
+        for attempt in range(_MAX_TRANSIENT_RETRIES + 1):
+            try:
+                with self._read_engine.connect() as conn:
+                    return work(conn)
+            except DBAPIError as exc:
+                if attempt >= _MAX_TRANSIENT_RETRIES or not is_transient_lock_error(exc):
+                    raise
+                time.sleep(random.uniform(0.005, 0.02) * (attempt + 1))
+        raise AssertionError("unreachable: the retry loop returns or raises")
+
+    def _insert_for_upsert(self, table: Any) -> Any:
+        if self._dialect == "postgresql":
+            return postgresql.insert(table)
+        if self._dialect == "sqlite":
+            return sqlite.insert(table)
+        raise NotImplementedError(f"the state store supports SQLite and PostgreSQL, not {self._dialect}")
+
+    def _claim_stage1_once(
+        self,
+        conn: Connection,
+        *,
+        thread_id: str,
+        worker_id: str,
+        source_updated_at: int,
+        lease_seconds: int,
+        max_running_jobs: int,
+    ) -> Stage1ClaimResult | None:
+        """One decision under the stage-1 lock; None when the row changed under us."""
+        now = self._now()
+        output_version = conn.execute(
+            select(_outputs.c.source_updated_at).where(_outputs.c.thread_id == thread_id)
+        ).scalar_one_or_none()
+        if output_version is not None and output_version >= source_updated_at:
+            return Stage1ClaimResult(outcome=Stage1ClaimOutcome.skipped_up_to_date)
+        job = conn.execute(
+            select(_jobs).where(
+                _jobs.c.kind == JobKind.stage1.value, _jobs.c.job_key == thread_id
+            )
+        ).one_or_none()
+        if job is not None and job.last_success_watermark is not None and (
+            job.last_success_watermark >= source_updated_at
+        ):
+            return Stage1ClaimResult(outcome=Stage1ClaimOutcome.skipped_up_to_date)
+        running_elsewhere = conn.execute(
+            select(func.count())
+            .select_from(_jobs)
+            .where(
+                _jobs.c.kind == JobKind.stage1.value,
+                _jobs.c.status == JobStatus.running.value,
+                _jobs.c.lease_until > now,
+                _jobs.c.job_key != thread_id,
+            )
+        ).scalar_one()
+        below_cap = running_elsewhere < max_running_jobs
+        token = str(uuid.uuid4())
+        running = {
+            "status": JobStatus.running.value,
+            "worker_id": worker_id,
+            "ownership_token": token,
+            "started_at": now,
+            "finished_at": None,
+            "lease_until": now + lease_seconds,
+            "retry_at": None,
+            "last_error": None,
+            "input_watermark": source_updated_at,
+        }
+        claimed = Stage1ClaimResult(outcome=Stage1ClaimOutcome.claimed, ownership_token=token)
+        if job is None:
+            if not below_cap:
+                return Stage1ClaimResult(outcome=Stage1ClaimOutcome.skipped_running)
+            conn.execute(
+                insert(_jobs).values(
+                    kind=JobKind.stage1.value,
+                    job_key=thread_id,
+                    retry_remaining=DEFAULT_RETRY_REMAINING,
+                    last_success_watermark=None,
+                    **running,
+                )
+            )
+            return claimed
+        advanced = job.input_watermark is None or source_updated_at > job.input_watermark
+        lease_live = job.status == JobStatus.running and (
+            job.lease_until is not None and job.lease_until > now
+        )
+        retry_due = job.retry_at is None or job.retry_at <= now or advanced
+        budget_left = job.retry_remaining > 0 or advanced
+        if not lease_live and retry_due and budget_left and below_cap:
+            taken = conn.execute(
+                update(_jobs)
+                .where(
+                    _jobs.c.kind == JobKind.stage1.value,
+                    _jobs.c.job_key == thread_id,
+                    *_unchanged_job(job),
+                )
+                .values(
+                    retry_remaining=DEFAULT_RETRY_REMAINING if advanced else job.retry_remaining,
+                    **running,
+                )
+            ).rowcount
+            return claimed if taken == 1 else None
+        if job.retry_remaining <= 0:
+            return Stage1ClaimResult(outcome=Stage1ClaimOutcome.skipped_retry_exhausted)
+        if job.retry_at is not None and job.retry_at > now:
+            return Stage1ClaimResult(outcome=Stage1ClaimOutcome.skipped_retry_backoff)
+        return Stage1ClaimResult(outcome=Stage1ClaimOutcome.skipped_running)
+
+    def _claim_phase2_once(
+        self,
+        conn: Connection,
+        *,
+        worker_id: str,
+        lease_seconds: int,
+        cooldown_seconds: int,
+        ignore_cooldown: bool,
+    ) -> Phase2ClaimResult | None:
+        """One decision under the global lock; None when the row changed under us."""
+        now = self._now()
+        token = str(uuid.uuid4())
+        running = {
+            "status": JobStatus.running.value,
+            "worker_id": worker_id,
+            "ownership_token": token,
+            "started_at": now,
+            "finished_at": None,
+            "lease_until": now + lease_seconds,
+            "retry_at": None,
+            "last_error": None,
+        }
+        job = _global_job_row(conn)
+        if job is None:
+            conn.execute(
+                insert(_jobs).values(
+                    kind=JobKind.consolidate_global.value,
+                    job_key=GLOBAL_JOB_KEY,
+                    retry_remaining=DEFAULT_RETRY_REMAINING,
+                    input_watermark=0,
+                    last_success_watermark=0,
+                    **running,
+                )
+            )
+            return Phase2ClaimResult(
+                outcome=Phase2ClaimOutcome.claimed, ownership_token=token, input_watermark=0
+            )
+        if job.retry_at is not None and job.retry_at > now:
+            return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_retry_unavailable)
+        if job.status == JobStatus.running and job.lease_until is not None and (
+            job.lease_until > now
+        ):
+            return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_running)
+        if (
+            not ignore_cooldown
+            and job.last_error is None
+            and job.finished_at is not None
+            and job.finished_at > now - cooldown_seconds
+        ):
+            return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_cooldown)
+        taken = conn.execute(
+            update(_jobs)
+            .where(
+                _jobs.c.kind == JobKind.consolidate_global.value,
+                _jobs.c.job_key == GLOBAL_JOB_KEY,
+                *_unchanged_job(job),
+            )
+            .values(**running)
+        ).rowcount
+        if taken != 1:
+            return None
+        return Phase2ClaimResult(
+            outcome=Phase2ClaimOutcome.claimed,
+            ownership_token=token,
+            input_watermark=job.input_watermark,
+        )
+
+    def _enqueue_global(self, conn: Connection, watermark: int) -> None:
+        """Spec 2.4 enqueue; the caller holds the global lock."""
+        job = _global_job_row(conn)
+        if job is None:
+            conn.execute(
+                insert(_jobs).values(
+                    kind=JobKind.consolidate_global.value,
+                    job_key=GLOBAL_JOB_KEY,
+                    status=JobStatus.pending.value,
+                    retry_remaining=DEFAULT_RETRY_REMAINING,
+                    input_watermark=watermark,
+                    last_success_watermark=0,
+                )
+            )
+            return
+        is_running = job.status == JobStatus.running
+        existing_watermark = job.input_watermark or 0
+        conn.execute(
+            update(_jobs)
+            .where(
+                _jobs.c.kind == JobKind.consolidate_global.value,
+                _jobs.c.job_key == GLOBAL_JOB_KEY,
+            )
+            .values(
+                status=case(
+                    (_jobs.c.status == JobStatus.running.value, JobStatus.running.value),
+                    else_=JobStatus.pending.value,
+                ),
+                retry_at=_jobs.c.retry_at if is_running else None,
+                retry_remaining=max(job.retry_remaining, DEFAULT_RETRY_REMAINING),
+                input_watermark=(
+                    watermark if watermark > existing_watermark else existing_watermark + 1
+                ),
+            )
+        )
+
+    def _fail_global(
+        self,
+        conditions: tuple[ColumnElement[bool], ...],
+        reason: str,
+        retry_delay_seconds: int,
+        usage: dict[str, int] | None,
+    ) -> bool:
+        usage_assignments = _usage_assignments(usage)
+        now = self._now()
+
+        def run(conn: Connection) -> bool:
+            failed = conn.execute(
+                update(_jobs)
+                .where(*conditions)
+                .values(_failure_values(now, reason, retry_delay_seconds) | usage_assignments)
+            ).rowcount
+            return failed == 1
+
+        return self._write(run, locks=(JobKind.consolidate_global,))
+
+    def _delete_memory_rows(self, conn: Connection, thread_id: str, now: int) -> int:
+        was_selected = _is_selected(conn, thread_id)
+        deleted_output = conn.execute(
+            delete(_outputs).where(_outputs.c.thread_id == thread_id)
+        ).rowcount
+        deleted_job = conn.execute(
+            delete(_jobs).where(
+                _jobs.c.kind == JobKind.stage1.value, _jobs.c.job_key == thread_id
+            )
+        ).rowcount
+        if deleted_output and was_selected:
+            self._enqueue_global(conn, now)
+        return deleted_output + deleted_job
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _thread_values(thread: ThreadRecord) -> dict[str, Any]:
+    values = thread.model_dump()
+    values["memory_mode"] = MemoryMode(thread.memory_mode).value
+    return {name: values[name] for name in _THREAD_COLUMNS}
+
+
+def _thread_record(row: Row[Any]) -> ThreadRecord:
+    return ThreadRecord.model_validate(dict(row._mapping))
+
+
+def _output_record(row: Row[Any]) -> Stage1Output:
+    return Stage1Output.model_validate(dict(row._mapping))
+
+
+def _job_record(row: Row[Any]) -> JobRecord:
+    return JobRecord.model_validate(dict(row._mapping))
+
+
+def _stage1_owner(thread_id: str, ownership_token: str) -> tuple[ColumnElement[bool], ...]:
+    return (
+        _jobs.c.kind == JobKind.stage1.value,
+        _jobs.c.job_key == thread_id,
+        _jobs.c.status == JobStatus.running.value,
+        _jobs.c.ownership_token == ownership_token,
+    )
+
+
+def _global_owner(ownership_token: str) -> tuple[ColumnElement[bool], ...]:
+    return (
+        _jobs.c.kind == JobKind.consolidate_global.value,
+        _jobs.c.job_key == GLOBAL_JOB_KEY,
+        _jobs.c.status == JobStatus.running.value,
+        _jobs.c.ownership_token == ownership_token,
+    )
+
+
+def _unchanged_job(job: Row[Any]) -> tuple[ColumnElement[bool], ...]:
+    """Row conditions that hold only while the job is exactly as we read it."""
+    token_condition = (
+        _jobs.c.ownership_token.is_(None)
+        if job.ownership_token is None
+        else _jobs.c.ownership_token == job.ownership_token
+    )
+    return (_jobs.c.status == job.status, token_condition)
+
+
+def _failure_values(now: int, reason: str, retry_delay_seconds: int) -> dict[str, Any]:
+    return {
+        "status": JobStatus.error.value,
+        "finished_at": now,
+        "lease_until": None,
+        "retry_at": now + retry_delay_seconds,
+        "retry_remaining": case(
+            (_jobs.c.retry_remaining > 0, _jobs.c.retry_remaining - 1), else_=0
+        ),
+        "last_error": reason,
+    }
+
+
+def _usage_assignments(usage: dict[str, int] | None) -> dict[str, Any]:
+    """Token counts are added to the job's totals, so every attempt's cost is kept."""
+    if not usage:
+        return {}
+    unknown = sorted(set(usage) - set(TOKEN_USAGE_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown token usage keys {unknown}; expected {list(TOKEN_USAGE_FIELDS)}")
+    return {
+        name: func.coalesce(_jobs.c[name], 0) + int(count) for name, count in usage.items()
+    }
+
+
+def _has_payload() -> ColumnElement[bool]:
+    return or_(
+        func.trim(_outputs.c.raw_memory, _BLANK_CHARACTERS) != "",
+        func.trim(_outputs.c.rollout_summary, _BLANK_CHARACTERS) != "",
+    )
+
+
+def _hydrated_outputs(*, outer: bool) -> Any:
+    columns = [_outputs.c[name] for name in _OUTPUT_COLUMNS]
+    joined = _outputs.join(_threads, _threads.c.id == _outputs.c.thread_id, isouter=outer)
+    return select(
+        *columns, _threads.c.cwd, _threads.c.rollout_path, _threads.c.git_branch
+    ).select_from(joined)
+
+
+def _is_selected(conn: Connection, thread_id: str) -> bool:
+    selected = conn.execute(
+        select(_outputs.c.selected_for_phase2).where(_outputs.c.thread_id == thread_id)
+    ).scalar_one_or_none()
+    return bool(selected)
+
+
+def _enabled_thread_ids(conn: Connection, thread_ids: Iterable[str]) -> set[str]:
+    enabled: set[str] = set()
+    for chunk in _chunks(sorted(set(thread_ids)), _IN_LIST_CHUNK):
+        enabled.update(
+            conn.execute(
+                select(_threads.c.id).where(
+                    _threads.c.id.in_(chunk), _threads.c.memory_mode == MemoryMode.enabled.value
+                )
+            ).scalars()
+        )
+    return enabled
+
+
+def _global_job_row(conn: Connection) -> Row[Any] | None:
+    return conn.execute(
+        select(_jobs).where(
+            _jobs.c.kind == JobKind.consolidate_global.value, _jobs.c.job_key == GLOBAL_JOB_KEY
+        )
+    ).one_or_none()
+
+
+def _count_threads_by_memory_mode(conn: Connection) -> dict[str, int]:
+    counts = {mode.value: 0 for mode in MemoryMode}
+    for mode, count in conn.execute(
+        select(_threads.c.memory_mode, func.count()).group_by(_threads.c.memory_mode)
+    ):
+        counts[mode] = count
+    return counts
+
+
+def _scan_stage1_candidates(
+    conn: Connection,
+    *,
+    now_ms: int,
+    current_thread_id: str | None,
+    scan_limit: int,
+    max_age_days: int | None,
+    min_rollout_idle_hours: int | None,
+    allowed_sources: list[str],
+    include_archived: bool,
+) -> list[Row[Any]]:
+    """Spec 1.4 step A, with the step-B probes joined in (one row per thread, so the
+    `LIMIT scan_limit` still bounds threads before any probe is looked at)."""
+    conditions: list[ColumnElement[bool]] = [
+        _threads.c.memory_mode == MemoryMode.enabled.value,
+        _threads.c.source.in_(sorted(set(allowed_sources))),
+        _threads.c.first_user_message.is_not(None),
+        _threads.c.first_user_message != "",
+        _threads.c.missing_since_ms.is_(None),
+    ]
+    if not include_archived:
+        conditions.append(_threads.c.archived.is_(False))
+    if current_thread_id is not None:
+        conditions.append(_threads.c.id != current_thread_id)
+    if max_age_days is not None:
+        conditions.append(_threads.c.updated_at_ms >= now_ms - max_age_days * 86_400_000)
+    if min_rollout_idle_hours is not None:
+        conditions.append(
+            _threads.c.updated_at_ms <= now_ms - min_rollout_idle_hours * 3_600_000
+        )
+    stage1_jobs = _jobs.alias("stage1_jobs")
+    query = (
+        select(
+            _threads.c.id,
+            _threads.c.rollout_path,
+            _threads.c.updated_at_ms,
+            _threads.c.cwd,
+            _threads.c.git_branch,
+            _threads.c.source,
+            _outputs.c.source_updated_at.label("output_source_updated_at"),
+            stage1_jobs.c.last_success_watermark,
+            stage1_jobs.c.status.label("job_status"),
+            stage1_jobs.c.lease_until,
+        )
+        .select_from(
+            _threads.outerjoin(_outputs, _outputs.c.thread_id == _threads.c.id).outerjoin(
+                stage1_jobs,
+                and_(
+                    stage1_jobs.c.kind == JobKind.stage1.value,
+                    stage1_jobs.c.job_key == _threads.c.id,
+                ),
+            )
+        )
+        .where(*conditions)
+        .order_by(_threads.c.updated_at_ms.desc(), _threads.c.id.desc())
+        .limit(scan_limit)
+    )
+    return list(conn.execute(query))
