@@ -301,7 +301,8 @@ class LocalMemoryRoot(MemoryRoot):
                 raise
 
     def _make_parents(self, path: str) -> None:
-        """Create the parent folders one at a time, refusing symlinks (they were checked, but may be new)."""
+        """Create the root and the parent folders one at a time, refusing symlinked or non-folder parents."""
+        self._directory.mkdir(parents=True, exist_ok=True)
         current = self._directory
         for segment in path.split("/")[:-1]:
             current = current / segment
