@@ -109,6 +109,9 @@ class OpenAIExtractionProvider:
             )
         except openai.APIError as error:
             raise _map_api_error(error, "responses") from None
+        except ValueError:
+            # The client could not decode the body (an HTML error page behind a proxy, say).
+            raise InvalidModelOutput("responses: server response is not JSON") from None
         return _responses_text(response), _responses_usage(response)
 
     def _call_chat(self, request: ExtractionRequest, model: str) -> tuple[str, TokenUsage]:
@@ -134,6 +137,9 @@ class OpenAIExtractionProvider:
             )
         except openai.APIError as error:
             raise _map_api_error(error, "chat.completions") from None
+        except ValueError:
+            # The client could not decode the body (an HTML error page behind a proxy, say).
+            raise InvalidModelOutput("chat.completions: server response is not JSON") from None
         return _chat_text(completion), _chat_usage(completion)
 
 

@@ -44,6 +44,8 @@ STAGE1_SCHEMA_NAME = "stage1_memory"
 
 @dataclass(frozen=True)
 class RecordedRequest:
+    """One request as received. Header names are lower-cased."""
+
     method: str
     path: str
     headers: dict[str, str]
@@ -241,7 +243,10 @@ class OpenAITestServer:
         self._ids = itertools.count(1)
         self._httpd = _Server(("127.0.0.1", 0), _RequestHandler)
         self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-test-server", daemon=True)
+        # A short poll interval keeps `stop()` (which waits for one poll) fast in tests.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="openai-test-server", daemon=True
+        )
 
     @property
     def port(self) -> int:
@@ -315,7 +320,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         return
 
     def do_GET(self) -> None:
-        request = RecordedRequest("GET", self.path, dict(self.headers.items()), None)
+        request = RecordedRequest("GET", self.path, {key.lower(): value for key, value in self.headers.items()}, None)
         self.server.owner._record(request)
         if request.endpoint == "models":
             self._send_json(200, {"object": "list", "data": [{"id": DEFAULT_MODEL, "object": "model", "created": 0, "owned_by": "codex-memories-tests"}]})
@@ -327,10 +332,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         try:
             body = self._read_json_body()
         except ValueError as error:
-            owner._record(RecordedRequest("POST", self.path, dict(self.headers.items()), None))
+            owner._record(RecordedRequest("POST", self.path, {key.lower(): value for key, value in self.headers.items()}, None))
             self._send_error(400, f"request body is not JSON: {error}")
             return
-        request = RecordedRequest("POST", self.path, dict(self.headers.items()), body)
+        request = RecordedRequest("POST", self.path, {key.lower(): value for key, value in self.headers.items()}, body)
         handler = owner._record(request)
         if request.endpoint not in ("responses", "chat.completions"):
             self._send_error(404, f"no route for POST {self.path}")

@@ -1,0 +1,70 @@
+import json
+
+import pytest
+
+from codex_memories.llm.schema import (
+    STAGE1_OUTPUT_SCHEMA,
+    Stage1Extraction,
+    Stage1OutputError,
+    parse_stage1_output,
+    stage1_output_schema,
+)
+
+
+def test_output_schema_matches_scenario_78():
+    assert STAGE1_OUTPUT_SCHEMA["type"] == "object"
+    assert set(STAGE1_OUTPUT_SCHEMA["required"]) == {"raw_memory", "rollout_slug", "rollout_summary"}
+    assert STAGE1_OUTPUT_SCHEMA["properties"]["rollout_slug"]["type"] == ["string", "null"]
+    assert STAGE1_OUTPUT_SCHEMA["properties"]["rollout_summary"]["type"] == "string"
+    assert STAGE1_OUTPUT_SCHEMA["properties"]["raw_memory"]["type"] == "string"
+    assert STAGE1_OUTPUT_SCHEMA["additionalProperties"] is False
+    assert set(STAGE1_OUTPUT_SCHEMA["properties"]) == set(STAGE1_OUTPUT_SCHEMA["required"])
+
+
+def test_schema_copies_are_independent_of_the_constant():
+    copy = stage1_output_schema()
+    copy["properties"]["extra"] = {"type": "string"}
+    assert "extra" not in STAGE1_OUTPUT_SCHEMA["properties"]
+
+
+def test_a_complete_answer_parses():
+    parsed = parse_stage1_output(json.dumps({"rollout_summary": "s", "rollout_slug": "a-b", "raw_memory": "m"}))
+    assert parsed == Stage1Extraction(rollout_summary="s", rollout_slug="a-b", raw_memory="m")
+    assert not parsed.is_empty
+
+
+@pytest.mark.parametrize("payload", [{"rollout_summary": "s", "raw_memory": "m"}, {"rollout_summary": "s", "raw_memory": "m", "rollout_slug": None}])
+def test_slug_may_be_absent_or_null(payload):
+    assert parse_stage1_output(json.dumps(payload)).rollout_slug is None
+
+
+def test_unknown_field_is_rejected_without_quoting_values():
+    text = json.dumps({"rollout_summary": "s", "raw_memory": "m", "rollout_slug": None, "notes": "sk-secretsecretsecretsecret"})
+    with pytest.raises(Stage1OutputError, match="notes") as raised:
+        parse_stage1_output(text)
+    assert "sk-secret" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json at all",
+        "```json\n{}\n```",
+        "[]",
+        '"just a string"',
+        json.dumps({"rollout_summary": "s"}),
+        json.dumps({"rollout_summary": 1, "raw_memory": "m", "rollout_slug": None}),
+        json.dumps({"rollout_summary": "s", "raw_memory": "m", "rollout_slug": 5}),
+    ],
+)
+def test_invalid_answers_are_rejected(text):
+    with pytest.raises(Stage1OutputError):
+        parse_stage1_output(text)
+
+
+@pytest.mark.parametrize(
+    ("summary", "memory", "empty"),
+    [("", "", True), ("s", "", True), ("", "m", True), (" ", " ", False), ("s", "m", False)],
+)
+def test_empty_means_either_text_field_is_the_empty_string(summary, memory, empty):
+    assert Stage1Extraction(rollout_summary=summary, raw_memory=memory).is_empty is empty
