@@ -1,0 +1,174 @@
+"""Developer instructions that put the memory summary in front of a new session (spec 5.1, 5.2).
+
+Contract:
+- `build_developer_instructions(memory_root, budget_tokens=5000, cwd=None)` reads
+  `<memory_root>/memory_summary.md`, strips it, and returns the rendered `prompts/read_path.md`
+  (`base_path` = the absolute memory root, `memory_summary` = the summary cut to the budget), or
+  None when the file is missing or blank: nothing is injected then.
+- Budget: the summary (not the surrounding instructions) is at most `budget_tokens` tokens of
+  o200k_base. Cutting is middle truncation (`tokens.truncate_middle`): the beginning and the end
+  survive and a `…N tokens truncated…` marker shows where text went; multi-byte characters are
+  never split.
+- Current project first (upstream issue #17496: the read path ignored `cwd`, so with a small
+  budget the current project could vanish from the summary). With `cwd`, the `### <scope>`
+  sections under `## What's in Memory` whose scope names the cwd, one of its parent folders or
+  its last path component are kept whole and placed first when the summary does not fit; the rest
+  of the summary is truncated into what remains. A summary that fits is injected unchanged.
+- Budgets: Codex itself injects at most 2,500 tokens since PR #23148 (it was 5,000 before); we
+  default to 5,000 as our issue asks, and callers may pass Codex's value.
+- Reads one file; writes nothing; the same files and arguments give the same text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from codex_memories import paths
+from codex_memories.prompts import render_prompt
+from codex_memories.tokens import count_tokens, truncate_middle
+
+READ_PATH_TEMPLATE = "read_path"
+DEFAULT_SUMMARY_BUDGET_TOKENS = 5_000
+CODEX_SUMMARY_BUDGET_TOKENS = 2_500
+CURRENT_PROJECT_HEADING = "## What's in Memory for the current project"
+REST_OF_SUMMARY_HEADING = "## Rest of the memory summary"
+
+_INDEX_HEADING = re.compile(r"^##\s+What['’]s in Memory\s*$", re.IGNORECASE)
+_OUTER_HEADING = re.compile(r"^#{1,2}\s")
+_LEVEL_THREE_HEADING = re.compile(r"^###\s+(?P<scope>.+?)\s*$")
+_PATH_TOKEN = re.compile(r"(?:~|/)[^\s`'\"()\[\],;]*")
+# A fitting pass can overshoot by a few tokens where the marker merges with its neighbours.
+_MAX_FIT_ATTEMPTS = 8
+
+
+@dataclass(frozen=True)
+class _Section:
+    start: int
+    end: int  # Line indices, end exclusive.
+
+
+def build_developer_instructions(
+    memory_root: Path, *, budget_tokens: int = DEFAULT_SUMMARY_BUDGET_TOKENS, cwd: str | None = None
+) -> str | None:
+    """The read-path developer instructions for a session, or None when there is no summary."""
+    if budget_tokens < 1:
+        raise ValueError("budget_tokens must be at least 1")
+    summary = read_memory_summary(memory_root)
+    if not summary:
+        return None
+    budgeted = budget_memory_summary(summary, budget_tokens, cwd=cwd)
+    if not budgeted.strip():
+        return None
+    base_path = str(Path(memory_root).expanduser().absolute())
+    return render_prompt(READ_PATH_TEMPLATE, base_path=base_path, memory_summary=budgeted).text
+
+
+def read_memory_summary(memory_root: Path) -> str:
+    """The stripped summary text; empty when the file does not exist."""
+    summary_path = Path(memory_root) / paths.MEMORY_SUMMARY_FILE
+    try:
+        return summary_path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return ""
+
+
+def budget_memory_summary(summary: str, budget_tokens: int, *, cwd: str | None = None) -> str:
+    """`summary` cut to `budget_tokens`, keeping the current project's sections whole when possible."""
+    if count_tokens(summary) <= budget_tokens:
+        return summary
+    lines = summary.split("\n")
+    sections = project_sections(lines, cwd) if cwd else []
+    if not sections:
+        return fit_to_budget(summary, budget_tokens)
+
+    in_project = {index for section in sections for index in range(section.start, section.end)}
+    project_text = "\n".join(
+        [CURRENT_PROJECT_HEADING, ""] + ["\n".join(lines[section.start : section.end]).strip() + "\n" for section in sections]
+    ).rstrip()
+    rest_text = "\n".join(line for index, line in enumerate(lines) if index not in in_project).strip()
+    prefix = f"{project_text}\n\n{REST_OF_SUMMARY_HEADING}\n\n"
+    remaining = budget_tokens - count_tokens(prefix)
+    if remaining < 1 or not rest_text:
+        return fit_to_budget(project_text, budget_tokens)
+    for _ in range(_MAX_FIT_ATTEMPTS):
+        combined = prefix + fit_to_budget(rest_text, remaining)
+        excess = count_tokens(combined) - budget_tokens
+        if excess <= 0:
+            return combined
+        remaining -= excess
+        if remaining < 1:
+            break
+    return fit_to_budget(project_text, budget_tokens)
+
+
+def fit_to_budget(text: str, budget_tokens: int) -> str:
+    """Middle-truncate `text` so that the result, marker included, counts at most `budget_tokens`."""
+    limit = budget_tokens
+    for _ in range(_MAX_FIT_ATTEMPTS):
+        candidate = truncate_middle(text, limit).text
+        excess = count_tokens(candidate) - budget_tokens
+        if excess <= 0:
+            return candidate
+        limit -= excess
+        if limit < 1:
+            break
+    return ""
+
+
+def project_sections(lines: list[str], cwd: str) -> list[_Section]:
+    """The `### <scope>` sections of `## What's in Memory` whose scope names `cwd`."""
+    sections: list[_Section] = []
+    inside_index = False
+    open_start: int | None = None
+    open_matches = False
+    for index, line in enumerate(lines):
+        scope_heading = _LEVEL_THREE_HEADING.match(line)
+        outer_heading = _OUTER_HEADING.match(line) is not None
+        if (scope_heading or outer_heading) and open_start is not None:
+            if open_matches:
+                sections.append(_Section(open_start, index))
+            open_start = None
+        if outer_heading:
+            inside_index = _INDEX_HEADING.match(line) is not None
+        elif inside_index and scope_heading:
+            open_start = index
+            open_matches = scope_matches_cwd(scope_heading.group("scope"), cwd)
+    if open_start is not None and open_matches:
+        sections.append(_Section(open_start, len(lines)))
+    return sections
+
+
+def scope_matches_cwd(scope: str, cwd: str) -> bool:
+    """Whether a summary scope heading is about `cwd`: the same folder, a parent, or its name."""
+    working = _normalise_path(cwd)
+    if working is not None:
+        home = _home()
+        for token in _PATH_TOKEN.findall(scope):
+            scope_path = _normalise_path(token)
+            # "/", "/home" or "~" alone would claim every project.
+            if scope_path is None or scope_path == home or scope_path in home.parents or len(scope_path.parts) < 2:
+                continue
+            if working == scope_path or scope_path in working.parents:
+                return True
+    name = re.split(r"[\\/]", cwd.strip().rstrip("/\\"))[-1]
+    if not name:
+        return False
+    word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", re.IGNORECASE)
+    # A path in the scope counts by its last folder only: "/work/projects/atlas" is not "projects".
+    named = _PATH_TOKEN.sub(lambda match: match.group(0).rstrip("/").rsplit("/", 1)[-1], scope.replace("`", ""))
+    return word.search(named) is not None
+
+
+def _normalise_path(text: str) -> PurePosixPath | None:
+    cleaned = text.strip().strip("`").rstrip("/") or "/"
+    if cleaned.startswith("~"):
+        cleaned = str(_home()) + cleaned[1:]
+    if not cleaned.startswith("/"):
+        return None
+    return PurePosixPath(cleaned)
+
+
+def _home() -> PurePosixPath:
+    return PurePosixPath(Path.home().as_posix())
