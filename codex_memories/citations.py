@@ -16,6 +16,8 @@ Contract:
   * `found`: whether the text contained any citation at all (a block or a legacy line).
 - The legacy trailing `Memory used: `file:a-b`` line is understood when there is no block; it
   names files only, so it never yields rollout ids.
+- `record_citation_usage(recorder, text)` parses `text` and, when it cites rollout ids, passes them
+  to `recorder.record_stage1_output_usage` (the state store); the only side effect in this module.
 
 The ids feed `MemoryStore.record_stage1_output_usage`, the only usage signal phase-2 ranking has
 (spec 5.4), so a parse that is unsure must return no ids rather than guess.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
 CITATION_OPEN_TAG = "<oai-mem-citation>"
 CITATION_CLOSE_TAG = "</oai-mem-citation>"
@@ -54,6 +57,26 @@ class CitationParse:
     rollout_ids: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     found: bool = False
+
+
+class UsageRecorder(Protocol):
+    """What `record_citation_usage` needs from the state store."""
+
+    def record_stage1_output_usage(self, thread_ids: list[str]) -> int: ...
+
+
+@dataclass(frozen=True)
+class CitationUsage:
+    citation: CitationParse
+    rows_updated: int
+
+
+def record_citation_usage(recorder: UsageRecorder, text: str) -> CitationUsage:
+    """Count one use of every memory `text` cites; a message without usable ids touches nothing."""
+    citation = parse_citation_block(text)
+    if not citation.rollout_ids:
+        return CitationUsage(citation=citation, rows_updated=0)
+    return CitationUsage(citation=citation, rows_updated=recorder.record_stage1_output_usage(citation.rollout_ids))
 
 
 def find_citation_blocks(text: str) -> list[str]:

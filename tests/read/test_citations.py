@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codex_memories.citations import CitationEntry, find_citation_blocks, parse_citation_block
+from codex_memories.citations import CitationEntry, find_citation_blocks, parse_citation_block, record_citation_usage
 
 ID_A = "0199e1a2-7c3d-7f10-9a4b-2c6d8e0f1a23"
 ID_B = "00000000-0000-4000-8000-000000000002"
@@ -198,3 +198,32 @@ def test_two_blocks_in_one_message_are_merged():
 
     assert parsed.rollout_ids == [ID_A, ID_B]
     assert len(parsed.entries) == 3
+
+
+class FakeUsageRecorder:
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def record_stage1_output_usage(self, thread_ids: list[str]) -> int:
+        self.calls.append(list(thread_ids))
+        return len(thread_ids)
+
+
+def test_record_citation_usage_passes_the_cited_ids_to_the_store():
+    recorder = FakeUsageRecorder()
+
+    usage = record_citation_usage(recorder, WELL_FORMED)
+
+    assert recorder.calls == [[ID_A, ID_B]]
+    assert usage.rows_updated == 2
+    assert usage.citation.rollout_ids == [ID_A, ID_B]
+
+
+@pytest.mark.parametrize("text", [UNCLOSED, NO_IDS, EMPTY_IDS, LEGACY_MEMORY_USED, "no citation here"])
+def test_record_citation_usage_touches_nothing_without_usable_ids(text):
+    recorder = FakeUsageRecorder()
+
+    usage = record_citation_usage(recorder, text)
+
+    assert recorder.calls == []
+    assert usage.rows_updated == 0
