@@ -174,6 +174,48 @@ def phase1(
     console.print(render_phase1_text(_run_phase1(config)), markup=False, highlight=False)
 
 
+def _run_phase2(config: RuntimeConfig, *, force: bool) -> Any:
+    from flows.phase2 import phase2
+
+    settings = config.settings
+    state = phase2(
+        codex_home=str(settings.codex_home_path),
+        db_url=settings.resolved_db_url,
+        memory_root=settings.resolved_memory_root,
+        provider=settings.provider,
+        base_url=settings.base_url,
+        consolidation_model=settings.consolidation_model,
+        force=force,
+        return_state=True,
+    )
+    return state.result(raise_on_failure=False) if state.is_failed() else state.result()
+
+
+@app.command()
+def phase2(
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    memory_root: MemoryRoot = None,
+    provider: Provider = None,
+    base_url: BaseUrl = None,
+    api_mode: ApiMode = None,
+    consolidation_model: ConsolidationModel = None,
+    config_file: ConfigFile = None,
+    force: Annotated[bool, typer.Option("--force", help="Skip the 6-hour cooldown (never the lease).")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
+) -> None:
+    """Run phase 2 now: consolidate the selected stage-1 outputs into the memory folder."""
+    config = _config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
+    _prepare_prefect(verbose)
+    from codex_memories.reports import render_phase2_text
+
+    _print_where(config)
+    report = _run_phase2(config, force=force)
+    console.print(render_phase2_text(report), markup=False, highlight=False)
+    if report.outcome is not None and report.outcome.is_failure:
+        raise typer.Exit(EXIT_USER_ERROR)
+
+
 @app.command()
 def run(
     codex_home: CodexHome = None,
@@ -188,15 +230,35 @@ def run(
     config_file: ConfigFile = None,
     max_rollouts: MaxRollouts = None,
     ignore_age_windows: IgnoreAgeWindows = None,
+    force: Annotated[bool, typer.Option("--force", help="Phase 2 skips the cooldown (never the lease).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
-    """The main job: phase 1, then phase 2 once phase 2 exists, then a short report."""
-    config = _config(**{key: value for key, value in locals().items() if key != "verbose"})
+    """The main job: phase 1, then phase 2, then a short report of both."""
+    config = _config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
     _prepare_prefect(verbose)
-    from codex_memories.reports import render_phase1_text
+    from codex_memories.reports import render_phase1_text, render_phase2_text
 
     _print_where(config)
     console.print(render_phase1_text(_run_phase1(config)), markup=False, highlight=False)
+    report = _run_phase2(config, force=force)
+    console.print(render_phase2_text(report), markup=False, highlight=False)
+    _print_memory_folder(config)
+    if report.outcome is not None and report.outcome.is_failure:
+        raise typer.Exit(EXIT_USER_ERROR)
+
+
+def _print_memory_folder(config: RuntimeConfig) -> None:
+    root = config.settings.resolved_memory_root
+    console.print(f"memory folder: {root}", markup=False, highlight=False)
+    if "://" in root:
+        return
+    for name in ("memory_summary.md", "MEMORY.md", "raw_memories.md"):
+        path = Path(root) / name
+        if path.is_file():
+            console.print(f"  {name}: {path.stat().st_size} bytes", markup=False, highlight=False)
+    summaries = Path(root) / "rollout_summaries"
+    if summaries.is_dir():
+        console.print(f"  rollout_summaries/: {len(list(summaries.glob('*.md')))} files", markup=False, highlight=False)
 
 
 @app.command()

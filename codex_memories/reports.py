@@ -97,3 +97,67 @@ def render_phase1_text(report: Phase1Report) -> str:
     for line in report.failures():
         text += f"\n  {line.thread_id}: {line.outcome.value}: {line.reason or ''}"
     return text
+
+
+@dataclass
+class Phase2Report:
+    outcome: Outcome | None = None
+    reason: str | None = None
+    consolidator: str | None = None
+    selected: int = 0
+    diff_status: list[str] = field(default_factory=list)
+    forgotten: list[tuple[str, str]] = field(default_factory=list)  # (route, path)
+    agent_steps: int = 0
+    agent_tool_calls: int = 0
+    agent_stop_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    files_changed: list[str] = field(default_factory=list)
+    storage_bytes: int | None = None
+    memory_root: str | None = None
+
+
+def render_phase2_markdown(report: Phase2Report) -> str:
+    outcome = report.outcome.value if report.outcome else "unknown"
+    lines = ["# codex-memories phase 2", "", f"Outcome: `{outcome}`"]
+    if report.reason:
+        lines.append(f"Reason: {report.reason}")
+    if report.consolidator:
+        lines.append(f"Consolidator: `{report.consolidator}`")
+        if report.consolidator == "heuristic":
+            lines.append("The memory folder was written by the offline heuristic consolidator (rule-based, no model).")
+    lines += ["", f"Selected stage-1 outputs: {report.selected}"]
+    if report.memory_root:
+        lines.append(f"Memory root: `{report.memory_root}`")
+    if report.storage_bytes is not None:
+        lines.append(f"Memory storage: {report.storage_bytes} bytes")
+    lines += ["", "## Workspace diff", ""]
+    lines += [f"- {status}" for status in report.diff_status] or ["- none"]
+    if report.forgotten:
+        lines += ["", "## Forgotten", "", "| route | file |", "|---|---|"]
+        lines += [f"| {route} | `{path}` |" for route, path in report.forgotten]
+    if report.agent_stop_reason:
+        lines += [
+            "",
+            "## Consolidation",
+            "",
+            f"- stop reason: {report.agent_stop_reason}",
+            f"- steps: {report.agent_steps}",
+            f"- tool calls: {report.agent_tool_calls}",
+        ]
+        lines += [f"- {key}: {value}" for key, value in sorted(report.usage.items()) if value]
+    if report.files_changed:
+        lines += ["", "## Files changed by consolidation", ""]
+        lines += [f"- `{path}`" for path in report.files_changed]
+    return "\n".join(lines) + "\n"
+
+
+def render_phase2_text(report: Phase2Report) -> str:
+    outcome = report.outcome.value if report.outcome else "unknown"
+    text = f"phase 2: {outcome}"
+    if report.reason:
+        text += f" ({report.reason})"
+    if report.diff_status:
+        text += f"; {len(report.diff_status)} input change(s)"
+    if report.agent_stop_reason:
+        text += f"; {report.consolidator} consolidator {report.agent_stop_reason} in {report.agent_steps} step(s)"
+    return text

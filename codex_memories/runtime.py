@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import threading
 
+from openai import OpenAI
+
+from codex_memories.consolidation import AgentConsolidator, Consolidator, HeuristicConsolidator
+
 from codex_memories.llm import build_extraction_provider
 from codex_memories.llm.base import ExtractionProvider
 from codex_memories.settings import RuntimeConfig
@@ -43,4 +47,25 @@ def extraction_provider(config: RuntimeConfig) -> ExtractionProvider:
         api_mode=settings.api_mode,
         timeout_seconds=settings.model_timeout_seconds,
         reasoning_effort=settings.reasoning_effort,
+    )
+
+
+def consolidator(config: RuntimeConfig) -> Consolidator:
+    """The heuristic consolidator offline; the sandboxed agent for the openai provider."""
+    if config.provider_name == "heuristic":
+        return HeuristicConsolidator()
+    settings = config.settings
+    client = OpenAI(
+        api_key=settings.api_key.get_secret_value() if settings.api_key else "not-needed",
+        base_url=settings.base_url,
+        timeout=settings.model_timeout_seconds,
+        max_retries=0,
+    )
+    return AgentConsolidator(
+        client=client,
+        model=config.consolidation_model,
+        api_mode=settings.api_mode,
+        max_steps=settings.agent_max_steps,
+        max_total_tokens=settings.agent_max_tokens,
+        timeout_seconds=settings.agent_timeout_seconds,
     )

@@ -1,0 +1,292 @@
+"""Phase 2 steps: one global consolidation at a time writes the Codex memory folder.
+
+Each function is one step of the `phase2` flow; each failure site raises `Phase2Failure`
+carrying its own outcome code (spec 12.1), which the flow stores in `jobs.last_error`.
+The DB lease (ownership token) is the authority: it is re-checked before anything
+irreversible, and the baseline is never reset without a confirmed lease.
+
+Idempotency: inputs are regenerated from the DB every run, so "no git diff" means nothing new;
+such a run finishes as `succeeded_no_workspace_changes` without any model call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from codex_memories.artifacts import (
+    SyncResult,
+    prune_old_extension_resources,
+    rebuild_raw_memories,
+    storage_bytes,
+    sync_rollout_summaries,
+)
+from codex_memories.consolidation import Consolidator, build_consolidation_prompt
+from codex_memories.outcomes import Outcome, failure_reason
+from codex_memories.redact import redact_secrets
+from codex_memories.state.records import Phase2ClaimResult, Stage1Output
+from codex_memories.state.store import MemoryStore
+from codex_memories.storage import LocalWorkspace
+from codex_memories.workspace import (
+    WorkspaceDiff,
+    ensure_git_baseline,
+    ensure_layout,
+    remove_workspace_diff_file,
+    reset_baseline,
+    seed_ad_hoc_instructions,
+    validate_artifacts,
+    workspace_diff,
+    write_workspace_diff_file,
+)
+
+
+class Phase2Failure(Exception):
+    """A phase-2 step failed; `outcome` is the stable code stored in `jobs.last_error`."""
+
+    def __init__(self, outcome: Outcome, reason: str) -> None:
+        super().__init__(f"{outcome.value}: {reason}")
+        self.outcome = outcome
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Phase2Lease:
+    ownership_token: str
+    input_watermark: int
+    worker_id: str
+
+
+@dataclass
+class Selection:
+    outputs: list[Stage1Output]
+    new_watermark: int
+
+
+@dataclass
+class ForgottenFile:
+    route: str
+    path: str
+    reason: str
+
+
+@dataclass
+class SyncReport:
+    summaries: SyncResult
+    raw_memories_changed: bool
+    forgotten: list[ForgottenFile] = field(default_factory=list)
+
+
+def claim_global_lock(
+    store: MemoryStore,
+    *,
+    worker_id: str,
+    lease_seconds: int,
+    cooldown_seconds: int,
+    force: bool,
+) -> Phase2ClaimResult:
+    """`force` skips the cooldown only; a live lease or a retry backoff still wins."""
+    return store.try_claim_global_phase2_job(
+        worker_id=worker_id,
+        lease_seconds=lease_seconds,
+        cooldown_seconds=cooldown_seconds,
+        ignore_cooldown=force,
+    )
+
+
+def prepare_workspace(workspace: LocalWorkspace) -> list[str]:
+    """Layout, symlink hygiene, ad-hoc seed, git baseline. Returns the symlinks removed."""
+    workspace.pull()
+    root_dir = workspace.path
+    removed_links = ensure_layout(root_dir)
+    remove_workspace_diff_file(root_dir)
+    seed_ad_hoc_instructions(root_dir)
+    ensure_git_baseline(root_dir)
+    return removed_links
+
+
+def select_inputs(
+    store: MemoryStore, *, lease: Phase2Lease, max_outputs: int, max_unused_days: int
+) -> Selection:
+    outputs = store.get_phase2_input_selection(n=max_outputs, max_unused_days=max_unused_days)
+    newest = max((output.source_updated_at for output in outputs), default=0)
+    return Selection(outputs=outputs, new_watermark=max(lease.input_watermark, newest))
+
+
+def sync_inputs(root_dir: Path, selection: Selection) -> SyncReport:
+    """Write raw_memories.md and rollout_summaries/ from the selection (spec 8.2, 8.3).
+
+    Summaries that fall out of the selection are deleted here: forgetting route 2 (or the
+    file side of routes 1, 3, 4 and 5, whose DB rows are already gone or disabled)."""
+    summaries = sync_rollout_summaries(root_dir, selection.outputs)
+    raw_changed = rebuild_raw_memories(root_dir, selection.outputs)
+    forgotten = [
+        ForgottenFile(
+            route="selection_window",
+            path=deleted,
+            reason="no longer among the selected stage-1 outputs (window, top-N, or its row was forgotten)",
+        )
+        for deleted in summaries.deleted
+    ]
+    return SyncReport(summaries=summaries, raw_memories_changed=raw_changed, forgotten=forgotten)
+
+
+def prune_extension_resources(root_dir: Path, *, now: datetime) -> list[ForgottenFile]:
+    """Forgetting route 6: extension resources older than the 7-day TTL."""
+    return [
+        ForgottenFile(route="extension_expiry", path=path, reason="extension resource older than 7 days")
+        for path in prune_old_extension_resources(root_dir, now)
+    ]
+
+
+def diff_workspace(root_dir: Path) -> WorkspaceDiff:
+    return workspace_diff(root_dir)
+
+
+def workspace_is_settled(root_dir: Path, diff: WorkspaceDiff) -> bool:
+    """No change since the baseline and artifacts that Codex's read path accepts."""
+    return not diff.changes and not validate_artifacts(root_dir)
+
+
+def write_diff_file(root_dir: Path, diff: WorkspaceDiff) -> None:
+    write_workspace_diff_file(root_dir, diff)
+
+
+class LeaseHeartbeat:
+    """Renews the phase-2 lease in the background while the agent runs.
+
+    `still_owner()` turns false the moment a renewal fails or is refused; the agent checks it
+    before every step and stops, so a worker that lost its lease never writes on."""
+
+    def __init__(self, store: MemoryStore, *, ownership_token: str, lease_seconds: int, period_seconds: float) -> None:
+        self._store = store
+        self._token = ownership_token
+        self._lease_seconds = lease_seconds
+        self._period = period_seconds
+        self._lost = threading.Event()
+        self._stop = threading.Event()
+        self.renewals = 0
+        self.error: str | None = None
+
+    def still_owner(self) -> bool:
+        return not self._lost.is_set()
+
+    def beat(self) -> bool:
+        try:
+            owned = self._store.heartbeat_global_phase2_job(
+                ownership_token=self._token, lease_seconds=self._lease_seconds
+            )
+        except Exception as error:  # noqa: BLE001 - a DB outage means we cannot prove ownership
+            self.error = f"{type(error).__name__}: {error}"
+            owned = False
+        if owned:
+            self.renewals += 1
+        else:
+            self._lost.set()
+        return owned
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._period):
+            if not self.beat():
+                return
+
+    @contextmanager
+    def running(self) -> Iterator[LeaseHeartbeat]:
+        thread = threading.Thread(target=self._loop, name="phase2-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            thread.join(timeout=10)
+
+
+def confirm_ownership(store: MemoryStore, *, lease: Phase2Lease, lease_seconds: int) -> bool:
+    """One more renewal right before the irreversible steps."""
+    return store.heartbeat_global_phase2_job(ownership_token=lease.ownership_token, lease_seconds=lease_seconds)
+
+
+def publish_workspace(workspace: LocalWorkspace) -> None:
+    """Reset the single-commit baseline, then publish (object-store roots only)."""
+    reset_baseline(workspace.path)
+    workspace.push()
+
+
+def mark_succeeded(
+    store: MemoryStore,
+    *,
+    lease: Phase2Lease,
+    selection: Selection,
+    usage: dict[str, int] | None,
+) -> bool:
+    return store.mark_global_phase2_job_succeeded(
+        ownership_token=lease.ownership_token,
+        completed_watermark=selection.new_watermark,
+        selected=selection.outputs,
+        usage=usage,
+    )
+
+
+def mark_failed(
+    store: MemoryStore,
+    *,
+    lease: Phase2Lease,
+    outcome: Outcome,
+    reason: str,
+    retry_delay_seconds: int,
+    usage: dict[str, int] | None = None,
+) -> bool:
+    """Record the failure; falls back to the unowned variant when the token was cleared."""
+    text = redact_secrets(failure_reason(outcome, reason))
+    if store.mark_global_phase2_job_failed(
+        ownership_token=lease.ownership_token, reason=text, retry_delay_seconds=retry_delay_seconds, usage=usage
+    ):
+        return True
+    return store.mark_global_phase2_job_failed_if_unowned(
+        ownership_token=lease.ownership_token, reason=text, retry_delay_seconds=retry_delay_seconds, usage=usage
+    )
+
+
+def memory_storage_bytes(root_dir: Path) -> int:
+    return storage_bytes(root_dir)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+
+@dataclass
+class ConsolidationStep:
+    """What the consolidate step reports back to the flow."""
+
+    completed: bool
+    stop_reason: str
+    ownership_lost: bool
+    steps: int = 0
+    tool_calls: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    files_changed: list[str] = field(default_factory=list)
+    consolidator: str = ""
+
+
+def run_consolidation(
+    root_dir: Path, consolidator: Consolidator, *, heartbeat: LeaseHeartbeat
+) -> ConsolidationStep:
+    """Run the consolidator inside the memory root while the heartbeat keeps the lease."""
+    prompt = build_consolidation_prompt(root_dir)
+    with heartbeat.running():
+        result = consolidator.consolidate(root_dir, prompt=prompt, should_continue=heartbeat.still_owner)
+    return ConsolidationStep(
+        completed=result.completed,
+        stop_reason=result.stop_reason,
+        ownership_lost=not heartbeat.still_owner(),
+        steps=result.steps,
+        tool_calls=result.tool_calls,
+        usage=result.usage.model_dump(),
+        files_changed=list(result.files_changed),
+        consolidator=consolidator.name,
+    )

@@ -1,0 +1,184 @@
+"""Phase 2: the singleton consolidation that writes the Codex memory folder.
+
+Orchestration only. Two guards, one truth: the state DB's global lease (with its ownership
+token) decides who consolidates; Prefect agrees through a global concurrency slot named
+`codex-memories-phase2` (plus `concurrency_limit: 1` on the deployment). A slot that cannot be
+had within a few seconds (another run holds it, or a killed holder leaked it) never makes a run
+hang: the run goes on and the DB lease decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Literal, TypeVar
+
+from prefect import flow, get_run_logger
+from prefect.concurrency.sync import concurrency
+from prefect.states import Completed, Failed, State
+
+from codex_memories.outcomes import Outcome
+from codex_memories.phase2 import Phase2Failure, Phase2Lease, mark_failed
+from codex_memories.reports import Phase2Report
+from codex_memories.runtime import open_store
+from codex_memories.settings import RuntimeConfig, load_runtime_config
+from codex_memories.state.records import Phase2ClaimOutcome
+from codex_memories.storage import LocalWorkspace, open_memory_root
+from tasks.claim_lock import claim_lock
+from tasks.confirm_ownership import confirm_ownership
+from tasks.consolidate import consolidate
+from tasks.git_diff import git_diff, write_workspace_diff
+from tasks.mark_succeeded import mark_succeeded
+from tasks.prepare_workspace import prepare_workspace
+from tasks.prune_extension_resources import prune_extension_resources
+from tasks.reset_baseline import reset_baseline
+from tasks.report import publish_phase2_report
+from tasks.select import select
+from tasks.sync import sync
+from tasks.validate_artifacts import validate_artifacts
+
+PREFECT_SLOT_NAME = "codex-memories-phase2"
+PREFECT_SLOT_WAIT_SECONDS = 5.0
+
+T = TypeVar("T")
+
+
+@flow(name="memories-phase2")
+def phase2(
+    codex_home: str | None = None,
+    db_url: str | None = None,
+    memory_root: str | None = None,
+    provider: Literal["auto", "openai", "heuristic"] | None = None,
+    base_url: str | None = None,
+    consolidation_model: str | None = None,
+    force: bool = False,
+) -> State:
+    config = load_runtime_config(
+        codex_home=codex_home,
+        db_url=db_url,
+        memory_root=memory_root,
+        provider=provider,
+        base_url=base_url,
+        consolidation_model=consolidation_model,
+    )
+    report = run_phase2(config, force=force)
+    message = report.outcome.value if report.outcome else "unknown"
+    if report.outcome is not None and report.outcome.is_failure:
+        return Failed(message=f"{message}: {report.reason or ''}", data=report)
+    return Completed(message=message, data=report)
+
+
+def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
+    report = Phase2Report(memory_root=config.settings.resolved_memory_root)
+    with _prefect_singleton_slot():
+        # 1. Claim the global lock (the DB lease; --force skips only the cooldown).
+        claim, worker = claim_lock(config, force)
+        if claim.outcome is not Phase2ClaimOutcome.claimed:
+            report.outcome = Outcome(claim.outcome.value)
+            publish_phase2_report(report)
+            return report
+        lease = Phase2Lease(claim.ownership_token or "", claim.input_watermark or 0, worker)
+        try:
+            _consolidate_under_lease(config, lease, report)
+        except Phase2Failure as failure:
+            report.outcome, report.reason = failure.outcome, failure.reason
+            mark_failed(
+                open_store(config.settings.resolved_db_url),
+                lease=lease,
+                outcome=failure.outcome,
+                reason=failure.reason,
+                retry_delay_seconds=config.settings.phase2_retry_delay_seconds,
+                usage=report.usage or None,
+            )
+    publish_phase2_report(report)
+    get_run_logger().info("phase 2: %s", report.outcome.value if report.outcome else "unknown")
+    return report
+
+
+def _consolidate_under_lease(config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report) -> None:
+    workspace = LocalWorkspace(open_memory_root(config.settings.resolved_memory_root), _scratch_dir(config))
+
+    # 2. Prepare the workspace: layout, symlink hygiene, ad-hoc seed, git baseline.
+    _step(Outcome.failed_prepare_workspace, prepare_workspace, workspace)
+    # 3. Select the top-N stage-1 outputs.
+    selection = _step(Outcome.failed_load_stage1_outputs, select, config, lease)
+    report.selected = len(selection.outputs)
+    # 4. Sync raw_memories.md and rollout_summaries/ from the selection.
+    synced = _step(Outcome.failed_sync_workspace_inputs, sync, workspace, selection, config)
+    # 5. Prune expired extension resources.
+    expired = _step(Outcome.failed_sync_workspace_inputs, prune_extension_resources, workspace, config)
+    report.forgotten = [(item.route, item.path) for item in [*synced.forgotten, *expired]]
+    # 6. Diff against the baseline.
+    diff, settled = _step(Outcome.failed_workspace_status, git_diff, workspace)
+    report.diff_status = [f"{change.status} {change.path}" for change in diff.changes]
+    # 7. No change and valid artifacts: finish without any model call.
+    if settled:
+        _finish(config, lease, selection, report, Outcome.succeeded_no_workspace_changes)
+        return
+    # 8. Write the diff file the consolidator reads first.
+    _step(Outcome.failed_workspace_diff_file, write_workspace_diff, workspace, diff)
+    # 9. Consolidate (the lease is renewed meanwhile; a lost lease stops it).
+    step = _step(Outcome.failed_spawn_agent, consolidate, workspace, config, lease)
+    report.consolidator, report.agent_stop_reason = step.consolidator, step.stop_reason
+    report.agent_steps, report.agent_tool_calls = step.steps, step.tool_calls
+    report.usage, report.files_changed = step.usage, step.files_changed
+    if step.ownership_lost:
+        report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost while consolidating"
+        return  # another worker owns the job now: leave the DB and the baseline alone
+    if not step.completed:
+        raise Phase2Failure(Outcome.failed_agent, f"consolidation stopped: {step.stop_reason}")
+    # 10. Validate the artifacts (symlinks are removed and fatal).
+    problems = _step(Outcome.failed_invalid_artifacts, validate_artifacts, workspace)
+    if problems:
+        raise Phase2Failure(Outcome.failed_invalid_artifacts, "; ".join(problems))
+    # 11. Confirm ownership before anything irreversible.
+    if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
+        report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before the baseline reset"
+        return
+    # 12. Reset the baseline (and publish object-store roots).
+    _step(Outcome.failed_workspace_commit, reset_baseline, workspace)
+    # 13. Mark success: exact-snapshot selection flags and the watermark.
+    _finish(config, lease, selection, report, Outcome.succeeded)
+
+
+def _finish(config: RuntimeConfig, lease: Phase2Lease, selection: Any, report: Phase2Report, outcome: Outcome) -> None:
+    if mark_succeeded(config, lease, selection, report.usage or None):
+        report.outcome = outcome
+    else:
+        report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before marking success"
+
+
+def _step(outcome: Outcome, task: Callable[..., T], *args: Any) -> T:
+    """Run one stage task; any error it raises becomes this stage's own outcome code."""
+    try:
+        return task(*args)
+    except Phase2Failure:
+        raise
+    except Exception as error:  # noqa: BLE001 - every failure site maps to its outcome code
+        raise Phase2Failure(outcome, f"{type(error).__name__}: {error}") from error
+
+
+def _scratch_dir(config: RuntimeConfig) -> Any:
+    """A local mirror for object-store roots; unused (None) for local roots."""
+    if "://" not in config.settings.resolved_memory_root:
+        return None
+    import tempfile
+    from pathlib import Path
+
+    return Path(tempfile.mkdtemp(prefix="codex-memories-workspace-"))
+
+
+@contextmanager
+def _prefect_singleton_slot() -> Iterator[None]:
+    acquired = False
+    try:
+        with concurrency(PREFECT_SLOT_NAME, occupy=1, timeout_seconds=PREFECT_SLOT_WAIT_SECONDS, strict=False):
+            acquired = True
+            yield
+    except TimeoutError:
+        if acquired:
+            raise  # raised by the body, not by the slot wait
+        get_run_logger().warning(
+            "Prefect slot %s is held (another run, or a leaked slot); the DB lease decides", PREFECT_SLOT_NAME
+        )
+        yield

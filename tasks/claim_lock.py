@@ -1,0 +1,21 @@
+from prefect import task
+
+from codex_memories.phase2 import claim_global_lock
+from codex_memories.runtime import open_store
+from codex_memories.settings import RuntimeConfig
+from codex_memories.state.records import Phase2ClaimResult
+from tasks.claim import worker_id
+
+
+@task(name="claim-global-lock", cache_policy=None)
+def claim_lock(config: RuntimeConfig, force: bool) -> tuple[Phase2ClaimResult, str]:
+    worker = worker_id()
+    settings = config.settings
+    result = claim_global_lock(
+        open_store(settings.resolved_db_url),
+        worker_id=worker,
+        lease_seconds=settings.phase2_lease_seconds,
+        cooldown_seconds=settings.phase2_cooldown_seconds,
+        force=force,
+    )
+    return result, worker

@@ -1,0 +1,14 @@
+from prefect import task
+
+from codex_memories.phase2 import Phase2Lease, confirm_ownership as confirm
+from codex_memories.runtime import open_store
+from codex_memories.settings import RuntimeConfig
+
+
+@task(name="confirm-ownership", cache_policy=None)
+def confirm_ownership(config: RuntimeConfig, lease: Phase2Lease) -> bool:
+    return confirm(
+        open_store(config.settings.resolved_db_url),
+        lease=lease,
+        lease_seconds=config.settings.phase2_lease_seconds,
+    )

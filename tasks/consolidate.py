@@ -1,0 +1,23 @@
+from prefect import get_run_logger, task
+
+from codex_memories.phase2 import ConsolidationStep, LeaseHeartbeat, Phase2Lease, run_consolidation
+from codex_memories.runtime import consolidator, open_store
+from codex_memories.settings import RuntimeConfig
+from codex_memories.storage import LocalWorkspace
+
+
+@task(name="consolidate", cache_policy=None)
+def consolidate(workspace: LocalWorkspace, config: RuntimeConfig, lease: Phase2Lease) -> ConsolidationStep:
+    settings = config.settings
+    heartbeat = LeaseHeartbeat(
+        open_store(settings.resolved_db_url),
+        ownership_token=lease.ownership_token,
+        lease_seconds=settings.phase2_lease_seconds,
+        period_seconds=settings.phase2_heartbeat_seconds,
+    )
+    step = run_consolidation(workspace.path, consolidator(config), heartbeat=heartbeat)
+    get_run_logger().info(
+        "%s consolidator: %s after %d steps, %d tool calls",
+        step.consolidator, step.stop_reason, step.steps, step.tool_calls,
+    )
+    return step

@@ -1,0 +1,17 @@
+from prefect import task
+
+from codex_memories.phase2 import diff_workspace, workspace_is_settled, write_diff_file
+from codex_memories.storage import LocalWorkspace
+from codex_memories.workspace import WorkspaceDiff
+
+
+@task(name="git-diff", cache_policy=None)
+def git_diff(workspace: LocalWorkspace) -> tuple[WorkspaceDiff, bool]:
+    """The diff against the baseline, and whether the workspace is settled (no change, valid)."""
+    diff = diff_workspace(workspace.path)
+    return diff, workspace_is_settled(workspace.path, diff)
+
+
+@task(name="write-diff-file", cache_policy=None)
+def write_workspace_diff(workspace: LocalWorkspace, diff: WorkspaceDiff) -> None:
+    write_diff_file(workspace.path, diff)

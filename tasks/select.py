@@ -1,0 +1,17 @@
+from prefect import get_run_logger, task
+
+from codex_memories.phase2 import Phase2Lease, Selection, select_inputs
+from codex_memories.runtime import open_store
+from codex_memories.settings import RuntimeConfig
+
+
+@task(name="select-inputs", cache_policy=None)
+def select(config: RuntimeConfig, lease: Phase2Lease) -> Selection:
+    selection = select_inputs(
+        open_store(config.settings.resolved_db_url),
+        lease=lease,
+        max_outputs=config.memories.max_raw_memories_for_consolidation,
+        max_unused_days=config.memories.max_unused_days,
+    )
+    get_run_logger().info("selected %d stage-1 outputs", len(selection.outputs))
+    return selection
