@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -379,7 +380,9 @@ def _task_name(user_texts: list[str]) -> str:
 
 
 def _slug(task_name: str) -> str:
-    slug = _SLUG_UNSAFE.sub("-", task_name.lower()).strip("-")
+    # "Ünïcödé" becomes "unicode" rather than "n-c-d": decompose, then drop what is not ASCII.
+    ascii_name = unicodedata.normalize("NFKD", task_name).encode("ascii", "ignore").decode("ascii")
+    slug = _SLUG_UNSAFE.sub("-", ascii_name.lower()).strip("-")
     slug = slug[:MAX_SLUG_CHARS].rstrip("-")
     return slug or "heuristic-memory"
 
