@@ -166,7 +166,9 @@ def sync_rollout_summaries(root: RootLike, selection: list[Stage1Output]) -> Syn
             unchanged.append(path)
     # Deleting after writing keeps the old summaries readable until every replacement exists.
     deleted = []
-    for entry in root.list_dir(ROLLOUT_SUMMARIES_DIR):
+    # An object store has no empty folders: with no summaries the prefix does not exist at all.
+    existing = root.list_dir(ROLLOUT_SUMMARIES_DIR) if root.is_dir(ROLLOUT_SUMMARIES_DIR) else []
+    for entry in existing:
         if entry.kind != "dir" and entry.name.endswith(".md") and entry.path not in keep:
             root.delete(entry.path)
             deleted.append(entry.path)

@@ -234,7 +234,7 @@ _STATUS_CODES: dict[str, ChangeStatus] = {"A": "A", "M": "M", "D": "D", "T": "M"
 
 
 def _parse_name_status(output: bytes) -> list[Change]:
-    fields = output.decode("utf-8", "surrogateescape").split("\0")
+    fields = output.decode("utf-8", "replace").split("\0")
     changes = []
     for index in range(0, len(fields) - 1, 2):
         code, path = fields[index], fields[index + 1]
