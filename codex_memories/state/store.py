@@ -185,7 +185,11 @@ class MemoryStore:
                 if name not in ("id", "memory_mode", "missing_since_ms")
             }
             assignments["memory_mode"] = case(
-                (_threads.c.memory_mode.in_(_STICKY_MEMORY_MODES), _threads.c.memory_mode),
+                (
+                    # Plain equalities: an IN list cannot be expanded inside executemany.
+                    or_(*(_threads.c.memory_mode == mode for mode in _STICKY_MEMORY_MODES)),
+                    _threads.c.memory_mode,
+                ),
                 else_=excluded.memory_mode,
             )
             assignments["missing_since_ms"] = None
