@@ -30,6 +30,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from codex_memories.redact import find_secret_kinds
+
 DEFAULT_MAX_FIELD_BYTES = 64 * 1024
 SLUG_PATTERN = r"^[a-z0-9_-]{1,80}$"
 TASK_OUTCOMES = ("success", "partial", "fail", "uncertain")
@@ -152,9 +154,6 @@ def check_extraction_batch(rows: list[QualityRow], *, max_field_bytes: int = DEF
 
 
 def _frame_columns(rows: list[QualityRow]) -> dict[str, list[Any]]:
-    # Imported here for the same reason as great-expectations: only the quality step needs it.
-    from codex_memories.redact import find_secret_kinds
-
     columns: dict[str, list[Any]] = {
         "thread_id": [],
         "summary_present_when_raw_memory": [],
