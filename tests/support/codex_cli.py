@@ -533,8 +533,8 @@ def _for_user_turns(answer: Handler) -> Handler:
     return handler
 
 
-def text_reply(text: str) -> Handler:
-    return _for_user_turns(lambda request: ScriptedReply.output_text(text))
+def text_reply(text: str, *, delay_seconds: float = 0.0) -> Handler:
+    return _for_user_turns(lambda request: ScriptedReply.output_text(text, delay_seconds=delay_seconds))
 
 
 def shell_then_text(command: str, final_text: str, *, call_id: str = "call_codex_fixture_shell_1") -> Handler:
