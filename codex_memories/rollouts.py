@@ -1,0 +1,814 @@
+"""Reading Codex rollout files (spec section 10): discovery facts and the phase-1 transcript.
+
+Inputs are the append-only JSONL session files Codex writes under `$CODEX_HOME/sessions/` and
+`archived_sessions/`. Everything here is read-only, streaming and tolerant:
+
+* Files are read in binary, one line at a time; nothing holds a whole file in memory. A line
+  longer than `MAX_LINE_BYTES` is skipped without being held either.
+* A line that cannot be used is skipped and counted by reason (`invalid_utf8`, `invalid_json`,
+  `not_an_object`, `partial_last_line` for an unterminated last line that does not parse,
+  `line_too_long`); blank lines are ignored. Unknown line types and unknown fields are ignored,
+  so newer Codex builds (world state, token-usage records, ...) do not break us. Bad input never
+  raises; only I/O errors do (`OSError`, including `UnsupportedRolloutCompression`).
+* `.jsonl.zst` files are read when the optional `zstandard` module is importable and are
+  otherwise not listed by `iter_rollout_files`.
+
+Two consumers:
+* Discovery calls `scan_rollout` for the thread facts (id, times, source, cwd, git, whether the
+  session touched external context, the memory citations it contains).
+* Phase 1 calls `build_memory_transcript`, which keeps only what the model saw (spec 1.5 and
+  10.8), strips injected harness text, clears `encrypted_content`, redacts secrets and fits the
+  token budget by keeping the head and the tail of the conversation. Memory stays bounded by
+  the budget, not by the file: a 500 MB rollout is streamed, not loaded.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections import Counter, deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from codex_memories.redact import REDACTED, redact_secrets
+from codex_memories.tokens import count_tokens, marker_line, truncate_middle
+
+try:  # Optional: Codex may compress old rollouts; without the module we skip those files.
+    import zstandard
+except ImportError:
+    zstandard = None
+
+# A single JSONL line larger than this is skipped (counted as `line_too_long`) instead of being
+# parsed: one pathological tool output must not decide the memory use of the whole job.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+FIRST_USER_MESSAGE_MAX_CHARS = 200
+CITATION_OPEN = "<oai-mem-citation>"
+CITATION_CLOSE = "</oai-mem-citation>"
+_CITATION_RE = re.compile(re.escape(CITATION_OPEN) + r".*?" + re.escape(CITATION_CLOSE), re.DOTALL)
+
+# Response items phase 1 keeps (spec 1.5 step 2, 10.8). `message` loses developer/system roles.
+KEPT_RESPONSE_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+        "tool_search_call",
+        "tool_search_output",
+    }
+)
+DROPPED_MESSAGE_ROLES = frozenset({"developer", "system"})
+
+# Response items and events that mean the session read text from outside the machine.
+EXTERNAL_CONTEXT_ITEM_TYPES = frozenset({"web_search_call", "tool_search_call", "tool_search_output"})
+EXTERNAL_CONTEXT_EVENT_TYPES = frozenset(
+    {"mcp_tool_call_begin", "mcp_tool_call_end", "web_search_begin", "web_search_end"}
+)
+# MCP servers whose tools only read the memory folder itself: not external context.
+MEMORY_MCP_SERVERS = frozenset({"memories"})
+# Codex exposes MCP tools to the model as `mcp__<server>__<tool>` (older builds:
+# `<server>__<tool>`); none of its built-in tools has a double underscore in its name.
+_MCP_TOOL_DELIMITER = "__"
+_MCP_TOOL_PREFIX = "mcp__"
+
+# Lines written by Codex before the `{timestamp, type, payload}` envelope (2025 builds) are bare
+# response items; we accept them too.
+_LEGACY_RESPONSE_ITEM_TYPES = KEPT_RESPONSE_ITEM_TYPES | {"reasoning"}
+
+_HARNESS_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<instructions>",
+    "<skill>",
+    "<subagent_notification>",
+    "<turn_aborted>",
+    "# agents.md instructions",
+)
+_AGENTS_MD_PREFIX = "# agents.md instructions"
+_AGENTS_MD_SUFFIX = "</instructions>"
+_SKILL_PREFIX = "<skill>"
+_SKILL_SUFFIX = "</skill>"
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+_ROLLOUT_NAME_RE = re.compile(
+    r"^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-"
+    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"\.jsonl(?:\.zst)?$"
+)
+
+
+class UnsupportedRolloutCompression(OSError):
+    """A `.jsonl.zst` rollout while the optional `zstandard` module is not installed."""
+
+
+# --- Records -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LineStats:
+    lines_total: int = 0
+    lines_parsed: int = 0
+    lines_skipped: int = 0
+    # invalid_json, invalid_utf8, not_an_object, partial_last_line, line_too_long
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A raw `<oai-mem-citation>…</oai-mem-citation>` block from an assistant message."""
+
+    text: str
+    line_offset: int  # byte offset of the line it came from
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutScan:
+    """What discovery needs from one rollout file."""
+
+    thread_id: str | None
+    forked_from_id: str | None
+    created_at: datetime | None
+    cwd: str | None
+    source: str
+    originator: str | None
+    cli_version: str | None
+    model_provider: str | None
+    git_sha: str | None
+    git_branch: str | None
+    git_origin_url: str | None
+    memory_mode: str | None
+    has_user_message: bool
+    first_user_message: str | None
+    last_activity_at: datetime | None
+    used_external_context: bool
+    external_context_kinds: tuple[str, ...]
+    citations: list[Citation]
+    stats: LineStats
+    end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTranscript:
+    """What phase 1 sends to the model."""
+
+    items: list[dict[str, Any]]  # kept, sanitized, redacted items (head + tail when truncated)
+    text: str  # compact JSON array of `items`, with a marker string between head and tail
+    tokens: int  # exact o200k tokens of `text`
+    truncated_tokens: int  # tokens left out (estimated for dropped items, exact for cut ones)
+    original_tokens_estimate: int
+    stats: LineStats
+
+
+# --- Files -------------------------------------------------------------------------------------
+
+
+def zstd_supported() -> bool:
+    return zstandard is not None
+
+
+def iter_rollout_files(root: Path) -> Iterator[Path]:
+    """Rollout files under `root`, sorted by path (= by creation time within the date folders).
+
+    `root` may be a Codex home (then only its `sessions/` folder is listed) or a sessions folder
+    such as `sessions/` or `archived_sessions/` itself. `.jsonl.zst` files are listed only when
+    they can be read.
+    """
+    base = root / "sessions" if (root / "sessions").is_dir() else root
+    if not base.is_dir():
+        return
+    suffixes = (".jsonl", ".jsonl.zst") if zstd_supported() else (".jsonl",)
+    found = [
+        path
+        for path in base.rglob("rollout-*")
+        if path.name.endswith(suffixes) and path.is_file()
+    ]
+    yield from sorted(found)
+
+
+def thread_id_from_filename(path: Path | str) -> str | None:
+    """The thread UUID at the end of `rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl`, lower case."""
+    match = _ROLLOUT_NAME_RE.match(Path(path).name)
+    return match.group(1).lower() if match else None
+
+
+@contextmanager
+def _open_rollout(path: Path) -> Iterator[BinaryIO]:
+    if path.name.endswith(".zst"):
+        if zstandard is None:
+            raise UnsupportedRolloutCompression(
+                f"{path}: .jsonl.zst rollouts need the optional 'zstandard' package"
+            )
+        with path.open("rb") as raw:
+            reader = zstandard.ZstdDecompressor().stream_reader(raw)
+            with io.BufferedReader(reader) as stream:
+                yield stream
+        return
+    with path.open("rb") as stream:
+        yield stream
+
+
+@dataclass(slots=True)
+class _RawLine:
+    offset: int  # byte offset where the line starts
+    end: int  # byte offset just past the line
+    data: bytes | None  # None when the line was too long to keep
+    complete: bool  # ends with a newline
+
+
+def _read_lines(stream: BinaryIO, *, start_offset: int = 0) -> Iterator[_RawLine]:
+    offset = start_offset
+    while True:
+        chunk = stream.readline(MAX_LINE_BYTES + 1)
+        if not chunk:
+            return
+        start = offset
+        offset += len(chunk)
+        if len(chunk) > MAX_LINE_BYTES and not chunk.endswith(b"\n"):
+            del chunk
+            complete = False
+            while True:  # drain the rest of the line without keeping it
+                more = stream.readline(1 << 20)
+                offset += len(more)
+                if not more:
+                    break
+                if more.endswith(b"\n"):
+                    complete = True
+                    break
+            yield _RawLine(start, offset, None, complete)
+            continue
+        yield _RawLine(start, offset, chunk, chunk.endswith(b"\n"))
+
+
+class _LineParser:
+    """Turns raw lines into JSON objects and counts what it had to skip."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.parsed = 0
+        self.skipped: Counter[str] = Counter()
+
+    def parse(self, line: _RawLine) -> dict[str, Any] | None:
+        if line.data is None:
+            self.total += 1
+            self.skipped["line_too_long"] += 1
+            return None
+        data = line.data.strip()
+        if line.offset == 0 and data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:].strip()
+        if not data:
+            return None
+        self.total += 1
+        reason: str | None = None
+        obj: Any = None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            reason = "invalid_utf8"
+        else:
+            try:
+                obj = json.loads(text)
+            except (ValueError, RecursionError):
+                reason = "invalid_json"
+            else:
+                if not isinstance(obj, dict):
+                    reason = "not_an_object"
+        if reason is not None:
+            # An unterminated last line is most likely a session still being written.
+            self.skipped["partial_last_line" if not line.complete else reason] += 1
+            return None
+        self.parsed += 1
+        return obj
+
+    def stats(self) -> LineStats:
+        return LineStats(
+            lines_total=self.total,
+            lines_parsed=self.parsed,
+            lines_skipped=sum(self.skipped.values()),
+            skipped_by_reason=dict(self.skipped),
+        )
+
+
+def _envelope(obj: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    """(line type, payload) of a rollout line; legacy bare lines are mapped onto the envelope."""
+    kind = obj.get("type")
+    payload = obj.get("payload")
+    if isinstance(kind, str) and isinstance(payload, dict):
+        return kind, payload
+    if kind in _LEGACY_RESPONSE_ITEM_TYPES:
+        return "response_item", obj
+    if kind is None and isinstance(obj.get("id"), str) and "timestamp" in obj:
+        return "session_meta", obj
+    return (kind if isinstance(kind, str) else None), None
+
+
+# --- Small value helpers -----------------------------------------------------------------------
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _parse_timestamp(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def normalize_source(value: Any) -> str:
+    """`session_meta.source` as one string; missing means vscode (spec 10.3)."""
+    if value is None:
+        return "vscode"
+    if isinstance(value, str):
+        return value.strip().lower() or "vscode"
+    if isinstance(value, dict):
+        if "subagent" in value:
+            return "subagent"
+        keys = [key for key in value if isinstance(key, str)]
+        return keys[0].lower() if keys else "unknown"
+    return "unknown"
+
+
+def _ascii_lower(text: str) -> str:
+    return text.translate(_ASCII_LOWER)
+
+
+def is_harness_text(text: str) -> bool:
+    """Text Codex injects into user messages (environment, AGENTS.md, skills, notifications)."""
+    head = _ascii_lower(text.lstrip()[:64])
+    return head.startswith(_HARNESS_PREFIXES)
+
+
+def _is_injected_instructions(part: Any) -> bool:
+    """An AGENTS.md block or a skill body: removed from user messages before phase 1."""
+    if not isinstance(part, dict) or part.get("type") != "input_text":
+        return False
+    text = part.get("text")
+    if not isinstance(text, str):
+        return False
+    trimmed = text.strip()
+    head = _ascii_lower(trimmed[: len(_AGENTS_MD_PREFIX)])
+    tail = _ascii_lower(trimmed[-len(_AGENTS_MD_SUFFIX) :])
+    if head.startswith(_AGENTS_MD_PREFIX) and tail.endswith(_AGENTS_MD_SUFFIX):
+        return True
+    return head.startswith(_SKILL_PREFIX) and tail.endswith(_SKILL_SUFFIX)
+
+
+def _message_texts(item: dict[str, Any], part_type: str) -> list[str]:
+    content = item.get("content")
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [
+        part["text"]
+        for part in content
+        if isinstance(part, dict) and part.get("type") == part_type and isinstance(part.get("text"), str)
+    ]
+
+
+def _preview(text: str) -> str:
+    # Redact a generous prefix before cutting, so a secret straddling the cut is still caught.
+    redacted = redact_secrets(text.strip()[: FIRST_USER_MESSAGE_MAX_CHARS * 20])
+    return redacted[:FIRST_USER_MESSAGE_MAX_CHARS]
+
+
+def _mcp_server_of_tool_name(name: str, namespace: Any) -> str | None:
+    """The MCP server a function call goes to, or None for a built-in tool."""
+    if isinstance(namespace, str) and namespace.startswith(_MCP_TOOL_PREFIX):
+        return namespace[len(_MCP_TOOL_PREFIX) :].split(_MCP_TOOL_DELIMITER, 1)[0] or namespace
+    if name.startswith(_MCP_TOOL_PREFIX):
+        return name[len(_MCP_TOOL_PREFIX) :].split(_MCP_TOOL_DELIMITER, 1)[0]
+    if _MCP_TOOL_DELIMITER in name.strip("_"):
+        return name.split(_MCP_TOOL_DELIMITER, 1)[0]
+    return None
+
+
+def external_context_kind(line_type: str | None, payload: dict[str, Any]) -> str | None:
+    """Why a rollout line counts as external context, or None.
+
+    Detected: web search and tool search response items (`web_search_call`, `tool_search_call`,
+    `tool_search_output`); function calls to MCP tools (`mcp__<server>__<tool>`, an `mcp__`
+    namespace, or the older `<server>__<tool>` naming); and the persisted MCP / web-search
+    events (`mcp_tool_call_begin` / `_end` with `invocation.server`, `web_search_begin` /
+    `_end`). Calls to the memory server itself (`MEMORY_MCP_SERVERS`) are not external.
+    """
+    kind = payload.get("type")
+    if line_type == "response_item":
+        if kind in EXTERNAL_CONTEXT_ITEM_TYPES:
+            return kind
+        if kind == "function_call" and isinstance(payload.get("name"), str):
+            server = _mcp_server_of_tool_name(payload["name"], payload.get("namespace"))
+            if server is not None and server not in MEMORY_MCP_SERVERS:
+                return "mcp_tool_call"
+        return None
+    if line_type == "event_msg" and kind in EXTERNAL_CONTEXT_EVENT_TYPES:
+        invocation = payload.get("invocation")
+        server = invocation.get("server") if isinstance(invocation, dict) else None
+        if server in MEMORY_MCP_SERVERS:
+            return None
+        return "mcp_tool_call" if kind.startswith("mcp_") else "web_search_call"
+    return None
+
+
+# --- Discovery scan ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _ScanState:
+    meta: dict[str, Any] | None = None
+    meta_line_timestamp: datetime | None = None
+    has_user_message: bool = False
+    first_user_message: str | None = None
+    last_activity_at: datetime | None = None
+    external_kinds: list[str] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
+    citations_this_turn: set[str] = field(default_factory=set)
+
+    def note_user_text(self, texts: list[str]) -> None:
+        real = [text for text in texts if text.strip() and not is_harness_text(text)]
+        if not real:
+            return
+        self.citations_this_turn.clear()
+        self.has_user_message = True
+        if self.first_user_message is None:
+            self.first_user_message = _preview("\n".join(real))
+
+    def note_assistant_text(self, texts: list[str], offset: int, harvest: bool) -> None:
+        if not harvest:
+            return
+        for text in texts:
+            if CITATION_OPEN not in text:
+                continue
+            for match in _CITATION_RE.finditer(text):
+                block = match.group(0)
+                # The same final answer is recorded as a response item and as an agent_message
+                # event: count a block once per turn.
+                if block in self.citations_this_turn:
+                    continue
+                self.citations_this_turn.add(block)
+                self.citations.append(Citation(text=block, line_offset=offset))
+
+
+def scan_rollout(path: Path, *, start_offset: int = 0) -> RolloutScan:
+    """Read one rollout (streaming) for discovery.
+
+    The whole file is always read for the thread facts; citations are harvested only from
+    lines starting at or after `start_offset` (a previous scan's `end_offset`). `end_offset` is
+    the byte offset just past the last complete line (or past a final unterminated line that
+    parsed).
+    """
+    parser = _LineParser()
+    state = _ScanState()
+    end_offset = 0
+    with _open_rollout(path) as stream:
+        for line in _read_lines(stream):
+            obj = parser.parse(line)
+            if line.complete or obj is not None:
+                end_offset = line.end
+            if obj is None:
+                continue
+            _scan_line(state, obj, line.offset, harvest=line.offset >= start_offset)
+    return _finish_scan(state, parser.stats(), end_offset)
+
+
+def _scan_line(state: _ScanState, obj: dict[str, Any], offset: int, *, harvest: bool) -> None:
+    moment = _parse_timestamp(obj.get("timestamp"))
+    if moment is not None and (state.last_activity_at is None or moment > state.last_activity_at):
+        state.last_activity_at = moment
+    line_type, payload = _envelope(obj)
+    if payload is None:
+        return
+    kind = payload.get("type")
+    if line_type == "session_meta":
+        if state.meta is None:  # forks repeat the parent's meta later; the first line is ours
+            state.meta = payload
+            state.meta_line_timestamp = moment
+        return
+    if line_type == "turn_context":
+        state.citations_this_turn.clear()
+        return
+    external = external_context_kind(line_type, payload)
+    if external is not None and external not in state.external_kinds:
+        state.external_kinds.append(external)
+    if line_type == "response_item" and kind == "message":
+        role = payload.get("role")
+        if role == "user":
+            state.note_user_text(_message_texts(payload, "input_text"))
+        elif role == "assistant":
+            state.note_assistant_text(_message_texts(payload, "output_text"), offset, harvest)
+        return
+    if line_type == "event_msg":
+        message = payload.get("message")
+        if kind == "user_message" and isinstance(message, str):
+            if payload.get("kind") in (None, "plain"):
+                state.note_user_text([message])
+        elif kind == "agent_message" and isinstance(message, str):
+            state.note_assistant_text([message], offset, harvest)
+        elif kind in ("task_started", "turn_started"):
+            state.citations_this_turn.clear()
+
+
+def _finish_scan(state: _ScanState, stats: LineStats, end_offset: int) -> RolloutScan:
+    meta = state.meta or {}
+    git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+    created_at = _parse_timestamp(meta.get("timestamp")) or state.meta_line_timestamp
+    return RolloutScan(
+        thread_id=_str_or_none(meta.get("id")),
+        forked_from_id=_str_or_none(meta.get("forked_from_id")),
+        created_at=created_at,
+        cwd=_str_or_none(meta.get("cwd")),
+        source=normalize_source(meta.get("source")) if state.meta is not None else "unknown",
+        originator=_str_or_none(meta.get("originator")),
+        cli_version=_str_or_none(meta.get("cli_version")),
+        model_provider=_str_or_none(meta.get("model_provider")),
+        git_sha=_str_or_none(git.get("commit_hash")),
+        git_branch=_str_or_none(git.get("branch")),
+        git_origin_url=_str_or_none(git.get("repository_url")),
+        memory_mode=_str_or_none(meta.get("memory_mode")),
+        has_user_message=state.has_user_message,
+        first_user_message=state.first_user_message,
+        last_activity_at=state.last_activity_at,
+        used_external_context=bool(state.external_kinds),
+        external_context_kinds=tuple(state.external_kinds),
+        citations=state.citations,
+        stats=stats,
+        end_offset=end_offset,
+    )
+
+
+# --- Phase-1 transcript ------------------------------------------------------------------------
+
+
+def sanitize_response_item(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The item as phase 1 sends it, or None when phase 1 drops it (spec 1.5 step 2-3, 10.8).
+
+    Not redacted: redaction runs on the serialised item (`build_memory_transcript`).
+    """
+    kind = item.get("type")
+    if kind not in KEPT_RESPONSE_ITEM_TYPES:
+        return None
+    if kind == "message" and item.get("role") in DROPPED_MESSAGE_ROLES:
+        return None
+    kept = dict(item)
+    kept.pop("encrypted_content", None)
+    if kind == "message" and kept.get("role") == "user":
+        kept.pop("status", None)
+        content = kept.get("content")
+        if isinstance(content, list):
+            parts = [part for part in content if not _is_injected_instructions(part)]
+            if not parts:
+                return None
+            kept["content"] = parts
+    return kept
+
+
+def _dumps(item: Any) -> str:
+    return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+
+
+_SECRET_FIELD_NAMES = re.compile(
+    r"(?i)(password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?)$"
+)
+
+
+def _redact_leaves(value: Any, key: str | None = None) -> Any:
+    if isinstance(value, str):
+        if key is not None and _SECRET_FIELD_NAMES.search(key) and len(value) >= 8:
+            return REDACTED
+        return redact_secrets(value)
+    if isinstance(value, list):
+        return [_redact_leaves(entry) for entry in value]
+    if isinstance(value, dict):
+        return {name: _redact_leaves(entry, name) for name, entry in value.items()}
+    return value
+
+
+def redact_item(item: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """(redacted item, its compact JSON). Redacts the JSON text, so keys and values that sit in
+    different strings (`"password": "..."`) are caught; if that ever broke the JSON, falls back
+    to redacting every string leaf."""
+    text = _dumps(item)
+    redacted = redact_secrets(text)
+    if redacted == text:
+        return item, text
+    try:
+        parsed = json.loads(redacted)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return parsed, redacted
+    leaves = _redact_leaves(item)
+    return leaves, _dumps(leaves)
+
+
+def _string_leaves(value: Any, holder: Any = None, key: Any = None) -> Iterator[tuple[Any, Any, str]]:
+    if isinstance(value, str):
+        yield holder, key, value
+    elif isinstance(value, list):
+        for index, entry in enumerate(value):
+            yield from _string_leaves(entry, value, index)
+    elif isinstance(value, dict):
+        for name, entry in value.items():
+            yield from _string_leaves(entry, value, name)
+
+
+def _shrink_item(item: dict[str, Any], max_tokens: int) -> tuple[dict[str, Any], str, int]:
+    """Middle-truncate the longest strings of a redacted item until it fits `max_tokens`.
+
+    Returns (item, json, tokens). May still exceed the budget when the bulk is structure rather
+    than text; the caller then drops the item or cuts the final text.
+    """
+    text = _dumps(item)
+    tokens = count_tokens(text)
+    for _ in range(8):
+        if tokens <= max_tokens:
+            break
+        leaves = [leaf for leaf in _string_leaves(item) if leaf[0] is not None]
+        if not leaves:
+            break
+        holder, key, longest = max(leaves, key=lambda leaf: len(leaf[2]))
+        leaf_tokens = count_tokens(longest)
+        target = max(16, leaf_tokens - (tokens - max_tokens) - 16)
+        if target >= leaf_tokens:
+            break
+        holder[key] = truncate_middle(longest, target).text
+        text = _dumps(item)
+        tokens = count_tokens(text)
+    return item, text, tokens
+
+
+@dataclass(slots=True)
+class _Kept:
+    item: dict[str, Any]
+    text: str
+    tokens: int  # exact tokens of `text`
+    original_tokens: int  # before any shrinking
+
+
+# Characters of raw JSON the rolling tail may hold per token of its budget: generous, so the
+# tail holds enough text for its budget even when tokens are long; exact counting happens once,
+# at the end, on what is left.
+_TAIL_CHARS_PER_TOKEN = 8
+# Estimate for items dropped from the middle without being tokenised (JSON averages ~3.5-4).
+_ESTIMATED_CHARS_PER_TOKEN = 4
+
+
+class _TranscriptBuilder:
+    """Head until half the budget is used, then a rolling tail bounded in characters."""
+
+    def __init__(self, token_budget: int) -> None:
+        self.head_budget = token_budget // 2
+        self.tail_budget = token_budget - self.head_budget
+        self.token_budget = token_budget
+        self.head: list[_Kept] = []
+        self.head_tokens = 0
+        self.head_open = True
+        self.tail: deque[str] = deque()
+        self.tail_chars = 0
+        self.tail_cap_chars = max(1, self.tail_budget * _TAIL_CHARS_PER_TOKEN)
+        self.omitted_items = 0
+        self.omitted_tokens_estimate = 0
+
+    def add(self, item: dict[str, Any]) -> None:
+        if self.head_open:
+            kept = self._keep(item)
+            if self.head_tokens + kept.tokens + 1 <= self.head_budget:
+                self.head.append(kept)
+                self.head_tokens += kept.tokens + 1
+                return
+            self.head_open = False
+            item, text = kept.item, kept.text
+        else:
+            text = _dumps(item)
+        if len(text) > self.tail_cap_chars:
+            # Cut an item that alone outgrows the tail. `_keep` redacts before it cuts, so a
+            # secret straddling the cut is still caught.
+            kept = self._keep(item, max_tokens=self.tail_budget)
+            self.omitted_tokens_estimate += kept.original_tokens - kept.tokens
+            text = kept.text
+        self._push_tail(text)
+
+    def _keep(self, item: dict[str, Any], max_tokens: int | None = None) -> _Kept:
+        redacted, text = redact_item(item)
+        tokens = count_tokens(text)
+        original = tokens
+        if max_tokens is not None and tokens > max_tokens:
+            redacted, text, tokens = _shrink_item(redacted, max_tokens)
+        return _Kept(redacted, text, tokens, original)
+
+    def _push_tail(self, text: str) -> None:
+        self.tail.append(text)
+        self.tail_chars += len(text)
+        while self.tail_chars > self.tail_cap_chars and len(self.tail) > 1:
+            dropped = self.tail.popleft()
+            self.tail_chars -= len(dropped)
+            self._omit_estimate(len(dropped))
+
+    def _omit_estimate(self, chars: int) -> None:
+        self.omitted_items += 1
+        self.omitted_tokens_estimate += max(1, chars // _ESTIMATED_CHARS_PER_TOKEN)
+
+    def finish(self, stats: LineStats) -> MemoryTranscript:
+        tail = self._fit_tail()
+        head = list(self.head)
+        while True:
+            text = self._render(head, tail)
+            tokens = count_tokens(text)
+            if tokens <= self.token_budget or not (head or tail):
+                break
+            # Separators and the marker cost a few tokens: give up the item nearest the middle
+            # on the heavier side.
+            heavier = tail if sum(k.tokens for k in tail) >= sum(k.tokens for k in head) else head
+            dropped = heavier.pop(0) if heavier is tail else heavier.pop()
+            self.omitted_items += 1
+            self.omitted_tokens_estimate += dropped.original_tokens
+        kept_items = head + tail
+        kept_tokens = sum(k.tokens for k in kept_items)
+        original_estimate = kept_tokens + self.omitted_tokens_estimate
+        if tokens > self.token_budget:
+            # Only a budget smaller than the marker itself gets here.
+            text = truncate_middle(text, self.token_budget).text
+            tokens = count_tokens(text)
+        return MemoryTranscript(
+            items=[k.item for k in kept_items],
+            text=text,
+            tokens=tokens,
+            truncated_tokens=max(0, original_estimate - kept_tokens),
+            original_tokens_estimate=original_estimate,
+            stats=stats,
+        )
+
+    def _fit_tail(self) -> list[_Kept]:
+        """Redact and count the tail exactly, keeping the newest items that fit its budget."""
+        budget = self.tail_budget + max(0, self.head_budget - self.head_tokens)
+        kept: list[_Kept] = []
+        used = 0
+        while self.tail:
+            text = self.tail.pop()
+            item = json.loads(text)
+            entry = self._keep(item)
+            if used + entry.tokens + 1 > budget:
+                if not kept:
+                    # The newest item alone is too big: keep a cut-down copy of it.
+                    entry = self._keep(item, max_tokens=max(1, budget - 1))
+                    if entry.tokens + 1 <= budget:
+                        kept.append(entry)
+                        used += entry.tokens + 1
+                        self.omitted_tokens_estimate += entry.original_tokens - entry.tokens
+                        continue
+                self.omitted_items += 1
+                self.omitted_tokens_estimate += entry.original_tokens
+                for rest in self.tail:
+                    self._omit_estimate(len(rest))
+                self.tail.clear()
+                break
+            kept.append(entry)
+            used += entry.tokens + 1
+        kept.reverse()
+        return kept
+
+    def _render(self, head: list[_Kept], tail: list[_Kept]) -> str:
+        parts = [k.text for k in head]
+        if self.omitted_items:
+            parts.append(json.dumps(marker_line(self.omitted_tokens_estimate), ensure_ascii=False))
+        parts.extend(k.text for k in tail)
+        return "[" + ",".join(parts) + "]"
+
+
+def build_memory_transcript(path: Path, *, token_budget: int) -> MemoryTranscript:
+    """The phase-1 model input for one rollout, within `token_budget` tokens (spec 1.5).
+
+    Keeps model-visible items only, strips AGENTS.md and skill blocks from user messages,
+    clears `encrypted_content` and user-message `status`, redacts secrets in every kept item,
+    and truncates the middle of an oversized conversation (an item-level marker string
+    `…N tokens truncated…` sits between head and tail). Never fails on size.
+    """
+    if token_budget < 1:
+        raise ValueError("token_budget must be at least 1")
+    parser = _LineParser()
+    builder = _TranscriptBuilder(token_budget)
+    with _open_rollout(path) as stream:
+        for line in _read_lines(stream):
+            obj = parser.parse(line)
+            if obj is None:
+                continue
+            line_type, payload = _envelope(obj)
+            if line_type != "response_item" or payload is None:
+                continue
+            item = sanitize_response_item(payload)
+            if item is not None:
+                builder.add(item)
+    return builder.finish(parser.stats())

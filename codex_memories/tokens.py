@@ -1,0 +1,158 @@
+"""Token counting and middle truncation with the real `o200k_base` tokenizer, offline.
+
+Codex budgets transcripts with a fixed 4 bytes per token, which overflows the context window on
+dense JSON and code (spec section 11, issue #35093). We count with the tokenizer itself, from
+the `bpe-openai` package, which bundles `o200k_base` and needs no download (tiktoken fetches its
+files at first use and fails offline).
+
+`bpe_openai.Encoding.encode` refuses inputs of a million characters or more and more than
+200,000 tokens, so encoding and counting go through the package's Rust tokenizer
+(`bpe_openai._bindings`, the typed binding the wrapper itself uses), which has neither limit;
+decoding uses the public wrapper. Both are created once and cached.
+
+`truncate_middle` keeps the head and the tail of a text and replaces the middle with one marker
+line `…N tokens truncated…`. It works on token ids, never splits a character, always fits
+`max_tokens` (marker included) and only encodes as much of a large text as it keeps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import bpe_openai
+from bpe_openai import _bindings
+
+ENCODING_NAME = "o200k_base"
+# Longest o200k token, in bytes: k tokens never cover more than this many characters times k.
+_MAX_TOKEN_BYTES = 128
+# First guess of characters per token when cutting a prefix / suffix to encode.
+_CHARS_PER_TOKEN_GUESS = 8
+
+
+@cache
+def _tokenizer() -> _bindings.PyTokenizer:
+    return _bindings.tokenizer_for_encoding(ENCODING_NAME)
+
+
+@cache
+def _encoding() -> bpe_openai.Encoding:
+    return bpe_openai.get_encoding(ENCODING_NAME)
+
+
+def count_tokens(text: str) -> int:
+    """Exact number of `o200k_base` tokens in `text` (special-token text counts as plain text)."""
+    if not text:
+        return 0
+    return _tokenizer().count(text)
+
+
+def encode(text: str) -> list[int]:
+    return _tokenizer().encode(text) if text else []
+
+
+def marker_line(truncated_tokens: int) -> str:
+    return f"…{truncated_tokens} tokens truncated…"
+
+
+@dataclass(frozen=True, slots=True)
+class TruncationResult:
+    """`kept_tokens` counts tokens of the original text that survived (marker excluded);
+    `truncated_tokens = original_tokens - kept_tokens`; `count_tokens(text) <= max_tokens`."""
+
+    text: str
+    original_tokens: int
+    kept_tokens: int
+    truncated_tokens: int
+
+
+def _whole_chars(data: bytes, *, from_start: bool) -> str:
+    """Decode token bytes cut out of valid UTF-8, dropping a character split at the cut edge."""
+    if from_start:
+        # A head piece may end inside a character: drop the incomplete trailing bytes.
+        return data.decode("utf-8", errors="ignore") if _ends_mid_char(data) else data.decode("utf-8")
+    # A tail piece may start inside a character: skip continuation bytes at the front.
+    skip = 0
+    while skip < len(data) and skip < 4 and 0x80 <= data[skip] < 0xC0:
+        skip += 1
+    return data[skip:].decode("utf-8")
+
+
+def _ends_mid_char(data: bytes) -> bool:
+    # Walk back over at most 3 continuation bytes to the lead byte and compare lengths.
+    index = len(data) - 1
+    continuation = 0
+    while index >= 0 and continuation < 4 and 0x80 <= data[index] < 0xC0:
+        index -= 1
+        continuation += 1
+    if index < 0:
+        return continuation > 0
+    lead = data[index]
+    if lead < 0x80:
+        return continuation > 0
+    expected = 2 if lead >= 0xC0 and lead < 0xE0 else 3 if lead < 0xF0 else 4
+    return continuation + 1 < expected
+
+
+def _head(text: str, n_tokens: int) -> tuple[str, int]:
+    """The longest whole-character prefix made of at most the first `n_tokens` tokens."""
+    if n_tokens <= 0:
+        return "", 0
+    window = n_tokens * _CHARS_PER_TOKEN_GUESS
+    while True:
+        piece = text[:window]
+        ids = encode(piece)
+        if len(ids) > n_tokens or len(piece) == len(text) or window >= n_tokens * _MAX_TOKEN_BYTES:
+            break
+        window *= 2
+    kept = ids[:n_tokens]
+    head = _whole_chars(_encoding().decode_bytes(kept), from_start=True)
+    return head, count_tokens(head)
+
+
+def _tail(text: str, n_tokens: int) -> tuple[str, int]:
+    """The longest whole-character suffix made of at most the last `n_tokens` tokens."""
+    if n_tokens <= 0:
+        return "", 0
+    window = n_tokens * _CHARS_PER_TOKEN_GUESS
+    while True:
+        piece = text[-window:]
+        ids = encode(piece)
+        if len(ids) > n_tokens or len(piece) == len(text) or window >= n_tokens * _MAX_TOKEN_BYTES:
+            break
+        window *= 2
+    kept = ids[-n_tokens:]
+    tail = _whole_chars(_encoding().decode_bytes(kept), from_start=False)
+    return tail, count_tokens(tail)
+
+
+def truncate_middle(text: str, max_tokens: int) -> TruncationResult:
+    """Keep about half of `max_tokens` from each end of `text`, with a marker line between.
+
+    A text that fits is returned unchanged. When even the marker does not fit, the result is
+    the empty string.
+    """
+    if max_tokens < 0:
+        raise ValueError("max_tokens must not be negative")
+    original = count_tokens(text)
+    if original <= max_tokens:
+        return TruncationResult(text, original, original, 0)
+
+    # Marker size with the largest N it can show, so the final marker never outgrows it.
+    marker_budget = count_tokens("\n" + marker_line(original) + "\n")
+    content_budget = max_tokens - marker_budget
+    while content_budget > 0:
+        head, head_tokens = _head(text, content_budget // 2)
+        tail, tail_tokens = _tail(text, content_budget - content_budget // 2)
+        kept = head_tokens + tail_tokens
+        result = f"{head}\n{marker_line(original - kept)}\n{tail}"
+        excess = count_tokens(result) - max_tokens
+        if excess <= 0:
+            return TruncationResult(result, original, kept, original - kept)
+        # Tokens can merge differently across the joins; shrink and retry.
+        content_budget -= max(excess, 1)
+
+    marker = marker_line(original)
+    if count_tokens(marker) <= max_tokens:
+        return TruncationResult(marker, original, 0, original)
+    return TruncationResult("", original, 0, original)
