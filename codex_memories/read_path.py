@@ -39,7 +39,7 @@ _INDEX_HEADING = re.compile(r"^##\s+What['’]s in Memory\s*$", re.IGNORECASE)
 _OUTER_HEADING = re.compile(r"^#{1,2}\s")
 _LEVEL_THREE_HEADING = re.compile(r"^###\s+(?P<scope>.+?)\s*$")
 _PATH_TOKEN = re.compile(r"(?:~|/)[^\s`'\"()\[\],;]*")
-# A fitting pass can overshoot by a few tokens where the marker merges with its neighbours.
+# Joining pieces can merge tokens at the seams, so every result is re-counted against the budget.
 _MAX_FIT_ATTEMPTS = 8
 
 
