@@ -13,14 +13,29 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from codex_memories.settings import RuntimeConfig, SettingsError, load_runtime_config
+from codex_memories.cli_options import (
+    ApiMode,
+    BaseUrl,
+    CodexHome,
+    Concurrency,
+    ConfigFile,
+    ConsolidationModel,
+    DbUrl,
+    ExtractModel,
+    IgnoreAgeWindows,
+    MaxRollouts,
+    MemoryRoot,
+    Provider,
+    load_config,
+)
+from codex_memories.settings import RuntimeConfig, SettingsError
 
 if TYPE_CHECKING:
     from codex_memories.reports import Phase1Report
@@ -41,33 +56,6 @@ EXIT_BAD_SETTING = 2
 
 class UserError(Exception):
     """A problem the user can fix; printed as one line."""
-
-
-# ---- common options ------------------------------------------------------------------------
-
-CodexHome = Annotated[Optional[Path], typer.Option("--codex-home", help="Codex home (default $CODEX_HOME or ~/.codex).")]
-DbUrl = Annotated[Optional[str], typer.Option("--db", help="State DB SQLAlchemy URL.")]
-MemoryRoot = Annotated[Optional[str], typer.Option("--memory-root", help="Memory folder path or s3:// URL.")]
-Provider = Annotated[Optional[str], typer.Option("--provider", help="openai | heuristic | auto.")]
-BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible base URL.")]
-ApiMode = Annotated[Optional[str], typer.Option("--api-mode", help="responses | chat.")]
-ExtractModel = Annotated[Optional[str], typer.Option("--extract-model", help="Phase-1 model.")]
-ConsolidationModel = Annotated[Optional[str], typer.Option("--consolidation-model", help="Phase-2 model.")]
-Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="Extractions at once (1..64).")]
-ConfigFile = Annotated[Optional[Path], typer.Option("--config-file", help="Our own TOML settings file.")]
-MaxRollouts = Annotated[
-    Optional[int], typer.Option("--max-rollouts", help="Override [memories] max_rollouts_per_startup (1..128).")
-]
-IgnoreAgeWindows = Annotated[
-    Optional[bool],
-    typer.Option("--ignore-age-windows/--age-windows", help="Claim regardless of the idle and age windows."),
-]
-
-
-def _config(**values: Any) -> RuntimeConfig:
-    renames = {"db": "db_url", "max_rollouts": "max_rollouts_per_startup"}
-    given = {renames.get(key, key): value for key, value in values.items()}
-    return load_runtime_config(**given)
 
 
 def _prepare_prefect(verbose: bool) -> None:
@@ -166,7 +154,7 @@ def phase1(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
     """Run phase 1 now: discover rollouts, claim, extract stage-1 memories."""
-    config = _config(**{key: value for key, value in locals().items() if key != "verbose"})
+    config = load_config(**{key: value for key, value in locals().items() if key != "verbose"})
     _prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text
 
@@ -205,7 +193,7 @@ def phase2(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
     """Run phase 2 now: consolidate the selected stage-1 outputs into the memory folder."""
-    config = _config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
+    config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
     _prepare_prefect(verbose)
     from codex_memories.reports import render_phase2_text
 
@@ -234,7 +222,7 @@ def run(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
     """The main job: phase 1, then phase 2, then a short report of both."""
-    config = _config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
+    config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
     _prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text, render_phase2_text
 
@@ -270,7 +258,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Threads per memory mode, jobs per status, outputs, the last phase-2 run, where things are."""
-    config = _config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
     from codex_memories.state.store import MemoryStore
 
     store = MemoryStore.open(config.settings.resolved_db_url)
@@ -296,6 +284,12 @@ def _display_url(url: str) -> str:
     from sqlalchemy.engine import make_url
 
     return make_url(url).render_as_string(hide_password=True)
+
+
+# Commands of the read path and of forgetting live in their own module.
+from codex_memories.cli_memory import memory_app  # noqa: E402 - registers after the core commands
+
+app.add_typer(memory_app)
 
 
 def main() -> None:
