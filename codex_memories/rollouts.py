@@ -447,8 +447,8 @@ class _ScanState:
             self.first_user_message = _preview("\n".join(real))
 
     def note_assistant_text(self, texts: list[str], offset: int, harvest: bool) -> None:
-        if not harvest:
-            return
+        # Lines before `start_offset` are still tracked, so that a resumed scan dedupes a block
+        # against its twin from the same turn that an earlier scan already returned.
         for text in texts:
             if CITATION_OPEN not in text:
                 continue
@@ -459,7 +459,8 @@ class _ScanState:
                 if block in self.citations_this_turn:
                     continue
                 self.citations_this_turn.add(block)
-                self.citations.append(Citation(text=block, line_offset=offset))
+                if harvest:
+                    self.citations.append(Citation(text=block, line_offset=offset))
 
 
 def scan_rollout(path: Path, *, start_offset: int = 0) -> RolloutScan:
