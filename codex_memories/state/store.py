@@ -301,9 +301,12 @@ class MemoryStore:
           LIMIT scan_limit` — the scan bound applies before any up-to-date probe;
         - step B, newest first until `max_claimed` claims: `source_updated_at =
           updated_at_ms // 1000`; skip rows whose output or `last_success_watermark` is already
-          at least that (and, as a cheap shortcut with the same result, rows running under a
-          live lease); otherwise `try_claim_stage1_job(..., max_running_jobs=max_claimed)` and
-          keep only `claimed` results.
+          at least that; otherwise `try_claim_stage1_job(..., max_running_jobs=max_claimed)` and
+          keep only `claimed` results;
+        - shortcuts read without the write lock: rows running under a live lease are passed
+          over (`try_claim_stage1_job` would answer `skipped_running`), and after a refused
+          claim the pass ends if the live running count is at the cap (upstream would keep
+          asking and be refused, unless another worker finished in that instant).
         """
         if scan_limit <= 0 or max_claimed <= 0 or not allowed_sources:
             return []
@@ -322,6 +325,7 @@ class MemoryStore:
             )
         )
         claims: list[Stage1Claim] = []
+        cap_was_reached = False
         for row in candidates:
             if len(claims) >= max_claimed:
                 break
@@ -338,6 +342,9 @@ class MemoryStore:
                 row.lease_until is not None and row.lease_until > now
             ):
                 continue
+            if cap_was_reached and self._count_live_stage1_jobs() >= max_claimed:
+                # Every further claim would be refused too; a plain read spares the write locks.
+                break
             result = self.try_claim_stage1_job(
                 thread_id=row.id,
                 worker_id=worker_id,
@@ -345,6 +352,8 @@ class MemoryStore:
                 lease_seconds=lease_seconds,
                 max_running_jobs=max_claimed,
             )
+            if result.outcome is Stage1ClaimOutcome.skipped_running:
+                cap_was_reached = True
             if result.outcome is not Stage1ClaimOutcome.claimed or result.ownership_token is None:
                 continue
             claims.append(
@@ -1092,6 +1101,20 @@ class MemoryStore:
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
+
+    def _count_live_stage1_jobs(self) -> int:
+        now = self._now()
+        return self._read(
+            lambda conn: conn.execute(
+                select(func.count())
+                .select_from(_jobs)
+                .where(
+                    _jobs.c.kind == JobKind.stage1.value,
+                    _jobs.c.status == JobStatus.running.value,
+                    _jobs.c.lease_until > now,
+                )
+            ).scalar_one()
+        )
 
     def _write(
         self, work: Callable[[Connection], _T], *, locks: Sequence[JobKind] = ()

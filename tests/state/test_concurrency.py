@@ -1,0 +1,130 @@
+"""Claims under real concurrency: threads and processes with their own store instances.
+
+Spec 9.1 scenarios 3 and 4, plus many processes draining a backlog and migrating a fresh DB.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+from collections import Counter
+
+from codex_memories.state import MemoryStore, Stage1ClaimOutcome
+from tests.state import concurrency_worker
+from tests.state.support import HOUR, LEASE, make_thread, scalar_sql
+
+ROUNDS = 10
+
+
+def race(stores: list[MemoryStore], claims) -> list[Stage1ClaimOutcome]:
+    """Run one claim per store at the same instant, each on its own thread."""
+    barrier = threading.Barrier(len(stores))
+    outcomes: list[Stage1ClaimOutcome | BaseException] = [None] * len(stores)  # type: ignore[list-item]
+
+    def run(index: int) -> None:
+        barrier.wait()
+        try:
+            outcomes[index] = claims[index](stores[index]).outcome
+        except BaseException as exc:  # surfaced by the assertion below
+            outcomes[index] = exc
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(len(stores))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    errors = [o for o in outcomes if isinstance(o, BaseException)]
+    assert not errors, errors
+    return outcomes  # type: ignore[return-value]
+
+
+def test_concurrent_claims_of_the_same_thread_yield_exactly_one_owner(db_url):
+    stores = [MemoryStore.open(db_url), MemoryStore.open(db_url)]
+    try:
+        for round_number in range(ROUNDS):
+            thread_id = f"same-{round_number}"
+
+            def claim_it(store: MemoryStore, worker: str):
+                return store.try_claim_stage1_job(
+                    thread_id=thread_id, worker_id=worker, source_updated_at=100,
+                    lease_seconds=LEASE, max_running_jobs=64,
+                )
+
+            outcomes = race(stores, [lambda s: claim_it(s, "a"), lambda s: claim_it(s, "b")])
+
+            assert sorted(outcomes) == sorted(
+                [Stage1ClaimOutcome.claimed, Stage1ClaimOutcome.skipped_running]
+            )
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_concurrent_claims_of_different_threads_respect_a_cap_of_one(db_url):
+    stores = [MemoryStore.open(db_url), MemoryStore.open(db_url)]
+    try:
+        for round_number in range(ROUNDS):
+            ids = [f"a-{round_number}", f"b-{round_number}"]
+
+            def claim_it(store: MemoryStore, thread_id: str):
+                return store.try_claim_stage1_job(
+                    thread_id=thread_id, worker_id=thread_id, source_updated_at=100,
+                    lease_seconds=LEASE, max_running_jobs=1,
+                )
+
+            outcomes = race(stores, [lambda s: claim_it(s, ids[0]), lambda s: claim_it(s, ids[1])])
+
+            assert sorted(outcomes) == sorted(
+                [Stage1ClaimOutcome.claimed, Stage1ClaimOutcome.skipped_running]
+            )
+            winner = ids[outcomes.index(Stage1ClaimOutcome.claimed)]
+            job = stores[0].get_job("memory_stage1", winner)
+            assert stores[0].mark_stage1_job_succeeded_no_output(
+                thread_id=winner, ownership_token=job.ownership_token
+            )
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_eight_processes_drain_500_threads_claiming_each_exactly_once(db_url):
+    total = 500
+    now_ms = int(time.time() * 1000)
+    with MemoryStore.open(db_url) as store:
+        store.upsert_threads(
+            [
+                make_thread(f"thread-{i:04d}", updated_at_ms=now_ms - 13 * HOUR * 1000 - i * 1000)
+                for i in range(total)
+            ]
+        )
+    context = multiprocessing.get_context("spawn")
+    start_at = time.time() + 3.0
+    with context.Pool(8) as pool:
+        pending = pool.starmap_async(
+            concurrency_worker.claim_until_done,
+            [(db_url, f"worker-{n}", total, start_at, 45.0) for n in range(8)],
+        )
+        per_worker = pending.get(timeout=90)
+
+    claimed = Counter(thread_id for claims in per_worker for thread_id in claims)
+    assert len(claimed) == total
+    assert set(claimed.values()) == {1}
+    with MemoryStore.open(db_url) as store:
+        assert scalar_sql(store, "SELECT COUNT(*) FROM stage1_outputs") == total
+        assert scalar_sql(
+            store, "SELECT COUNT(*) FROM jobs WHERE kind = 'memory_stage1' AND status = 'done'"
+        ) == total
+
+
+def test_processes_opening_a_fresh_database_together_migrate_it_once(db_url):
+    context = multiprocessing.get_context("spawn")
+    start_at = time.time() + 3.0
+    with context.Pool(4) as pool:
+        results = pool.starmap_async(
+            concurrency_worker.open_store, [(db_url, start_at)] * 4
+        ).get(timeout=60)
+
+    assert results == [None] * 4
+    with MemoryStore.open(db_url) as store:
+        assert scalar_sql(store, "SELECT COUNT(*) FROM codex_memories_alembic_version") == 1

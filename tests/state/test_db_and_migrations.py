@@ -1,0 +1,93 @@
+"""Engine factory and versioned migrations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import inspect, text
+
+from codex_memories.state import MemoryStore, default_db_url
+from codex_memories.state.db import create_engine_for_url, normalize_url
+from codex_memories.state.migrations import VERSION_TABLE, current_revision, head_revision
+from tests.state.support import make_thread, query_sql
+
+
+def test_the_default_database_lives_under_codex_home():
+    assert default_db_url("/home/u/.codex") == "sqlite:////home/u/.codex/codex-memories/state.sqlite"
+    assert default_db_url("~/.codex").endswith("/.codex/codex-memories/state.sqlite")
+    assert "~" not in default_db_url("~/.codex")
+
+
+def test_plain_postgresql_urls_use_psycopg_and_other_urls_are_untouched():
+    assert normalize_url("postgresql://u@h/db").drivername == "postgresql+psycopg"
+    assert normalize_url("postgres://u@h/db").drivername == "postgresql+psycopg"
+    assert normalize_url("postgresql+psycopg://u@h/db").drivername == "postgresql+psycopg"
+    assert normalize_url("sqlite:///x.sqlite").drivername == "sqlite"
+
+
+def test_sqlite_gets_its_directory_wal_busy_timeout_and_foreign_keys(tmp_path: Path):
+    path = tmp_path / "deep" / "dir" / "state.sqlite"
+    engine = create_engine_for_url(f"sqlite:///{path}")
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+            assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert path.parent.is_dir()
+    finally:
+        engine.dispose()
+
+
+def test_an_in_memory_sqlite_store_works_for_quick_experiments():
+    with MemoryStore.open("sqlite://") as store:
+        store.upsert_threads([make_thread("a")])
+        assert store.get_thread("a") is not None
+
+
+def test_migrations_create_every_table_and_the_spec_indexes(store):
+    inspector = inspect(store.engine)
+    tables = set(inspector.get_table_names())
+    assert {"threads", "stage1_outputs", "jobs", "forget_audit", "citation_harvest"} <= tables
+    assert VERSION_TABLE in tables
+    job_indexes = {ix["name"]: ix["column_names"] for ix in inspector.get_indexes("jobs")}
+    assert job_indexes["idx_jobs_kind_status_retry_lease"] == [
+        "kind", "status", "retry_at", "lease_until",
+    ]
+    output_indexes = {ix["name"] for ix in inspector.get_indexes("stage1_outputs")}
+    assert "idx_stage1_outputs_source_updated_at" in output_indexes
+    job_columns = {c["name"] for c in inspector.get_columns("jobs")}
+    assert {"input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens",
+            "total_tokens", "retry_remaining", "last_success_watermark"} <= job_columns
+    assert inspector.get_pk_constraint("jobs")["constrained_columns"] == ["kind", "job_key"]
+
+
+def test_running_migrations_twice_is_a_no_op(db_url, clock):
+    first = MemoryStore.open(db_url, clock=clock)
+    try:
+        first.upsert_threads([make_thread("kept")])
+        revision = current_revision(first.engine)
+        tables = sorted(inspect(first.engine).get_table_names())
+    finally:
+        first.close()
+
+    second = MemoryStore.open(db_url, clock=clock)
+    try:
+        assert revision == head_revision() == current_revision(second.engine)
+        assert sorted(inspect(second.engine).get_table_names()) == tables
+        assert second.get_thread("kept") is not None
+        versions = query_sql(second, f"SELECT version_num FROM {VERSION_TABLE}")
+        assert [row[0] for row in versions] == [revision]
+    finally:
+        second.close()
+
+
+def test_spec_defaults_apply_to_rows_written_by_other_programs(store):
+    with store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO stage1_outputs (thread_id, source_updated_at, raw_memory,"
+                " rollout_summary, generated_at) VALUES ('t', 1, 'r', 's', 1)"
+            )
+        )
+    output = store.get_stage1_output("t")
+    assert (output.selected_for_phase2, output.usage_count, output.cwd) == (False, None, None)

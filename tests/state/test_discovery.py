@@ -1,0 +1,117 @@
+"""Thread bookkeeping for discovery: upserts, file states, missing files, memory modes."""
+
+from __future__ import annotations
+
+import pytest
+
+from codex_memories.state import GLOBAL_JOB_KEY, JobKind, MemoryMode, MemoryStore, Phase2ClaimOutcome
+from tests.state.support import LEASE, NOW, FakeClock, claim_and_succeed, make_thread
+
+
+def test_upsert_inserts_new_threads_and_updates_known_ones(store):
+    assert store.upsert_threads([make_thread("a", rollout_size=10, rollout_mtime_ns=1)]) == 1
+    assert store.upsert_threads(
+        [make_thread("a", rollout_size=20, rollout_mtime_ns=2, cwd="/elsewhere"), make_thread("b")]
+    ) == 2
+
+    assert store.get_thread("a").cwd == "/elsewhere"
+    assert store.get_rollout_file_states() == {
+        make_thread("a").rollout_path: (20, 2),
+        make_thread("b").rollout_path: (0, 0),
+    }
+    assert store.get_thread("unknown") is None
+
+
+def test_upsert_round_trips_every_thread_field(store):
+    original = make_thread(
+        "full",
+        originator="codex_cli_rs",
+        cli_version="0.40.0",
+        model_provider="openai",
+        forked_from_id="parent",
+        archived=True,
+        archived_at_ms=123,
+        git_sha="abc",
+        git_branch="main",
+        git_origin_url="git@example.com:x.git",
+        used_external_context=True,
+        rollout_size=99,
+        rollout_mtime_ns=1_700_000_000_000_000_000,
+    )
+    store.upsert_threads([original])
+
+    assert store.get_thread("full") == original
+
+
+@pytest.mark.parametrize("sticky", [MemoryMode.polluted, MemoryMode.disabled])
+def test_upsert_never_re_enables_a_polluted_or_disabled_thread(store, sticky):
+    store.upsert_threads([make_thread("t")])
+    store.set_thread_memory_mode("t", sticky)
+
+    store.upsert_threads([make_thread("t", memory_mode=MemoryMode.enabled, updated_at_ms=5)])
+
+    thread = store.get_thread("t")
+    assert (thread.memory_mode, thread.updated_at_ms) == (sticky, 5)
+
+
+def test_upsert_may_pollute_an_enabled_thread(store):
+    store.upsert_threads([make_thread("t")])
+
+    store.upsert_threads([make_thread("t", memory_mode=MemoryMode.polluted)])
+
+    assert store.get_thread("t").memory_mode is MemoryMode.polluted
+
+
+def test_upsert_keeps_the_last_duplicate_of_a_batch(store):
+    assert store.upsert_threads([make_thread("t", cwd="/first"), make_thread("t", cwd="/last")]) == 1
+
+    assert store.get_thread("t").cwd == "/last"
+
+
+def test_missing_files_are_marked_once_and_cleared_when_seen_again(store, clock: FakeClock):
+    store.upsert_threads([make_thread("a"), make_thread("b")])
+    path_a = make_thread("a").rollout_path
+
+    assert store.mark_threads_missing([path_a, "/not/known.jsonl"]) == ["a"]
+    clock.advance(10)
+    assert store.mark_threads_missing([path_a]) == []
+    missing = store.list_missing_threads()
+    assert [(t.id, t.missing_since_ms) for t in missing] == [("a", NOW * 1000)]
+
+    store.upsert_threads([make_thread("a")])
+    assert store.list_missing_threads() == []
+
+
+def test_memory_mode_counts_include_every_mode(store):
+    store.upsert_threads(
+        [make_thread("a"), make_thread("b"), make_thread("c", memory_mode=MemoryMode.disabled)]
+    )
+
+    assert store.count_threads_by_memory_mode() == {"enabled": 2, "disabled": 1, "polluted": 0}
+
+
+def test_setting_a_memory_mode_reports_whether_it_changed(store):
+    store.upsert_threads([make_thread("a")])
+
+    assert store.set_thread_memory_mode("a", "disabled")
+    assert not store.set_thread_memory_mode("a", MemoryMode.disabled)
+    assert store.set_thread_memory_mode("a", MemoryMode.enabled)
+    assert not store.set_thread_memory_mode("unknown", MemoryMode.disabled)
+    with pytest.raises(ValueError):
+        store.set_thread_memory_mode("a", "sleepy")
+
+
+def test_disabling_a_selected_thread_enqueues_phase2(store: MemoryStore):
+    store.upsert_threads([make_thread("a")])
+    claim_and_succeed(store, "a", 100)
+    lock = store.try_claim_global_phase2_job(worker_id="w", lease_seconds=LEASE)
+    assert lock.outcome is Phase2ClaimOutcome.claimed
+    store.mark_global_phase2_job_succeeded(
+        ownership_token=lock.ownership_token,
+        completed_watermark=100,
+        selected=store.list_stage1_outputs_for_global(1),
+    )
+
+    assert store.set_thread_memory_mode("a", MemoryMode.disabled)
+
+    assert store.get_job(JobKind.consolidate_global, GLOBAL_JOB_KEY).status == "pending"
