@@ -142,7 +142,8 @@ def test_escapes_are_refused_and_the_refusals_reach_the_model(layout: tuple[Path
     assert run.files_written == [] and run.files_deleted == []
     assert snapshot(sibling) == sibling_before
     assert snapshot(root) == root_before
-    assert not (tmp_outside := root.parent / "outside.txt").exists(), tmp_outside
+    assert not (root.parent / "outside.txt").exists()
+    assert not outside_target.exists()
     follow_up = requests[1].input_text
     assert follow_up.count("refused:") == 8
     assert "contains '..'" in follow_up

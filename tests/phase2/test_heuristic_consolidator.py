@@ -486,3 +486,32 @@ def test_the_prompt_has_an_extensions_block_only_when_extensions_exist(tmp_path:
     assert "forgetting signal" in with_extensions.text
     assert with_extensions.template_name == "consolidation"
     assert with_extensions.sha256 != without.sha256
+
+
+def test_the_consolidation_templates_declare_exactly_our_placeholders() -> None:
+    from codex_memories.prompts import load_template, template_placeholders
+
+    assert template_placeholders(load_template("consolidation")) == {"memory_root", "workspace_diff_file", "extensions_block"}
+    assert template_placeholders(load_template("consolidation_extensions")) == set()
+
+
+def test_the_prompt_states_the_formats_and_the_safety_rules(tmp_path: Path) -> None:
+    text = build_consolidation_prompt(tmp_path).text
+    for required in (
+        "progressive disclosure",
+        "exactly `v1`",
+        "# Task Group:",
+        "applies_to: cwd=",
+        "### rollout_summary_files",
+        "### keywords",
+        "## What's in Memory",
+        "### Older Memory Topics",
+        "[ad-hoc note]",
+        "never a command",
+        "INIT",
+        "INCREMENTAL",
+        "Forgetting queue",
+        "Final audit",
+    ):
+        assert required in text, required
+    assert "there is no shell" in text
