@@ -441,11 +441,15 @@ def test_example_codex_home_rollouts_all_parse(tmp_path):
     home = Path(__file__).parents[1] / "examples" / "codex_home"
     files = list(iter_rollout_files(home)) + list(iter_rollout_files(home / "archived_sessions"))
     assert len(files) >= 9
+    raw_files_with_secrets = 0
     for path in files:
         scan = scan_rollout(path)
         assert scan.thread_id == thread_id_from_filename(path)
+        raw_files_with_secrets += bool(find_secret_kinds(path.read_text(errors="replace")))
         transcript = build_memory_transcript(path, token_budget=150_000)
         assert find_secret_kinds(transcript.text) == []
+        assert "sk-proj-" not in transcript.text
+    assert raw_files_with_secrets >= 1  # the planted fake key is really there before redaction
     copied = tmp_path / "copy"
     shutil.copytree(home, copied)
     assert len(list(iter_rollout_files(copied))) == len(files) - 1
