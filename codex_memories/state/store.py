@@ -153,7 +153,9 @@ class MemoryStore:
 
         def run(conn: Connection) -> dict[str, tuple[int, int]]:
             rows = conn.execute(
-                select(_threads.c.rollout_path, _threads.c.rollout_size, _threads.c.rollout_mtime_ns)
+                select(
+                    _threads.c.rollout_path, _threads.c.rollout_size, _threads.c.rollout_mtime_ns
+                )
             )
             return {row.rollout_path: (row.rollout_size, row.rollout_mtime_ns) for row in rows}
 
@@ -957,7 +959,12 @@ class MemoryStore:
         return self._write(run, locks=(JobKind.stage1, JobKind.consolidate_global))
 
     def record_forget_audit(
-        self, *, route: ForgetRoute | str, target: str, reason: str, removed: dict[str, Any] | list[Any]
+        self,
+        *,
+        route: ForgetRoute | str,
+        target: str,
+        reason: str,
+        removed: dict[str, Any] | list[Any],
     ) -> None:
         """Query behaviour:
         - append one `forget_audit` row; `route` must be a `ForgetRoute`; `removed` is stored
@@ -1074,7 +1081,8 @@ class MemoryStore:
                 ).group_by(_jobs.c.kind)
             ):
                 token_totals_by_kind[row[0]] = {
-                    name: int(value) for name, value in zip(TOKEN_USAGE_FIELDS, row[1:], strict=True)
+                    name: int(value)
+                    for name, value in zip(TOKEN_USAGE_FIELDS, row[1:], strict=True)
                 }
             token_totals = {
                 name: sum(totals[name] for totals in token_totals_by_kind.values())
@@ -1150,7 +1158,9 @@ class MemoryStore:
             return postgresql.insert(table)
         if self._dialect == "sqlite":
             return sqlite.insert(table)
-        raise NotImplementedError(f"the state store supports SQLite and PostgreSQL, not {self._dialect}")
+        raise NotImplementedError(
+            f"the state store supports SQLite and PostgreSQL, not {self._dialect}"
+        )
 
     def _claim_stage1_once(
         self,

@@ -7,12 +7,12 @@ import time
 from codex_memories.state import JobKind, MemoryStore
 
 
-def open_store(url: str, start_at: float) -> str | None:
+def open_store(url: str, start_at: float) -> int:
     """Open (and so migrate) the store at the same moment as the other workers."""
     _sleep_until(start_at)
     store = MemoryStore.open(url)
     try:
-        return store.status_summary().last_phase2_job and "unexpected"
+        return store.status_summary().stage1_outputs
     finally:
         store.close()
 
