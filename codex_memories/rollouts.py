@@ -127,7 +127,7 @@ class Citation:
     """A raw `<oai-mem-citation>…</oai-mem-citation>` block from an assistant message."""
 
     text: str
-    line_offset: int  # byte offset of the line it came from
+    line_offset: int = 0  # byte offset of the line it came from
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +150,10 @@ class RolloutScan:
     first_user_message: str | None
     last_activity_at: datetime | None
     used_external_context: bool
-    external_context_kinds: tuple[str, ...]
-    citations: list[Citation]
-    stats: LineStats
-    end_offset: int
+    citations: list[Citation] = field(default_factory=list)
+    stats: LineStats = field(default_factory=LineStats)
+    end_offset: int = 0  # just past the last complete line; resume citation harvest from here
+    external_context_kinds: tuple[str, ...] = ()  # why used_external_context is true
 
 
 @dataclass(frozen=True, slots=True)
