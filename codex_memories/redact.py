@@ -112,7 +112,7 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         "private_key_unterminated",
         r"(-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----)"
         + _NOT_REDACTED
-        + r"[A-Za-z0-9+/=\s\\]{64,20000}",
+        + r"[A-Za-z0-9+/=\s\\]{64,}",
         (1, REDACTED),
         ("private key-----",),
     ),
