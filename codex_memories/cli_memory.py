@@ -1,7 +1,231 @@
-"""`codex-memories` commands of the read path and of forgetting (merged into the main CLI)."""
+"""`codex-memories` commands of the read path and of forgetting (merged into the main CLI).
+
+Read path: `inject` prints the developer instructions a session would get, `cite` counts the
+memories a reply cites, `note` writes an ad-hoc note, `mcp` serves the memory folder over MCP.
+Forgetting (spec section 6): `forget` (route 4), `disable` (route 5), `reset` (route 7); each
+writes a `forget_audit` row, and the memory folder changes at the next phase 2.
+
+These commands call the library directly (no Prefect run, so they start fast). A user error is
+one line on stderr and exit 1, never a traceback.
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn, Optional
+
 import typer
 
+from codex_memories.cli_options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
+from codex_memories.settings import RuntimeConfig
+
 memory_app = typer.Typer()
+
+EXIT_USER_ERROR = 1
+
+ThreadId = Annotated[str, typer.Option("--thread", help="The thread (session) id.", show_default=False)]
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"codex-memories: {message}", file=sys.stderr)
+    raise typer.Exit(EXIT_USER_ERROR)
+
+
+def _say(message: str) -> None:
+    print(message)
+
+
+def _local_memory_root(config: RuntimeConfig, command: str) -> Path:
+    root = config.settings.resolved_memory_root
+    if "://" in root:
+        _fail(f"`{command}` needs a local memory folder; {root} is an object-store URL (not supported for {command} yet)")
+    return Path(root).expanduser()
+
+
+# ---- read path -----------------------------------------------------------------------------
+
+
+@memory_app.command()
+def note(
+    text: Annotated[str, typer.Argument(help="The note: what to remember, forget or update.", show_default=False)],
+    slug: Annotated[Optional[str], typer.Option("--slug", help="File-name slug (a-z, 0-9, -); derived from the text if omitted.")] = None,
+    codex_home: CodexHome = None,
+    memory_root: MemoryRoot = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """Write an ad-hoc note into extensions/ad_hoc/notes/; the next phase 2 integrates it."""
+    from codex_memories.notes import NoteError, add_ad_hoc_note
+
+    config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    root = _local_memory_root(config, "note")
+    try:
+        written = add_ad_hoc_note(root, text, slug=slug)
+    except NoteError as error:
+        _fail(f"{error.kind}: {error}")
+    _say(f"note written: {written}")
+
+
+@memory_app.command()
+def inject(
+    budget: Annotated[
+        Optional[int], typer.Option("--budget", min=1, help="Token budget of the summary (default: setting read_budget_tokens).")
+    ] = None,
+    cwd: Annotated[Optional[str], typer.Option("--cwd", help="The session's project folder (default: the current folder).")] = None,
+    codex_home: CodexHome = None,
+    memory_root: MemoryRoot = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """Print the developer instructions a new session gets (nothing when there is no summary)."""
+    from codex_memories.read_path import build_developer_instructions
+
+    config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    root = _local_memory_root(config, "inject")
+    try:
+        instructions = build_developer_instructions(
+            root,
+            budget_tokens=budget or config.settings.read_budget_tokens,
+            cwd=cwd if cwd is not None else str(Path.cwd()),
+        )
+    except (OSError, UnicodeDecodeError) as error:
+        _fail(f"cannot read the memory summary under {root}: {error}")
+    if instructions:
+        sys.stdout.write(instructions if instructions.endswith("\n") else instructions + "\n")
+
+
+@memory_app.command()
+def cite(
+    source: Annotated[str, typer.Argument(help="A file holding the reply (or its citation block), or - for stdin.", show_default=False)],
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """Count one use of every memory a reply's <oai-mem-citation> block cites (phase-2 ranking)."""
+    from codex_memories.citations import parse_citation_block, record_citation_usage
+    from codex_memories.state.store import MemoryStore
+
+    config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    text = _read_source(source)
+    citation = parse_citation_block(text)
+    if not citation.found:
+        _fail(f"no memory citation in {_shown(source)}")
+    if citation.problems and not citation.rollout_ids and not citation.entries:
+        _fail(f"malformed citation in {_shown(source)}, nothing recorded: {'; '.join(citation.problems)}")
+    for problem in citation.problems:
+        print(f"codex-memories: warning: {problem} (skipped)", file=sys.stderr)
+    if not citation.rollout_ids:
+        _say("the citation names no rollout ids: nothing recorded")
+        return
+    with MemoryStore.open(config.settings.resolved_db_url) as store:
+        usage = record_citation_usage(store, text)
+    unknown = len(usage.citation.rollout_ids) - usage.rows_updated
+    _say(
+        f"recorded {usage.rows_updated} use(s) for {len(usage.citation.rollout_ids)} cited rollout id(s)"
+        + (f"; {unknown} id(s) have no stage-1 memory" if unknown else "")
+    )
+
+
+def _read_source(source: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        _fail(f"cannot read {source}: {getattr(error, 'strerror', None) or error}")
+
+
+def _shown(source: str) -> str:
+    return "stdin" if source == "-" else source
+
+
+@memory_app.command()
+def mcp(
+    no_notes: Annotated[bool, typer.Option("--no-notes", help="Do not offer the add_ad_hoc_note tool.")] = False,
+    codex_home: CodexHome = None,
+    memory_root: MemoryRoot = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """Serve the memory folder over MCP on stdin/stdout (list, read, search, add_ad_hoc_note)."""
+    from codex_memories.mcp_server import run_stdio
+
+    config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    run_stdio(_local_memory_root(config, "mcp"), notes_enabled=not no_notes)
+
+
+# ---- forgetting ----------------------------------------------------------------------------
+
+
+@memory_app.command()
+def forget(
+    thread: ThreadId,
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """Forget one thread's memory (route 4); it is not extracted again. Files go at the next phase 2."""
+    from codex_memories.forgetting import UnknownThread, forget_thread
+    from codex_memories.state.store import MemoryStore
+
+    config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    with MemoryStore.open(config.settings.resolved_db_url) as store:
+        try:
+            action = forget_thread(store, thread, reason="forgotten with `codex-memories forget`")
+        except UnknownThread as error:
+            _fail(str(error))
+    if action is None:
+        _say(f"nothing to forget: thread {thread} has no memory and is already disabled")
+        return
+    _say(f"forgot thread {thread}: {_removed(action.removed)}; its files leave the memory folder at the next phase 2")
+
+
+@memory_app.command()
+def disable(
+    thread: ThreadId,
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """Disable memory for one thread (route 5): it leaves every phase-2 selection from now on."""
+    from codex_memories.forgetting import UnknownThread, disable_thread
+    from codex_memories.state.store import MemoryStore
+
+    config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    with MemoryStore.open(config.settings.resolved_db_url) as store:
+        try:
+            action = disable_thread(store, thread, reason="disabled with `codex-memories disable`")
+        except UnknownThread as error:
+            _fail(str(error))
+    if action is None:
+        _say(f"thread {thread} is already disabled")
+        return
+    _say(f"disabled thread {thread}: {_removed(action.removed)}")
+
+
+@memory_app.command()
+def reset(
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete every memory (without it, only say what would go).")] = False,
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    memory_root: MemoryRoot = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """Forget everything (route 7): stage-1 memories, memory jobs and the memory folder's contents."""
+    from codex_memories.forgetting import ResetRefused, plan_reset, reset_memories
+    from codex_memories.state.store import MemoryStore
+    from codex_memories.storage import open_memory_root
+
+    config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    root = open_memory_root(config.settings.resolved_memory_root)
+    with MemoryStore.open(config.settings.resolved_db_url) as store:
+        try:
+            if not yes:
+                _say("would delete " + plan_reset(store, root).describe())
+                _fail("refusing to reset without --yes")
+            action = reset_memories(store, root, reason="reset with `codex-memories reset --yes`")
+        except ResetRefused as error:
+            _fail(str(error))
+    _say(f"reset: deleted {_removed(action.removed)}; threads are kept and will be extracted again")
+
+
+def _removed(removed: dict[str, object]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in removed.items())

@@ -37,6 +37,8 @@ class DiscoveryReport:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     polluted_thread_ids: list[str] = field(default_factory=list)
     missing_thread_ids: list[str] = field(default_factory=list)
+    # Rollouts read in full this run (new or changed): where new memory citations can be.
+    read_paths: list[str] = field(default_factory=list)
 
 
 def _to_ms(moment: datetime | None) -> int | None:
@@ -119,9 +121,13 @@ def discover_rollouts(
     if include_archived:
         roots.append((codex_home / paths.ARCHIVED_SESSIONS_DIR, True))
 
+    scanned_roots: list[str] = []
     for root, archived in roots:
         if not root.is_dir():
+            # An absent folder (an unmounted disk) says nothing about the files it held: their
+            # threads are not marked missing, which would forget their memories (route 4).
             continue
+        scanned_roots.append(str(root))
         for path in iter_rollout_files(root):
             report.files_seen += 1
             report.archived_files += int(archived)
@@ -141,6 +147,7 @@ def discover_rollouts(
                 report.unreadable.append((key, f"read failed: {error.strerror}"))
                 continue
             report.files_read += 1
+            report.read_paths.append(key)
             report.lines_skipped += scan.stats.lines_skipped
             report.skipped_by_reason.update(scan.stats.skipped_by_reason)
             thread_id = scan.thread_id or thread_id_from_filename(path)
@@ -179,7 +186,6 @@ def discover_rollouts(
     for thread_id in report.polluted_thread_ids:
         store.mark_thread_memory_mode_polluted(thread_id)
 
-    scanned_roots = [str(root) for root, _ in roots]
     vanished = [
         known
         for known in known_states

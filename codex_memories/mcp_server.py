@@ -104,7 +104,7 @@ def build_server(memory_root: Path, *, notes_enabled: bool = True) -> MCPServer:
         )
 
     def add_ad_hoc_note_tool(
-        note: Annotated[str, Field(description="The note, written verbatim. Must not be blank.")],
+        note: Annotated[str, Field(description="The note, written as given with secrets redacted. Must not be blank.")],
         filename: Annotated[
             str | None, Field(description="YYYY-MM-DDTHH-MM-SS-<slug>.md, 24 to 128 characters; omit to use the current UTC time.")
         ] = None,

@@ -3,7 +3,10 @@
 Contract:
 - `write_ad_hoc_note(root_dir, filename, note)` validates the file name (spec 7.1 regex, length
   24…128) and the note (non-blank), creates `extensions/ad_hoc/notes` if needed and writes the note
-  verbatim (UTF-8, no newline translation) into a new file. Returns the path written.
+  (UTF-8, no newline translation) into a new file. Returns the path written.
+- Secrets never reach the memory folder: the text goes through `redact.redact_secrets` first
+  (a note without secrets is written verbatim). Every caller (the CLI, the MCP tool) writes
+  through here.
 - `add_ad_hoc_note(root_dir, note, slug=…, now=…)` builds the name
   `<YYYY-MM-DDTHH-MM-SS>-<slug>.md` from `now` in UTC (the current time by default) and a slug
   (given, or derived from the note text), then calls `write_ad_hoc_note`.
@@ -25,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from codex_memories import paths
+from codex_memories.redact import redact_secrets
 
 NOTE_FILENAME_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}-[a-z0-9][a-z0-9-]{0,79}\.md")
 NOTE_FILENAME_MIN_LENGTH = 24
@@ -91,7 +95,8 @@ def add_ad_hoc_note(root_dir: Path, note: str, *, slug: str | None = None, now: 
     if slug is not None and not _SLUG_PATTERN.fullmatch(slug):
         raise InvalidNoteFilename(f"slug {slug!r} must be 1 to 80 characters of a-z, 0-9 and -, starting alphanumeric")
     _require_note_text(note)
-    filename = note_filename(slug if slug is not None else slug_from_note(note), now or datetime.now(UTC))
+    # The slug is derived from the redacted text, so a secret cannot reach the file name either.
+    filename = note_filename(slug if slug is not None else slug_from_note(redact_secrets(note)), now or datetime.now(UTC))
     return write_ad_hoc_note(root_dir, filename, note)
 
 
@@ -99,13 +104,14 @@ def write_ad_hoc_note(root_dir: Path, filename: str, note: str) -> Path:
     """Create `extensions/ad_hoc/notes/<filename>` holding exactly `note`; never overwrites."""
     validate_note_filename(filename)
     _require_note_text(note)
+    text = redact_secrets(note)
     notes_dir = _ensure_notes_dir(Path(root_dir))
     target = notes_dir / filename
     try:
         # Exclusive create also refuses a dangling symlink planted at the target name.
         with open(target, "x", encoding="utf-8", newline="") as handle:
             try:
-                handle.write(note)
+                handle.write(text)
             except BaseException:
                 target.unlink(missing_ok=True)
                 raise

@@ -44,6 +44,7 @@ class Outcome(StrEnum):
     failed_invalid_artifacts = "failed_invalid_artifacts"
     failed_confirm_ownership = "failed_confirm_ownership"
     failed_workspace_commit = "failed_workspace_commit"
+    failed_forget_audit = "failed_forget_audit"
     succeeded_no_workspace_changes = "succeeded_no_workspace_changes"
 
     @property

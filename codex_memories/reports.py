@@ -6,11 +6,14 @@ facts, token usage. The same outcome strings as the DB and the logs.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from codex_memories.outcomes import Outcome
+from codex_memories.state.records import ForgetAuditRecord
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Phase1Report:
     extractions: list[ExtractionLine] = field(default_factory=list)
     quality: list[dict[str, Any]] = field(default_factory=list)
     usage: Counter[str] = field(default_factory=Counter)
+    forget_audit: list[ForgetAuditRecord] = field(default_factory=list)
 
     def outcome_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter(line.outcome.value for line in self.extractions)
@@ -86,6 +90,7 @@ def render_phase1_markdown(report: Phase1Report) -> str:
     if report.usage:
         lines += ["", "## Token usage", ""]
         lines += [f"- {key}: {value}" for key, value in sorted(report.usage.items())]
+    lines += render_forget_audit(report.forget_audit)
     return "\n".join(lines) + "\n"
 
 
@@ -114,6 +119,7 @@ class Phase2Report:
     files_changed: list[str] = field(default_factory=list)
     storage_bytes: int | None = None
     memory_root: str | None = None
+    forget_audit: list[ForgetAuditRecord] = field(default_factory=list)
 
 
 def render_phase2_markdown(report: Phase2Report) -> str:
@@ -148,6 +154,7 @@ def render_phase2_markdown(report: Phase2Report) -> str:
     if report.files_changed:
         lines += ["", "## Files changed by consolidation", ""]
         lines += [f"- `{path}`" for path in report.files_changed]
+    lines += render_forget_audit(report.forget_audit)
     return "\n".join(lines) + "\n"
 
 
@@ -161,3 +168,52 @@ def render_phase2_text(report: Phase2Report) -> str:
     if report.agent_stop_reason:
         text += f"; {report.consolidator} consolidator {report.agent_stop_reason} in {report.agent_steps} step(s)"
     return text
+
+
+class AuditLine(Protocol):
+    """A forget-audit row as stored (`ForgetAuditRecord`) or as just written (`ForgetAction`)."""
+
+    @property
+    def route(self) -> Any: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def removed(self) -> Any: ...
+
+
+def render_forget_audit(rows: Sequence[AuditLine]) -> list[str]:
+    """The forget-audit rows written during a run, as a markdown section (none: no section)."""
+    if not rows:
+        return []
+    lines = ["", f"## Forget audit ({len(rows)} row(s) written during this run)", ""]
+    lines += ["| route | target | reason | removed |", "|---|---|---|---|"]
+    for row in rows:
+        removed = json.dumps(row.removed, sort_keys=True)
+        lines.append(f"| `{str(row.route)}` | `{row.target}` | {_cell(row.reason)} | {_cell(removed)} |")
+    return lines
+
+
+@dataclass
+class ForgetReport:
+    """What one run of the `forget` flow did."""
+
+    route: str
+    target: str | None
+    forget_audit: list[AuditLine] = field(default_factory=list)
+
+
+def render_forget_markdown(report: ForgetReport) -> str:
+    lines = ["# codex-memories forget", "", f"Route: `{report.route}`"]
+    if report.target:
+        lines.append(f"Target: `{report.target}`")
+    if not report.forget_audit:
+        lines += ["", "Nothing to forget: no audit row was written."]
+    lines += render_forget_audit(report.forget_audit)
+    lines += ["", "The memory folder loses what these rows removed at the next phase 2."]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

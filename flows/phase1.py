@@ -7,6 +7,7 @@ flow parameter, which Prefect would store).
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any, Literal
 
@@ -20,11 +21,15 @@ from codex_memories.outcomes import Outcome
 from codex_memories.reports import Phase1Report
 from codex_memories.settings import RuntimeConfig, load_runtime_config
 from codex_memories.state.records import Stage1Claim
+from tasks.audit_pollution import audit_polluted_threads
 from tasks.claim import claim_stage1_jobs
+from tasks.collect_forget_audit import collect_forget_audit
 from tasks.discover import discover
 from tasks.extract import extract_rollout
 from tasks.finalize import finalize_extractions
+from tasks.forget_deleted_threads import forget_deleted_threads
 from tasks.gates import check_phase1_gates
+from tasks.harvest_citations import harvest_citations
 from tasks.quality import check_extraction_quality
 from tasks.report import publish_phase1_report
 from tasks.retention import prune_retention
@@ -69,6 +74,7 @@ def phase1(
 def run_phase1(config: RuntimeConfig) -> Phase1Report:
     """The numbered steps of phase 1, callable from any flow (phase1, run, backfill)."""
     report = Phase1Report(provider=config.provider_name, model=config.extract_model)
+    started_at = int(time.time())
 
     # 1. Gates: the feature flag and generate_memories.
     report.gate = check_phase1_gates(config)
@@ -93,11 +99,20 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
         "rollouts that disappeared": len(discovery.missing_thread_ids),
     }
 
-    # 4. Claim: interactive, enabled, idle and recent threads, up to the per-run cap.
+    # 4. Forget what discovery found deleted (route 4) and audit what it found polluted (route 5).
+    report.discovery["memories forgotten (rollout deleted)"] = len(forget_deleted_threads(config))
+    audit_polluted_threads(config, discovery.polluted_thread_ids)
+
+    # 5. Harvest memory citations from the rollouts discovery read: usage counts for phase 2.
+    harvest = harvest_citations(config, discovery.read_paths)
+    report.discovery["citation blocks harvested"] = harvest.citation_blocks
+    report.discovery["citation uses recorded"] = harvest.usage_recorded
+
+    # 6. Claim: interactive, enabled, idle and recent threads, up to the per-run cap.
     claims = claim_stage1_jobs(config)
     report.claimed = len(claims)
 
-    # 5. Extract: one task per claim, at most `concurrency` at once.
+    # 7. Extract: one task per claim, at most `concurrency` at once.
     progress.start("extract", len(claims))
     extract = extract_rollout.with_options(
         retries=config.settings.model_retries,
@@ -106,15 +121,16 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     futures = _submit_bounded(extract, claims, config)
     results = _collect(claims, futures)
 
-    # 6. Data quality on the batch (great-expectations).
+    # 8. Data quality on the batch (great-expectations).
     quality = check_extraction_quality(results)
     report.quality = quality.summary
 
-    # 7. Finalize each job with one of the three outcomes.
+    # 9. Finalize each job with one of the three outcomes.
     report.extractions = finalize_extractions(results, quality.failed_expectations, config)
     report.usage = sum((Counter(result.usage) for result in results), Counter())
 
-    # 8. Report.
+    # 10. Report, with the forget-audit rows this run wrote.
+    report.forget_audit = collect_forget_audit(config, started_at)
     publish_phase1_report(report)
     get_run_logger().info("phase 1 outcomes: %s", dict(report.outcome_counts()))
     return report

@@ -9,6 +9,7 @@ hang: the run goes on and the DB lease decides.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
@@ -24,7 +25,9 @@ from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig, load_runtime_config
 from codex_memories.state.records import Phase2ClaimOutcome
 from codex_memories.storage import LocalWorkspace, open_memory_root
+from tasks.audit_manual_changes import audit_manual_changes
 from tasks.claim_lock import claim_lock
+from tasks.collect_forget_audit import collect_forget_audit
 from tasks.confirm_ownership import confirm_ownership
 from tasks.consolidate import consolidate
 from tasks.git_diff import git_diff, write_workspace_diff
@@ -70,6 +73,7 @@ def phase2(
 
 def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
     report = Phase2Report(memory_root=config.settings.resolved_memory_root)
+    started_at = int(time.time())
     with _prefect_singleton_slot():
         # 1. Claim the global lock (the DB lease; --force skips only the cooldown).
         claim, worker = claim_lock(config, force)
@@ -90,6 +94,7 @@ def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
                 retry_delay_seconds=config.settings.phase2_retry_delay_seconds,
                 usage=report.usage or None,
             )
+    report.forget_audit = collect_forget_audit(config, started_at)
     publish_phase2_report(report)
     get_run_logger().info("phase 2: %s", report.outcome.value if report.outcome else "unknown")
     return report
@@ -135,9 +140,11 @@ def _consolidate_under_lease(config: RuntimeConfig, lease: Phase2Lease, report: 
     if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before the baseline reset"
         return
-    # 12. Reset the baseline (and publish object-store roots).
+    # 12. Audit the ad-hoc notes and user edits this consolidation integrated (route 7).
+    _step(Outcome.failed_forget_audit, audit_manual_changes, workspace, diff, config)
+    # 13. Reset the baseline (and publish object-store roots).
     _step(Outcome.failed_workspace_commit, reset_baseline, workspace)
-    # 13. Mark success: exact-snapshot selection flags and the watermark.
+    # 14. Mark success: exact-snapshot selection flags and the watermark.
     _finish(config, lease, selection, report, Outcome.succeeded)
 
 

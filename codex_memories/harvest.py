@@ -1,0 +1,58 @@
+"""Harvest memory citations from rollout files into usage counts (spec 5.4).
+
+Contract:
+- `harvest_citations(store, rollout_paths)` scans each rollout from the byte offset stored for it
+  (`get_harvest_offset`; 0 when never scanned), parses every `<oai-mem-citation>` block that
+  `rollouts.scan_rollout` found in assistant messages past that offset, records one use of every
+  valid rollout id of each block (`record_stage1_output_usage`) and stores the scan's end offset.
+- Idempotent: a rescan starts where the last one stopped, so no block is counted twice; a block
+  written after the last scan is counted by the next one. An unterminated last line is left for
+  the next scan (the end offset stops before it).
+- A malformed block counts nothing and is reported (`problems`); an unreadable file is reported
+  (`unreadable`) and keeps its offset. Nothing raises for bad input.
+- Not atomic across processes: two harvests of the same file at the same moment may both count
+  its new blocks (the offset is read, then written). Phase 1 runs the harvest; runs that overlap
+  on the same new citations are rare and only over-count a use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codex_memories.citations import record_citation_usage
+from codex_memories.rollouts import scan_rollout
+from codex_memories.state.store import MemoryStore
+
+
+@dataclass
+class HarvestReport:
+    rollouts_scanned: int = 0
+    citation_blocks: int = 0
+    cited_ids: int = 0
+    usage_recorded: int = 0
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (rollout path, what was wrong)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+
+def harvest_citations(store: MemoryStore, rollout_paths: Iterable[str | Path]) -> HarvestReport:
+    report = HarvestReport()
+    for rollout_path in rollout_paths:
+        key = str(rollout_path)
+        offset = store.get_harvest_offset(key)
+        try:
+            scan = scan_rollout(Path(key), start_offset=offset)
+        except OSError as error:
+            report.unreadable.append((key, f"{type(error).__name__}: {error.strerror or error}"))
+            continue
+        report.rollouts_scanned += 1
+        for citation in scan.citations:
+            report.citation_blocks += 1
+            usage = record_citation_usage(store, citation.text)
+            report.cited_ids += len(usage.citation.rollout_ids)
+            report.usage_recorded += usage.rows_updated
+            report.problems.extend((key, problem) for problem in usage.citation.problems)
+        if scan.end_offset != offset:
+            store.set_harvest_offset(key, scan.end_offset)
+    return report

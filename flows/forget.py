@@ -1,0 +1,68 @@
+"""Forget: one forgetting route on request, for the deployment (spec section 6).
+
+Routes: `thread_deletion` (route 4: delete a thread's memory and keep it from being extracted
+again), `disable` and `pollution` (route 5: the thread leaves every phase-2 selection), `reset`
+(route 7: every memory row and the memory folder's contents). Each writes `forget_audit` rows;
+the run's artifact lists them. The memory folder itself changes at the next phase 2, which the
+store enqueues when a selected memory went. Orchestration only; `codex_memories.forgetting`
+decides. Parameters are settings overrides, none secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from prefect import flow, get_run_logger
+
+from codex_memories.forgetting import ForgetAction
+from codex_memories.reports import ForgetReport
+from codex_memories.settings import RuntimeConfig, load_runtime_config
+from tasks.disable_thread import disable_thread
+from tasks.forget_thread import forget_thread
+from tasks.pollute_thread import pollute_thread
+from tasks.report import publish_forget_report
+from tasks.reset_memories import reset_memories
+
+ForgetRouteName = Literal["thread_deletion", "disable", "pollution", "reset"]
+
+_THREAD_ROUTES: dict[str, Callable[[RuntimeConfig, str], list[ForgetAction]]] = {
+    "thread_deletion": forget_thread,
+    "disable": disable_thread,
+    "pollution": pollute_thread,
+}
+
+
+@flow(name="memories-forget")
+def forget(
+    route: ForgetRouteName,
+    target: str | None = None,
+    codex_home: str | None = None,
+    db_url: str | None = None,
+    memory_root: str | None = None,
+) -> ForgetReport:
+    config = load_runtime_config(codex_home=codex_home, db_url=db_url, memory_root=memory_root)
+    return run_forget(config, route, target)
+
+
+def run_forget(config: RuntimeConfig, route: ForgetRouteName, target: str | None) -> ForgetReport:
+    report = ForgetReport(route=route, target=target)
+
+    # 1. Check the request: thread routes name a thread; a reset names nothing.
+    if route != "reset" and not target:
+        raise ValueError(f"route {route!r} needs a target thread id")
+    if route == "reset" and target:
+        raise ValueError("route 'reset' takes no target: it forgets everything")
+    if route not in _THREAD_ROUTES and route != "reset":
+        raise ValueError(f"unknown route {route!r}")
+
+    # 2. Forget (one task, one audit row per target changed).
+    if route == "reset":
+        report.forget_audit = list(reset_memories(config))
+    else:
+        report.forget_audit = list(_THREAD_ROUTES[route](config, target or ""))
+
+    # 3. Report the audit rows written.
+    publish_forget_report(report)
+    get_run_logger().info("forget %s %s: %d audit row(s)", route, target or "", len(report.forget_audit))
+    return report

@@ -1,0 +1,21 @@
+from prefect import get_run_logger, task
+
+from codex_memories.harvest import HarvestReport, harvest_citations as harvest
+from codex_memories.runtime import open_store
+from codex_memories.settings import RuntimeConfig
+
+
+@task(name="harvest-citations", cache_policy=None)
+def harvest_citations(config: RuntimeConfig, rollout_paths: list[str]) -> HarvestReport:
+    """Memory citations in new rollout lines become usage counts (phase-2 ranking)."""
+    report = harvest(open_store(config.settings.resolved_db_url), rollout_paths)
+    logger = get_run_logger()
+    logger.info(
+        "citations: %d block(s) in %d rollout(s), %d use(s) recorded",
+        report.citation_blocks, report.rollouts_scanned, report.usage_recorded,
+    )
+    for path, problem in report.problems:
+        logger.warning("malformed citation in %s: %s", path, problem)
+    for path, reason in report.unreadable:
+        logger.warning("could not harvest %s: %s", path, reason)
+    return report
