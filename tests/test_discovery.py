@@ -1,0 +1,127 @@
+"""Discovery: rollout files become threads, incrementally; bad files are counted, not fatal."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from codex_memories.discovery import discover_rollouts
+from codex_memories.state.records import MemoryMode
+from codex_memories.state.store import MemoryStore
+from tests.support.rollout_factory import write_rollout
+
+NOW = datetime.now(UTC)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> MemoryStore:
+    opened = MemoryStore.open(f"sqlite:///{tmp_path / 'state.sqlite'}")
+    yield opened
+    opened.close()
+
+
+def discover(store: MemoryStore, home: Path, **overrides: bool):
+    options = {"generate_memories": True, "disable_on_external_context": False, **overrides}
+    return discover_rollouts(store, home, now_ms=int(NOW.timestamp() * 1000), **options)
+
+
+def test_sessions_become_threads_with_their_metadata(store: MemoryStore, tmp_path: Path) -> None:
+    path = write_rollout(
+        tmp_path, created_at=NOW - timedelta(hours=20), cwd="/home/dana/src/app", user_messages=["Fix the flaky test"]
+    )
+    report = discover(store, tmp_path)
+    assert (report.files_seen, report.files_read, report.threads_upserted) == (1, 1, 1)
+    thread_id = path.stem.split("-", 6)[-1]
+    thread = store.get_thread(thread_id)
+    assert thread is not None
+    assert thread.cwd == "/home/dana/src/app"
+    assert thread.source == "cli"
+    assert thread.git_branch == "main"
+    assert thread.first_user_message == "Fix the flaky test"
+    assert thread.memory_mode == MemoryMode.enabled
+    assert thread.rollout_path == str(path)
+    # Last activity is the last line's timestamp, after the creation time.
+    assert thread.updated_at_ms > thread.created_at_ms
+
+
+def test_unchanged_files_are_not_read_again(store: MemoryStore, tmp_path: Path) -> None:
+    path = write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), user_messages=["hello there"])
+    discover(store, tmp_path)
+    again = discover(store, tmp_path)
+    assert (again.files_seen, again.files_read, again.files_unchanged) == (1, 0, 1)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write('{"timestamp":"2030-01-01T00:00:00.000Z","type":"event_msg","payload":{"type":"x"}}\n')
+    changed = discover(store, tmp_path)
+    assert changed.files_read == 1
+
+
+def test_archived_exec_and_subagent_sessions_are_recorded(store: MemoryStore, tmp_path: Path) -> None:
+    archived = write_rollout(tmp_path, created_at=NOW - timedelta(days=2), user_messages=["old work"], archived=True)
+    exec_path = write_rollout(tmp_path, created_at=NOW - timedelta(days=1), source="exec", user_messages=["run it"])
+    sub = write_rollout(
+        tmp_path, created_at=NOW - timedelta(days=1, hours=1), source={"subagent": "review"}, user_messages=["review"]
+    )
+    report = discover(store, tmp_path)
+    assert report.archived_files == 1
+    assert report.non_interactive == 2
+    by_path = {thread.rollout_path: thread for thread in (store.get_thread(p.stem.split("-", 6)[-1]) for p in (archived, exec_path, sub))}
+    assert by_path[str(archived)].archived is True
+    assert by_path[str(exec_path)].source == "exec"
+    assert by_path[str(sub)].source == "subagent"
+
+
+def test_external_context_pollutes_only_when_configured(store: MemoryStore, tmp_path: Path) -> None:
+    path = write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), user_messages=["look it up"], web_search=True)
+    thread_id = path.stem.split("-", 6)[-1]
+    discover(store, tmp_path)
+    assert store.get_thread(thread_id).memory_mode == MemoryMode.enabled
+    assert store.get_thread(thread_id).used_external_context is True
+
+    other = tmp_path / "other"
+    path = write_rollout(other, created_at=NOW - timedelta(hours=20), user_messages=["look it up"], web_search=True)
+    report = discover(store, other, disable_on_external_context=True)
+    assert report.polluted_thread_ids == [path.stem.split("-", 6)[-1]]
+    assert store.get_thread(report.polluted_thread_ids[0]).memory_mode == MemoryMode.polluted
+
+
+def test_threads_created_while_generation_is_off_are_disabled(store: MemoryStore, tmp_path: Path) -> None:
+    path = write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), user_messages=["hello"])
+    discover(store, tmp_path, generate_memories=False)
+    assert store.get_thread(path.stem.split("-", 6)[-1]).memory_mode == MemoryMode.disabled
+
+
+def test_a_rollout_that_disappeared_is_noticed(store: MemoryStore, tmp_path: Path) -> None:
+    path = write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), user_messages=["hello"])
+    discover(store, tmp_path)
+    path.unlink()
+    report = discover(store, tmp_path)
+    assert report.missing_thread_ids == [path.stem.split("-", 6)[-1]]
+    assert [thread.id for thread in store.list_missing_threads()] == report.missing_thread_ids
+
+
+def test_archiving_moves_a_thread_without_calling_it_missing(store: MemoryStore, tmp_path: Path) -> None:
+    path = write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), user_messages=["hello"])
+    discover(store, tmp_path)
+    target = tmp_path / "archived_sessions" / path.name
+    target.parent.mkdir(parents=True)
+    os.rename(path, target)
+    report = discover(store, tmp_path)
+    assert report.missing_thread_ids == []
+    thread = store.get_thread(path.stem.split("-", 6)[-1])
+    assert thread.archived is True and thread.rollout_path == str(target)
+
+
+def test_damaged_lines_are_counted_and_garbage_files_reported(store: MemoryStore, tmp_path: Path) -> None:
+    path = write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), user_messages=["hello"])
+    with path.open("ab") as handle:
+        handle.write(b"{not json}\n\xff\xfe binary \x00\n{\"timestamp\":\"2026-")
+    garbage = path.parent / "rollout-2026-01-01T00-00-00-notauuid.jsonl"
+    garbage.write_bytes(b"\x00\x01\x02 nothing useful\n")
+    report = discover(store, tmp_path)
+    assert report.lines_skipped >= 3
+    assert report.skipped_by_reason["partial_last_line"] == 1
+    assert [path for path, _ in report.unreadable] == [str(garbage)]
+    assert store.get_thread(path.stem.split("-", 6)[-1]) is not None
