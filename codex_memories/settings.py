@@ -227,6 +227,22 @@ class Settings(BaseSettings):
     read_budget_tokens: int = Field(
         default=5000, ge=100, le=100_000, description="Token budget of the injected memory summary."
     )
+    s3_endpoint_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices(
+            "s3_endpoint_url", "CODEX_MEMORIES_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"
+        ),
+        description="S3-compatible endpoint (Ceph radosgw, MinIO); unset = AWS. Credentials come from "
+        "the standard AWS environment and config files, never from here.",
+    )
+    backfill_cache_dir: Path | None = Field(
+        default=None,
+        description="Where backfill keeps its copies of s3:// rollouts (extraction reads them later); "
+        "default $CODEX_HOME/codex-memories/backfill-cache.",
+    )
+    backfill_batch_size: int = Field(
+        default=32, ge=1, le=1024, description="Backfill: threads claimed and extracted per batch."
+    )
     ignore_age_windows: bool = Field(
         default=False,
         description="Claim regardless of the idle and age windows (backfill, the bundled example).",
@@ -273,6 +289,12 @@ class Settings(BaseSettings):
     @property
     def resolved_memory_root(self) -> str:
         return self.memory_root or str(self.codex_home_path / paths.MEMORIES_DIR)
+
+    @property
+    def resolved_backfill_cache_dir(self) -> Path:
+        if self.backfill_cache_dir is not None:
+            return self.backfill_cache_dir.expanduser()
+        return self.codex_home_path / "codex-memories" / "backfill-cache"
 
 
 def _own_config_file(init_values: dict[str, Any]) -> Path | None:
