@@ -16,6 +16,7 @@ from codex_memories.llm import build_extraction_provider
 from codex_memories.llm.base import ExtractionProvider
 from codex_memories.settings import RuntimeConfig
 from codex_memories.state.store import MemoryStore
+from codex_memories.storage import MemoryRoot, object_store_options, open_memory_root
 
 _stores: dict[str, MemoryStore] = {}
 _stores_lock = threading.Lock()
@@ -35,6 +36,12 @@ def close_stores() -> None:
         for store in _stores.values():
             store.close()
         _stores.clear()
+
+
+def memory_root(config: RuntimeConfig) -> MemoryRoot:
+    """The configured memory folder: a local path, or an object store with our endpoint."""
+    url = config.settings.resolved_memory_root
+    return open_memory_root(url, **object_store_options(url, s3_endpoint_url=config.settings.s3_endpoint_url))
 
 
 def extraction_provider(config: RuntimeConfig) -> ExtractionProvider:

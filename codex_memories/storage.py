@@ -25,7 +25,9 @@ changed since the pull, deletes the ones removed locally and uploads the baselin
 The files go up before the baseline, so a push interrupted half way leaves files that differ from
 the old baseline: the next phase 2 sees them as changes and consolidates again; nothing is lost.
 For a local root the workspace is the root itself and pull/push do nothing. Pull and push assume
-the caller holds the phase-2 lock (no other writer).
+the caller holds the phase-2 lock (no other writer). Both may be retried after a transient error
+(`is_transient_storage_error`): a second `pull` starts again from an empty mirror, a second `push`
+uploads again what the first one may not have.
 """
 
 from __future__ import annotations
@@ -414,8 +416,41 @@ class FsspecMemoryRoot(MemoryRoot):
         self._fs.makedirs(self._full(path), exist_ok=True)
 
 
+def object_store_options(url: str, *, s3_endpoint_url: str | None) -> dict[str, object]:
+    """fsspec storage options for `url`: the endpoint of an S3-compatible store, nothing else.
+
+    Credentials are deliberately absent: s3fs (botocore) reads them from the standard AWS
+    environment variables and config files, so they never pass through our settings, flow
+    parameters or logs.
+    """
+    if url.startswith(("s3://", "s3a://")) and s3_endpoint_url:
+        return {"client_kwargs": {"endpoint_url": s3_endpoint_url}}
+    return {}
+
+
+# Errors that say "the request never got an answer" rather than "the answer was no": worth a
+# task retry with backoff. Missing files, refused permissions and unsafe paths are final.
+_FINAL_OS_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
+
+
+def is_transient_storage_error(error: BaseException) -> bool:
+    """Whether an object-store call that raised `error` may succeed if simply tried again."""
+    try:
+        from botocore.exceptions import ConnectionError as BotocoreConnectionError
+        from botocore.exceptions import HTTPClientError
+    except ImportError:  # no botocore: only plain OS errors can be transient
+        transient_botocore: tuple[type[BaseException], ...] = ()
+    else:
+        transient_botocore = (BotocoreConnectionError, HTTPClientError)
+    if isinstance(error, transient_botocore):
+        return True
+    return isinstance(error, OSError) and not isinstance(error, _FINAL_OS_ERRORS)
+
+
 def open_memory_root(url_or_path: str | os.PathLike[str] | MemoryRoot, **storage_options) -> MemoryRoot:
-    """A `MemoryRoot` for a local path, a `file://` URL or any other fsspec URL."""
+    """A `MemoryRoot` for a local path, a `file://` URL or any other fsspec URL.
+
+    `storage_options` go to fsspec (`object_store_options` builds them from our settings)."""
     if isinstance(url_or_path, MemoryRoot):
         return url_or_path
     if isinstance(url_or_path, os.PathLike):
@@ -538,10 +573,17 @@ class LocalWorkspace:
             self.path = Path(scratch_dir)
             self.is_mirror = True
         self._snapshot: WorkspaceSnapshot | None = None
+        self._pull_started = False
 
     def pull(self) -> None:
-        if self.is_mirror:
-            self._snapshot = pull(self.root, self.path)
+        if not self.is_mirror:
+            return
+        if self._pull_started and self._snapshot is None and self.path.exists():
+            # A pull that failed half way (an object-store hiccup) is retried from scratch: the
+            # directory is our own partial mirror, never the user's files.
+            shutil.rmtree(self.path)
+        self._pull_started = True
+        self._snapshot = pull(self.root, self.path)
 
     def push(self) -> PushResult:
         if not self.is_mirror:

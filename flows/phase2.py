@@ -2,9 +2,11 @@
 
 Orchestration only. Two guards, one truth: the state DB's global lease (with its ownership
 token) decides who consolidates; Prefect agrees through a global concurrency slot named
-`codex-memories-phase2` (plus `concurrency_limit: 1` on the deployment). A slot that cannot be
-had within a few seconds (another run holds it, or a killed holder leaked it) never makes a run
-hang: the run goes on and the DB lease decides.
+`codex-memories-phase2` (plus `concurrency_limit: 1` on the deployment). The flow creates that
+limit (1 slot) when it is missing and holds its slot under a short lease, so a killed holder's
+slot is freed by the server once the lease runs out. A slot that cannot be had within a few
+seconds (another run holds it, or a killed holder leaked it where no server expires leases)
+never makes a run hang: the run goes on and the DB lease decides.
 """
 
 from __future__ import annotations
@@ -14,17 +16,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
-from prefect import flow, get_run_logger
+import httpx
+from prefect import flow, get_client, get_run_logger
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.concurrency.sync import concurrency
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.states import Completed, Failed, State
 
 from codex_memories.outcomes import Outcome
 from codex_memories.phase2 import Phase2Failure, Phase2Lease, mark_failed
 from codex_memories.reports import Phase2Report
-from codex_memories.runtime import open_store
+from codex_memories.runtime import memory_root, open_store
 from codex_memories.settings import RuntimeConfig, load_runtime_config
 from codex_memories.state.records import Phase2ClaimOutcome
-from codex_memories.storage import LocalWorkspace, open_memory_root
+from codex_memories.storage import LocalWorkspace
 from tasks.audit_manual_changes import audit_manual_changes
 from tasks.claim_lock import claim_lock
 from tasks.collect_forget_audit import collect_forget_audit
@@ -42,6 +47,8 @@ from tasks.validate_artifacts import validate_artifacts
 
 PREFECT_SLOT_NAME = "codex-memories-phase2"
 PREFECT_SLOT_WAIT_SECONDS = 5.0
+# The shortest lease the server accepts; renewed while the run holds the slot.
+PREFECT_SLOT_LEASE_SECONDS = 60.0
 
 T = TypeVar("T")
 
@@ -101,7 +108,7 @@ def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
 
 
 def _consolidate_under_lease(config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report) -> None:
-    workspace = LocalWorkspace(open_memory_root(config.settings.resolved_memory_root), _scratch_dir(config))
+    workspace = LocalWorkspace(memory_root(config), _scratch_dir(config))
 
     # 2. Prepare the workspace: layout, symlink hygiene, ad-hoc seed, git baseline.
     _step(Outcome.failed_prepare_workspace, prepare_workspace, workspace)
@@ -177,9 +184,16 @@ def _scratch_dir(config: RuntimeConfig) -> Any:
 
 @contextmanager
 def _prefect_singleton_slot() -> Iterator[None]:
+    _ensure_prefect_singleton_limit()
     acquired = False
     try:
-        with concurrency(PREFECT_SLOT_NAME, occupy=1, timeout_seconds=PREFECT_SLOT_WAIT_SECONDS, strict=False):
+        with concurrency(
+            PREFECT_SLOT_NAME,
+            occupy=1,
+            timeout_seconds=PREFECT_SLOT_WAIT_SECONDS,
+            lease_duration=PREFECT_SLOT_LEASE_SECONDS,
+            strict=False,
+        ):
             acquired = True
             yield
     except TimeoutError:
@@ -189,3 +203,20 @@ def _prefect_singleton_slot() -> Iterator[None]:
             "Prefect slot %s is held (another run, or a leaked slot); the DB lease decides", PREFECT_SLOT_NAME
         )
         yield
+
+
+def _ensure_prefect_singleton_limit() -> None:
+    """Create the one-slot global limit if it is missing. Never a precondition of the run: if the
+    API cannot be reached, the slot wait below skips or times out and the DB lease decides."""
+    try:
+        with get_client(sync_client=True) as client:
+            try:
+                client.read_global_concurrency_limit_by_name(PREFECT_SLOT_NAME)
+            except ObjectNotFound:
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=PREFECT_SLOT_NAME, limit=1))
+    except ObjectAlreadyExists:
+        return  # a concurrent run created it first
+    except (httpx.HTTPError, OSError) as error:
+        get_run_logger().warning(
+            "could not create the Prefect limit %s (%s); the DB lease decides", PREFECT_SLOT_NAME, error
+        )

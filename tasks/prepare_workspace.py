@@ -2,9 +2,16 @@ from prefect import get_run_logger, task
 
 from codex_memories.phase2 import prepare_workspace as prepare
 from codex_memories.storage import LocalWorkspace
+from tasks.storage_retries import STORAGE_RETRIES, STORAGE_RETRY_DELAYS_SECONDS, retry_transient_storage_errors
 
 
-@task(name="prepare-workspace", cache_policy=None)
+@task(
+    name="prepare-workspace",
+    cache_policy=None,
+    retries=STORAGE_RETRIES,
+    retry_delay_seconds=STORAGE_RETRY_DELAYS_SECONDS,
+    retry_condition_fn=retry_transient_storage_errors,
+)
 def prepare_workspace(workspace: LocalWorkspace) -> list[str]:
     removed_links = prepare(workspace)
     for link in removed_links:

@@ -2,9 +2,16 @@ from prefect import task
 
 from codex_memories.phase2 import publish_workspace
 from codex_memories.storage import LocalWorkspace
+from tasks.storage_retries import STORAGE_RETRIES, STORAGE_RETRY_DELAYS_SECONDS, retry_transient_storage_errors
 
 
-@task(name="reset-baseline", cache_policy=None)
+@task(
+    name="reset-baseline",
+    cache_policy=None,
+    retries=STORAGE_RETRIES,
+    retry_delay_seconds=STORAGE_RETRY_DELAYS_SECONDS,
+    retry_condition_fn=retry_transient_storage_errors,
+)
 def reset_baseline(workspace: LocalWorkspace) -> None:
     """Delete the diff file, recreate the single-commit baseline, publish object-store roots."""
     publish_workspace(workspace)
