@@ -39,12 +39,17 @@ _NOT_REDACTED = r"(?!\[(?:REDACTED_SECRET|redacted_secret)\])"
 # Assignment values: no whitespace, no quotes, no backslash (see module docstring).
 _VALUE = r"[^\s\"'\\]"
 # A quote as it appears in plain text or inside (possibly nested) JSON strings.
-_QUOTE = r"(?:\\{0,7}[\"'])"
+_QUOTE = r"(?:\\{0,31}[\"'])"
 
 
 def _word_start(literal: str) -> str:
-    """`literal` not preceded by a word character, written literal-first for speed."""
-    return literal + r"(?<![A-Za-z0-9_]" + re.escape(literal) + ")"
+    """`literal` not preceded by a word character, written literal-first for speed.
+
+    A JSON escape right before it counts as a boundary: in serialized transcripts a line such
+    as `Authorization: ...` after a newline reads `\\nAuthorization: ...`, and the `n` of the
+    escape must not hide it."""
+    escaped = re.escape(literal)
+    return literal + r"(?:(?<![A-Za-z0-9_]" + escaped + r")|(?<=\\[nrtbf]" + escaped + "))"
 
 
 # A replacement is a sequence of parts: an int keeps that group of the match, a str is inserted.

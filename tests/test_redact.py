@@ -170,3 +170,15 @@ def test_pathological_input_does_not_backtrack_for_long():
     text = ("password=" + "a" * 7 + " ") * 20000 + "-----BEGIN RSA PRIVATE KEY-----" + "A" * 50000
     redacted = redact_secrets(text)
     assert redacted.endswith(REDACTED)
+
+
+@pytest.mark.parametrize("separator", ["\n", "\t", "\r\n", " "])
+@pytest.mark.parametrize("depth", [0, 1, 2, 3, 4])
+def test_secrets_on_consecutive_lines_of_nested_json_are_all_redacted(separator: str, depth: int) -> None:
+    # Regression: after a JSON-escaped newline (`\nAuthorization: ...`) the escape's `n` used to
+    # count as a word character and hide the key from the word-boundary rules.
+    text = separator.join(PLANTED_SECRETS.values())
+    for _ in range(depth):
+        text = json.dumps(text)
+    redacted = redact_secrets(text)
+    assert [name for name, value in SECRET_VALUES.items() if value in redacted] == []
