@@ -1388,6 +1388,81 @@ class MemoryStore:
             self._enqueue_global(conn, now)
         return deleted_output + deleted_job
 
+    # ------------------------------------------------------------------ backfill
+
+    def list_stage1_backfill_candidates(
+        self,
+        *,
+        allowed_sources: list[str],
+        thread_ids: Sequence[str] | None = None,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+    ) -> list[ThreadRecord]:
+        """Query behaviour (beyond the spec: the backfill's counterpart of step A of 1.4):
+        - threads with `memory_mode='enabled'`, `source IN allowed_sources`, a non-empty
+          `first_user_message` and a rollout file not missing, archived or not;
+        - no idle or age window; instead `since_ms <= updated_at_ms < until_ms` (each bound
+          skipped when None) and `id IN thread_ids` when `thread_ids` is given (an empty list
+          selects nothing);
+        - threads already extracted at their version are left out, as step B skips them: the
+          output's `source_updated_at` or the job's `last_success_watermark` is at least
+          `updated_at_ms // 1000`; jobs in retry backoff or running stay in (their claim says so);
+        - oldest first (`updated_at_ms ASC, id ASC`), so a backfill walks history in order.
+        Claim each with `try_claim_stage1_job(source_updated_at=updated_at_ms // 1000, ...)`.
+        """
+        if not allowed_sources or (thread_ids is not None and not thread_ids):
+            return []
+        conditions: list[ColumnElement[bool]] = [
+            _threads.c.memory_mode == MemoryMode.enabled.value,
+            _threads.c.source.in_(sorted(set(allowed_sources))),
+            _threads.c.first_user_message.is_not(None),
+            _threads.c.first_user_message != "",
+            _threads.c.missing_since_ms.is_(None),
+        ]
+        if since_ms is not None:
+            conditions.append(_threads.c.updated_at_ms >= since_ms)
+        if until_ms is not None:
+            conditions.append(_threads.c.updated_at_ms < until_ms)
+        stage1_jobs = _jobs.alias("stage1_jobs")
+        query = (
+            select(
+                _threads,
+                _outputs.c.source_updated_at.label("output_source_updated_at"),
+                stage1_jobs.c.last_success_watermark,
+            )
+            .select_from(
+                _threads.outerjoin(_outputs, _outputs.c.thread_id == _threads.c.id).outerjoin(
+                    stage1_jobs,
+                    and_(
+                        stage1_jobs.c.kind == JobKind.stage1.value,
+                        stage1_jobs.c.job_key == _threads.c.id,
+                    ),
+                )
+            )
+            .where(*conditions)
+        )
+        id_chunks: list[Sequence[str] | None] = (
+            [None] if thread_ids is None else list(_chunks(sorted(set(thread_ids)), _IN_LIST_CHUNK))
+        )
+
+        def run(conn: Connection) -> list[Row[Any]]:
+            rows: list[Row[Any]] = []
+            for chunk in id_chunks:
+                chunk_query = query if chunk is None else query.where(_threads.c.id.in_(chunk))
+                rows.extend(conn.execute(chunk_query))
+            return rows
+
+        pending = []
+        for row in self._read(run):
+            version = row.updated_at_ms // 1000
+            done = [row.output_source_updated_at, row.last_success_watermark]
+            if any(mark is not None and mark >= version for mark in done):
+                continue
+            pending.append(row)
+        pending.sort(key=lambda row: (row.updated_at_ms, row.id))
+        columns = list(_threads.c.keys())
+        return [ThreadRecord.model_validate({name: row._mapping[name] for name in columns}) for row in pending]
+
 
 # ---------------------------------------------------------------------- helpers
 
