@@ -1,0 +1,119 @@
+"""A throwaway Codex home for flow and CLI tests: rollouts in, the real flows, the files out.
+
+`MemoryHome` holds a Codex home with `[features] memories = true`, a SQLite state DB and a local
+memory root under a temp dir. `phase1()` / `phase2()` run the real Prefect flows with the offline
+heuristic provider (request the `prefect_harness` fixture); `cli(...)` runs the installed
+`codex-memories` in a subprocess with the same locations and a private HOME.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from codex_memories import paths
+from codex_memories.reports import Phase1Report, Phase2Report
+from codex_memories.runtime import open_store
+from codex_memories.state.store import MemoryStore
+from tests.support.rollout_factory import write_rollout
+
+CLI = [sys.executable, "-m", "codex_memories.cli"]
+
+
+@dataclass
+class MemoryHome:
+    root: Path
+
+    def __post_init__(self) -> None:
+        self.codex_home.mkdir(parents=True, exist_ok=True)
+        self.write_codex_config()
+
+    @property
+    def codex_home(self) -> Path:
+        return self.root / "codex-home"
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.root / 'state.sqlite'}"
+
+    @property
+    def memory_root(self) -> Path:
+        return self.root / "memories"
+
+    @property
+    def store(self) -> MemoryStore:
+        return open_store(self.db_url)
+
+    def write_codex_config(self, memories: str = "") -> None:
+        text = "[features]\nmemories = true\n"
+        if memories:
+            text += "\n[memories]\n" + memories.strip() + "\n"
+        (self.codex_home / paths.CODEX_CONFIG_FILE).write_text(text, encoding="utf-8")
+
+    def rollout(self, *messages: str, days_ago: float = 1, **options) -> tuple[str, Path]:
+        """Write one interactive session; returns (thread id, rollout path)."""
+        created_at = datetime.now(UTC) - timedelta(days=days_ago)
+        path = write_rollout(self.codex_home, created_at=created_at, user_messages=list(messages), **options)
+        thread_id = path.stem[-36:]
+        return thread_id, path
+
+    def phase1(self) -> Phase1Report:
+        from flows.phase1 import phase1
+
+        return phase1(
+            codex_home=str(self.codex_home),
+            db_url=self.db_url,
+            memory_root=str(self.memory_root),
+            provider="heuristic",
+            ignore_age_windows=True,
+            max_rollouts_per_startup=128,
+        )
+
+    def phase2(self) -> Phase2Report:
+        from flows.phase2 import phase2
+
+        state = phase2(
+            codex_home=str(self.codex_home),
+            db_url=self.db_url,
+            memory_root=str(self.memory_root),
+            provider="heuristic",
+            force=True,
+            return_state=True,
+        )
+        return state.result(raise_on_failure=False)
+
+    def memory_text(self) -> str:
+        """Everything a later session could read: summary, handbook, raw memories, summaries."""
+        parts = []
+        for name in (paths.MEMORY_SUMMARY_FILE, paths.MEMORY_FILE, paths.RAW_MEMORIES_FILE):
+            file = self.memory_root / name
+            if file.is_file():
+                parts.append(file.read_text(encoding="utf-8"))
+        summaries = self.memory_root / paths.ROLLOUT_SUMMARIES_DIR
+        if summaries.is_dir():
+            parts += [file.read_text(encoding="utf-8") for file in sorted(summaries.glob("*.md"))]
+        return "\n".join(parts)
+
+    def rollout_summaries(self) -> list[str]:
+        folder = self.memory_root / paths.ROLLOUT_SUMMARIES_DIR
+        return sorted(file.read_text(encoding="utf-8") for file in folder.glob("*.md")) if folder.is_dir() else []
+
+    def cli(self, *arguments: str, stdin: str | None = None, locations: bool = True) -> subprocess.CompletedProcess[str]:
+        command = [*CLI, *arguments]
+        if locations:
+            command += ["--codex-home", str(self.codex_home)]
+        environment = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("CODEX_MEMORIES_", "CODEX_HOME", "OPENAI_"))
+        }
+        environment["HOME"] = str(self.root / "user-home")
+        environment["CODEX_MEMORIES_DB_URL"] = self.db_url
+        environment["CODEX_MEMORIES_MEMORY_ROOT"] = str(self.memory_root)
+        return subprocess.run(
+            command, input=stdin, capture_output=True, text=True, env=environment, cwd=self.root, timeout=120
+        )
