@@ -39,6 +39,9 @@ class DiscoveryReport:
     missing_thread_ids: list[str] = field(default_factory=list)
     # Rollouts read in full this run (new or changed): where new memory citations can be.
     read_paths: list[str] = field(default_factory=list)
+    # Every thread id found (read or unchanged), and (backfill) those kept at another path.
+    thread_ids: list[str] = field(default_factory=list)
+    known_elsewhere: int = 0
 
 
 def _to_ms(moment: datetime | None) -> int | None:
@@ -112,9 +115,13 @@ def discover_rollouts(
     include_archived: bool = True,
 ) -> DiscoveryReport:
     report = DiscoveryReport()
-    known_states = store.get_rollout_file_states()
-    seen_paths: set[str] = set()
-    batch: list[ThreadRecord] = []
+    scanner = _FolderScanner(
+        store,
+        report,
+        generate_memories=generate_memories,
+        disable_on_external_context=disable_on_external_context,
+        now_ms=now_ms,
+    )
     roots: list[tuple[Path, bool]] = []
     if include_live:
         roots.append((codex_home / paths.SESSIONS_DIR, False))
@@ -128,19 +135,93 @@ def discover_rollouts(
             # threads are not marked missing, which would forget their memories (route 4).
             continue
         scanned_roots.append(str(root))
+        scanner.scan(root, archived=archived)
+    scanner.finish()
+
+    vanished = [
+        known
+        for known in scanner.known_states
+        if known not in scanner.seen_paths and any(known.startswith(root + os.sep) for root in scanned_roots)
+    ]
+    if vanished:
+        report.missing_thread_ids = store.mark_threads_missing(vanished)
+    return report
+
+
+def discover_folder(
+    store: MemoryStore,
+    folder: Path,
+    *,
+    archived: bool,
+    generate_memories: bool,
+    disable_on_external_context: bool,
+    now_ms: int,
+) -> DiscoveryReport:
+    """Backfill discovery of one arbitrary folder of rollouts (searched recursively).
+
+    As `discover_rollouts`, with three differences: `report.thread_ids` lists every thread found
+    (new, changed or unchanged), so the backfill claims exactly these; a thread already known at
+    another path that still exists keeps that row (the Codex home's copy wins over a copy
+    elsewhere); and nothing is marked missing, since the folder may be a partial copy.
+    """
+    report = DiscoveryReport()
+    scanner = _FolderScanner(
+        store,
+        report,
+        generate_memories=generate_memories,
+        disable_on_external_context=disable_on_external_context,
+        now_ms=now_ms,
+        keep_rows_found_elsewhere=True,
+    )
+    if folder.is_dir():
+        scanner.scan(folder, archived=archived)
+    scanner.finish()
+    return report
+
+
+class _FolderScanner:
+    """Reads new or changed rollout files and upserts their threads, in batches."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        report: DiscoveryReport,
+        *,
+        generate_memories: bool,
+        disable_on_external_context: bool,
+        now_ms: int,
+        keep_rows_found_elsewhere: bool = False,
+    ) -> None:
+        self.store = store
+        self.report = report
+        self.generate_memories = generate_memories
+        self.disable_on_external_context = disable_on_external_context
+        self.now_ms = now_ms
+        self.keep_rows_found_elsewhere = keep_rows_found_elsewhere
+        self.known_states = store.get_rollout_file_states()
+        self.seen_paths: set[str] = set()
+        self._batch: list[ThreadRecord] = []
+
+    def scan(self, root: Path, *, archived: bool) -> None:
+        report = self.report
         for path in iter_rollout_files(root):
             report.files_seen += 1
             report.archived_files += int(archived)
             key = str(path)
-            seen_paths.add(key)
+            self.seen_paths.add(key)
             try:
                 stat = path.stat()
             except OSError as error:  # vanished between listing and stat: next run sees it missing
                 report.unreadable.append((key, f"stat failed: {error.strerror}"))
                 continue
-            if known_states.get(key) == (stat.st_size, stat.st_mtime_ns):
-                report.files_unchanged += 1
-                continue
+            if self.known_states.get(key) == (stat.st_size, stat.st_mtime_ns):
+                known_id = thread_id_from_filename(path)
+                # A backfill must know every thread id: an odd file name is read again for it.
+                if known_id is not None or not self.keep_rows_found_elsewhere:
+                    report.files_unchanged += 1
+                    if known_id is not None:
+                        report.thread_ids.append(known_id)
+                    continue
             try:
                 scan = scan_rollout(path)
             except OSError as error:
@@ -154,18 +235,27 @@ def discover_rollouts(
             if thread_id is None:
                 report.unreadable.append((key, "no session_meta id and no thread id in the file name"))
                 continue
+            report.thread_ids.append(thread_id)
             if scan.source not in INTERACTIVE_SESSION_SOURCES:
                 report.non_interactive += 1
-            existing = store.get_thread(thread_id)
+            existing = self.store.get_thread(thread_id)
+            if (
+                self.keep_rows_found_elsewhere
+                and existing is not None
+                and existing.rollout_path != key
+                and Path(existing.rollout_path).is_file()
+            ):
+                report.known_elsewhere += 1
+                continue
             mode = _memory_mode_for(
                 scan,
                 existing,
-                generate_memories=generate_memories,
-                disable_on_external_context=disable_on_external_context,
+                generate_memories=self.generate_memories,
+                disable_on_external_context=self.disable_on_external_context,
             )
             if mode == MemoryMode.polluted and (existing is None or existing.memory_mode != mode):
                 report.polluted_thread_ids.append(thread_id)
-            batch.append(
+            self._batch.append(
                 _thread_from_scan(
                     scan,
                     thread_id=thread_id,
@@ -173,24 +263,19 @@ def discover_rollouts(
                     stat=stat,
                     archived=archived,
                     memory_mode=mode,
-                    now_ms=now_ms,
+                    now_ms=self.now_ms,
                 )
             )
-            if len(batch) >= 200:
-                report.threads_upserted += store.upsert_threads(batch)
-                batch.clear()
-    if batch:
-        report.threads_upserted += store.upsert_threads(batch)
+            if len(self._batch) >= 200:
+                self._flush()
 
-    # Newly polluted threads go through the store so a selected memory enqueues phase 2.
-    for thread_id in report.polluted_thread_ids:
-        store.mark_thread_memory_mode_polluted(thread_id)
+    def finish(self) -> None:
+        self._flush()
+        # Newly polluted threads go through the store so a selected memory enqueues phase 2.
+        for thread_id in self.report.polluted_thread_ids:
+            self.store.mark_thread_memory_mode_polluted(thread_id)
 
-    vanished = [
-        known
-        for known in known_states
-        if known not in seen_paths and any(known.startswith(root + os.sep) for root in scanned_roots)
-    ]
-    if vanished:
-        report.missing_thread_ids = store.mark_threads_missing(vanished)
-    return report
+    def _flush(self) -> None:
+        if self._batch:
+            self.report.threads_upserted += self.store.upsert_threads(self._batch)
+            self._batch.clear()
