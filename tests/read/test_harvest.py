@@ -1,0 +1,123 @@
+"""Citation harvest: memory citations in rollouts become usage counts, each counted once."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from codex_memories.harvest import harvest_citations
+from codex_memories.state.records import ThreadRecord
+from codex_memories.state.store import MemoryStore
+from tests.support.rollout_factory import write_rollout
+
+CITED = "0199e1a2-7c3d-7f10-9a4b-2c6d8e0f1a23"
+CREATED = datetime(2026, 3, 2, 18, 40, tzinfo=UTC)
+
+
+def citation(*ids: str) -> str:
+    return (
+        "Used pnpm as before.\n<oai-mem-citation>\n<citation_entries>\n"
+        "MEMORY.md:3-5|note=[pnpm preference]\n</citation_entries>\n<rollout_ids>\n"
+        + "\n".join(ids)
+        + "\n</rollout_ids>\n</oai-mem-citation>"
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> MemoryStore:
+    store = MemoryStore.open(f"sqlite:///{tmp_path / 'state.sqlite'}")
+    remember(store, CITED)
+    yield store
+    store.close()
+
+
+def remember(store: MemoryStore, thread_id: str) -> None:
+    """A stage-1 output for `thread_id`, written the way phase 1 writes it."""
+    store.upsert_threads(
+        [ThreadRecord(id=thread_id, rollout_path=f"/nowhere/{thread_id}.jsonl", created_at_ms=1, updated_at_ms=1000, source="cli", first_user_message="hi")]
+    )
+    claim = store.try_claim_stage1_job(thread_id=thread_id, worker_id="test", source_updated_at=1, lease_seconds=60, max_running_jobs=8)
+    assert store.mark_stage1_job_succeeded(
+        thread_id=thread_id, ownership_token=claim.ownership_token, source_updated_at=1,
+        raw_memory="prefers pnpm", rollout_summary="summary", rollout_slug="pnpm",
+    )
+
+
+def usage_count(store: MemoryStore, thread_id: str = CITED) -> int:
+    return store.get_stage1_output(thread_id).usage_count or 0
+
+
+def append_turn(path: Path, answer: str, when: datetime) -> None:
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    lines = [
+        {"timestamp": stamp, "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "again please"}]}},
+        {"timestamp": stamp, "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}},
+        {"timestamp": stamp, "type": "event_msg", "payload": {"type": "agent_message", "message": answer}},
+    ]
+    with path.open("a", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in lines)
+
+
+def test_a_cited_memory_is_counted_once_however_often_the_rollout_is_rescanned(store: MemoryStore, tmp_path: Path) -> None:
+    rollout = write_rollout(tmp_path, created_at=CREATED, user_messages=["use the package manager"], assistant_messages=[citation(CITED)])
+
+    first = harvest_citations(store, [rollout])
+    again = harvest_citations(store, [rollout])
+
+    # The reply is stored as a response item and as an agent_message event: one block, one use.
+    assert (first.citation_blocks, first.usage_recorded) == (1, 1)
+    assert (again.citation_blocks, again.usage_recorded) == (0, 0)
+    assert usage_count(store) == 1
+    assert store.get_harvest_offset(str(rollout)) == rollout.stat().st_size
+
+
+def test_only_citations_appended_after_the_last_scan_are_counted(store: MemoryStore, tmp_path: Path) -> None:
+    rollout = write_rollout(tmp_path, created_at=CREATED, user_messages=["use the package manager"], assistant_messages=[citation(CITED)])
+    harvest_citations(store, [rollout])
+
+    append_turn(rollout, citation(CITED), CREATED + timedelta(minutes=5))
+    report = harvest_citations(store, [rollout])
+
+    assert report.usage_recorded == 1
+    assert usage_count(store) == 2
+
+
+def test_a_malformed_block_counts_nothing_and_is_reported(store: MemoryStore, tmp_path: Path) -> None:
+    broken = citation(CITED).replace("</rollout_ids>", "")
+    rollout = write_rollout(tmp_path, created_at=CREATED, user_messages=["go"], assistant_messages=[broken])
+
+    report = harvest_citations(store, [rollout])
+
+    assert report.usage_recorded == 0
+    assert report.problems and report.problems[0][0] == str(rollout)
+    assert usage_count(store) == 0
+
+
+def test_ids_without_a_memory_and_unreadable_files_change_nothing(store: MemoryStore, tmp_path: Path) -> None:
+    unknown = "0199e1a2-7c3d-7f10-9a4b-2c6d8e0f1a99"
+    rollout = write_rollout(tmp_path, created_at=CREATED, user_messages=["go"], assistant_messages=[citation(unknown)])
+    missing = tmp_path / "gone.jsonl"
+
+    report = harvest_citations(store, [rollout, missing])
+
+    assert (report.cited_ids, report.usage_recorded) == (1, 0)
+    assert [path for path, _ in report.unreadable] == [str(missing)]
+    assert store.get_harvest_offset(str(missing)) == 0
+
+
+def test_phase_one_harvests_the_rollouts_discovery_read(prefect_harness: None, tmp_path: Path) -> None:
+    from tests.support.memory_home import MemoryHome
+
+    home = MemoryHome(tmp_path)
+    remembered, _ = home.rollout("I prefer pnpm over npm in this repo.", cwd="/home/dana/src/alpha")
+    home.phase1()
+    home.rollout("Set up the repo.", assistant_messages=[citation(remembered)], cwd="/home/dana/src/alpha")
+
+    report = home.phase1()
+    home.phase1()  # nothing new: nothing counted twice
+
+    assert report.discovery["citation uses recorded"] == 1
+    assert home.store.get_stage1_output(remembered).usage_count == 1
