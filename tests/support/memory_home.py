@@ -117,3 +117,17 @@ class MemoryHome:
         return subprocess.run(
             command, input=stdin, capture_output=True, text=True, env=environment, cwd=self.root, timeout=120
         )
+
+
+def remember(store: MemoryStore, thread_id: str, *, raw_memory: str = "prefers pnpm") -> None:
+    """A thread with a stage-1 output, written the way phase 1 writes it (no flow needed)."""
+    from codex_memories.state.records import ThreadRecord
+
+    store.upsert_threads(
+        [ThreadRecord(id=thread_id, rollout_path=f"/nowhere/{thread_id}.jsonl", created_at_ms=1, updated_at_ms=1000, source="cli", first_user_message="hi")]
+    )
+    claim = store.try_claim_stage1_job(thread_id=thread_id, worker_id="test", source_updated_at=1, lease_seconds=60, max_running_jobs=8)
+    assert store.mark_stage1_job_succeeded(
+        thread_id=thread_id, ownership_token=claim.ownership_token, source_updated_at=1,
+        raw_memory=raw_memory, rollout_summary="summary", rollout_slug="pnpm",
+    )
