@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from prefect import Task, flow, get_run_logger
@@ -18,7 +19,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from codex_memories import progress
 from codex_memories.extraction import ExtractionResult, failed_extraction
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import Phase1Report
+from codex_memories.reports import ExtractionLine, Phase1Report
 from codex_memories.settings import RuntimeConfig, load_runtime_config
 from codex_memories.state.records import Stage1Claim
 from tasks.audit_pollution import audit_polluted_threads
@@ -112,6 +113,26 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     claims = claim_stage1_jobs(config)
     report.claimed = len(claims)
 
+    # 7-9. Extract (at most `concurrency` at once), check the batch's quality, finalize each job.
+    extracted = extract_claims(claims, config)
+    report.extractions, report.quality, report.usage = extracted.lines, extracted.quality, extracted.usage
+
+    # 10. Report, with the forget-audit rows this run wrote.
+    report.forget_audit = collect_forget_audit(config, started_at)
+    publish_phase1_report(report)
+    get_run_logger().info("phase 1 outcomes: %s", dict(report.outcome_counts()))
+    return report
+
+
+@dataclass
+class ExtractedBatch:
+    lines: list[ExtractionLine]
+    quality: list[dict[str, Any]]
+    usage: Counter[str]
+
+
+def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig) -> ExtractedBatch:
+    """Steps 7-9 of phase 1, shared with the backfill flow (which calls them once per batch)."""
     # 7. Extract: one task per claim, at most `concurrency` at once.
     progress.start("extract", len(claims))
     extract = extract_rollout.with_options(
@@ -123,17 +144,11 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
 
     # 8. Data quality on the batch (great-expectations).
     quality = check_extraction_quality(results)
-    report.quality = quality.summary
 
     # 9. Finalize each job with one of the three outcomes.
-    report.extractions = finalize_extractions(results, quality.failed_expectations, config)
-    report.usage = sum((Counter(result.usage) for result in results), Counter())
-
-    # 10. Report, with the forget-audit rows this run wrote.
-    report.forget_audit = collect_forget_audit(config, started_at)
-    publish_phase1_report(report)
-    get_run_logger().info("phase 1 outcomes: %s", dict(report.outcome_counts()))
-    return report
+    lines = finalize_extractions(results, quality.failed_expectations, config)
+    usage = sum((Counter(result.usage) for result in results), Counter())
+    return ExtractedBatch(lines=lines, quality=quality.summary, usage=usage)
 
 
 def _backoff(config: RuntimeConfig) -> list[float]:
