@@ -1,0 +1,385 @@
+"""The real phase-2 flow: lock, sync, diff, consolidate, validate, baseline, success.
+
+Stage-1 rows are seeded through the store (phase 1 has its own flow tests); consolidation runs
+with the heuristic consolidator or with the agent against our scripted test server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import tasks.consolidate as consolidate_task
+from codex_memories import consolidation
+from codex_memories.artifacts import rollout_summary_stem
+from codex_memories.consolidation import ConsolidationOutcome
+from codex_memories.llm.base import TokenUsage
+from codex_memories.outcomes import Outcome
+from codex_memories.reports import Phase2Report
+from codex_memories.runtime import close_stores
+from codex_memories.state.records import Phase2ClaimOutcome, ThreadRecord
+from codex_memories.state.store import MemoryStore
+from codex_memories.workspace import workspace_diff
+from flows.phase2 import phase2
+from tests.support.openai_server import RecordedRequest, ScriptedReply, ToolCall, running_openai_server
+from tests.support.rollout_factory import uuid7_at
+
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
+
+NOW = datetime.now(UTC)
+
+RAW_MEMORY = """---
+description: {topic}
+task: {topic}
+task_group: app
+task_outcome: success
+cwd: /home/dana/src/app
+keywords: {keyword}, app
+---
+
+### Task 1: {topic}
+task: {topic}
+task_group: app
+task_outcome: success
+
+Preference signals:
+- the user said "{preference}"
+
+Reusable knowledge:
+- `make test` passes in /home/dana/src/app
+
+Failures and how to do differently:
+- none
+
+References:
+- [1] make test
+"""
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in list(os.environ):
+        if name.startswith("CODEX_MEMORIES_") or name in {"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"}:
+            monkeypatch.delenv(name)
+    yield
+    close_stores()
+
+
+class Home:
+    def __init__(self, tmp_path: Path) -> None:
+        self.codex_home = tmp_path / "codex_home"
+        self.codex_home.mkdir()
+        (self.codex_home / "config.toml").write_text("[features]\nmemories = true\n", encoding="utf-8")
+        self.db_url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+        self.root = tmp_path / "memories"
+        self.store = MemoryStore.open(self.db_url)
+
+    def seed(self, *, hours_ago: float, topic: str, preference: str, keyword: str, slug: str | None = None) -> str:
+        created = NOW - timedelta(hours=hours_ago)
+        thread_id = uuid7_at(created)
+        updated_ms = int(created.timestamp() * 1000) + 60_000
+        self.store.upsert_threads(
+            [
+                ThreadRecord(
+                    id=thread_id,
+                    rollout_path=str(self.codex_home / f"rollout-{thread_id}.jsonl"),
+                    created_at_ms=int(created.timestamp() * 1000),
+                    updated_at_ms=updated_ms,
+                    source="cli",
+                    cwd="/home/dana/src/app",
+                    git_branch="main",
+                )
+            ]
+        )
+        claim = self.store.try_claim_stage1_job(
+            thread_id=thread_id, worker_id="test", source_updated_at=updated_ms // 1000, lease_seconds=3600, max_running_jobs=64
+        )
+        assert self.store.mark_stage1_job_succeeded(
+            thread_id=thread_id,
+            ownership_token=claim.ownership_token,
+            source_updated_at=updated_ms // 1000,
+            raw_memory=RAW_MEMORY.format(topic=topic, preference=preference, keyword=keyword),
+            rollout_summary=f"# {topic}\n\nRollout context: /home/dana/src/app\n",
+            rollout_slug=slug,
+        )
+        return thread_id
+
+    def run(self, *, provider: str = "heuristic", base_url: str | None = None, force: bool = True) -> Phase2Report:
+        state = phase2(
+            codex_home=str(self.codex_home),
+            db_url=self.db_url,
+            memory_root=str(self.root),
+            provider=provider,
+            base_url=base_url,
+            force=force,
+            return_state=True,
+        )
+        return state.result(raise_on_failure=False) if state.is_failed() else state.result()
+
+    def files(self) -> dict[str, bytes]:
+        return {
+            str(path.relative_to(self.root)): path.read_bytes()
+            for path in sorted(self.root.rglob("*"))
+            if path.is_file() and ".git" not in path.relative_to(self.root).parts
+        }
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Home]:
+    created = Home(tmp_path)
+    yield created
+    created.store.close()
+
+
+def scripted_agent(actions: list[list[ToolCall]]) -> Callable[[RecordedRequest], ScriptedReply]:
+    """Answers consolidation requests with the given tool-call rounds, then a final message."""
+    rounds = iter(actions)
+
+    def handler(request: RecordedRequest) -> ScriptedReply:
+        try:
+            return ScriptedReply.function_calls(*next(rounds))
+        except StopIteration:
+            return ScriptedReply.output_text("Consolidation finished.")
+
+    return handler
+
+
+def write(path: str, content: str, call_id: str) -> ToolCall:
+    return ToolCall("write_file", json.dumps({"path": path, "content": content}), call_id)
+
+
+VALID_SUMMARY = "v1\n\n## User Profile\nDana.\n\n## User preferences\n- pnpm\n\n## General Tips\n- none\n\n## What's in Memory\n### /home/dana/src/app\n- app: pnpm\n"
+
+
+def test_run_writes_a_memory_folder_codex_accepts_and_a_rerun_changes_nothing(home: Home) -> None:
+    thread_id = home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm", slug="Set-up pnpm!")
+    report = home.run()
+    assert report.outcome is Outcome.succeeded
+    assert report.consolidator == "heuristic"
+    summary = (home.root / "memory_summary.md").read_text(encoding="utf-8")
+    assert summary.splitlines()[0] == "v1"
+    assert (home.root / "MEMORY.md").is_file() and "always use pnpm" in (home.root / "MEMORY.md").read_text()
+    output = home.store.get_stage1_output(thread_id)
+    stem = rollout_summary_stem(thread_id, output.source_updated_at, "Set-up pnpm!")
+    assert stem.endswith("-set_up_pnpm")
+    assert [path.name for path in (home.root / "rollout_summaries").iterdir()] == [f"{stem}.md"]
+    assert not (home.root / "phase2_workspace_diff.md").exists()
+    assert not workspace_diff(home.root).changes  # the baseline holds the result
+    assert home.store.get_stage1_output(thread_id).selected_for_phase2
+    before = home.files()
+
+    again = home.run()
+    assert again.outcome is Outcome.succeeded_no_workspace_changes
+    assert again.agent_stop_reason is None  # no consolidation at all
+    assert home.files() == before
+
+
+def test_cooldown_skips_and_force_does_not(home: Home) -> None:
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    assert home.run().outcome is Outcome.succeeded
+    home.seed(hours_ago=20, topic="Lint first", preference="run make lint before committing", keyword="lint")
+    assert home.run(force=False).outcome is Outcome.skipped_cooldown
+    assert home.run(force=True).outcome is Outcome.succeeded
+    assert "make lint" in (home.root / "MEMORY.md").read_text()
+
+
+def test_agent_consolidates_from_the_diff_and_a_second_run_makes_no_model_call(home: Home) -> None:
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    agent = scripted_agent(
+        [
+            [ToolCall("read_file", json.dumps({"path": "phase2_workspace_diff.md", "start_line": 1, "end_line": None}), "c1")],
+            [write("MEMORY.md", "# Task Group: app\nscope: app\n", "c2"), write("memory_summary.md", VALID_SUMMARY, "c3")],
+        ]
+    )
+    with running_openai_server(agent) as server:
+        report = home.run(provider="openai", base_url=server.base_url)
+        calls = len(server.requests)
+        assert report.outcome is Outcome.succeeded, report.reason
+        assert report.agent_steps == 3 and report.agent_tool_calls == 3
+        assert "phase2_workspace_diff.md" in server.requests[0].input_text
+        assert "- A raw_memories.md" in server.requests[1].input_text  # the diff file the agent read
+        assert set(report.files_changed) >= {"MEMORY.md", "memory_summary.md"}
+        assert report.usage.get("total_tokens", 0) > 0
+
+        again = home.run(provider="openai", base_url=server.base_url)
+        assert again.outcome is Outcome.succeeded_no_workspace_changes
+        assert len(server.requests) == calls
+    assert not (home.root / "phase2_workspace_diff.md").exists()
+
+
+def test_clean_workspace_with_missing_artifacts_still_runs_the_agent(home: Home) -> None:
+    # Scenario 57: the inputs are in the baseline but MEMORY.md / memory_summary.md are not.
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    assert home.run().outcome is Outcome.succeeded
+    (home.root / "MEMORY.md").unlink()
+    (home.root / "memory_summary.md").unlink()
+    from codex_memories.workspace import reset_baseline
+
+    reset_baseline(home.root)
+    with running_openai_server(scripted_agent([])) as server:  # the agent writes nothing
+        report = home.run(provider="openai", base_url=server.base_url)
+    assert len(server.requests) == 1
+    assert report.outcome is Outcome.failed_invalid_artifacts
+    assert not (home.root / "MEMORY.md").exists()
+    diff_file = (home.root / "phase2_workspace_diff.md").read_text(encoding="utf-8")
+    assert diff_file.endswith("## Status\n- none\n") and "## Diff" not in diff_file
+    claim = home.store.try_claim_global_phase2_job(worker_id="probe", lease_seconds=60, ignore_cooldown=True)
+    assert claim.outcome is Phase2ClaimOutcome.skipped_retry_unavailable
+    assert home.store.get_job("memory_consolidate_global", "global").last_error.startswith("failed_invalid_artifacts")
+
+
+def test_the_agent_cannot_write_outside_the_memory_root(home: Home, tmp_path: Path) -> None:
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("untouched", encoding="utf-8")
+    home.root.mkdir(exist_ok=True)
+    (home.root / "escape").symlink_to(outside)
+    attempts = [
+        write("../outside.txt", "x", "a1"),
+        write("/tmp/codex-memories-escape-test", "x", "a2"),
+        write(".git/config", "[core]\n", "a3"),
+        write("escape/pwned.txt", "x", "a4"),
+    ]
+    agent = scripted_agent([attempts, [write("MEMORY.md", "# Task Group: app\n", "b1"), write("memory_summary.md", VALID_SUMMARY, "b2")]])
+    with running_openai_server(agent) as server:
+        report = home.run(provider="openai", base_url=server.base_url)
+    assert report.outcome is Outcome.succeeded, report.reason
+    refusals = server.requests[1].input_text
+    assert refusals.count("refused") >= 3
+    assert not (tmp_path / "outside.txt").exists()
+    assert not Path("/tmp/codex-memories-escape-test").exists()
+    assert sorted(path.name for path in outside.iterdir()) == ["keep.txt"]
+    # Symlink hygiene removed the link before the agent ran, so `escape/` became a real folder
+    # inside the root; nothing went through to the outside.
+    assert not (home.root / "escape").is_symlink()
+
+
+def test_a_symlink_left_by_the_consolidator_fails_the_run_and_keeps_the_diff(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Scenario 61, with a consolidator that plants a link (our agent's tools cannot).
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    target = tmp_path / "outside.md"
+    target.write_text("outside", encoding="utf-8")
+
+    class LinkingConsolidator:
+        name = "linking"
+
+        def consolidate(self, root_dir: Path, *, prompt, should_continue) -> ConsolidationOutcome:
+            consolidation.consolidate_heuristically(root_dir, now=NOW)
+            link = root_dir / "extensions" / "external_agent_import" / "instructions.md"
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target)
+            return ConsolidationOutcome(completed=True, stop_reason="finished", steps=1, tool_calls=0, usage=TokenUsage(), files_changed=[])
+
+    monkeypatch.setattr(consolidate_task, "consolidator", lambda config: LinkingConsolidator())
+    report = home.run()
+    assert report.outcome is Outcome.failed_invalid_artifacts
+    assert target.read_text() == "outside"
+    assert not (home.root / "extensions" / "external_agent_import" / "instructions.md").is_symlink()
+    assert (home.root / "phase2_workspace_diff.md").exists()
+    claim = home.store.try_claim_global_phase2_job(worker_id="probe", lease_seconds=60, ignore_cooldown=True)
+    assert claim.outcome is Phase2ClaimOutcome.skipped_retry_unavailable
+
+
+def test_expired_extension_resources_are_pruned_even_without_stage1_input(home: Home) -> None:
+    # Scenarios 58 and 59.
+    resources = home.root / "extensions" / "chronicle" / "resources"
+    resources.mkdir(parents=True)
+    (home.root / "extensions" / "chronicle" / "instructions.md").write_text("chronicle notes\n", encoding="utf-8")
+    old = resources / f"{(NOW - timedelta(days=8)).strftime('%Y-%m-%dT%H-%M-%S')}-abcd-10min-old.md"
+    recent = resources / f"{(NOW - timedelta(days=6)).strftime('%Y-%m-%dT%H-%M-%S')}-abcd-10min-recent.md"
+    old.write_text("old", encoding="utf-8")
+    recent.write_text("recent", encoding="utf-8")
+    home.store.enqueue_global_consolidation(1)
+    report = home.run()
+    assert report.outcome is Outcome.succeeded
+    assert not old.exists() and recent.exists()
+    assert ("extension_expiry", f"extensions/chronicle/resources/{old.name}") in report.forgotten
+    assert any(row.route == "extension_expiry" for row in home.store.list_forget_audit())
+
+
+def test_a_symlinked_extensions_folder_is_replaced_by_a_real_one(home: Home, tmp_path: Path) -> None:
+    # Scenario 60.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    home.root.mkdir()
+    (home.root / "extensions").symlink_to(outside)
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    assert home.run().outcome is Outcome.succeeded
+    assert (home.root / "extensions").is_dir() and not (home.root / "extensions").is_symlink()
+    assert (home.root / "extensions" / "ad_hoc" / "instructions.md").is_file()
+    assert list(outside.iterdir()) == []
+
+
+def test_two_runs_started_together_consolidate_once(home: Home) -> None:
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    slow_agent_started = threading.Event()
+
+    def slow(request: RecordedRequest) -> ScriptedReply:
+        if not slow_agent_started.is_set():
+            slow_agent_started.set()
+            return ScriptedReply.function_calls(
+                write("MEMORY.md", "# Task Group: app\n", "s1"), write("memory_summary.md", VALID_SUMMARY, "s2"), delay_seconds=12
+            )
+        return ScriptedReply.output_text("done")
+
+    results: list[Phase2Report] = []
+    with running_openai_server(slow) as server:
+        first = threading.Thread(target=lambda: results.append(home.run(provider="openai", base_url=server.base_url)))
+        first.start()
+        assert slow_agent_started.wait(60)
+        second = home.run(provider="openai", base_url=server.base_url)
+        first.join(120)
+    assert second.outcome is Outcome.skipped_running
+    assert [report.outcome for report in results] == [Outcome.succeeded]
+
+
+def test_a_run_killed_while_consolidating_is_recovered_after_its_lease_expires(home: Home, tmp_path: Path) -> None:
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    agent_called = threading.Event()
+
+    def hang(request: RecordedRequest) -> ScriptedReply:
+        agent_called.set()
+        return ScriptedReply.output_text("too late", delay_seconds=60)
+
+    script = tmp_path / "run_phase2.py"
+    script.write_text(
+        "import sys\nfrom flows.phase2 import phase2\n"
+        "phase2(codex_home=sys.argv[1], db_url=sys.argv[2], memory_root=sys.argv[3], provider='openai', base_url=sys.argv[4], force=True)\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "CODEX_MEMORIES_PHASE2_LEASE_SECONDS": "6", "CODEX_MEMORIES_PHASE2_HEARTBEAT_SECONDS": "1"}
+    with running_openai_server(hang) as server:
+        process = subprocess.Popen(
+            [sys.executable, str(script), str(home.codex_home), home.db_url, str(home.root), server.base_url],
+            env=env,
+            cwd=Path(__file__).resolve().parents[2],
+            start_new_session=True,
+        )
+        try:
+            assert agent_called.wait(120), "the killed run never reached the agent"
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(30)
+    held = home.store.try_claim_global_phase2_job(worker_id="probe", lease_seconds=60, ignore_cooldown=True)
+    assert held.outcome is Phase2ClaimOutcome.skipped_running  # the dead run's lease is still live
+    time.sleep(7)  # the dead run no longer renews its 6 s lease
+
+    report = home.run()
+    assert report.outcome is Outcome.succeeded, report.reason
+    assert (home.root / "memory_summary.md").read_text().startswith("v1\n")
+    assert len(list((home.root / "rollout_summaries").glob("*.md"))) == 1
+    assert (home.root / "MEMORY.md").read_text().count("always use pnpm") == 1
+    assert not (home.root / "phase2_workspace_diff.md").exists()
