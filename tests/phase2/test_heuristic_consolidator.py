@@ -515,3 +515,41 @@ def test_the_prompt_states_the_formats_and_the_safety_rules(tmp_path: Path) -> N
     ):
         assert required in text, required
     assert "there is no shell" in text
+
+
+def test_summary_stays_within_what_codex_injects_unchanged(tmp_path: Path) -> None:
+    from codex_memories.consolidation import SUMMARY_MAX_BYTES, consolidate_heuristically
+    from codex_memories.state.records import Stage1Output
+    from codex_memories.artifacts import rebuild_raw_memories
+
+    outputs = []
+    for index in range(300):
+        day = 1 + index % 28
+        outputs.append(
+            Stage1Output(
+                thread_id=f"00000000-0000-4000-8000-{index:012d}",
+                source_updated_at=1_790_000_000 + index * 86_400 // 7,
+                raw_memory=(
+                    "---\n"
+                    f"description: Task number {index} about the ingestion service and its retries on day {day}\n"
+                    f"task: task {index}\ntask_group: project-{index % 40}\ntask_outcome: success\n"
+                    f"cwd: /home/dana/src/project-{index % 40}\nkeywords: ingest, retries, project-{index % 40}, topic{index}\n---\n\n"
+                    f"### Task 1: task {index}\ntask: task {index}\ntask_group: project-{index % 40}\ntask_outcome: success\n\n"
+                    f"Preference signals:\n- the user said \"always run check number {index} before pushing\"\n\n"
+                    f"Reusable knowledge:\n- `make check-{index}` passes\n\nFailures and how to do differently:\n- none\n\nReferences:\n- [1] make\n"
+                ),
+                rollout_summary=f"# task {index}\n",
+                generated_at=1,
+                cwd=f"/home/dana/src/project-{index % 40}",
+                rollout_path=f"/tmp/rollout-{index}.jsonl",
+            )
+        )
+    root = tmp_path / "memories"
+    root.mkdir()
+    rebuild_raw_memories(root, outputs)
+    consolidate_heuristically(root, now=datetime(2026, 11, 30, tzinfo=UTC))
+    summary = (root / "memory_summary.md").read_bytes()
+    assert len(summary) <= SUMMARY_MAX_BYTES
+    text = summary.decode("utf-8")
+    assert text.startswith("v1\n") and "## What's in Memory" in text
+    assert "more topics are indexed in MEMORY.md" in text
