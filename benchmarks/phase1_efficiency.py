@@ -1,0 +1,466 @@
+"""Phase-1 efficiency: how close the extraction map gets to `ceil(N / 8) x latency`.
+
+What it does, per repetition, in a fresh child process (as the CLI runs):
+1. writes N realistic small interactive `cli` rollouts with the rollout factory into a temp
+   CODEX_HOME (`[features] memories = true`), all eligible (`ignore_age_windows=True`);
+2. starts the test OpenAI-compatible server on 127.0.0.1 with a fixed latency per request;
+3. imports the flow and starts Prefect's temporary server with a no-op flow (both timed and
+   reported apart: they are per-process costs, not phase-1 costs);
+4. runs the real `phase1` flow (provider `openai`, `base_url` = the test server, concurrency 8,
+   `max_rollouts_per_startup=128`) until every rollout is extracted. The store caps one run's
+   claims at `max_rollouts_per_startup` (128, the maximum), so N=200 takes two flow runs
+   (128 + 72); both are measured and summed. 128 is a multiple of 8, so the ideal of the two runs
+   together equals `ceil(N / 8) x latency`;
+5. replays the very same HTTP request bodies the flow sent through a plain
+   `ThreadPoolExecutor(8)` with the `openai` client (the baseline), then runs the library's
+   `extract_memory` on the same claims in a plain pool, once with one shared provider and once
+   building the provider per call as `tasks/extract.py` does (these two locate the overhead).
+
+Timing hooks live in this script only: every Prefect task the flow module calls is wrapped in a
+timer (stage breakdown), and a `codex_memories.progress` listener marks when the extraction map
+starts. The extraction stage is measured from the map's start (first submission) to the start of
+the quality check (all futures collected); the model-call window is the first request the server
+received to the last extraction finished.
+
+    .venv/bin/python benchmarks/phase1_efficiency.py [--rollouts 200] [--latency 0.5] [--repeats 3] [--update-readme]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # noqa: E402 - the path above makes the sibling module importable
+    REPO_ROOT,
+    machine_description,
+    markdown_table,
+    median,
+    prepare_prefect_environment,
+    scratch_dir,
+    spread,
+    update_readme_section,
+)
+
+CONCURRENCY = 8
+MAX_CLAIMS_PER_RUN = 128  # the clamp of Codex's max_rollouts_per_startup
+SECTION = "phase1_efficiency"
+
+
+# ---- data ------------------------------------------------------------------------------------
+
+
+def write_sessions(codex_home: Path, count: int) -> int:
+    """N small interactive sessions: 1-3 turns, 2-6 shell calls, outputs of a few hundred bytes
+    to a few KB, in a handful of projects. Returns the bytes written."""
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    from tests.support.rollout_factory import write_rollout
+
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text("[features]\nmemories = true\n", encoding="utf-8")
+    rng = random.Random(1234)
+    projects = ["api", "web", "infra", "billing", "cli", "docs", "search", "mobile"]
+    asks = [
+        "Fix the failing test in {p} and keep using pnpm, never npm.",
+        "Add retries with exponential backoff to the {p} webhook sender.",
+        "Why does the {p} build fail on CI but not locally?",
+        "Rename the config loader in {p} and update its callers.",
+        "Write a migration for the new column in {p}; we use alembic.",
+    ]
+    follow_ups = ["Also run the linter.", "Keep the diff small please.", "Now update the changelog."]
+    commands = [
+        ("pnpm test --filter {p}", "PASS src/{p}/a.test.ts\nFAIL src/{p}/b.test.ts\n  expected 200, got 500\n"),
+        ("rg -n 'def load_config' {p}", "{p}/config.py:12:def load_config(path):\n"),
+        ("git status --short", " M {p}/sender.py\n M tests/test_sender.py\n"),
+        ("pytest -q tests/{p}", "....F..\nFAILED tests/{p}/test_retry.py::test_backoff - AssertionError\n"),
+        ("cat {p}/README.md", "# {p}\n\nRun `make dev` to start. Requires Python 3.11.\n"),
+    ]
+    start = datetime.now(UTC) - timedelta(days=3)
+    total = 0
+    for index in range(count):
+        project = rng.choice(projects)
+        turns = rng.randint(1, 3)
+        messages = [rng.choice(asks).format(p=project)] + rng.sample(follow_ups, turns - 1)
+        calls = []
+        for _ in range(rng.randint(2, 6)):
+            command, output = rng.choice(commands)
+            calls.append((command.format(p=project), output.format(p=project) * rng.randint(1, 12)))
+        path = write_rollout(
+            codex_home,
+            created_at=start + timedelta(minutes=17 * index),
+            cwd=f"/home/dana/src/{project}",
+            user_messages=messages,
+            tool_calls=calls,
+            assistant_messages=[f"Done with step {turn + 1} in {project}." for turn in range(turns)],
+        )
+        total += path.stat().st_size
+    return total
+
+
+# ---- the child: one measured repetition ------------------------------------------------------
+
+
+class _Marks:
+    """Thread-safe timestamps (perf_counter) from the hooks."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.extract_started: list[float] = []
+        self.extract_advanced: list[float] = []
+        self.requests: list[float] = []
+        self.stages: list[tuple[str, float, float]] = []
+        self.claims: list[Any] = []
+
+    # progress listener protocol
+    def start(self, stage: str, total: int) -> None:
+        if stage == "extract":
+            with self.lock:
+                self.extract_started.append(time.perf_counter())
+
+    def advance(self, stage: str, amount: int = 1) -> None:
+        if stage == "extract":
+            with self.lock:
+                self.extract_advanced.append(time.perf_counter())
+
+
+def _install_stage_timers(module: Any, marks: _Marks) -> None:
+    """Wrap every Prefect task the flow module calls directly (not the extraction, which the flow
+    re-optioned and submits) in a timer. Calling the wrapped Task inside the flow still runs it as
+    a Prefect task."""
+    from prefect import Task
+
+    for name, value in list(vars(module).items()):
+        if not isinstance(value, Task) or name == "extract_rollout":
+            continue
+
+        def timed(*args: Any, __task: Task = value, __name: str = name, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            result = __task(*args, **kwargs)
+            finished = time.perf_counter()
+            with marks.lock:
+                marks.stages.append((__name, started, finished))
+                if __name == "claim_stage1_jobs":
+                    marks.claims.extend(result)
+            return result
+
+        setattr(module, name, timed)
+
+
+def run_child(rollouts: int, latency: float, work: Path, output: Path) -> None:
+    prepare_prefect_environment(work / "prefect")
+    codex_home = work / "codex_home"
+    data_bytes = write_sessions(codex_home, rollouts)
+    _say(f"wrote {rollouts} rollouts ({data_bytes / 1e6:.1f} MB)")
+
+    from tests.support.openai_server import default_handler, running_openai_server
+
+    marks = _Marks()
+
+    def recording_handler(request: Any) -> Any:
+        with marks.lock:
+            marks.requests.append(time.perf_counter())
+        return default_handler(request)
+
+    started = time.perf_counter()
+    import flows.phase1 as phase1_module
+    from prefect import flow
+
+    import_seconds = time.perf_counter() - started
+
+    @flow(name="benchmark-warmup")
+    def warmup() -> None:
+        return None
+
+    started = time.perf_counter()
+    warmup()
+    prefect_start_seconds = time.perf_counter() - started
+    _say(f"imports {import_seconds:.1f} s, Prefect temporary server {prefect_start_seconds:.1f} s")
+
+    from codex_memories import progress
+
+    _install_stage_timers(phase1_module, marks)
+    progress.subscribe(marks)
+
+    result: dict[str, Any] = {
+        "rollouts": rollouts,
+        "latency": latency,
+        "data_bytes": data_bytes,
+        "import_seconds": import_seconds,
+        "prefect_start_seconds": prefect_start_seconds,
+        "runs": [],
+    }
+    with running_openai_server(recording_handler, latency_seconds=latency) as server:
+        extracted = 0
+        while extracted < rollouts:
+            marks.stages.clear()
+            marks.extract_started.clear()
+            marks.extract_advanced.clear()
+            marks.requests.clear()
+            started = time.perf_counter()
+            report = phase1_module.phase1(
+                codex_home=str(codex_home),
+                db_url=f"sqlite:///{work / 'state.sqlite'}",
+                memory_root=str(work / "memories"),
+                provider="openai",
+                base_url=server.base_url,
+                max_rollouts_per_startup=MAX_CLAIMS_PER_RUN,
+                ignore_age_windows=True,
+                concurrency=CONCURRENCY,
+            )
+            finished = time.perf_counter()
+            if report.claimed == 0:
+                raise RuntimeError(f"a flow run claimed nothing with {rollouts - extracted} rollouts left")
+            outcomes = {str(key): value for key, value in report.outcome_counts().items()}
+            quality_start = next(start for name, start, _ in marks.stages if name == "check_extraction_quality")
+            stages: dict[str, float] = {}
+            for name, stage_start, stage_end in marks.stages:
+                stages[name] = stages.get(name, 0.0) + stage_end - stage_start
+            result["runs"].append(
+                {
+                    "claimed": report.claimed,
+                    "outcomes": outcomes,
+                    "flow_seconds": finished - started,
+                    "extract_stage_seconds": quality_start - marks.extract_started[0],
+                    "model_window_seconds": max(marks.extract_advanced) - min(marks.requests),
+                    "requests": len(marks.requests),
+                    "stages": stages,
+                }
+            )
+            extracted += report.claimed
+            _say(f"flow run: {report.claimed} claimed, {finished - started:.1f} s")
+
+        bodies = [request.body for request in server.requests if request.endpoint == "responses"]
+        claims = list(marks.claims)
+        result["plain_pool_seconds"] = _plain_pool(server.base_url, bodies)
+        result["library_shared_seconds"], result["library_per_call_seconds"] = _library_pools(
+            server.base_url, codex_home, claims
+        )
+        result["replayed_requests"] = len(bodies)
+        _say(f"baselines: plain pool {result['plain_pool_seconds']:.1f} s, library "
+             f"{result['library_shared_seconds']:.1f} s / {result['library_per_call_seconds']:.1f} s")
+    output.write_text(json.dumps(result), encoding="utf-8")
+
+
+def _say(message: str) -> None:
+    print(f"  [child] {message}", file=sys.stderr, flush=True)
+
+
+def _plain_pool(base_url: str, bodies: list[dict[str, Any]]) -> float:
+    """The baseline: the same request bodies, one shared `openai` client, 8 threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from openai import OpenAI
+
+    client = OpenAI(base_url=base_url, api_key="benchmark", max_retries=0)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        list(pool.map(lambda body: client.responses.create(**body), bodies))
+    elapsed = time.perf_counter() - started
+    client.close()
+    return elapsed
+
+
+def _library_pools(base_url: str, codex_home: Path, claims: list[Any]) -> tuple[float, float]:
+    """`extract_memory` on the same claims in a plain pool: one shared provider, then one provider
+    per call (as `tasks/extract.py` builds it). No Prefect, no DB."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from codex_memories.extraction import extract_memory
+    from codex_memories.runtime import extraction_provider
+    from codex_memories.settings import load_runtime_config
+
+    config = load_runtime_config(codex_home=str(codex_home), provider="openai", base_url=base_url)
+    budget = config.settings.rollout_token_budget
+    shared = extraction_provider(config)
+
+    def with_shared(claim: Any) -> Any:
+        return extract_memory(claim, shared, model=config.extract_model, token_budget=budget)
+
+    def with_per_call(claim: Any) -> Any:
+        return extract_memory(claim, extraction_provider(config), model=config.extract_model, token_budget=budget)
+
+    timings = []
+    for work in (with_shared, with_per_call):
+        started = time.perf_counter()
+        with ThreadPoolExecutor(CONCURRENCY) as pool:
+            results = list(pool.map(work, claims))
+        timings.append(time.perf_counter() - started)
+        failed = [r for r in results if r.outcome.value != "succeeded"]
+        if failed:
+            raise RuntimeError(f"library baseline: {len(failed)} extraction(s) did not succeed: {failed[0].reason}")
+    return timings[0], timings[1]
+
+
+# ---- the parent: repetitions, table, README --------------------------------------------------
+
+
+def ideal_seconds(count: int, latency: float) -> float:
+    return math.ceil(count / CONCURRENCY) * latency
+
+
+def run_repetition(rollouts: int, latency: float) -> dict[str, Any]:
+    """One fresh child process; retried once when it fails (the temporary Prefect server can
+    fail to start on an overloaded machine), so one hiccup does not lose the other repetitions."""
+    for attempt in (1, 2):
+        work = scratch_dir("phase1-")
+        output = work / "result.json"
+        try:
+            completed = subprocess.run(
+                [sys.executable, __file__, "--child", "--rollouts", str(rollouts), "--latency", str(latency),
+                 "--work", str(work), "--output", str(output)],
+                check=False,
+                cwd=REPO_ROOT,
+            )
+            if completed.returncode == 0:
+                return json.loads(output.read_text(encoding="utf-8"))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(f"  repetition failed (attempt {attempt}, exit code {completed.returncode})", file=sys.stderr, flush=True)
+    raise RuntimeError("a repetition failed twice")
+
+
+def summarize(results: list[dict[str, Any]]) -> str:
+    first = results[0]
+    rollouts, latency = first["rollouts"], first["latency"]
+    ideal_total = sum(ideal_seconds(run["claimed"], latency) for run in first["runs"])
+    ideal = ideal_seconds(rollouts, latency)
+
+    def total(key: str) -> list[float]:
+        return [sum(run[key] for run in result["runs"]) for result in results]
+
+    flow = total("flow_seconds")
+    stage = total("extract_stage_seconds")
+    window = total("model_window_seconds")
+    plain = [result["plain_pool_seconds"] for result in results]
+    shared = [result["library_shared_seconds"] for result in results]
+    per_call = [result["library_per_call_seconds"] for result in results]
+
+    def efficiency(values: list[float]) -> list[float]:
+        return [ideal / value for value in values]
+
+    rows = [
+        ["phase-1 flow runs, whole (sum of runs)", spread(flow, unit=" s"), spread(efficiency(flow))],
+        ["extraction stage (map start → all futures collected)", spread(stage, unit=" s"), spread(efficiency(stage))],
+        ["model-call window (first request → last extraction done)", spread(window, unit=" s"), spread(efficiency(window))],
+        ["baseline: ThreadPoolExecutor(8) + openai client, same requests", spread(plain, unit=" s"), spread(efficiency(plain))],
+        ["library `extract_memory` in ThreadPoolExecutor(8), one shared provider", spread(shared, unit=" s"), spread(efficiency(shared))],
+        ["library `extract_memory` in ThreadPoolExecutor(8), provider per call (as the task)", spread(per_call, unit=" s"), spread(efficiency(per_call))],
+    ]
+    main_table = markdown_table(["measured", "seconds, median (range)", "efficiency = ideal / measured"], rows)
+
+    per_run_rows = []
+    for index, run in enumerate(first["runs"]):
+        flows = [result["runs"][index]["flow_seconds"] for result in results]
+        stages = [result["runs"][index]["extract_stage_seconds"] for result in results]
+        run_ideal = ideal_seconds(run["claimed"], latency)
+        per_run_rows.append(
+            [f"run {index + 1}", str(run["claimed"]), f"{run_ideal:.2f} s", spread(flows, unit=" s"),
+             spread([run_ideal / value for value in flows]), spread(stages, unit=" s"),
+             spread([run_ideal / value for value in stages])]
+        )
+    per_run_table = markdown_table(
+        ["flow run", "claimed", "ideal", "flow wall", "flow eff.", "extraction stage", "stage eff."], per_run_rows
+    )
+
+    stage_names = sorted({name for result in results for run in result["runs"] for name in run["stages"]})
+    stage_rows = []
+    for name in stage_names:
+        values = [sum(run["stages"].get(name, 0.0) for run in result["runs"]) for result in results]
+        stage_rows.append([f"`{name}`", spread(values, unit=" s")])
+    other = [
+        sum(run["flow_seconds"] - run["extract_stage_seconds"] - sum(run["stages"].values()) for run in result["runs"])
+        for result in results
+    ]
+    stage_rows.append(["flow start/finish, Prefect bookkeeping and the rest (flow − stages − extraction)", spread(other, unit=" s")])
+    stage_table = markdown_table(["other stage (sum over the flow runs)", "seconds, median (range)"], stage_rows)
+
+    process_rows = [
+        ["`import flows.phase1` (Prefect, openai, SQLAlchemy, ...)", spread([r["import_seconds"] for r in results], unit=" s")],
+        ["Prefect temporary server start (first flow call in a process)", spread([r["prefect_start_seconds"] for r in results], unit=" s")],
+    ]
+    process_table = markdown_table(["per-process cost (paid by every CLI invocation, outside the flow wall time)", "seconds"], process_rows)
+
+    flow_eff = median(efficiency(flow))
+    stage_eff = median(efficiency(stage))
+    outcome_line = ", ".join(f"{key}: {value}" for key, value in sorted(_merge_outcomes(first).items()))
+    lines = [
+        f"N = {rollouts} rollouts ({first['data_bytes'] / 1e6:.1f} MB), latency {latency} s, concurrency {CONCURRENCY}, "
+        f"{len(results)} repetitions (fresh process each); flow runs per repetition: {len(first['runs'])} "
+        f"(claims {', '.join(str(run['claimed']) for run in first['runs'])}); requests replayed by the baseline: "
+        f"{first['replayed_requests']}; outcomes: {outcome_line}.",
+        f"Ideal = ceil({rollouts}/{CONCURRENCY}) × {latency} s = **{ideal:.2f} s** (per-run ideals sum to {ideal_total:.2f} s).",
+        "",
+        main_table,
+        "",
+        per_run_table,
+        "",
+        stage_table,
+        "",
+        process_table,
+        "",
+        f"Goal efficiency ≥ 0.9: whole flow {flow_eff:.2f} ({_verdict(flow_eff)}), extraction stage "
+        f"{stage_eff:.2f} ({_verdict(stage_eff)}).",
+    ]
+    return "\n".join(lines)
+
+
+def _merge_outcomes(result: dict[str, Any]) -> dict[str, int]:
+    merged: dict[str, int] = {}
+    for run in result["runs"]:
+        for key, value in run["outcomes"].items():
+            merged[key] = merged.get(key, 0) + value
+    return merged
+
+
+def _verdict(value: float) -> str:
+    return "met" if value >= 0.9 else f"missed by {0.9 - value:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rollouts", type=int, default=200, help="N rollouts (default 200)")
+    parser.add_argument("--latency", type=float, default=0.5, help="test-server latency per request, seconds")
+    parser.add_argument("--repeats", type=int, default=3, help="repetitions, each in a fresh process")
+    parser.add_argument("--update-readme", action="store_true", help="write the results into benchmarks/README.md")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        run_child(args.rollouts, args.latency, args.work, args.output)
+        return
+
+    command = ".venv/bin/python benchmarks/phase1_efficiency.py"
+    options = f" --rollouts {args.rollouts} --latency {args.latency} --repeats {args.repeats}"
+    results = []
+    for repetition in range(args.repeats):
+        print(f"repetition {repetition + 1}/{args.repeats} ...", file=sys.stderr, flush=True)
+        results.append(run_repetition(args.rollouts, args.latency))
+    body = summarize(results)
+    print(body)
+    if args.update_readme:
+        header = (
+            "## Phase-1 efficiency (`phase1_efficiency.py`)\n\n"
+            "How close phase 1 gets to the ideal `ceil(N/8) × latency` against the test OpenAI-compatible "
+            "server with a fixed latency, for the whole flow runs and for the extraction map alone, next to a "
+            "plain `ThreadPoolExecutor(8)` replaying the same HTTP requests with the `openai` client. "
+            "See the script's docstring for the method.\n\n"
+            f"Command: `{command}{options} --update-readme`\n\n"
+            f"Machine: {machine_description()}\n\n"
+        )
+        update_readme_section(SECTION, header + body)
+
+
+if __name__ == "__main__":
+    main()
