@@ -159,7 +159,9 @@ def discover_folder(
 ) -> DiscoveryReport:
     """Backfill discovery of one arbitrary folder of rollouts (searched recursively).
 
-    As `discover_rollouts`, with three differences: `report.thread_ids` lists every thread found
+    Threads are archived when `archived` says so or their file is under an `archived_sessions`
+    folder inside `folder`. As `discover_rollouts` otherwise, with three differences:
+    `report.thread_ids` lists every thread found
     (new, changed or unchanged), so the backfill claims exactly these; a thread already known at
     another path that still exists keeps that row (the Codex home's copy wins over a copy
     elsewhere); and nothing is marked missing, since the folder may be a partial copy.
@@ -171,9 +173,13 @@ def discover_folder(
         generate_memories=generate_memories,
         disable_on_external_context=disable_on_external_context,
         now_ms=now_ms,
-        keep_rows_found_elsewhere=True,
+        for_backfill=True,
     )
-    if folder.is_dir():
+    if (folder / paths.SESSIONS_DIR).is_dir():  # a Codex home (or a copy of one)
+        scanner.scan(folder / paths.SESSIONS_DIR, archived=archived)
+        if (folder / paths.ARCHIVED_SESSIONS_DIR).is_dir():
+            scanner.scan(folder / paths.ARCHIVED_SESSIONS_DIR, archived=True)
+    elif folder.is_dir():
         scanner.scan(folder, archived=archived)
     scanner.finish()
     return report
@@ -190,14 +196,14 @@ class _FolderScanner:
         generate_memories: bool,
         disable_on_external_context: bool,
         now_ms: int,
-        keep_rows_found_elsewhere: bool = False,
+        for_backfill: bool = False,
     ) -> None:
         self.store = store
         self.report = report
         self.generate_memories = generate_memories
         self.disable_on_external_context = disable_on_external_context
         self.now_ms = now_ms
-        self.keep_rows_found_elsewhere = keep_rows_found_elsewhere
+        self.for_backfill = for_backfill
         self.known_states = store.get_rollout_file_states()
         self.seen_paths: set[str] = set()
         self._batch: list[ThreadRecord] = []
@@ -205,8 +211,13 @@ class _FolderScanner:
     def scan(self, root: Path, *, archived: bool) -> None:
         report = self.report
         for path in iter_rollout_files(root):
+            if self.for_backfill and not archived:
+                # A copied Codex home keeps its archived sessions under archived_sessions/.
+                archived_here = paths.ARCHIVED_SESSIONS_DIR in path.relative_to(root).parts[:-1]
+            else:
+                archived_here = archived
             report.files_seen += 1
-            report.archived_files += int(archived)
+            report.archived_files += int(archived_here)
             key = str(path)
             self.seen_paths.add(key)
             try:
@@ -217,7 +228,7 @@ class _FolderScanner:
             if self.known_states.get(key) == (stat.st_size, stat.st_mtime_ns):
                 known_id = thread_id_from_filename(path)
                 # A backfill must know every thread id: an odd file name is read again for it.
-                if known_id is not None or not self.keep_rows_found_elsewhere:
+                if known_id is not None or not self.for_backfill:
                     report.files_unchanged += 1
                     if known_id is not None:
                         report.thread_ids.append(known_id)
@@ -240,7 +251,7 @@ class _FolderScanner:
                 report.non_interactive += 1
             existing = self.store.get_thread(thread_id)
             if (
-                self.keep_rows_found_elsewhere
+                self.for_backfill
                 and existing is not None
                 and existing.rollout_path != key
                 and Path(existing.rollout_path).is_file()
@@ -261,7 +272,7 @@ class _FolderScanner:
                     thread_id=thread_id,
                     path=path,
                     stat=stat,
-                    archived=archived,
+                    archived=archived_here,
                     memory_mode=mode,
                     now_ms=self.now_ms,
                 )

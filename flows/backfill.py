@@ -1,0 +1,149 @@
+"""Backfill: old and archived rollouts (or any folder, or an s3:// prefix) become memories.
+
+Orchestration only (`codex_memories.backfill` says what a source is and what is claimed). The
+idle and age windows do not apply; the source and memory-mode rules do. Batches of
+`batch_size` claims go through phase 1's own extraction, quality and finalize steps (at most
+`concurrency` extractions at once). Resumable: threads already extracted at their version are not
+candidates, so a re-run continues, and a finished backfill re-run extracts nothing. Ends with one
+phase 2, which skips the cooldown (a backfill is an explicit request; never the lease).
+
+Parameters are settings overrides and the source; none is secret (object-store credentials come
+from the worker's AWS environment).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Literal
+
+from prefect import flow, get_run_logger
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from codex_memories.backfill import BackfillReport, day_window, older_than_selection_window, resolve_source
+from codex_memories.outcomes import Outcome
+from codex_memories.reports import ExtractionLine
+from codex_memories.settings import RuntimeConfig, load_runtime_config
+from flows.phase1 import MAX_EXTRACTION_WORKERS, extract_claims
+from flows.phase2 import run_phase2
+from tasks.backfill_report import publish_backfill_report, start_backfill_progress, update_backfill_progress
+from tasks.claim_backfill import claim_backfill, list_backfill_candidates
+from tasks.discover_backfill_source import discover_backfill_source
+from tasks.fetch_backfill_source import fetch_backfill_source
+from tasks.gates import check_phase1_gates
+from tasks.harvest_citations import harvest_citations
+
+
+@flow(
+    name="memories-backfill",
+    task_runner=ThreadPoolTaskRunner(max_workers=MAX_EXTRACTION_WORKERS),
+    log_prints=False,
+)
+def backfill(
+    source: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    batch_size: int | None = None,
+    codex_home: str | None = None,
+    db_url: str | None = None,
+    memory_root: str | None = None,
+    provider: Literal["auto", "openai", "heuristic"] | None = None,
+    base_url: str | None = None,
+    extract_model: str | None = None,
+    consolidation_model: str | None = None,
+    concurrency: int | None = None,
+) -> BackfillReport:
+    config = load_runtime_config(
+        codex_home=codex_home,
+        db_url=db_url,
+        memory_root=memory_root,
+        provider=provider,
+        base_url=base_url,
+        extract_model=extract_model,
+        consolidation_model=consolidation_model,
+        concurrency=concurrency,
+        backfill_batch_size=batch_size,
+    )
+    return run_backfill(config, source=source, since=since, until=until)
+
+
+def run_backfill(
+    config: RuntimeConfig, *, source: str | None = None, since: str | None = None, until: str | None = None
+) -> BackfillReport:
+    logger = get_run_logger()
+    batch_size = config.settings.backfill_batch_size
+    report = BackfillReport(source=source or "archived", since=since, until=until, batch_size=batch_size)
+    report.phase1.provider, report.phase1.model = config.provider_name, config.extract_model
+
+    # 1. Gates: the feature flag and generate_memories, as for phase 1.
+    report.phase1.gate = check_phase1_gates(config)
+    if report.phase1.gate is not None:
+        publish_backfill_report(report)
+        return report
+
+    # 2. Resolve the source and the day window (a bad one fails the run before any work).
+    resolved = resolve_source(source, config.settings)
+    window = day_window(since, until)
+    report.source = resolved.description
+
+    # 3. Object-store sources: copy the rollouts into the backfill cache (retried on S3 hiccups).
+    if resolved.object_store_url is not None:
+        report.fetched = fetch_backfill_source(resolved, config)
+
+    # 4. Discover the source's threads (archived ones as archived); harvest their citations.
+    discovery = discover_backfill_source(config, resolved)
+    report.phase1.discovery = {
+        "files seen": discovery.files_seen,
+        "files read": discovery.files_read,
+        "files unchanged": discovery.files_unchanged,
+        "threads found": len(discovery.thread_ids),
+        "threads kept at their Codex-home path": discovery.known_elsewhere,
+        "non-interactive sessions": discovery.non_interactive,
+        "unreadable files": len(discovery.unreadable),
+    }
+    harvest_citations(config, discovery.read_paths)
+
+    # 5. Candidates: enabled, interactive, in the window, not yet extracted at their version.
+    candidates = list_backfill_candidates(config, discovery.thread_ids, window)
+    report.candidates = len(candidates)
+    report.max_unused_days = config.memories.max_unused_days
+    report.older_than_selection_window = older_than_selection_window(
+        candidates, max_unused_days=report.max_unused_days, now_ms=int(time.time() * 1000)
+    )
+    if report.older_than_selection_window:
+        logger.warning(
+            "%d backfilled thread(s) are older than max_unused_days=%d: phase 2 will not select their "
+            "memories and the retention prune will remove them (raise max_unused_days, up to 365, to keep them)",
+            report.older_than_selection_window, report.max_unused_days,
+        )
+    progress_id = start_backfill_progress(len(candidates))
+    logger.info("backfill of %s: %d thread(s) to extract", resolved.description, len(candidates))
+
+    # 6. Per batch: claim, then phase 1's extract / quality / finalize steps; report progress.
+    done = 0
+    for start in range(0, len(candidates), batch_size):
+        batch = claim_backfill(config, candidates[start : start + batch_size])
+        extracted = extract_claims(batch.claims, config)
+        report.batches += 1
+        report.phase1.claimed += len(batch.claims)
+        report.phase1.extractions += extracted.lines
+        report.phase1.extractions += [ExtractionLine(thread_id, Outcome(outcome.value)) for thread_id, outcome in batch.skipped]
+        report.phase1.quality += extracted.quality
+        report.phase1.usage += Counter(extracted.usage)
+        done = min(start + batch_size, len(candidates))
+        update_backfill_progress(progress_id, done, len(candidates))
+        logger.info(
+            "backfill batch %d: %d/%d thread(s) done; this batch: %s",
+            report.batches, done, len(candidates),
+            dict(Counter(line.outcome.value for line in extracted.lines)) or "nothing claimed",
+        )
+
+    # 7. One phase 2 for everything the batches produced.
+    phase2 = run_phase2(config, force=True)
+    report.phase2_outcome = phase2.outcome.value if phase2.outcome else None
+    report.phase2_reason = phase2.reason
+
+    # 8. Report.
+    publish_backfill_report(report)
+    logger.info("backfill outcomes: %s; phase 2: %s", dict(report.phase1.outcome_counts()), report.phase2_outcome)
+    return report

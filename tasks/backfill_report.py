@@ -1,0 +1,32 @@
+from uuid import UUID
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
+
+from codex_memories.backfill import BackfillReport, render_backfill_markdown
+
+PROGRESS_ARTIFACT_KEY = "memories-backfill-progress"
+REPORT_ARTIFACT_KEY = "memories-backfill"
+
+
+@task(name="start-backfill-progress", cache_policy=None)
+def start_backfill_progress(total: int) -> UUID:
+    return create_progress_artifact(
+        progress=0.0 if total else 100.0,
+        key=PROGRESS_ARTIFACT_KEY,
+        description=f"Backfill: threads extracted (of {total})",
+    )
+
+
+@task(name="update-backfill-progress", cache_policy=None)
+def update_backfill_progress(artifact_id: UUID, done: int, total: int) -> float:
+    percent = 100.0 if total == 0 else round(100.0 * done / total, 1)
+    update_progress_artifact(artifact_id=artifact_id, progress=percent)
+    return percent
+
+
+@task(name="publish-backfill-report", cache_policy=None)
+def publish_backfill_report(report: BackfillReport) -> str:
+    markdown = render_backfill_markdown(report)
+    create_markdown_artifact(markdown=markdown, key=REPORT_ARTIFACT_KEY, description="Backfill outcomes")
+    return markdown

@@ -1,0 +1,30 @@
+from prefect import task
+
+from codex_memories.backfill import BatchClaim, DayWindow, claim_backfill_batch
+from codex_memories.runtime import open_store
+from codex_memories.settings import INTERACTIVE_SESSION_SOURCES, RuntimeConfig
+from codex_memories.state.records import ThreadRecord
+from tasks.claim import worker_id
+
+
+@task(name="list-backfill-candidates", cache_policy=None)
+def list_backfill_candidates(config: RuntimeConfig, thread_ids: list[str], window: DayWindow) -> list[ThreadRecord]:
+    """The source's threads still to extract: enabled, interactive, in the window, not done."""
+    return open_store(config.settings.resolved_db_url).list_stage1_backfill_candidates(
+        allowed_sources=list(INTERACTIVE_SESSION_SOURCES),
+        thread_ids=thread_ids,
+        since_ms=window.since_ms,
+        until_ms=window.until_ms,
+    )
+
+
+@task(name="claim-backfill-batch", cache_policy=None)
+def claim_backfill(config: RuntimeConfig, threads: list[ThreadRecord]) -> BatchClaim:
+    settings = config.settings
+    return claim_backfill_batch(
+        open_store(settings.resolved_db_url),
+        threads,
+        worker_id=worker_id(),
+        lease_seconds=settings.stage1_lease_seconds,
+        max_running_jobs=max(settings.backfill_batch_size, config.memories.max_rollouts_per_startup),
+    )

@@ -1,0 +1,169 @@
+"""The backfill flow end to end: archived sessions, any folder, an s3:// prefix (moto), with the
+offline heuristic provider; resumable, filtered by day, still bound by the source and
+memory-mode rules."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from codex_memories.state.records import JobKind, MemoryMode
+from tests.support.memory_home import MemoryHome
+from tests.support.rollout_factory import rollout_file_name, write_rollout
+from tests.support.s3 import S3Endpoint, moto_endpoint, s3  # noqa: F401 - fixtures
+
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
+
+PNPM = "I prefer pnpm over npm in this repo."
+DEPLOY = "Remember that the deploy command is make ship."
+TABS = "Always use tabs, never spaces, in the Makefile."
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> MemoryHome:
+    return MemoryHome(tmp_path)
+
+
+def archived(home: MemoryHome, message: str, *, days_ago: float, **options) -> str:
+    created_at = datetime.now(UTC) - timedelta(days=days_ago)
+    path = write_rollout(home.codex_home, created_at=created_at, user_messages=[message], archived=True, **options)
+    return path.stem[-36:]
+
+
+def backfill(home: MemoryHome, **parameters):
+    from flows.backfill import backfill as backfill_flow
+
+    return backfill_flow(
+        codex_home=str(home.codex_home),
+        db_url=home.db_url,
+        memory_root=str(home.memory_root),
+        provider="heuristic",
+        **parameters,
+    )
+
+
+def extracted(report) -> dict[str, str]:
+    return {line.thread_id: line.outcome.value for line in report.phase1.extractions}
+
+
+def test_normal_runs_skip_archived_sessions_and_backfill_extracts_them_once(home: MemoryHome) -> None:
+    old = archived(home, PNPM, days_ago=25)
+    recent = archived(home, DEPLOY, days_ago=2)
+
+    assert home.phase1().outcome_counts()["succeeded"] == 0  # archived: never claimed by phase 1
+    assert home.store.get_stage1_output(old) is None
+
+    first = backfill(home, batch_size=1)
+
+    assert extracted(first) == {old: "succeeded", recent: "succeeded"}
+    assert first.batches == 2 and first.candidates == 2 and first.older_than_selection_window == 0
+    assert home.store.get_thread(old).archived
+    assert first.phase2_outcome == "succeeded"
+    assert "pnpm" in home.memory_text() and "make ship" in home.memory_text()
+
+    again = backfill(home, batch_size=1)
+
+    assert again.candidates == 0 and extracted(again) == {}
+    assert again.phase2_outcome == "succeeded_no_workspace_changes"
+
+
+def test_sessions_older_than_max_unused_days_are_extracted_and_the_report_says_phase_2_skips_them(
+    home: MemoryHome,
+) -> None:
+    ancient = archived(home, PNPM, days_ago=200)
+
+    report = backfill(home)
+
+    assert extracted(report) == {ancient: "succeeded"}
+    assert report.older_than_selection_window == 1 and report.max_unused_days == 30
+    assert "pnpm" not in home.memory_text()  # spec 3 step 4: outside the selection window
+
+    home.write_codex_config("max_unused_days = 365")
+    home.store.upsert_threads([home.store.get_thread(ancient)])
+    assert backfill(home).phase2_outcome == "succeeded"
+    assert "pnpm" in home.memory_text()
+
+
+def test_since_and_until_select_days_of_last_activity(home: MemoryHome) -> None:
+    old = archived(home, PNPM, days_ago=40)
+    middle = archived(home, DEPLOY, days_ago=20)
+    new = archived(home, TABS, days_ago=3)
+    day = lambda days_ago: (datetime.now(UTC) - timedelta(days=days_ago)).date().isoformat()  # noqa: E731
+
+    report = backfill(home, since=day(30), until=day(10))
+    assert set(extracted(report)) == {middle}
+
+    report = backfill(home, since=day(5))
+    assert set(extracted(report)) == {new}
+
+    report = backfill(home, until=day(30))
+    assert set(extracted(report)) == {old}
+
+
+def test_exec_subagent_disabled_and_polluted_sessions_stay_excluded(home: MemoryHome) -> None:
+    home.write_codex_config("disable_on_external_context = true")
+    kept = archived(home, PNPM, days_ago=30)
+    archived(home, "exec: run the tests", days_ago=30, source="exec")
+    archived(home, "subagent: review", days_ago=30, source={"subagent": {"other": "review"}})
+    polluted = archived(home, "look this up on the web", days_ago=30, web_search=True)
+    disabled = archived(home, DEPLOY, days_ago=30)
+    backfill(home, until="2000-01-01")  # discovery only: nothing is that old
+    home.store.set_thread_memory_mode(disabled, MemoryMode.disabled)
+
+    report = backfill(home)
+
+    assert extracted(report) == {kept: "succeeded"}
+    assert home.store.get_thread(polluted).memory_mode == MemoryMode.polluted
+    assert home.store.get_job(JobKind.stage1, disabled) is None
+
+
+def test_a_folder_anywhere_is_backfilled_and_its_paths_stay_readable(home: MemoryHome, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "old-laptop" / "sessions"
+    created_at = datetime.now(UTC) - timedelta(days=10)
+    path = write_rollout(tmp_path / "scratch", created_at=created_at, user_messages=[PNPM])
+    elsewhere.mkdir(parents=True)
+    shutil.move(path, elsewhere / path.name)
+    thread_id = path.stem[-36:]
+
+    report = backfill(home, source=str(elsewhere))
+
+    assert extracted(report) == {thread_id: "succeeded"}
+    thread = home.store.get_thread(thread_id)
+    assert thread.rollout_path == str(elsewhere / path.name) and not thread.archived
+    assert "pnpm" in home.memory_text()
+
+
+def test_an_s3_prefix_is_copied_to_the_cache_and_backfilled_resumably(home: MemoryHome, s3: S3Endpoint, tmp_path: Path) -> None:
+    bucket = s3.new_bucket()
+    created_at = datetime.now(UTC) - timedelta(days=20)
+    local = write_rollout(tmp_path / "upload", created_at=created_at, user_messages=[PNPM], archived=True)
+    thread_id = local.stem[-36:]
+    fs = s3.filesystem()
+    fs.put_file(str(local), f"{bucket}/team/archived_sessions/{local.name}")
+    fs.pipe_file(f"{bucket}/team/archived_sessions/notes.txt", b"not a rollout")
+
+    report = backfill(home, source=f"s3://{bucket}/team")
+
+    assert extracted(report) == {thread_id: "succeeded"}
+    assert report.fetched.downloaded == [f"archived_sessions/{local.name}"]
+    cached = home.codex_home / "codex-memories" / "backfill-cache" / "s3" / bucket / "team" / "archived_sessions" / local.name
+    thread = home.store.get_thread(thread_id)
+    assert thread.rollout_path == str(cached) and thread.archived
+    assert cached.read_bytes() == local.read_bytes()
+
+    again = backfill(home, source=f"s3://{bucket}/team")
+
+    assert again.fetched.downloaded == [] and again.fetched.unchanged == 1
+    assert again.candidates == 0
+
+
+def test_a_bad_source_or_day_fails_before_any_work(home: MemoryHome, tmp_path: Path) -> None:
+    from codex_memories.backfill import BackfillSourceError
+
+    with pytest.raises(BackfillSourceError, match="not a folder"):
+        backfill(home, source=str(tmp_path / "nowhere"))
+    with pytest.raises(BackfillSourceError, match="YYYY-MM-DD"):
+        backfill(home, since="last tuesday")
