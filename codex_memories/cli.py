@@ -291,6 +291,10 @@ from codex_memories.cli_memory import memory_app  # noqa: E402 - registers after
 
 app.add_typer(memory_app)
 
+from codex_memories.cli_backfill import backfill_app  # noqa: E402 - registers after the core commands
+
+app.add_typer(backfill_app)
+
 
 def main() -> None:
     try:

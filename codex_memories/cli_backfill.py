@@ -1,0 +1,92 @@
+"""`codex-memories backfill` (merged into the main CLI): old and archived sessions become memories.
+
+Runs the `memories-backfill` flow in-process (as `run` does for phase 1 and 2); `--source` is
+`archived` (default: `$CODEX_HOME/archived_sessions`), a local folder, or an `s3://` prefix whose
+rollouts are copied to the backfill cache first. A bad source or date is one line on stderr and
+exit 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from codex_memories.cli_options import (
+    ApiMode,
+    BaseUrl,
+    CodexHome,
+    Concurrency,
+    ConfigFile,
+    ConsolidationModel,
+    DbUrl,
+    ExtractModel,
+    MemoryRoot,
+    Provider,
+    load_config,
+)
+
+backfill_app = typer.Typer()
+
+EXIT_USER_ERROR = 1
+
+
+@backfill_app.command()
+def backfill(
+    source: Annotated[
+        Optional[str],
+        typer.Option("--source", help="archived (default: $CODEX_HOME/archived_sessions), a folder, or s3://bucket/prefix."),
+    ] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only sessions last active on or after this day (YYYY-MM-DD, UTC).")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Only sessions last active on or before this day (YYYY-MM-DD, UTC).")] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Threads claimed and extracted per batch (1..1024).")] = None,
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    memory_root: MemoryRoot = None,
+    provider: Provider = None,
+    base_url: BaseUrl = None,
+    api_mode: ApiMode = None,
+    extract_model: ExtractModel = None,
+    consolidation_model: ConsolidationModel = None,
+    concurrency: Concurrency = None,
+    config_file: ConfigFile = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
+) -> None:
+    """Backfill: extract memories from archived or old sessions (no idle/age windows), then phase 2."""
+    config = load_config(
+        codex_home=codex_home, db=db, memory_root=memory_root, provider=provider, base_url=base_url,
+        api_mode=api_mode, extract_model=extract_model, consolidation_model=consolidation_model,
+        concurrency=concurrency, config_file=config_file, backfill_batch_size=batch_size,
+    )
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from codex_memories.backfill import BackfillSourceError, day_window, render_backfill_markdown, resolve_source
+    from flows.backfill import backfill as backfill_flow
+
+    try:  # check the source and days before starting Prefect
+        resolve_source(source, config.settings)
+        day_window(since, until)
+    except BackfillSourceError as error:
+        print(f"codex-memories: {error}", file=sys.stderr)
+        raise typer.Exit(EXIT_USER_ERROR) from None
+    settings = config.settings
+    report = backfill_flow(
+        source=source,
+        since=since,
+        until=until,
+        batch_size=settings.backfill_batch_size,
+        codex_home=str(settings.codex_home_path),
+        db_url=settings.resolved_db_url,
+        memory_root=settings.resolved_memory_root,
+        provider=settings.provider,
+        base_url=settings.base_url,
+        extract_model=settings.extract_model,
+        consolidation_model=settings.consolidation_model,
+        concurrency=settings.concurrency,
+    )
+    print(render_backfill_markdown(report))
+    failed = report.phase2_outcome is not None and report.phase2_outcome.startswith("failed")
+    if failed or report.phase1.failures():
+        raise typer.Exit(EXIT_USER_ERROR)
