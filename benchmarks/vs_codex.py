@@ -68,6 +68,7 @@ from tests.support.openai_server import (  # noqa: E402
     ScriptedReply,
     ToolCall,
     default_handler,
+    is_stage1_request,
     running_openai_server,
     stage1_extraction_for,
 )
@@ -181,7 +182,7 @@ def build_corpus(home: CodexHome, server: OpenAITestServer, root: Path, sessions
 @dataclass
 class Logged:
     at: float
-    kind: str  # codex_user, codex_stage1, codex_consolidation, codex_other, ours
+    kind: str  # codex_user, codex_stage1, codex_consolidation, codex_other, ours_stage1, ours_consolidation
     body_bytes: int
     strings: str  # every string leaf of the body, newline-joined (kept in memory only)
 
@@ -200,7 +201,7 @@ class Router:
             self.log.append(Logged(time.monotonic(), kind, len(json.dumps(request.body or {}, ensure_ascii=False).encode("utf-8")), "\n".join(_strings(request.body))))
         if kind == "codex_stage1":
             return ScriptedReply.output_text(json.dumps(stage1_extraction_for(request), sort_keys=True))
-        if kind == "ours":
+        if kind.startswith("ours"):
             return default_handler(request)  # stage-1 extraction, or a plain answer to our agent
         if kind != "codex_user":
             return ScriptedReply.output_text("Nothing to do.")  # Codex's consolidation agent
@@ -224,7 +225,7 @@ class Router:
 
 def classify(request: RecordedRequest) -> str:
     if not turn_metadata(request):
-        return "ours"
+        return "ours_stage1" if is_stage1_request(request) else "ours_consolidation"
     if is_codex_stage1_request(request):
         return "codex_stage1"
     source = thread_source(request)
@@ -268,6 +269,9 @@ class SystemResult:
 
     def leaked_canaries(self) -> list[str]:
         return [name for name, texts in CANARIES.items() if any(t in entry.strings for entry in self.requests for t in texts)]
+
+    def largest(self, kind_suffix: str) -> int:
+        return max((e.body_bytes for e in self.requests if e.kind.endswith(kind_suffix)), default=0)
 
     def calls_by_kind(self) -> str:
         counts: dict[str, int] = {}
@@ -370,7 +374,7 @@ def run_our_pipeline(home: CodexHome, server: OpenAITestServer, router: Router, 
     started = time.monotonic()
     completed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False, stdin=subprocess.DEVNULL)
     wall = time.monotonic() - started
-    ours = [entry for entry in router.log[first:] if entry.kind == "ours"]
+    ours = [entry for entry in router.log[first:] if entry.kind.startswith("ours")]
     if completed.returncode not in (0, 1):
         raise RuntimeError(f"codex-memories run failed ({completed.returncode}):\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}")
     result = SystemResult("codex-memories", ours, wall, ours_outputs(home, db_url, completed.stdout), started)
@@ -396,12 +400,32 @@ def render(results: list[SystemResult], sessions: list[PlannedSession], seconds_
     row(f"sessions whose tool output reached the model (of {len(sessions)})", [str(sessions_seen(r.requests, [s.tool_marker for s in sessions])) for r in results])
     row("model calls", [f"{len(r.requests)} ({r.calls_by_kind()})" for r in results])
     row("largest request (bytes of JSON)", [f"{max((e.body_bytes for e in r.requests), default=0):,}" for r in results])
+    row("largest stage-1 / consolidation request (bytes)", [f"{r.largest('stage1'):,} / {r.largest('consolidation'):,}" for r in results])
     row("all requests (bytes of JSON)", [f"{sum(e.body_bytes for e in r.requests):,}" for r in results])
     row("wall time (s)", [f"{r.wall_seconds:.1f}" for r in results])
     row("of which: start to first model call (s)", [f"{r.requests[0].at - r.started:.1f}" if r.requests else "-" for r in results])
     row("of which: first to last model call (s)", [f"{r.requests[-1].at - r.requests[0].at:.1f}" if r.requests else "-" for r in results])
     row("outputs produced", [r.outputs for r in results])
     return "\n".join(lines)
+
+
+def notes(codex: SystemResult, ours: SystemResult) -> list[str]:
+    held_back = [name for name in SECRET_VALUES if name not in codex.leaked_secrets()]
+    return [
+        "Reading it:",
+        "",
+        f"* Codex's phase 1 sends the rollout to the model with {len(codex.leaked_secrets())} of the {len(SECRET_VALUES)} secret "
+        f"formats intact (it redacted {', '.join(held_back) or 'none'}); ours redacts before the request, so its count is "
+        f"{len(ours.leaked_secrets())}. The control rows show both still sent every session's user words and tool output.",
+        "* Neither sends developer instructions, AGENTS.md or skill blocks, reasoning or event-only text to the model.",
+        f"* Largest stage-1 request: Codex {codex.largest('stage1'):,} bytes, ours {ours.largest('stage1'):,}; largest "
+        f"consolidation request: Codex {codex.largest('consolidation'):,}, ours {ours.largest('consolidation'):,} (mostly "
+        "each system's own instructions: the corpus sessions are short).",
+        "* Wall time (a shared 2-core machine, other test runs active: expect wide swings) is dominated on our side by process start and the temporary Prefect server (the start-to-first-call "
+        "row); the model-call window is the comparable part. Codex runs in-process, in the background of a session.",
+        "* Phase 2 failed the same way in both (`failed_invalid_artifacts`): the scripted agent wrote no MEMORY.md. That is "
+        "the test server's doing, not either pipeline's.",
+    ]
 
 
 def update_readme(body: str) -> None:
@@ -456,6 +480,8 @@ def main() -> None:
                 "purpose); ours, the whole `codex-memories run` process, Python and the temporary Prefect server included.",
                 "",
                 table,
+                "",
+                *notes(codex, ours),
                 "",
                 f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, `.venv/bin/python benchmarks/vs_codex.py --sessions {count}`.",
             ]
