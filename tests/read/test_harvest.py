@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from codex_memories.harvest import harvest_citations
-from codex_memories.state.records import ThreadRecord
 from codex_memories.state.store import MemoryStore
+from tests.support.memory_home import remember
 from tests.support.rollout_factory import write_rollout
 
 CITED = "0199e1a2-7c3d-7f10-9a4b-2c6d8e0f1a23"
@@ -32,18 +32,6 @@ def store(tmp_path: Path) -> MemoryStore:
     remember(store, CITED)
     yield store
     store.close()
-
-
-def remember(store: MemoryStore, thread_id: str) -> None:
-    """A stage-1 output for `thread_id`, written the way phase 1 writes it."""
-    store.upsert_threads(
-        [ThreadRecord(id=thread_id, rollout_path=f"/nowhere/{thread_id}.jsonl", created_at_ms=1, updated_at_ms=1000, source="cli", first_user_message="hi")]
-    )
-    claim = store.try_claim_stage1_job(thread_id=thread_id, worker_id="test", source_updated_at=1, lease_seconds=60, max_running_jobs=8)
-    assert store.mark_stage1_job_succeeded(
-        thread_id=thread_id, ownership_token=claim.ownership_token, source_updated_at=1,
-        raw_memory="prefers pnpm", rollout_summary="summary", rollout_slug="pnpm",
-    )
 
 
 def usage_count(store: MemoryStore, thread_id: str = CITED) -> int:
