@@ -63,6 +63,9 @@ def _prepare_prefect(verbose: bool) -> None:
     if not verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # Without a server, Prefect starts a temporary one per command; its 20 s default start-up
+    # budget was seen to run out on a loaded 2-core machine.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
 def _say_error(message: str) -> None:
@@ -304,6 +307,11 @@ def main() -> None:
         sys.exit(EXIT_BAD_SETTING)
     except UserError as error:
         _say_error(str(error))
+        sys.exit(EXIT_USER_ERROR)
+    except Exception as error:  # noqa: BLE001 - one line for people; the traceback on request
+        if os.environ.get("CODEX_MEMORIES_DEBUG"):
+            raise
+        _say_error(f"{type(error).__name__}: {error} (set CODEX_MEMORIES_DEBUG=1 for the traceback)")
         sys.exit(EXIT_USER_ERROR)
 
 
