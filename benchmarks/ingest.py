@@ -12,7 +12,8 @@
     bytes (each pass counts the data once, although discovery and the transcript each read
     every file), and as the ratio product / baseline.
 (b) Peak RSS of `build_memory_transcript` on one generated `--big-mb` MB (default 500) rollout,
-    in a fresh child process; read with `os.wait4` (the child's `ru_maxrss`). The same child
+    in a fresh child process, read with `/usr/bin/time -f %M` and the child's own VmHWM (not
+    `RUSAGE_CHILDREN`, which inherits this big parent's high-water mark through fork). The same child
     shape with only the imports gives the interpreter + import floor, and a child doing the plain
     `json.loads` line loop gives the baseline. Goal: under 300 MB.
 
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -194,7 +194,7 @@ _CHILD_CODE = {
     "imports only": (
         "import json, sys\n"
         "from codex_memories.rollouts import build_memory_transcript\n"
-        "print(json.dumps({}))\n"
+        "print(json.dumps({'vm_hwm_mb': high_water_mb()}))\n"
     ),
     "plain json.loads per line": (
         "import json, sys\n"
@@ -203,7 +203,7 @@ _CHILD_CODE = {
         "with open(sys.argv[1], 'rb') as handle:\n"
         "    for line in handle:\n"
         "        json.loads(line); lines += 1\n"
-        "print(json.dumps({'lines': lines}))\n"
+        "print(json.dumps({'lines': lines, 'vm_hwm_mb': high_water_mb()}))\n"
     ),
     "build_memory_transcript": (
         "import json, sys\n"
@@ -211,27 +211,41 @@ _CHILD_CODE = {
         "from codex_memories.rollouts import build_memory_transcript\n"
         "t = build_memory_transcript(Path(sys.argv[1]), token_budget=int(sys.argv[2]))\n"
         "print(json.dumps({'tokens': t.tokens, 'truncated_tokens': t.truncated_tokens, 'items': len(t.items),\n"
-        "                  'redacted': t.text.count('[REDACTED')}))\n"
+        "                  'redacted': t.text.count('[REDACTED'), 'vm_hwm_mb': high_water_mb()}))\n"
     ),
 }
 
 
-def child_peak(code: str, big_file: Path) -> tuple[float, float, dict[str, Any]]:
-    """(peak RSS MB, wall seconds, the child's JSON) for one fresh child process."""
+_HIGH_WATER = (
+    "import re\n"
+    "def high_water_mb():\n"
+    "    status = open('/proc/self/status').read()\n"
+    "    return int(re.search(r'VmHWM:\\s+(\\d+)', status).group(1)) / 1024\n"
+)
+TIME_BINARY = Path("/usr/bin/time")
+
+
+def child_peak(code: str, big_file: Path) -> tuple[float, float, float, dict[str, Any]]:
+    """(peak RSS MB by /usr/bin/time, the child's own VmHWM MB, wall seconds, its JSON).
+
+    Not `os.wait4`/`RUSAGE_CHILDREN` from this process: Linux carries the parent's high-water
+    mark into a forked child's `ru_maxrss`, and this parent is big after generating the data.
+    `/usr/bin/time` is a tiny parent; VmHWM (per address space, reset by exec) cross-checks it.
+    """
+    command = [sys.executable, "-c", _HIGH_WATER + code, str(big_file), str(TOKEN_BUDGET)]
+    if TIME_BINARY.exists():
+        command = [str(TIME_BINARY), "-f", "maxrss_kb=%M", *command]
     started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, str(big_file), str(TOKEN_BUDGET)],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    output = process.stdout.read()
-    _pid, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
+    completed = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
-    if process.returncode != 0:
-        raise RuntimeError(f"child failed with exit code {process.returncode}")
-    return usage.ru_maxrss / 1024, elapsed, json.loads(output)  # ru_maxrss is KiB on Linux
+    if completed.returncode != 0:
+        raise RuntimeError(f"child failed with exit code {completed.returncode}: {completed.stderr[-2000:]}")
+    details = json.loads(completed.stdout.strip().splitlines()[-1])
+    peak = float("nan")
+    for line in completed.stderr.splitlines():
+        if line.startswith("maxrss_kb="):
+            peak = int(line.split("=", 1)[1]) / 1024
+    return peak, details.pop("vm_hwm_mb"), elapsed, details
 
 
 def measure_peak_rss(work: Path, big_mb: int, repeats: int) -> dict[str, Any]:
@@ -244,12 +258,13 @@ def measure_peak_rss(work: Path, big_mb: int, repeats: int) -> dict[str, Any]:
     try:
         results: dict[str, Any] = {"bytes": size}
         for name, code in _CHILD_CODE.items():
-            peaks, walls, details = [], [], {}
+            peaks, high_waters, walls, details = [], [], [], {}
             for _ in range(repeats if name != "imports only" else 1):
-                peak, wall, details = child_peak(code, big_file)
+                peak, high_water, wall, details = child_peak(code, big_file)
                 peaks.append(peak)
+                high_waters.append(high_water)
                 walls.append(wall)
-            results[name] = {"peak_mb": peaks, "seconds": walls, "details": details}
+            results[name] = {"peak_mb": peaks, "vm_hwm_mb": high_waters, "seconds": walls, "details": details}
             print(f"  peak RSS, {name}: {median(peaks):.0f} MB", file=sys.stderr, flush=True)
         return results
     finally:
@@ -298,17 +313,21 @@ def summarize(home: dict[str, Any], throughput: dict[str, Any], rss: dict[str, A
         rss_rows = []
         for name in ("imports only", "plain json.loads per line", "build_memory_transcript"):
             entry = rss[name]
-            rss_rows.append([name, spread(entry["peak_mb"], 0, " MB"), f"{median(entry['peak_mb']) - floor:.0f} MB",
-                             spread(entry["seconds"], 1, " s")])
+            rss_rows.append([name, spread(entry["peak_mb"], 0, " MB"), spread(entry["vm_hwm_mb"], 0, " MB"),
+                             f"{median(entry['peak_mb']) - floor:.0f} MB", spread(entry["seconds"], 1, " s")])
         transcript_entry = rss["build_memory_transcript"]
         peak = median(transcript_entry["peak_mb"])
         details = transcript_entry["details"]
         lines += [
             "",
             f"(b) One {rss['bytes'] / MB:.0f} MB rollout (`write_large_rollout`, a fake key planted near the end), "
-            f"peak RSS of a fresh child process (`os.wait4` → `ru_maxrss`).",
+            f"peak RSS of a fresh child process, read by `/usr/bin/time` and cross-checked with the child's own "
+            "VmHWM (not `RUSAGE_CHILDREN`: Linux carries the parent's high-water mark into a forked child).",
             "",
-            markdown_table(["child process", "peak RSS, median (range)", "above the import floor", "wall time"], rss_rows),
+            markdown_table(
+                ["child process", "peak RSS (`/usr/bin/time -f %M`)", "VmHWM reported by the child", "above the import floor", "wall time"],
+                rss_rows,
+            ),
             "",
             f"Transcript kept {details.get('items')} items, {details.get('tokens'):,} tokens, "
             f"{details.get('truncated_tokens'):,} tokens truncated, {details.get('redacted')} redaction marker(s). "
