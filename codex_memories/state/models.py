@@ -78,6 +78,15 @@ class Stage1OutputRow(Base):
             text("source_updated_at DESC"),
             text("thread_id DESC"),
         ),
+        # Phase-2 input selection ranks by these expressions (store.get_phase2_input_selection):
+        # read in index order, the top N cost O(N) instead of a full scan and sort (0002).
+        Index(
+            "idx_stage1_outputs_phase2_rank",
+            text("COALESCE(usage_count, 0) DESC"),
+            text("COALESCE(last_usage, source_updated_at) DESC"),
+            text("source_updated_at DESC"),
+            text("thread_id DESC"),
+        ),
     )
 
 

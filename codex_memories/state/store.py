@@ -36,6 +36,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal_column,
     or_,
     select,
     text,
@@ -818,7 +819,9 @@ class MemoryStore:
             select(_outputs.c.thread_id, _outputs.c.source_updated_at)
             .where(_has_payload(), recently_relevant)
             .order_by(
-                func.coalesce(_outputs.c.usage_count, 0).desc(),
+                # A literal 0, not a bound parameter: SQLite matches ORDER BY terms to the
+                # expression index idx_stage1_outputs_phase2_rank only when they are identical.
+                func.coalesce(_outputs.c.usage_count, literal_column("0")).desc(),
                 func.coalesce(_outputs.c.last_usage, _outputs.c.source_updated_at).desc(),
                 _outputs.c.source_updated_at.desc(),
                 _outputs.c.thread_id.desc(),
