@@ -57,6 +57,19 @@ def phase1(
     ignore_age_windows: bool | None = None,
     concurrency: int | None = None,
 ) -> Phase1Report:
+    """Discover rollouts, claim idle recent threads and extract a stage-1 memory from each.
+
+    Args:
+        codex_home: Codex home to read (sessions/, archived_sessions/, config.toml).
+        db_url: SQLAlchemy URL of the state DB (PostgreSQL for several workers).
+        memory_root: memory folder, a path or s3://bucket/prefix.
+        provider: auto, openai or heuristic (offline).
+        base_url: an OpenAI-compatible server's URL (vLLM, Ollama, a gateway).
+        extract_model: the phase-1 model.
+        max_rollouts_per_startup: threads claimed per run (1..128).
+        ignore_age_windows: claim regardless of the idle and age windows.
+        concurrency: extractions at once (1..64).
+    """
     config = load_runtime_config(
         codex_home=codex_home,
         db_url=db_url,

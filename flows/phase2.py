@@ -63,6 +63,17 @@ def phase2(
     consolidation_model: str | None = None,
     force: bool = False,
 ) -> State:
+    """Consolidate the selected stage-1 memories into the memory folder; one run at a time.
+
+    Args:
+        codex_home: Codex home (config.toml; default memory folder).
+        db_url: SQLAlchemy URL of the state DB (PostgreSQL for several workers).
+        memory_root: memory folder, a path or s3://bucket/prefix.
+        provider: auto, openai or heuristic (offline).
+        base_url: an OpenAI-compatible server's URL (vLLM, Ollama, a gateway).
+        consolidation_model: the phase-2 model.
+        force: skip the cooldown since the last success (never the lease).
+    """
     config = load_runtime_config(
         codex_home=codex_home,
         db_url=db_url,
