@@ -45,6 +45,17 @@ def backfill(home: MemoryHome, **parameters):
     )
 
 
+def backfill_artifacts(first_run_key: str) -> list:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    with get_client(sync_client=True) as client:
+        return client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[first_run_key])), sort=ArtifactSort.CREATED_DESC
+        )
+
+
 def extracted(report) -> dict[str, str]:
     return {line.thread_id: line.outcome.value for line in report.phase1.extractions}
 
@@ -62,6 +73,8 @@ def test_normal_runs_skip_archived_sessions_and_backfill_extracts_them_once(home
     assert first.batches == 2 and first.candidates == 2 and first.older_than_selection_window == 0
     assert home.store.get_thread(old).archived
     assert first.phase2_outcome == "succeeded"
+    assert backfill_artifacts(first_run_key="memories-backfill-progress")[0].data == 100.0
+    assert "succeeded" in backfill_artifacts(first_run_key="memories-backfill")[0].data
     assert "pnpm" in home.memory_text() and "make ship" in home.memory_text()
 
     again = backfill(home, batch_size=1)
