@@ -3,16 +3,16 @@
 Contract:
 - `harvest_citations(store, rollout_paths)` scans each rollout from the byte offset stored for it
   (`get_harvest_offset`; 0 when never scanned), parses every `<oai-mem-citation>` block that
-  `rollouts.scan_rollout` found in assistant messages past that offset, records one use of every
-  valid rollout id of each block (`record_stage1_output_usage`) and stores the scan's end offset.
+  `rollouts.scan_rollout` found in assistant messages past that offset, and in one transaction
+  records one use of every valid rollout id of each block and moves the offset to the scan's end
+  (`record_harvested_citations`).
 - Idempotent: a rescan starts where the last one stopped, so no block is counted twice; a block
   written after the last scan is counted by the next one. An unterminated last line is left for
   the next scan (the end offset stops before it).
 - A malformed block counts nothing and is reported (`problems`); an unreadable file is reported
   (`unreadable`) and keeps its offset. Nothing raises for bad input.
-- Not atomic across processes: two harvests of the same file at the same moment may both count
-  its new blocks (the offset is read, then written). Phase 1 runs the harvest; runs that overlap
-  on the same new citations are rare and only over-count a use.
+- Safe across processes: the offset only moves if it is still where this scan started, so when
+  two runs harvest the same file at once, one counts its new blocks and the other counts nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codex_memories.citations import record_citation_usage
+from codex_memories.citations import parse_citation_block
 from codex_memories.rollouts import scan_rollout
 from codex_memories.state.store import MemoryStore
 
@@ -47,12 +47,18 @@ def harvest_citations(store: MemoryStore, rollout_paths: Iterable[str | Path]) -
             report.unreadable.append((key, f"{type(error).__name__}: {error.strerror or error}"))
             continue
         report.rollouts_scanned += 1
+        cited: list[str] = []
         for citation in scan.citations:
+            parsed = parse_citation_block(citation.text)
             report.citation_blocks += 1
-            usage = record_citation_usage(store, citation.text)
-            report.cited_ids += len(usage.citation.rollout_ids)
-            report.usage_recorded += usage.rows_updated
-            report.problems.extend((key, problem) for problem in usage.citation.problems)
-        if scan.end_offset != offset:
-            store.set_harvest_offset(key, scan.end_offset)
+            cited += parsed.rollout_ids
+            report.problems.extend((key, problem) for problem in parsed.problems)
+        if scan.end_offset == offset:
+            continue
+        recorded = store.record_harvested_citations(
+            rollout_path=key, expected_offset=offset, new_offset=scan.end_offset, thread_ids=cited
+        )
+        if recorded is not None:  # None: another run harvested this stretch first
+            report.cited_ids += len(cited)
+            report.usage_recorded += recorded
     return report

@@ -867,22 +867,59 @@ class MemoryStore:
         if not thread_ids:
             return 0
         now = self._now()
-        citations = Counter(thread_ids)
+        return self._write(lambda conn: self._record_usage(conn, thread_ids, now))
 
-        def run(conn: Connection) -> int:
-            recorded = 0
-            for thread_id in sorted(citations):
-                times = citations[thread_id]
-                matched = conn.execute(
-                    update(_outputs)
-                    .where(_outputs.c.thread_id == thread_id)
-                    .values(
-                        usage_count=func.coalesce(_outputs.c.usage_count, 0) + times,
-                        last_usage=now,
+    @staticmethod
+    def _record_usage(conn: Connection, thread_ids: Sequence[str], now: int) -> int:
+        citations = Counter(thread_ids)
+        recorded = 0
+        for thread_id in sorted(citations):
+            times = citations[thread_id]
+            matched = conn.execute(
+                update(_outputs)
+                .where(_outputs.c.thread_id == thread_id)
+                .values(
+                    usage_count=func.coalesce(_outputs.c.usage_count, 0) + times,
+                    last_usage=now,
+                )
+            ).rowcount
+            recorded += matched * times
+        return recorded
+
+    def record_harvested_citations(
+        self, *, rollout_path: str, expected_offset: int, new_offset: int, thread_ids: list[str]
+    ) -> int | None:
+        """Query behaviour (citation harvest, one transaction):
+        - move the rollout's harvest offset from `expected_offset` to `new_offset` only if it
+          still is `expected_offset` (a conditional UPDATE, or an INSERT when never scanned);
+        - if it moved, record one use per listed id as `record_stage1_output_usage` does and
+          return the uses recorded; if another harvester got there first, change nothing and
+          return None. So a citation is counted once however many runs scan the file.
+        """
+        if new_offset < 0:
+            raise ValueError(f"harvest offset must be >= 0, got {new_offset}")
+        now = self._now()
+
+        def run(conn: Connection) -> int | None:
+            moved = conn.execute(
+                update(_harvest)
+                .where(_harvest.c.rollout_path == rollout_path, _harvest.c.harvested_offset == expected_offset)
+                .values(harvested_offset=new_offset)
+            ).rowcount
+            if not moved and expected_offset == 0:
+                insert = self._insert_for_upsert(_harvest).values(
+                    rollout_path=rollout_path, harvested_offset=new_offset
+                )
+                # RETURNING, not rowcount: the driver's rowcount for a skipped insert is not portable.
+                inserted = conn.execute(
+                    insert.on_conflict_do_nothing(index_elements=[_harvest.c.rollout_path]).returning(
+                        _harvest.c.rollout_path
                     )
-                ).rowcount
-                recorded += matched * times
-            return recorded
+                ).first()
+                moved = int(inserted is not None)
+            if not moved:
+                return None
+            return self._record_usage(conn, thread_ids, now)
 
         return self._write(run)
 

@@ -92,3 +92,22 @@ def test_status_summary_counts_threads_jobs_outputs_and_the_phase2_job(store):
     assert summary.last_phase2_job.last_success_watermark == 100
     assert summary.token_totals["input_tokens"] == 7
     assert summary.token_totals_by_kind["memory_consolidate_global"]["total_tokens"] == 9
+
+
+def test_harvested_citations_count_once_when_two_harvesters_race(store) -> None:
+    thread_id = "00000000-0000-4000-8000-000000000001"
+    store.upsert_threads([make_thread(thread_id)])
+    claim_and_succeed(store, thread_id, 100)
+    first = store.record_harvested_citations(
+        rollout_path="/r.jsonl", expected_offset=0, new_offset=100, thread_ids=[thread_id]
+    )
+    late = store.record_harvested_citations(
+        rollout_path="/r.jsonl", expected_offset=0, new_offset=100, thread_ids=[thread_id]
+    )
+    assert (first, late) == (1, None)
+    assert store.get_harvest_offset("/r.jsonl") == 100
+    assert store.get_stage1_output(thread_id).usage_count == 1
+    more = store.record_harvested_citations(
+        rollout_path="/r.jsonl", expected_offset=100, new_offset=180, thread_ids=[thread_id, thread_id]
+    )
+    assert more == 2 and store.get_stage1_output(thread_id).usage_count == 3
