@@ -87,14 +87,19 @@ def machine_description() -> str:
     )
 
 
-def update_readme_section(name: str, body: str) -> None:
-    """Replace (or append) the README block between the markers named `name`."""
+def update_readme_section(name: str, body: str, *, after: str | None = None) -> None:
+    """Replace the README block between the markers named `name`; a new block goes right after
+    the block named `after` when there is one, else at the end. Other blocks are left alone (other
+    people's sections live in the same file)."""
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
     block = f"{begin}\n{body.rstrip()}\n{end}"
     text = README_PATH.read_text(encoding="utf-8") if README_PATH.exists() else "# Benchmarks\n"
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+    anchor = f"<!-- END {after} -->" if after else None
     if pattern.search(text):
         text = pattern.sub(lambda _match: block, text)
+    elif anchor and anchor in text:
+        text = text.replace(anchor, anchor + "\n\n" + block, 1)
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     README_PATH.write_text(text, encoding="utf-8")
