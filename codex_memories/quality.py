@@ -26,6 +26,7 @@ CLI must not pay that at start-up.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -122,6 +123,28 @@ def parse_front_matter(raw_memory: str) -> dict[str, str] | None:
         if parsed and parsed.group(1) not in fields:
             fields[parsed.group(1)] = parsed.group(2)
     return fields
+
+
+_prewarm_lock = threading.Lock()
+_prewarm_thread: threading.Thread | None = None
+
+
+def prewarm() -> None:
+    """Import great-expectations in the background (about 3 s) while extractions wait on the model.
+
+    Safe to call more than once; the real check simply finds the modules imported, or waits on
+    Python's import lock for the background import to finish."""
+    global _prewarm_thread
+    with _prewarm_lock:
+        if _prewarm_thread is not None:
+            return
+        _prewarm_thread = threading.Thread(target=_import_validation_modules, name="gx-prewarm", daemon=True)
+        _prewarm_thread.start()
+
+
+def _import_validation_modules() -> None:
+    import great_expectations  # noqa: F401
+    import pandas  # noqa: F401
 
 
 def check_extraction_batch(rows: list[QualityRow], *, max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES) -> BatchQualityReport:

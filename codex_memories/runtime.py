@@ -1,7 +1,10 @@
 """The composition root: turns a RuntimeConfig into the real store and model provider.
 
 Stores are shared per DB URL within a process: opening one creates the engine and runs the
-migrations, which every task of a run would otherwise repeat.
+migrations, which every task of a run would otherwise repeat. Extraction providers are shared
+per configuration for the same reason: building an OpenAI client costs ~34 ms of CPU and a
+connection pool, and the client is thread-safe (measured: one client per extraction cost the
+phase-1 map 0.13 of its efficiency, benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ import threading
 from openai import OpenAI
 
 from codex_memories.consolidation import AgentConsolidator, Consolidator, HeuristicConsolidator
-
 from codex_memories.llm import build_extraction_provider
 from codex_memories.llm.base import ExtractionProvider
 from codex_memories.settings import RuntimeConfig
@@ -20,6 +22,8 @@ from codex_memories.storage import MemoryRoot, object_store_options, open_memory
 
 _stores: dict[str, MemoryStore] = {}
 _stores_lock = threading.Lock()
+_providers: dict[tuple[object, ...], ExtractionProvider] = {}
+_providers_lock = threading.Lock()
 
 
 def open_store(db_url: str) -> MemoryStore:
@@ -46,15 +50,22 @@ def memory_root(config: RuntimeConfig) -> MemoryRoot:
 
 def extraction_provider(config: RuntimeConfig) -> ExtractionProvider:
     settings = config.settings
-    return build_extraction_provider(
-        config.provider_name,
-        api_key=settings.api_key,
-        base_url=settings.base_url,
-        model=config.extract_model,
-        api_mode=settings.api_mode,
-        timeout_seconds=settings.model_timeout_seconds,
-        reasoning_effort=settings.reasoning_effort,
-    )
+    options = {
+        "api_key": settings.api_key,
+        "base_url": settings.base_url,
+        "model": config.extract_model,
+        "api_mode": settings.api_mode,
+        "timeout_seconds": settings.model_timeout_seconds,
+        "reasoning_effort": settings.reasoning_effort,
+    }
+    secret = settings.api_key.get_secret_value() if settings.api_key else None
+    key = (config.provider_name, secret, *(value for name, value in options.items() if name != "api_key"))
+    with _providers_lock:
+        provider = _providers.get(key)
+        if provider is None:
+            provider = build_extraction_provider(config.provider_name, **options)
+            _providers[key] = provider
+        return provider
 
 
 def consolidator(config: RuntimeConfig) -> Consolidator:

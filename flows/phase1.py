@@ -16,7 +16,7 @@ from prefect import Task, flow, get_run_logger
 from prefect.futures import PrefectFuture, as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from codex_memories import progress
+from codex_memories import progress, quality
 from codex_memories.extraction import ExtractionResult, failed_extraction
 from codex_memories.outcomes import Outcome
 from codex_memories.reports import ExtractionLine, Phase1Report
@@ -146,7 +146,10 @@ class ExtractedBatch:
 
 def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig) -> ExtractedBatch:
     """Steps 7-9 of phase 1, shared with the backfill flow (which calls them once per batch)."""
-    # 7. Extract: one task per claim, at most `concurrency` at once.
+    # 7. Extract: one task per claim, at most `concurrency` at once (the quality check's
+    #    great-expectations import, ~3 s, happens meanwhile in the background).
+    if claims:
+        quality.prewarm()
     progress.start("extract", len(claims))
     extract = extract_rollout.with_options(
         retries=config.settings.model_retries,
@@ -156,12 +159,12 @@ def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig) -> Extracte
     results = _collect(claims, futures)
 
     # 8. Data quality on the batch (great-expectations).
-    quality = check_extraction_quality(results)
+    verdict = check_extraction_quality(results)
 
     # 9. Finalize each job with one of the three outcomes.
-    lines = finalize_extractions(results, quality.failed_expectations, config)
+    lines = finalize_extractions(results, verdict.failed_expectations, config)
     usage = sum((Counter(result.usage) for result in results), Counter())
-    return ExtractedBatch(lines=lines, quality=quality.summary, usage=usage)
+    return ExtractedBatch(lines=lines, quality=verdict.summary, usage=usage)
 
 
 def _backoff(config: RuntimeConfig) -> list[float]:
