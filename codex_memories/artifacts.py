@@ -14,11 +14,14 @@ Contract:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from codex_memories.paths import (
     EXTENSION_INSTRUCTIONS_FILE,
@@ -26,10 +29,12 @@ from codex_memories.paths import (
     EXTENSIONS_DIR,
     RAW_MEMORIES_FILE,
     ROLLOUT_SUMMARIES_DIR,
+    SYNCED_INPUTS_FILE,
+    WORKSPACE_STATE_DIR,
     extension_dir,
     rollout_summary_path,
 )
-from codex_memories.state.records import Stage1Output
+from codex_memories.state.records import Stage1Output, Stage1OutputRef
 from codex_memories.storage import MemoryRoot, open_memory_root
 
 RootLike = MemoryRoot | str | os.PathLike[str]
@@ -228,3 +233,85 @@ def prune_old_extension_resources(
 def storage_bytes(root: RootLike) -> int:
     """Total size of the regular memory files (`.git` excluded, symlinks not followed)."""
     return sum(open_memory_root(root).file_sizes(exclude_internal=True).values())
+
+
+# --------------------------------------------------------------------------------------------
+# What the last sync wrote: lets a no-change phase 2 skip loading, rendering and comparing.
+#
+# `.codex-memories/synced-inputs.json` (local workspace only; never diffed, mirrored or counted)
+# holds a fingerprint of the synced selection (every field the files are made of except the
+# payloads, which only change together with `source_updated_at`/`generated_at`) and the size and
+# mtime of every file the sync wrote. The next sync may skip its work only when the selection
+# fingerprint is the same AND every one of those files is still exactly there, unchanged, with no
+# extra summary beside them: a user edit, a deleted or hand-made summary, or a half-finished
+# earlier sync (the record is deleted before a sync starts) all fall back to a full sync.
+
+_SYNCED_INPUTS_VERSION = 1
+
+
+def output_ref(output: Stage1Output) -> Stage1OutputRef:
+    return Stage1OutputRef.model_validate(output.model_dump(include=set(Stage1OutputRef.model_fields)))
+
+
+def selection_fingerprint(refs: list[Stage1OutputRef]) -> str:
+    ordered = sorted((ref.model_dump(mode="json") for ref in refs), key=lambda ref: ref["thread_id"])
+    return hashlib.sha256(json.dumps(ordered, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _synced_inputs_path(root_dir: Path) -> Path:
+    return Path(root_dir) / WORKSPACE_STATE_DIR / SYNCED_INPUTS_FILE
+
+
+def _synced_file_stats(root_dir: Path) -> dict[str, list[int]] | None:
+    """Size and mtime of raw_memories.md and every rollout summary; None if any is a symlink."""
+    stats: dict[str, list[int]] = {}
+    raw = Path(root_dir) / RAW_MEMORIES_FILE
+    try:
+        info = raw.lstat()
+    except FileNotFoundError:
+        return None
+    if not raw.is_file() or raw.is_symlink():
+        return None
+    stats[RAW_MEMORIES_FILE] = [info.st_size, info.st_mtime_ns]
+    summaries = Path(root_dir) / ROLLOUT_SUMMARIES_DIR
+    if summaries.is_symlink() or not summaries.is_dir():
+        return None
+    with os.scandir(summaries) as entries:
+        for entry in entries:
+            if entry.is_symlink():
+                return None
+            if entry.is_file(follow_symlinks=False):
+                info = entry.stat(follow_symlinks=False)
+                stats[f"{ROLLOUT_SUMMARIES_DIR}/{entry.name}"] = [info.st_size, info.st_mtime_ns]
+            else:  # a folder: recorded by name so one appearing or vanishing is a change
+                stats[f"{ROLLOUT_SUMMARIES_DIR}/{entry.name}/"] = [-1, -1]
+    return stats
+
+
+def forget_synced_inputs(root_dir: Path) -> None:
+    _synced_inputs_path(root_dir).unlink(missing_ok=True)
+
+
+def record_synced_inputs(root_dir: Path, refs: list[Stage1OutputRef]) -> None:
+    stats = _synced_file_stats(root_dir)
+    if stats is None:
+        return  # nothing trustworthy to record: the next sync simply does the full work
+    path = _synced_inputs_path(root_dir)
+    path.parent.mkdir(exist_ok=True)
+    record = {"version": _SYNCED_INPUTS_VERSION, "selection": selection_fingerprint(refs), "files": stats}
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def synced_inputs_unchanged(root_dir: Path, refs: list[Stage1OutputRef]) -> bool:
+    """True when the files on disk are exactly what syncing `refs` wrote last time."""
+    try:
+        record = json.loads(_synced_inputs_path(root_dir).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    if not isinstance(record, dict) or record.get("version") != _SYNCED_INPUTS_VERSION:
+        return False
+    if record.get("selection") != selection_fingerprint(refs):
+        return False
+    return record.get("files") == _synced_file_stats(root_dir)

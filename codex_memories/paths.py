@@ -43,6 +43,8 @@ def ad_hoc_notes_dir() -> str:
 # Object-store roots keep their git baseline next to the memory files (storage.LocalWorkspace).
 # Nothing under this folder is memory content: it is never mirrored, diffed or counted.
 WORKSPACE_STATE_DIR = ".codex-memories"
+# What the last input sync wrote (selection fingerprint and file stats); see artifacts.py.
+SYNCED_INPUTS_FILE = "synced-inputs.json"
 BASELINE_ARCHIVE_FILE = "baseline.tar"
 
 

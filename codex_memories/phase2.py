@@ -20,7 +20,11 @@ from pathlib import Path
 
 from codex_memories.artifacts import (
     SyncResult,
+    forget_synced_inputs,
+    output_ref,
     prune_old_extension_resources,
+    record_synced_inputs,
+    synced_inputs_unchanged,
     rebuild_raw_memories,
     storage_bytes,
     sync_rollout_summaries,
@@ -28,7 +32,7 @@ from codex_memories.artifacts import (
 from codex_memories.consolidation import Consolidator, build_consolidation_prompt
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.redact import redact_secrets
-from codex_memories.state.records import Phase2ClaimResult, Stage1Output
+from codex_memories.state.records import Phase2ClaimResult, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import LocalWorkspace
 from codex_memories.workspace import (
@@ -62,7 +66,9 @@ class Phase2Lease:
 
 @dataclass
 class Selection:
-    outputs: list[Stage1Output]
+    """The selected stage-1 outputs, without payloads (loaded only if the sync needs them)."""
+
+    refs: list[Stage1OutputRef]
     new_watermark: int
 
 
@@ -78,6 +84,8 @@ class SyncReport:
     summaries: SyncResult
     raw_memories_changed: bool
     forgotten: list[ForgottenFile] = field(default_factory=list)
+    # True when the files were already exactly what this selection makes (nothing loaded).
+    reused: bool = False
 
 
 def claim_global_lock(
@@ -111,18 +119,25 @@ def prepare_workspace(workspace: LocalWorkspace) -> list[str]:
 def select_inputs(
     store: MemoryStore, *, lease: Phase2Lease, max_outputs: int, max_unused_days: int
 ) -> Selection:
-    outputs = store.get_phase2_input_selection(n=max_outputs, max_unused_days=max_unused_days)
-    newest = max((output.source_updated_at for output in outputs), default=0)
-    return Selection(outputs=outputs, new_watermark=max(lease.input_watermark, newest))
+    refs = store.get_phase2_input_refs(n=max_outputs, max_unused_days=max_unused_days)
+    newest = max((ref.source_updated_at for ref in refs), default=0)
+    return Selection(refs=refs, new_watermark=max(lease.input_watermark, newest))
 
 
-def sync_inputs(root_dir: Path, selection: Selection) -> SyncReport:
+def sync_inputs(root_dir: Path, selection: Selection, store: MemoryStore) -> SyncReport:
     """Write raw_memories.md and rollout_summaries/ from the selection (spec 8.2, 8.3).
 
     Summaries that fall out of the selection are deleted here: forgetting route 2 (or the
-    file side of routes 1, 3, 4 and 5, whose DB rows are already gone or disabled)."""
-    summaries = sync_rollout_summaries(root_dir, selection.outputs)
-    raw_changed = rebuild_raw_memories(root_dir, selection.outputs)
+    file side of routes 1, 3, 4 and 5, whose DB rows are already gone or disabled). When the
+    files are exactly what this selection made last time (`artifacts.synced_inputs_unchanged`),
+    nothing is loaded or written: the common no-change run stays cheap."""
+    if synced_inputs_unchanged(root_dir, selection.refs):
+        return SyncReport(summaries=SyncResult(written=[], deleted=[], unchanged=[]), raw_memories_changed=False, reused=True)
+    forget_synced_inputs(root_dir)  # a sync cut short must not look finished to the next run
+    outputs = store.load_stage1_outputs(selection.refs)
+    summaries = sync_rollout_summaries(root_dir, outputs)
+    raw_changed = rebuild_raw_memories(root_dir, outputs)
+    record_synced_inputs(root_dir, [output_ref(output) for output in outputs])
     forgotten = [
         ForgottenFile(
             route="selection_window",
@@ -225,7 +240,7 @@ def mark_succeeded(
     return store.mark_global_phase2_job_succeeded(
         ownership_token=lease.ownership_token,
         completed_watermark=selection.new_watermark,
-        selected=selection.outputs,
+        selected=selection.refs,
         usage=usage,
     )
 

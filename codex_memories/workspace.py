@@ -37,6 +37,7 @@ from codex_memories.paths import (
     ROLLOUT_SUMMARIES_DIR,
     SUMMARY_VERSION_LINE,
     WORKSPACE_DIFF_FILE,
+    WORKSPACE_STATE_DIR,
     ad_hoc_instructions_path,
 )
 from codex_memories.storage import MemoryRoot, open_memory_root
@@ -49,6 +50,9 @@ AD_HOC_INSTRUCTIONS_TEMPLATE_FILE = "ad_hoc_instructions.md"
 BASELINE_AUTHOR_NAME = "codex-memories"
 BASELINE_AUTHOR_EMAIL = "codex-memories@localhost"
 BASELINE_COMMIT_MESSAGE = "Initialize codex-memories baseline"
+# Everything but our own bookkeeping folder (`.codex-memories/`: the synced-inputs record, an
+# object-store root's baseline archive) is part of the baseline and of every diff.
+_TRACKED_PATHSPEC = ("--", ".", f":(exclude){WORKSPACE_STATE_DIR}")
 BASELINE_BRANCH = "main"
 
 WORKSPACE_DIFF_MAX_BYTES = 4_194_304
@@ -180,7 +184,7 @@ def _initialise_baseline(root_dir: Path) -> None:
     info_dir = root_dir / GIT_DIR / "info"
     info_dir.mkdir(exist_ok=True)
     (info_dir / "attributes").write_text(_INFO_ATTRIBUTES, encoding="utf-8")
-    _git(root_dir, "add", "--all", "--force")
+    _git(root_dir, "add", "--all", "--force", *_TRACKED_PATHSPEC)
     tree = _git(root_dir, "write-tree").stdout.decode().strip()
     commit = _git(root_dir, "commit-tree", tree, "-m", BASELINE_COMMIT_MESSAGE).stdout.decode().strip()
     _git(root_dir, "update-ref", "HEAD", commit)
@@ -264,7 +268,7 @@ def workspace_diff(root_dir: Path) -> WorkspaceDiff:
         else:
             # git refuses an empty index file but creates a missing one.
             temporary_index.unlink()
-        _git(root_dir, "add", "--all", "--force", index_file=temporary_index)
+        _git(root_dir, "add", "--all", "--force", *_TRACKED_PATHSPEC, index_file=temporary_index)
         names = _git(root_dir, "diff", "--cached", "--name-status", "-z", "--no-renames", "HEAD", index_file=temporary_index)
         changes = _parse_name_status(names.stdout)
         unified = ""

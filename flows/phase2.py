@@ -125,7 +125,7 @@ def _consolidate_under_lease(config: RuntimeConfig, lease: Phase2Lease, report: 
     _step(Outcome.failed_prepare_workspace, prepare_workspace, workspace)
     # 3. Select the top-N stage-1 outputs.
     selection = _step(Outcome.failed_load_stage1_outputs, select, config, lease)
-    report.selected = len(selection.outputs)
+    report.selected = len(selection.refs)
     # 4. Sync raw_memories.md and rollout_summaries/ from the selection.
     synced = _step(Outcome.failed_sync_workspace_inputs, sync, workspace, selection, config)
     # 5. Prune expired extension resources.

@@ -13,5 +13,5 @@ def select(config: RuntimeConfig, lease: Phase2Lease) -> Selection:
         max_outputs=config.memories.max_raw_memories_for_consolidation,
         max_unused_days=config.memories.max_unused_days,
     )
-    get_run_logger().info("selected %d stage-1 outputs", len(selection.outputs))
+    get_run_logger().info("selected %d stage-1 outputs", len(selection.refs))
     return selection

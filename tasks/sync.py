@@ -8,8 +8,8 @@ from codex_memories.storage import LocalWorkspace
 
 @task(name="sync-inputs", cache_policy=None)
 def sync(workspace: LocalWorkspace, selection: Selection, config: RuntimeConfig) -> SyncReport:
-    report = sync_inputs(workspace.path, selection)
     store = open_store(config.settings.resolved_db_url)
+    report = sync_inputs(workspace.path, selection, store)
     for forgotten in report.forgotten:
         store.record_forget_audit(
             route=forgotten.route, target=forgotten.path, reason=forgotten.reason, removed={"file": forgotten.path}

@@ -82,6 +82,21 @@ class Stage1Output(_Record):
     git_branch: str | None = None
 
 
+class Stage1OutputRef(_Record):
+    """A selected stage-1 output without its payloads: everything else its files are made of.
+
+    Phase 2 selects these first; the payloads are loaded only when the selection differs from
+    the one last written to the memory folder."""
+
+    thread_id: str
+    source_updated_at: int
+    generated_at: int
+    rollout_slug: str | None = None
+    cwd: str | None = None
+    rollout_path: str | None = None
+    git_branch: str | None = None
+
+
 class Stage1ClaimOutcome(StrEnum):
     claimed = "claimed"
     skipped_up_to_date = "skipped_up_to_date"
