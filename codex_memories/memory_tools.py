@@ -3,7 +3,7 @@
 Contract:
 - Inputs are paths relative to the memory root, written with `/`. Absolute paths, drive or root
   prefixes and `..` components are `InvalidPath`; `.` and empty components are ignored; a path
-  naming a hidden entry (`.git`) is `NotFound`. Every component is checked without following
+  naming a hidden entry (`.git`, our `.codex-memories` bookkeeping) is `NotFound`. Every component is checked without following
   symlinks: a symlink anywhere on the way is `InvalidPath` (upstream checked only the last
   component); symlinks met while listing or searching are skipped.
 - `list_entries` is shallow, sorted byte-wise by name, paged by a decimal cursor (the index of the
@@ -39,7 +39,7 @@ MAX_LIST_RESULTS = 2_000
 DEFAULT_SEARCH_MAX_RESULTS = 200
 MAX_SEARCH_RESULTS = 200
 DEFAULT_READ_MAX_TOKENS = 20_000
-HIDDEN_NAMES = frozenset({paths.GIT_DIR})
+HIDDEN_NAMES = frozenset({paths.GIT_DIR, paths.WORKSPACE_STATE_DIR})
 
 EntryType = Literal["file", "directory"]
 
