@@ -435,18 +435,7 @@ class MemoryStore:
         now = self._now()
 
         def run(conn: Connection) -> bool:
-            finished = conn.execute(
-                update(_jobs)
-                .where(*_stage1_owner(thread_id, ownership_token))
-                .values(
-                    status=JobStatus.done.value,
-                    finished_at=now,
-                    lease_until=None,
-                    last_error=None,
-                    last_success_watermark=_jobs.c.input_watermark,
-                    **usage_assignments,
-                )
-            ).rowcount
+            finished = conn.execute(_finish_stage1_job(thread_id, ownership_token, now, usage_assignments)).rowcount
             if finished != 1:
                 return False
             statement = self._insert_for_upsert(_outputs).values(
@@ -490,17 +479,9 @@ class MemoryStore:
 
         def run(conn: Connection) -> bool:
             input_watermark = conn.execute(
-                update(_jobs)
-                .where(*_stage1_owner(thread_id, ownership_token))
-                .values(
-                    status=JobStatus.done.value,
-                    finished_at=now,
-                    lease_until=None,
-                    last_error=None,
-                    last_success_watermark=_jobs.c.input_watermark,
-                    **usage_assignments,
+                _finish_stage1_job(thread_id, ownership_token, now, usage_assignments).returning(
+                    _jobs.c.input_watermark
                 )
-                .returning(_jobs.c.input_watermark)
             ).one_or_none()
             if input_watermark is None:
                 return False
@@ -1517,6 +1498,23 @@ def _stage1_owner(thread_id: str, ownership_token: str) -> tuple[ColumnElement[b
         _jobs.c.job_key == thread_id,
         _jobs.c.status == JobStatus.running.value,
         _jobs.c.ownership_token == ownership_token,
+    )
+
+
+def _finish_stage1_job(thread_id: str, ownership_token: str, now: int, usage_assignments: dict[str, Any]) -> Any:
+    """The owner's job row -> `done` (both success finalizers): lease and error cleared, the
+    processed watermark recorded as the last success, token usage added."""
+    return (
+        update(_jobs)
+        .where(*_stage1_owner(thread_id, ownership_token))
+        .values(
+            status=JobStatus.done.value,
+            finished_at=now,
+            lease_until=None,
+            last_error=None,
+            last_success_watermark=_jobs.c.input_watermark,
+            **usage_assignments,
+        )
     )
 
 
