@@ -317,3 +317,20 @@ def test_gates_stop_phase1_when_memories_are_off(tmp_path: Path) -> None:
     (home / "config.toml").write_text("[features]\nmemories = true\n[memories]\ngenerate_memories = false\n", encoding="utf-8")
     report = run_phase1(home, tmp_path)
     assert report.outcome_counts() == {Outcome.skipped_generation_disabled.value: 1}
+
+
+def test_openai_provider_on_the_bundled_examples(tmp_path: Path) -> None:
+    home = tmp_path / "codex_home"
+    shutil.copytree(EXAMPLES, home)
+    with running_openai_server() as server:
+        report = run_phase1(home, tmp_path, server, ignore_age_windows=True)
+    counts = report.outcome_counts()
+    assert counts.get("succeeded", 0) >= 4 and not any(key.startswith("failed") for key in counts)
+    assert len(server.requests) == counts["succeeded"]
+    sent = "\n".join(request_bodies(server))
+    assert "sk-proj-" not in sent  # the planted key in a tool output was redacted before sending
+    assert "pnpm" in sent  # what the user said reached the model
+    # Harness text in the examples never does: developer messages, AGENTS.md and skill blocks.
+    assert "permissions instructions" not in sent
+    assert "AGENTS.md instructions for" not in sent
+    assert "<skill>" not in sent
