@@ -123,6 +123,8 @@ class ToolCall:
     name: str
     arguments: str
     call_id: str
+    # Responses API only: the tool namespace (Codex exposes MCP servers as `mcp__<server>`).
+    namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -463,16 +465,17 @@ def _build_response(owner: OpenAITestServer, request: RecordedRequest, reply: Sc
             }
         )
     for call in reply.tool_calls:
-        output.append(
-            {
-                "id": owner._next_id("fc"),
-                "type": "function_call",
-                "status": "completed",
-                "call_id": call.call_id,
-                "name": call.name,
-                "arguments": call.arguments,
-            }
-        )
+        item = {
+            "id": owner._next_id("fc"),
+            "type": "function_call",
+            "status": "completed",
+            "call_id": call.call_id,
+            "name": call.name,
+            "arguments": call.arguments,
+        }
+        if call.namespace is not None:
+            item["namespace"] = call.namespace
+        output.append(item)
     numbers = _usage_numbers(request, reply, (reply.text or "") + "".join(c.arguments for c in reply.tool_calls))
     body = request.body or {}
     return {

