@@ -11,7 +11,10 @@ never makes a run hang: the run goes on and the DB lease decides.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
+from pathlib import Path
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
@@ -119,8 +122,19 @@ def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
 
 
 def _consolidate_under_lease(config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report) -> None:
-    workspace = LocalWorkspace(memory_root(config), _scratch_dir(config))
+    scratch = _scratch_dir(config)
+    try:
+        _consolidate_in_workspace(config, lease, report, LocalWorkspace(memory_root(config), scratch))
+    finally:
+        if scratch is not None:
+            # The object store holds the result (or the next run starts over): the local mirror
+            # of this run is only a temporary copy.
+            shutil.rmtree(scratch, ignore_errors=True)
 
+
+def _consolidate_in_workspace(
+    config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, workspace: LocalWorkspace
+) -> None:
     # 2. Prepare the workspace: layout, symlink hygiene, ad-hoc seed, git baseline.
     _step(Outcome.failed_prepare_workspace, prepare_workspace, workspace)
     # 3. Select the top-N stage-1 outputs.
@@ -183,13 +197,10 @@ def _step(outcome: Outcome, task: Callable[..., T], *args: Any) -> T:
         raise Phase2Failure(outcome, f"{type(error).__name__}: {error}") from error
 
 
-def _scratch_dir(config: RuntimeConfig) -> Any:
+def _scratch_dir(config: RuntimeConfig) -> Path | None:
     """A local mirror for object-store roots; unused (None) for local roots."""
     if "://" not in config.settings.resolved_memory_root:
         return None
-    import tempfile
-    from pathlib import Path
-
     return Path(tempfile.mkdtemp(prefix="codex-memories-workspace-"))
 
 
