@@ -14,9 +14,9 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import httpx
