@@ -334,3 +334,42 @@ def test_openai_provider_on_the_bundled_examples(tmp_path: Path) -> None:
     assert "permissions instructions" not in sent
     assert "AGENTS.md instructions for" not in sent
     assert "<skill>" not in sent
+
+
+def test_secrets_in_the_model_output_reach_neither_the_db_nor_the_memory_folder(tmp_path: Path) -> None:
+    from flows.phase2 import phase2
+
+    home = tmp_path / "codex_home"
+    enable_memories(home)
+    write_rollout(home, created_at=NOW - timedelta(hours=30), cwd="/home/dana/src/app", user_messages=["Always use pnpm here."])
+    leaked = "\n".join(f"- {value}" for value in PLANTED_SECRETS.values())
+
+    def leaky(request: RecordedRequest) -> ScriptedReply:
+        extraction = stage1_extraction_for(request)
+        extraction["raw_memory"] += f"\nReusable knowledge:\n{leaked}\n"
+        extraction["rollout_summary"] += f"\n{leaked}\n"
+        return ScriptedReply.output_text(json.dumps(extraction))
+
+    with running_openai_server(leaky) as server:
+        report = run_phase1(home, tmp_path, server)
+    assert report.outcome_counts() == {"succeeded": 1}
+    phase2(
+        codex_home=str(home),
+        db_url=f"sqlite:///{tmp_path / 'state.sqlite'}",
+        memory_root=str(tmp_path / "memories"),
+        provider="heuristic",
+        force=True,
+    )
+    store = open_store(tmp_path)
+    try:
+        with store.engine.connect() as connection:
+            stored = "\n".join(str(row) for row in connection.execute(text("SELECT * FROM stage1_outputs")))
+    finally:
+        store.close()
+    written = "\n".join(
+        path.read_text(encoding="utf-8") for path in (tmp_path / "memories").rglob("*.md") if ".git" not in path.parts
+    )
+    assert "[REDACTED_SECRET]" in stored and "[REDACTED_SECRET]" in written
+    for name, value in SECRET_VALUES.items():
+        assert value not in stored, f"{name} reached the DB"
+        assert value not in written, f"{name} reached the memory folder"
