@@ -166,7 +166,9 @@ def finalize_extraction(
     Returns the final outcome and its reason. A finalizer that matches no row means another
     worker stole the lease: nothing changed, and the outcome says so.
     """
-    outcome, reason = result.outcome, result.reason
+    # Reasons go to the DB, the logs and the run artifact: redacted once, here, for all three.
+    outcome = result.outcome
+    reason = redact_secrets(result.reason) if result.reason else None
     if outcome is Outcome.succeeded and failed_expectations:
         outcome = Outcome.failed_quality_check
         reason = "failed expectations: " + ", ".join(failed_expectations)
@@ -201,7 +203,7 @@ def finalize_extraction(
         written = store.mark_stage1_job_failed(
             thread_id=result.thread_id,
             ownership_token=result.ownership_token,
-            reason=redact_secrets(failure_reason(outcome, reason)),
+            reason=failure_reason(outcome, reason),
             retry_delay_seconds=retry_delay_seconds,
             usage=result.usage or None,
         )
