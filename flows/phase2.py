@@ -28,6 +28,7 @@ from prefect.states import Completed, Failed, State
 
 from codex_memories.outcomes import Outcome
 from codex_memories.phase2 import Phase2Failure, Phase2Lease, mark_failed
+from codex_memories.redact import redact_secrets
 from codex_memories.reports import Phase2Report
 from codex_memories.runtime import memory_root, open_store
 from codex_memories.settings import RuntimeConfig, load_runtime_config
@@ -106,7 +107,8 @@ def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
         try:
             _consolidate_under_lease(config, lease, report)
         except Phase2Failure as failure:
-            report.outcome, report.reason = failure.outcome, failure.reason
+            # The reason goes to the run artifact and the logs as well as the DB: redacted here.
+            report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
             mark_failed(
                 open_store(config.settings.resolved_db_url),
                 lease=lease,
