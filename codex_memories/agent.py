@@ -47,6 +47,7 @@ import openai
 
 from codex_memories import paths
 from codex_memories.llm.base import TokenUsage
+from codex_memories.llm.usage import chat_usage, responses_usage
 from codex_memories.prompts import RenderedPrompt
 from codex_memories.redact import redact_secrets
 
@@ -724,7 +725,7 @@ def _responses_turn(response: Any) -> _ModelTurn:
     return _ModelTurn(
         text="\n".join(texts) if texts else None,
         calls=calls,
-        usage=_responses_usage(response),
+        usage=responses_usage(response),
         history_items=history,
         incomplete=incomplete,
     )
@@ -733,7 +734,7 @@ def _responses_turn(response: Any) -> _ModelTurn:
 def _chat_turn(completion: Any) -> _ModelTurn:
     choices = getattr(completion, "choices", None) or []
     if not choices:
-        return _ModelTurn(None, [], _chat_usage(completion), [], incomplete="chat.completions: no choices")
+        return _ModelTurn(None, [], chat_usage(completion), [], incomplete="chat.completions: no choices")
     choice = choices[0]
     message = choice.message
     calls = [
@@ -753,41 +754,7 @@ def _chat_turn(completion: Any) -> _ModelTurn:
     return _ModelTurn(
         text=message.content or None,
         calls=calls,
-        usage=_chat_usage(completion),
+        usage=chat_usage(completion),
         history_items=[assistant],
         incomplete=incomplete,
     )
-
-
-def _responses_usage(response: Any) -> TokenUsage:
-    usage = getattr(response, "usage", None)
-    if usage is None:
-        return TokenUsage()
-    input_tokens = _int(getattr(usage, "input_tokens", 0))
-    output_tokens = _int(getattr(usage, "output_tokens", 0))
-    return TokenUsage(
-        input_tokens=input_tokens,
-        cached_input_tokens=_int(getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0)),
-        output_tokens=output_tokens,
-        reasoning_output_tokens=_int(getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0)),
-        total_tokens=_int(getattr(usage, "total_tokens", 0)) or input_tokens + output_tokens,
-    )
-
-
-def _chat_usage(completion: Any) -> TokenUsage:
-    usage = getattr(completion, "usage", None)
-    if usage is None:
-        return TokenUsage()
-    input_tokens = _int(getattr(usage, "prompt_tokens", 0))
-    output_tokens = _int(getattr(usage, "completion_tokens", 0))
-    return TokenUsage(
-        input_tokens=input_tokens,
-        cached_input_tokens=_int(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0)),
-        output_tokens=output_tokens,
-        reasoning_output_tokens=_int(getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", 0)),
-        total_tokens=_int(getattr(usage, "total_tokens", 0)) or input_tokens + output_tokens,
-    )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

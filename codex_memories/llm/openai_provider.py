@@ -29,6 +29,7 @@ from codex_memories.llm.base import (
     TransientModelError,
 )
 from codex_memories.llm.schema import STAGE1_SCHEMA_NAME, Stage1OutputError, parse_stage1_output, stage1_output_schema
+from codex_memories.llm.usage import chat_usage, responses_usage
 
 PROVIDER_NAME = "openai"
 
@@ -112,7 +113,7 @@ class OpenAIExtractionProvider:
         except ValueError:
             # The client could not decode the body (an HTML error page behind a proxy, say).
             raise InvalidModelOutput("responses: server response is not JSON") from None
-        return _responses_text(response), _responses_usage(response)
+        return _responses_text(response), responses_usage(response)
 
     def _call_chat(self, request: ExtractionRequest, model: str) -> tuple[str, TokenUsage]:
         optional: dict[str, Any] = {}
@@ -140,7 +141,7 @@ class OpenAIExtractionProvider:
         except ValueError:
             # The client could not decode the body (an HTML error page behind a proxy, say).
             raise InvalidModelOutput("chat.completions: server response is not JSON") from None
-        return _chat_text(completion), _chat_usage(completion)
+        return _chat_text(completion), chat_usage(completion)
 
 
 def _map_api_error(error: openai.APIError, endpoint: str) -> Exception:
@@ -192,23 +193,6 @@ def _responses_text(response: Any) -> str:
     return "".join(pieces)
 
 
-def _responses_usage(response: Any) -> TokenUsage:
-    usage = getattr(response, "usage", None)
-    if usage is None:
-        return TokenUsage()
-    input_details = getattr(usage, "input_tokens_details", None)
-    output_details = getattr(usage, "output_tokens_details", None)
-    input_tokens = _int(getattr(usage, "input_tokens", 0))
-    output_tokens = _int(getattr(usage, "output_tokens", 0))
-    return TokenUsage(
-        input_tokens=input_tokens,
-        cached_input_tokens=_int(getattr(input_details, "cached_tokens", 0)),
-        output_tokens=output_tokens,
-        reasoning_output_tokens=_int(getattr(output_details, "reasoning_tokens", 0)),
-        total_tokens=_int(getattr(usage, "total_tokens", 0)) or input_tokens + output_tokens,
-    )
-
-
 def _chat_text(completion: Any) -> str:
     choices = getattr(completion, "choices", None) or []
     if not choices:
@@ -223,24 +207,3 @@ def _chat_text(completion: Any) -> str:
             raise InvalidModelOutput("chat.completions: the model refused")
         raise InvalidModelOutput("chat.completions: no output text")
     return content
-
-
-def _chat_usage(completion: Any) -> TokenUsage:
-    usage = getattr(completion, "usage", None)
-    if usage is None:
-        return TokenUsage()
-    prompt_details = getattr(usage, "prompt_tokens_details", None)
-    completion_details = getattr(usage, "completion_tokens_details", None)
-    input_tokens = _int(getattr(usage, "prompt_tokens", 0))
-    output_tokens = _int(getattr(usage, "completion_tokens", 0))
-    return TokenUsage(
-        input_tokens=input_tokens,
-        cached_input_tokens=_int(getattr(prompt_details, "cached_tokens", 0)),
-        output_tokens=output_tokens,
-        reasoning_output_tokens=_int(getattr(completion_details, "reasoning_tokens", 0)),
-        total_tokens=_int(getattr(usage, "total_tokens", 0)) or input_tokens + output_tokens,
-    )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
