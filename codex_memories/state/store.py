@@ -1432,15 +1432,7 @@ class MemoryStore:
                 _outputs.c.source_updated_at.label("output_source_updated_at"),
                 stage1_jobs.c.last_success_watermark,
             )
-            .select_from(
-                _threads.outerjoin(_outputs, _outputs.c.thread_id == _threads.c.id).outerjoin(
-                    stage1_jobs,
-                    and_(
-                        stage1_jobs.c.kind == JobKind.stage1.value,
-                        stage1_jobs.c.job_key == _threads.c.id,
-                    ),
-                )
-            )
+            .select_from(_threads_with_stage1_state(stage1_jobs))
             .where(*conditions)
         )
         id_chunks: list[Sequence[str] | None] = (
@@ -1580,6 +1572,14 @@ def _hydrated_outputs(*, outer: bool) -> Any:
 _REF_OUTPUT_COLUMNS = ("thread_id", "source_updated_at", "generated_at", "rollout_slug")
 _REF_THREAD_COLUMNS = ("cwd", "rollout_path", "git_branch")
 _REF_FIELDS = _REF_OUTPUT_COLUMNS + _REF_THREAD_COLUMNS
+
+
+def _threads_with_stage1_state(stage1_jobs: Any) -> Any:
+    """Threads with their stage-1 output and job, when they have them (claim and backfill)."""
+    return _threads.outerjoin(_outputs, _outputs.c.thread_id == _threads.c.id).outerjoin(
+        stage1_jobs,
+        and_(stage1_jobs.c.kind == JobKind.stage1.value, stage1_jobs.c.job_key == _threads.c.id),
+    )
 
 
 def _hydrated_output_refs() -> Any:
@@ -1722,15 +1722,7 @@ def _scan_stage1_candidates(
             stage1_jobs.c.status.label("job_status"),
             stage1_jobs.c.lease_until,
         )
-        .select_from(
-            _threads.outerjoin(_outputs, _outputs.c.thread_id == _threads.c.id).outerjoin(
-                stage1_jobs,
-                and_(
-                    stage1_jobs.c.kind == JobKind.stage1.value,
-                    stage1_jobs.c.job_key == _threads.c.id,
-                ),
-            )
-        )
+        .select_from(_threads_with_stage1_state(stage1_jobs))
         .where(*conditions)
         .order_by(_threads.c.updated_at_ms.desc(), _threads.c.id.desc())
         .limit(scan_limit)
