@@ -33,7 +33,9 @@ from codex_memories.cli_options import (
     MaxRollouts,
     MemoryRoot,
     Provider,
+    common_flow_parameters,
     load_config,
+    prepare_prefect,
 )
 from codex_memories.settings import RuntimeConfig, SettingsError
 
@@ -56,16 +58,6 @@ EXIT_BAD_SETTING = 2
 
 class UserError(Exception):
     """A problem the user can fix; printed as one line."""
-
-
-def _prepare_prefect(verbose: bool) -> None:
-    """Quiet Prefect's console logs for the CLI unless asked; keep its files in one place."""
-    if not verbose:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    # Without a server, Prefect starts a temporary one per command; its 20 s default start-up
-    # budget was seen to run out on a loaded 2-core machine.
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
 def _say_error(message: str) -> None:
@@ -121,11 +113,7 @@ def _run_phase1(config: RuntimeConfig) -> Phase1Report:
     settings = config.settings
     return _with_progress(
         lambda: phase1(
-            codex_home=str(settings.codex_home_path),
-            db_url=settings.resolved_db_url,
-            memory_root=settings.resolved_memory_root,
-            provider=settings.provider,
-            base_url=settings.base_url,
+            **common_flow_parameters(config),
             extract_model=settings.extract_model,
             max_rollouts_per_startup=config.memories.max_rollouts_per_startup,
             ignore_age_windows=settings.ignore_age_windows,
@@ -158,7 +146,7 @@ def phase1(
 ) -> None:
     """Run phase 1 now: discover rollouts, claim, extract stage-1 memories."""
     config = load_config(**{key: value for key, value in locals().items() if key != "verbose"})
-    _prepare_prefect(verbose)
+    prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text
 
     _print_where(config)
@@ -168,14 +156,9 @@ def phase1(
 def _run_phase2(config: RuntimeConfig, *, force: bool) -> Any:
     from flows.phase2 import phase2
 
-    settings = config.settings
     state = phase2(
-        codex_home=str(settings.codex_home_path),
-        db_url=settings.resolved_db_url,
-        memory_root=settings.resolved_memory_root,
-        provider=settings.provider,
-        base_url=settings.base_url,
-        consolidation_model=settings.consolidation_model,
+        **common_flow_parameters(config),
+        consolidation_model=config.settings.consolidation_model,
         force=force,
         return_state=True,
     )
@@ -197,7 +180,7 @@ def phase2(
 ) -> None:
     """Run phase 2 now: consolidate the selected stage-1 outputs into the memory folder."""
     config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
-    _prepare_prefect(verbose)
+    prepare_prefect(verbose)
     from codex_memories.reports import render_phase2_text
 
     _print_where(config)
@@ -226,7 +209,7 @@ def run(
 ) -> None:
     """The main job: phase 1, then phase 2, then a short report of both."""
     config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
-    _prepare_prefect(verbose)
+    prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text, render_phase2_text
 
     _print_where(config)

@@ -8,7 +8,6 @@ exit 1.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Annotated, Optional
 
@@ -25,7 +24,9 @@ from codex_memories.cli_options import (
     ExtractModel,
     MemoryRoot,
     Provider,
+    common_flow_parameters,
     load_config,
+    prepare_prefect,
 )
 
 backfill_app = typer.Typer()
@@ -60,8 +61,7 @@ def backfill(
         api_mode=api_mode, extract_model=extract_model, consolidation_model=consolidation_model,
         concurrency=concurrency, config_file=config_file, backfill_batch_size=batch_size,
     )
-    if not verbose:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    prepare_prefect(verbose)
     from codex_memories.backfill import BackfillSourceError, day_window, render_backfill_markdown, resolve_source
     from flows.backfill import backfill as backfill_flow
 
@@ -77,11 +77,7 @@ def backfill(
         since=since,
         until=until,
         batch_size=settings.backfill_batch_size,
-        codex_home=str(settings.codex_home_path),
-        db_url=settings.resolved_db_url,
-        memory_root=settings.resolved_memory_root,
-        provider=settings.provider,
-        base_url=settings.base_url,
+        **common_flow_parameters(config),
         extract_model=settings.extract_model,
         consolidation_model=settings.consolidation_model,
         concurrency=settings.concurrency,

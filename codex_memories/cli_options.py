@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -35,3 +36,31 @@ def load_config(**values: Any) -> RuntimeConfig:
     renames = {"db": "db_url", "max_rollouts": "max_rollouts_per_startup"}
     given = {renames.get(key, key): value for key, value in values.items()}
     return load_runtime_config(**given)
+
+
+def prepare_prefect(verbose: bool) -> None:
+    """Quiet Prefect's console logs for the CLI unless asked; keep its files in one place."""
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # Without a server, Prefect starts a temporary one per command; its 20 s default start-up
+    # budget was seen to run out on a loaded 2-core machine.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
+def common_flow_parameters(config: RuntimeConfig) -> dict[str, Any]:
+    """What every flow needs to load the same configuration the CLI loaded.
+
+    Flows load their settings from their parameters (they also run under a worker, without
+    this CLI), so every option the CLI took must travel as a parameter or it is lost. The API
+    key never does: it stays in the environment or the settings file."""
+    settings = config.settings
+    return {
+        "codex_home": str(settings.codex_home_path),
+        "db_url": settings.resolved_db_url,
+        "memory_root": settings.resolved_memory_root,
+        "provider": settings.provider,
+        "base_url": settings.base_url,
+        "api_mode": settings.api_mode,
+        "config_file": str(settings.config_file) if settings.config_file else None,
+    }

@@ -52,6 +52,8 @@ def phase1(
     memory_root: str | None = None,
     provider: Literal["auto", "openai", "heuristic"] | None = None,
     base_url: str | None = None,
+    api_mode: Literal["responses", "chat"] | None = None,
+    config_file: str | None = None,
     extract_model: str | None = None,
     max_rollouts_per_startup: int | None = None,
     ignore_age_windows: bool | None = None,
@@ -65,6 +67,8 @@ def phase1(
         memory_root: memory folder, a path or s3://bucket/prefix.
         provider: auto, openai or heuristic (offline).
         base_url: an OpenAI-compatible server's URL (vLLM, Ollama, a gateway).
+        api_mode: `responses` (default) or `chat` for servers without /v1/responses.
+        config_file: our own TOML settings file (default $CODEX_HOME/codex-memories.toml).
         extract_model: the phase-1 model.
         max_rollouts_per_startup: threads claimed per run (1..128).
         ignore_age_windows: claim regardless of the idle and age windows.
@@ -76,6 +80,8 @@ def phase1(
         memory_root=memory_root,
         provider=provider,
         base_url=base_url,
+        api_mode=api_mode,
+        config_file=config_file,
         extract_model=extract_model,
         max_rollouts_per_startup=max_rollouts_per_startup,
         ignore_age_windows=ignore_age_windows,

@@ -64,6 +64,8 @@ def phase2(
     memory_root: str | None = None,
     provider: Literal["auto", "openai", "heuristic"] | None = None,
     base_url: str | None = None,
+    api_mode: Literal["responses", "chat"] | None = None,
+    config_file: str | None = None,
     consolidation_model: str | None = None,
     force: bool = False,
 ) -> State:
@@ -75,6 +77,8 @@ def phase2(
         memory_root: memory folder, a path or s3://bucket/prefix.
         provider: auto, openai or heuristic (offline).
         base_url: an OpenAI-compatible server's URL (vLLM, Ollama, a gateway).
+        api_mode: `responses` (default) or `chat` for servers without /v1/responses.
+        config_file: our own TOML settings file (default $CODEX_HOME/codex-memories.toml).
         consolidation_model: the phase-2 model.
         force: skip the cooldown since the last success (never the lease).
     """
@@ -84,6 +88,8 @@ def phase2(
         memory_root=memory_root,
         provider=provider,
         base_url=base_url,
+        api_mode=api_mode,
+        config_file=config_file,
         consolidation_model=consolidation_model,
     )
     report = run_phase2(config, force=force)
