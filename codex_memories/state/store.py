@@ -395,18 +395,17 @@ class MemoryStore:
         """
 
         def run(conn: Connection) -> Stage1ClaimResult:
-            for _attempt in range(_MAX_OPTIMISTIC_ATTEMPTS):
-                result = self._claim_stage1_once(
+            return _until_settled(
+                lambda: self._claim_stage1_once(
                     conn,
                     thread_id=thread_id,
                     worker_id=worker_id,
                     source_updated_at=source_updated_at,
                     lease_seconds=lease_seconds,
                     max_running_jobs=max_running_jobs,
-                )
-                if result is not None:
-                    return result
-            raise RuntimeError(f"stage-1 job {thread_id!r} kept changing while being claimed")
+                ),
+                f"stage-1 job {thread_id!r}",
+            )
 
         return self._write(run, locks=(JobKind.stage1,))
 
@@ -622,17 +621,16 @@ class MemoryStore:
         """
 
         def run(conn: Connection) -> Phase2ClaimResult:
-            for _attempt in range(_MAX_OPTIMISTIC_ATTEMPTS):
-                result = self._claim_phase2_once(
+            return _until_settled(
+                lambda: self._claim_phase2_once(
                     conn,
                     worker_id=worker_id,
                     lease_seconds=lease_seconds,
                     cooldown_seconds=cooldown_seconds,
                     ignore_cooldown=ignore_cooldown,
-                )
-                if result is not None:
-                    return result
-            raise RuntimeError("global phase-2 job kept changing while being claimed")
+                ),
+                "global phase-2 job",
+            )
 
         return self._write(run, locks=(JobKind.consolidate_global,))
 
@@ -1572,6 +1570,15 @@ def _hydrated_outputs(*, outer: bool) -> Any:
 _REF_OUTPUT_COLUMNS = ("thread_id", "source_updated_at", "generated_at", "rollout_slug")
 _REF_THREAD_COLUMNS = ("cwd", "rollout_path", "git_branch")
 _REF_FIELDS = _REF_OUTPUT_COLUMNS + _REF_THREAD_COLUMNS
+
+
+def _until_settled(attempt: Callable[[], _T | None], what: str) -> _T:
+    """Repeat an optimistic claim attempt (None: the row changed under it) a bounded number of times."""
+    for _attempt in range(_MAX_OPTIMISTIC_ATTEMPTS):
+        result = attempt()
+        if result is not None:
+            return result
+    raise RuntimeError(f"{what} kept changing while being claimed")
 
 
 def _threads_with_stage1_state(stage1_jobs: Any) -> Any:
