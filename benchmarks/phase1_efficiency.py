@@ -173,7 +173,7 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path) -> None:
         return default_handler(request)
 
     started = time.perf_counter()
-    import flows.phase1 as phase1_module
+    import codex_memories_flows.phase1 as phase1_module
     from prefect import flow
 
     import_seconds = time.perf_counter() - started
@@ -280,7 +280,7 @@ def _library_pools(base_url: str, codex_home: Path, claims: list[Any]) -> tuple[
     per call (as `tasks/extract.py` builds it). No Prefect, no DB."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from codex_memories.extraction import extract_memory
+    from codex_memories.extract.extraction import extract_memory
     from codex_memories.runtime import extraction_provider
     from codex_memories.settings import load_runtime_config
 

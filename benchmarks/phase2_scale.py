@@ -173,7 +173,7 @@ def _timed(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
 
 
 def one_repetition(store: Any, root_dir: Path, count: int) -> dict[str, float]:
-    from codex_memories.phase2 import (
+    from codex_memories.consolidate.steps import (
         Phase2Lease,
         diff_workspace,
         prepare_workspace,

@@ -1,4 +1,7 @@
-"""Render the Markdown prompt templates kept in the top-level `prompts/` package.
+"""Render the Markdown prompt templates kept in the repository's top-level `prompts/` folder.
+
+The folder is installed as the package `codex_memories_prompts` (pyproject.toml maps it), so the
+templates ship in the wheel without a generic top-level `prompts` name.
 
 Contract:
 - A template is `prompts/<name>.md`; placeholders are written `{{ name }}` (spaces optional).
@@ -17,7 +20,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-PROMPTS_PACKAGE = "prompts"
+PROMPTS_PACKAGE = "codex_memories_prompts"
 TEMPLATE_SUFFIX = ".md"
 
 STAGE_ONE_SYSTEM_TEMPLATE = "stage_one_system"

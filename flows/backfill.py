@@ -1,6 +1,6 @@
 """Backfill: old and archived rollouts (or any folder, or an s3:// prefix) become memories.
 
-Orchestration only (`codex_memories.backfill` says what a source is and what is claimed). The
+Orchestration only (`codex_memories.ingest.backfill` says what a source is and what is claimed). The
 idle and age windows do not apply; the source and memory-mode rules do. Batches of
 `batch_size` claims go through phase 1's own extraction, quality and finalize steps (at most
 `concurrency` extractions at once). Resumable: threads already extracted at their version are not
@@ -20,18 +20,18 @@ from typing import Literal
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from codex_memories.backfill import BackfillReport, day_window, older_than_selection_window, resolve_source
+from codex_memories.ingest.backfill import BackfillReport, day_window, older_than_selection_window, resolve_source
 from codex_memories.outcomes import Outcome
 from codex_memories.reports import ExtractionLine
 from codex_memories.settings import RuntimeConfig, load_runtime_config
-from flows.phase1 import MAX_EXTRACTION_WORKERS, extract_claims
-from flows.phase2 import run_phase2
-from tasks.backfill_report import publish_backfill_report, start_backfill_progress, update_backfill_progress
-from tasks.claim_backfill import claim_backfill, list_backfill_candidates
-from tasks.discover_backfill_source import discover_backfill_source
-from tasks.fetch_backfill_source import fetch_backfill_source
-from tasks.gates import check_phase1_gates
-from tasks.harvest_citations import harvest_citations
+from codex_memories_flows.phase1 import MAX_EXTRACTION_WORKERS, extract_claims
+from codex_memories_flows.phase2 import run_phase2
+from codex_memories_tasks.backfill_report import publish_backfill_report, start_backfill_progress, update_backfill_progress
+from codex_memories_tasks.claim_backfill import claim_backfill, list_backfill_candidates
+from codex_memories_tasks.discover_backfill_source import discover_backfill_source
+from codex_memories_tasks.fetch_backfill_source import fetch_backfill_source
+from codex_memories_tasks.gates import check_phase1_gates
+from codex_memories_tasks.harvest_citations import harvest_citations
 
 
 @flow(

@@ -4,7 +4,7 @@ Routes: `thread_deletion` (route 4: delete a thread's memory and keep it from be
 again), `disable` and `pollution` (route 5: the thread leaves every phase-2 selection), `reset`
 (route 7: every memory row and the memory folder's contents). Each writes `forget_audit` rows;
 the run's artifact lists them. The memory folder itself changes at the next phase 2, which the
-store enqueues when a selected memory went. Orchestration only; `codex_memories.forgetting`
+store enqueues when a selected memory went. Orchestration only; `codex_memories.forget.routes`
 decides. Parameters are settings overrides, none secret.
 """
 
@@ -15,14 +15,14 @@ from typing import Literal
 
 from prefect import flow, get_run_logger
 
-from codex_memories.forgetting import ForgetAction
+from codex_memories.forget.routes import ForgetAction
 from codex_memories.reports import ForgetReport
 from codex_memories.settings import RuntimeConfig, load_runtime_config
-from tasks.disable_thread import disable_thread
-from tasks.forget_thread import forget_thread
-from tasks.pollute_thread import pollute_thread
-from tasks.report import publish_forget_report
-from tasks.reset_memories import reset_memories
+from codex_memories_tasks.disable_thread import disable_thread
+from codex_memories_tasks.forget_thread import forget_thread
+from codex_memories_tasks.pollute_thread import pollute_thread
+from codex_memories_tasks.report import publish_forget_report
+from codex_memories_tasks.reset_memories import reset_memories
 
 ForgetRouteName = Literal["thread_deletion", "disable", "pollution", "reset"]
 

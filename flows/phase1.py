@@ -16,24 +16,26 @@ from prefect import Task, flow, get_run_logger
 from prefect.futures import PrefectFuture, as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from codex_memories import progress, quality
-from codex_memories.extraction import ExtractionResult, failed_extraction
+from codex_memories import progress
+
+from codex_memories.extract import quality
+from codex_memories.extract.extraction import ExtractionResult, failed_extraction
 from codex_memories.outcomes import Outcome
 from codex_memories.reports import ExtractionLine, Phase1Report
 from codex_memories.settings import RuntimeConfig, load_runtime_config
 from codex_memories.state.records import Stage1Claim
-from tasks.audit_pollution import audit_polluted_threads
-from tasks.claim import claim_stage1_jobs
-from tasks.collect_forget_audit import collect_forget_audit
-from tasks.discover import discover
-from tasks.extract import extract_rollout
-from tasks.finalize import finalize_extractions
-from tasks.forget_deleted_threads import forget_deleted_threads
-from tasks.gates import check_phase1_gates
-from tasks.harvest_citations import harvest_citations
-from tasks.quality import check_extraction_quality
-from tasks.report import publish_phase1_report
-from tasks.retention import prune_retention
+from codex_memories_tasks.audit_pollution import audit_polluted_threads
+from codex_memories_tasks.claim import claim_stage1_jobs
+from codex_memories_tasks.collect_forget_audit import collect_forget_audit
+from codex_memories_tasks.discover import discover
+from codex_memories_tasks.extract import extract_rollout
+from codex_memories_tasks.finalize import finalize_extractions
+from codex_memories_tasks.forget_deleted_threads import forget_deleted_threads
+from codex_memories_tasks.gates import check_phase1_gates
+from codex_memories_tasks.harvest_citations import harvest_citations
+from codex_memories_tasks.quality import check_extraction_quality
+from codex_memories_tasks.report import publish_phase1_report
+from codex_memories_tasks.retention import prune_retention
 
 # The pool is sized for the largest allowed `concurrency`; the flow keeps at most `concurrency`
 # extractions in flight (measured: Prefect's global and tag concurrency limits poll for slots

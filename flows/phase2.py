@@ -27,27 +27,27 @@ from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.states import Completed, Failed, State
 
 from codex_memories.outcomes import Outcome
-from codex_memories.phase2 import Phase2Failure, Phase2Lease, mark_failed
+from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_failed
 from codex_memories.redact import redact_secrets
 from codex_memories.reports import Phase2Report
 from codex_memories.runtime import memory_root, open_store
 from codex_memories.settings import RuntimeConfig, load_runtime_config
 from codex_memories.state.records import Phase2ClaimOutcome
 from codex_memories.storage import LocalWorkspace
-from tasks.audit_manual_changes import audit_manual_changes
-from tasks.claim_lock import claim_lock
-from tasks.collect_forget_audit import collect_forget_audit
-from tasks.confirm_ownership import confirm_ownership
-from tasks.consolidate import consolidate
-from tasks.git_diff import git_diff, write_workspace_diff
-from tasks.mark_succeeded import mark_succeeded
-from tasks.prepare_workspace import prepare_workspace
-from tasks.prune_extension_resources import prune_extension_resources
-from tasks.reset_baseline import reset_baseline
-from tasks.report import publish_phase2_report
-from tasks.select import select
-from tasks.sync import sync
-from tasks.validate_artifacts import validate_artifacts
+from codex_memories_tasks.audit_manual_changes import audit_manual_changes
+from codex_memories_tasks.claim_lock import claim_lock
+from codex_memories_tasks.collect_forget_audit import collect_forget_audit
+from codex_memories_tasks.confirm_ownership import confirm_ownership
+from codex_memories_tasks.consolidate import consolidate
+from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
+from codex_memories_tasks.mark_succeeded import mark_succeeded
+from codex_memories_tasks.prepare_workspace import prepare_workspace
+from codex_memories_tasks.prune_extension_resources import prune_extension_resources
+from codex_memories_tasks.reset_baseline import reset_baseline
+from codex_memories_tasks.report import publish_phase2_report
+from codex_memories_tasks.select import select
+from codex_memories_tasks.sync import sync
+from codex_memories_tasks.validate_artifacts import validate_artifacts
 
 PREFECT_SLOT_NAME = "codex-memories-phase2"
 PREFECT_SLOT_WAIT_SECONDS = 5.0

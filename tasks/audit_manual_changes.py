@@ -1,10 +1,10 @@
 from prefect import task
 
-from codex_memories.forgetting import ForgetAction, audit_manual_changes as audit
+from codex_memories.forget.routes import ForgetAction, audit_manual_changes as audit
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 from codex_memories.storage import LocalWorkspace
-from codex_memories.workspace import WorkspaceDiff
+from codex_memories.consolidate.workspace import WorkspaceDiff
 
 
 @task(name="audit-manual-changes", cache_policy=None)

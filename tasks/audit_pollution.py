@@ -1,6 +1,6 @@
 from prefect import task
 
-from codex_memories.forgetting import ForgetAction, audit_polluted_threads as audit
+from codex_memories.forget.routes import ForgetAction, audit_polluted_threads as audit
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 

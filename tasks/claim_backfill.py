@@ -1,10 +1,10 @@
 from prefect import task
 
-from codex_memories.backfill import BatchClaim, DayWindow, claim_backfill_batch
+from codex_memories.ingest.backfill import BatchClaim, DayWindow, claim_backfill_batch
 from codex_memories.runtime import open_store
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES, RuntimeConfig
 from codex_memories.state.records import ThreadRecord
-from tasks.claim import worker_id
+from codex_memories_tasks.claim import worker_id
 
 
 @task(name="list-backfill-candidates", cache_policy=None)

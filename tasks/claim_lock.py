@@ -1,10 +1,10 @@
 from prefect import task
 
-from codex_memories.phase2 import claim_global_lock
+from codex_memories.consolidate.steps import claim_global_lock
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 from codex_memories.state.records import Phase2ClaimResult
-from tasks.claim import worker_id
+from codex_memories_tasks.claim import worker_id
 
 
 @task(name="claim-global-lock", cache_policy=None)

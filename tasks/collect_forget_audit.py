@@ -1,6 +1,6 @@
 from prefect import task
 
-from codex_memories.forgetting import audit_rows_since
+from codex_memories.forget.routes import audit_rows_since
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 from codex_memories.state.records import ForgetAuditRecord

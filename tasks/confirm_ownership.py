@@ -1,6 +1,6 @@
 from prefect import task
 
-from codex_memories.phase2 import Phase2Lease, confirm_ownership as confirm
+from codex_memories.consolidate.steps import Phase2Lease, confirm_ownership as confirm
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 

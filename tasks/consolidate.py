@@ -1,6 +1,6 @@
 from prefect import get_run_logger, task
 
-from codex_memories.phase2 import ConsolidationStep, LeaseHeartbeat, Phase2Lease, run_consolidation
+from codex_memories.consolidate.steps import ConsolidationStep, LeaseHeartbeat, Phase2Lease, run_consolidation
 from codex_memories.runtime import consolidator, open_store
 from codex_memories.settings import RuntimeConfig
 from codex_memories.storage import LocalWorkspace

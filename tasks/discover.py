@@ -2,7 +2,7 @@ import time
 
 from prefect import get_run_logger, task
 
-from codex_memories.discovery import DiscoveryReport, discover_rollouts
+from codex_memories.ingest.discovery import DiscoveryReport, discover_rollouts
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 

@@ -2,8 +2,8 @@ import time
 
 from prefect import get_run_logger, task
 
-from codex_memories.backfill import BackfillSource
-from codex_memories.discovery import DiscoveryReport, discover_folder
+from codex_memories.ingest.backfill import BackfillSource
+from codex_memories.ingest.discovery import DiscoveryReport, discover_folder
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 

@@ -5,7 +5,7 @@ from prefect.client.schemas.objects import State, TaskRun
 from prefect.context import TaskRunContext
 
 from codex_memories import progress
-from codex_memories.extraction import ExtractionResult, extract_memory
+from codex_memories.extract.extraction import ExtractionResult, extract_memory
 from codex_memories.llm.base import TransientModelError
 from codex_memories.runtime import extraction_provider
 from codex_memories.settings import RuntimeConfig

@@ -4,7 +4,7 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.context import TaskRunContext
 
-from codex_memories.extraction import ExtractionResult, finalize_extraction
+from codex_memories.extract.extraction import ExtractionResult, finalize_extraction
 from codex_memories.reports import ExtractionLine
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig

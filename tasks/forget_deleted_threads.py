@@ -1,6 +1,6 @@
 from prefect import get_run_logger, task
 
-from codex_memories.forgetting import ForgetAction, forget_deleted_threads as forget
+from codex_memories.forget.routes import ForgetAction, forget_deleted_threads as forget
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 

@@ -1,6 +1,6 @@
 from prefect import get_run_logger, task
 
-from codex_memories.gates import phase1_gate
+from codex_memories.extract.gates import phase1_gate
 from codex_memories.outcomes import Outcome
 from codex_memories.settings import RuntimeConfig
 

@@ -1,8 +1,8 @@
 from prefect import task
 
-from codex_memories.phase2 import diff_workspace, workspace_is_settled, write_diff_file
+from codex_memories.consolidate.steps import diff_workspace, workspace_is_settled, write_diff_file
 from codex_memories.storage import LocalWorkspace
-from codex_memories.workspace import WorkspaceDiff
+from codex_memories.consolidate.workspace import WorkspaceDiff
 
 
 @task(name="git-diff", cache_policy=None)

@@ -1,6 +1,6 @@
 from prefect import get_run_logger, task
 
-from codex_memories.harvest import HarvestReport, harvest_citations as harvest
+from codex_memories.read.harvest import HarvestReport, harvest_citations as harvest
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 

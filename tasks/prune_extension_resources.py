@@ -1,6 +1,6 @@
 from prefect import task
 
-from codex_memories.phase2 import ForgottenFile, prune_extension_resources as prune, utc_now
+from codex_memories.consolidate.steps import ForgottenFile, prune_extension_resources as prune, utc_now
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 from codex_memories.storage import LocalWorkspace

@@ -1,8 +1,8 @@
 from prefect import task
 
-from codex_memories.phase2 import publish_workspace
+from codex_memories.consolidate.steps import publish_workspace
 from codex_memories.storage import LocalWorkspace
-from tasks.storage_retries import STORAGE_RETRIES, STORAGE_RETRY_DELAYS_SECONDS, retry_transient_storage_errors
+from codex_memories_tasks.storage_retries import STORAGE_RETRIES, STORAGE_RETRY_DELAYS_SECONDS, retry_transient_storage_errors
 
 
 @task(

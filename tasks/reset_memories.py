@@ -1,6 +1,6 @@
 from prefect import task
 
-from codex_memories.forgetting import ForgetAction, reset_memories as reset
+from codex_memories.forget.routes import ForgetAction, reset_memories as reset
 from codex_memories.runtime import memory_root, open_store
 from codex_memories.settings import RuntimeConfig
 

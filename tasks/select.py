@@ -1,6 +1,6 @@
 from prefect import get_run_logger, task
 
-from codex_memories.phase2 import Phase2Lease, Selection, select_inputs
+from codex_memories.consolidate.steps import Phase2Lease, Selection, select_inputs
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 

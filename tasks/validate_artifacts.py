@@ -1,7 +1,7 @@
 from prefect import task
 
 from codex_memories.storage import LocalWorkspace
-from codex_memories.workspace import validate_artifacts as validate
+from codex_memories.consolidate.workspace import validate_artifacts as validate
 
 
 @task(name="validate-artifacts", cache_policy=None)

@@ -192,7 +192,7 @@ def test_default_handler_answers_other_requests_with_plain_text():
 
 
 def test_default_stage1_extraction_passes_the_quality_check():
-    from codex_memories.quality import QualityRow, check_extraction_batch
+    from codex_memories.extract.quality import QualityRow, check_extraction_batch
 
     request = RecordedRequest("POST", "/v1/chat/completions", {}, {"messages": [{"role": "user", "content": "rollout_context:\n- rollout_cwd: /src/My Shop!\n"}]})
     report = check_extraction_batch([QualityRow(thread_id="t", **stage1_extraction_for(request))])

@@ -133,7 +133,7 @@ def test_defaults_live_under_codex_home(clean_environment: Path) -> None:
 def test_cli_bad_setting_is_one_line_and_exit_code_2(clean_environment: Path, tmp_path: Path) -> None:
     db_file = tmp_path / "state.sqlite"
     result = subprocess.run(
-        [sys.executable, "-m", "codex_memories.cli", "phase1", "--concurrency", "0", "--db", f"sqlite:///{db_file}"],
+        [sys.executable, "-m", "codex_memories_cli.main", "phase1", "--concurrency", "0", "--db", f"sqlite:///{db_file}"],
         capture_output=True,
         text=True,
         env={**os.environ, "CODEX_HOME": str(clean_environment)},

@@ -28,7 +28,7 @@ def run_cli(tmp_path: Path, codex_home: Path, *options: str) -> subprocess.Compl
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_MEMORIES_", "OPENAI_"))}
     env["PREFECT_HOME"] = str(tmp_path / "prefect")
     return subprocess.run(
-        [sys.executable, "-m", "codex_memories.cli", "phase1", "--codex-home", str(codex_home),
+        [sys.executable, "-m", "codex_memories_cli.main", "phase1", "--codex-home", str(codex_home),
          "--db", f"sqlite:///{tmp_path / 'state.sqlite'}", "--ignore-age-windows", *options],
         capture_output=True, text=True, env=env, timeout=240,
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.notes import validate_note_filename
+from codex_memories.read.notes import validate_note_filename
 from tests.support.codex_cli import CodexHome, is_user_turn, run_codex_exec, tool_names
 from tests.support.openai_server import OpenAITestServer, RecordedRequest, ScriptedReply, ToolCall
 

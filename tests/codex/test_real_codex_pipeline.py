@@ -102,7 +102,7 @@ def db_url(codex_home: CodexHome) -> str:
 
 
 def run_our_phase1(codex_home: CodexHome, server: OpenAITestServer) -> Any:
-    from flows.phase1 import phase1
+    from codex_memories_flows.phase1 import phase1
 
     return phase1(
         codex_home=str(codex_home.path),
@@ -115,7 +115,7 @@ def run_our_phase1(codex_home: CodexHome, server: OpenAITestServer) -> Any:
 
 
 def run_our_phase2(codex_home: CodexHome) -> Any:
-    from flows.phase2 import phase2
+    from codex_memories_flows.phase2 import phase2
 
     # The heuristic consolidator writes memory_summary.md deterministically (the scripted server
     # cannot play a consolidation agent that edits files).
@@ -316,7 +316,7 @@ def test_backfill_processes_a_session_codex_archived(
     store = open_store(db_url(codex_home))
     assert store.get_stage1_output(archived) is None
 
-    from flows.backfill import backfill
+    from codex_memories_flows.backfill import backfill
 
     # The default source is the Codex home's archived_sessions/.
     backfill(codex_home=str(codex_home.path), db_url=db_url(codex_home), provider="openai", base_url=codex_server.base_url)

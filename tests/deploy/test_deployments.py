@@ -258,7 +258,7 @@ _WORKER_CRASH_LINE = "prefect.flow_runs.worker - Check whether the flow run exce
 
 _DIRECT_PHASE2 = """
 import json, sys
-from flows.phase2 import phase2
+from codex_memories_flows.phase2 import phase2
 state = phase2(**json.loads(sys.argv[1]), return_state=True)
 print(state.type.value, state.message)
 """

@@ -34,7 +34,7 @@ def archived(home: MemoryHome, message: str, *, days_ago: float, **options) -> s
 
 
 def backfill(home: MemoryHome, **parameters):
-    from flows.backfill import backfill as backfill_flow
+    from codex_memories_flows.backfill import backfill as backfill_flow
 
     return backfill_flow(
         codex_home=str(home.codex_home),
@@ -174,7 +174,7 @@ def test_an_s3_prefix_is_copied_to_the_cache_and_backfilled_resumably(home: Memo
 
 
 def test_a_bad_source_or_day_fails_before_any_work(home: MemoryHome, tmp_path: Path) -> None:
-    from codex_memories.backfill import BackfillSourceError
+    from codex_memories.ingest.backfill import BackfillSourceError
 
     with pytest.raises(BackfillSourceError, match="not a folder"):
         backfill(home, source=str(tmp_path / "nowhere"))

@@ -29,7 +29,7 @@ class Worker:
         self.memory_root = memory_root
 
     def phase1(self):
-        from flows.phase1 import phase1
+        from codex_memories_flows.phase1 import phase1
 
         return phase1(
             codex_home=str(self.home.codex_home), db_url=self.db_url, memory_root=self.memory_root,
@@ -37,7 +37,7 @@ class Worker:
         )
 
     def phase2(self):
-        from flows.phase2 import phase2
+        from codex_memories_flows.phase2 import phase2
 
         state = phase2(
             codex_home=str(self.home.codex_home), db_url=self.db_url, memory_root=self.memory_root,

@@ -18,7 +18,7 @@ from sqlalchemy import text
 from codex_memories.outcomes import Outcome
 from codex_memories.runtime import close_stores
 from codex_memories.state.store import MemoryStore
-from flows.phase1 import phase1
+from codex_memories_flows.phase1 import phase1
 from tests.support.openai_server import (
     OpenAITestServer,
     RecordedRequest,
@@ -337,7 +337,7 @@ def test_openai_provider_on_the_bundled_examples(tmp_path: Path) -> None:
 
 
 def test_secrets_in_the_model_output_reach_neither_the_db_nor_the_memory_folder(tmp_path: Path) -> None:
-    from flows.phase2 import phase2
+    from codex_memories_flows.phase2 import phase2
 
     home = tmp_path / "codex_home"
     enable_memories(home)

@@ -19,18 +19,18 @@ from pathlib import Path
 
 import pytest
 
-import tasks.consolidate as consolidate_task
-from codex_memories import consolidation
-from codex_memories.artifacts import rollout_summary_stem
-from codex_memories.consolidation import ConsolidationOutcome
+import codex_memories_tasks.consolidate as consolidate_task
+from codex_memories.consolidate import consolidators
+from codex_memories.consolidate.inputs import rollout_summary_stem
+from codex_memories.consolidate.consolidators import ConsolidationOutcome
 from codex_memories.llm.base import TokenUsage
 from codex_memories.outcomes import Outcome
 from codex_memories.reports import Phase2Report
 from codex_memories.runtime import close_stores
 from codex_memories.state.records import Phase2ClaimOutcome, ThreadRecord
 from codex_memories.state.store import MemoryStore
-from codex_memories.workspace import workspace_diff
-from flows.phase2 import phase2
+from codex_memories.consolidate.workspace import workspace_diff
+from codex_memories_flows.phase2 import phase2
 from tests.support.openai_server import RecordedRequest, ScriptedReply, ToolCall, running_openai_server
 from tests.support.rollout_factory import uuid7_at
 
@@ -223,7 +223,7 @@ def test_clean_workspace_with_missing_artifacts_still_runs_the_agent(home: Home)
     assert home.run().outcome is Outcome.succeeded
     (home.root / "MEMORY.md").unlink()
     (home.root / "memory_summary.md").unlink()
-    from codex_memories.workspace import reset_baseline
+    from codex_memories.consolidate.workspace import reset_baseline
 
     reset_baseline(home.root)
     with running_openai_server(scripted_agent([])) as server:  # the agent writes nothing
@@ -277,7 +277,7 @@ def test_a_symlink_left_by_the_consolidator_fails_the_run_and_keeps_the_diff(
         name = "linking"
 
         def consolidate(self, root_dir: Path, *, prompt, should_continue) -> ConsolidationOutcome:
-            consolidation.consolidate_heuristically(root_dir, now=NOW)
+            consolidators.consolidate_heuristically(root_dir, now=NOW)
             link = root_dir / "extensions" / "external_agent_import" / "instructions.md"
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(target)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.discovery import discover_rollouts
-from codex_memories.forgetting import forget_deleted_threads
+from codex_memories.ingest.discovery import discover_rollouts
+from codex_memories.forget.routes import forget_deleted_threads
 from tests.support.memory_home import MemoryHome, remember
 from tests.support.rollout_factory import write_rollout
 
@@ -26,7 +26,7 @@ def artifact_markdown(key: str) -> list[str]:
 
 
 def test_the_forget_flow_publishes_the_audit_rows_it_wrote(prefect_harness: None, tmp_path: Path) -> None:
-    from flows.forget import forget
+    from codex_memories_flows.forget import forget
 
     home = MemoryHome(tmp_path)
     remember(home.store, THREAD)
@@ -39,7 +39,7 @@ def test_the_forget_flow_publishes_the_audit_rows_it_wrote(prefect_harness: None
 
 
 def test_the_reset_route_of_the_forget_flow_takes_no_target(prefect_harness: None, tmp_path: Path) -> None:
-    from flows.forget import forget
+    from codex_memories_flows.forget import forget
 
     home = MemoryHome(tmp_path)
     remember(home.store, THREAD)

@@ -140,7 +140,7 @@ def test_a_session_that_later_used_web_search_is_forgotten_as_polluted(home: Mem
 
 
 def test_the_forget_flow_marks_a_thread_polluted_and_reports_the_audit_row(home: MemoryHome) -> None:
-    from flows.forget import forget
+    from codex_memories_flows.forget import forget
 
     pnpm_thread, _ = remember_two_sessions(home)
 
@@ -154,7 +154,7 @@ def test_the_forget_flow_marks_a_thread_polluted_and_reports_the_audit_row(home:
 
 
 def test_the_forget_flow_refuses_a_thread_route_without_a_target(home: MemoryHome) -> None:
-    from flows.forget import forget
+    from codex_memories_flows.forget import forget
 
     state = forget(route="disable", codex_home=str(home.codex_home), db_url=home.db_url, return_state=True)
     assert state.is_failed()

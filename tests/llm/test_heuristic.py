@@ -6,7 +6,7 @@ import pytest
 from codex_memories.llm.base import ExtractionRequest, TokenUsage
 from codex_memories.llm.heuristic import GENERATED_BY, HeuristicProvider
 from codex_memories.prompts import RenderedPrompt
-from codex_memories.quality import QualityRow, parse_front_matter
+from codex_memories.extract.quality import QualityRow, parse_front_matter
 
 PROMPT = RenderedPrompt(text="unused", template_name="stage_one_input", sha256="0" * 64)
 SLUG = re.compile(r"^[a-z0-9_-]{1,80}$")
@@ -235,7 +235,7 @@ def test_slug_is_safe_for_any_first_request(first_request, expected):
 
 
 def test_heuristic_output_passes_the_quality_check():
-    from codex_memories.quality import check_extraction_batch
+    from codex_memories.extract.quality import check_extraction_batch
 
     extraction = extract(PREFERENCE_SESSION).extraction
     report = check_extraction_batch([QualityRow(thread_id="thread-1", **extraction.model_dump())])

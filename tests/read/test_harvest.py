@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.harvest import harvest_citations
+from codex_memories.read.harvest import harvest_citations
 from codex_memories.state.store import MemoryStore
 from tests.support.memory_home import remember
 from tests.support.rollout_factory import write_rollout

@@ -15,7 +15,7 @@ NOTE_NAME = "2025-10-14T09-30-00-prefer-pnpm.md"
 
 def server_parameters(root: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "codex_memories.mcp_server", "--memory-root", str(root), *extra]
+        command=sys.executable, args=["-m", "codex_memories.read.mcp_server", "--memory-root", str(root), *extra]
     )
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories import memory_tools
-from codex_memories.memory_tools import (
+from codex_memories.read import memory_tools
+from codex_memories.read.memory_tools import (
     EmptyQuery,
     InvalidCursor,
     InvalidLineOffset,

@@ -8,7 +8,7 @@ import pytest
 
 from codex_memories import paths
 from codex_memories.prompts import load_template, template_placeholders
-from codex_memories.read_path import (
+from codex_memories.read.injection import (
     CODEX_SUMMARY_BUDGET_TOKENS,
     DEFAULT_SUMMARY_BUDGET_TOKENS,
     READ_PATH_TEMPLATE,

@@ -21,7 +21,7 @@ from codex_memories.runtime import open_store
 from codex_memories.state.store import MemoryStore
 from tests.support.rollout_factory import write_rollout
 
-CLI = [sys.executable, "-m", "codex_memories.cli"]
+CLI = [sys.executable, "-m", "codex_memories_cli.main"]
 
 
 @dataclass
@@ -62,7 +62,7 @@ class MemoryHome:
         return thread_id, path
 
     def phase1(self) -> Phase1Report:
-        from flows.phase1 import phase1
+        from codex_memories_flows.phase1 import phase1
 
         return phase1(
             codex_home=str(self.codex_home),
@@ -74,7 +74,7 @@ class MemoryHome:
         )
 
     def phase2(self) -> Phase2Report:
-        from flows.phase2 import phase2
+        from codex_memories_flows.phase2 import phase2
 
         state = phase2(
             codex_home=str(self.codex_home),

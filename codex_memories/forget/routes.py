@@ -32,7 +32,7 @@ from codex_memories import paths
 from codex_memories.state.records import ForgetAuditRecord, ForgetRoute, JobKind, JobStatus, MemoryMode
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import MemoryRoot
-from codex_memories.workspace import Change
+from codex_memories.consolidate.workspace import Change
 
 NOTE_PREVIEW_CHARACTERS = 200
 USER_EDITABLE_FILES = (paths.MEMORY_FILE, paths.MEMORY_SUMMARY_FILE)

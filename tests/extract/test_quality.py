@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from codex_memories.quality import (
+from codex_memories.extract.quality import (
     ALL_CHECKS,
     CHECK_FRONT_MATTER,
     CHECK_FRONT_MATTER_KEYS,
@@ -133,7 +133,7 @@ def test_nothing_is_written_to_the_working_directory(tmp_path, monkeypatch):
 
 
 def test_importing_the_module_does_not_import_great_expectations():
-    code = "import sys, codex_memories.quality; print('great_expectations' in sys.modules, 'pandas' in sys.modules)"
+    code = "import sys, codex_memories.extract.quality; print('great_expectations' in sys.modules, 'pandas' in sys.modules)"
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert completed.stdout.split() == ["False", "False"]
 

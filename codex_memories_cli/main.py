@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from codex_memories.cli_options import (
+from codex_memories_cli.options import (
     ApiMode,
     BaseUrl,
     CodexHome,
@@ -108,7 +108,7 @@ def _with_progress(run: Any) -> Any:
 
 
 def _run_phase1(config: RuntimeConfig) -> Phase1Report:
-    from flows.phase1 import phase1
+    from codex_memories_flows.phase1 import phase1
 
     settings = config.settings
     return _with_progress(
@@ -154,7 +154,7 @@ def phase1(
 
 
 def _run_phase2(config: RuntimeConfig, *, force: bool) -> Any:
-    from flows.phase2 import phase2
+    from codex_memories_flows.phase2 import phase2
 
     state = phase2(
         **common_flow_parameters(config),
@@ -273,11 +273,11 @@ def _display_url(url: str) -> str:
 
 
 # Commands of the read path and of forgetting live in their own module.
-from codex_memories.cli_memory import memory_app  # noqa: E402 - registers after the core commands
+from codex_memories_cli.memory import memory_app  # noqa: E402 - registers after the core commands
 
 app.add_typer(memory_app)
 
-from codex_memories.cli_backfill import backfill_app  # noqa: E402 - registers after the core commands
+from codex_memories_cli.backfill import backfill_app  # noqa: E402 - registers after the core commands
 
 app.add_typer(backfill_app)
 

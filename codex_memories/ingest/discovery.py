@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from codex_memories import paths
-from codex_memories.rollouts import RolloutScan, iter_rollout_files, scan_rollout, thread_id_from_filename
+from codex_memories.ingest.rollouts import RolloutScan, iter_rollout_files, scan_rollout, thread_id_from_filename
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
 from codex_memories.state.records import MemoryMode, ThreadRecord
 from codex_memories.state.store import MemoryStore

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from codex_memories.cli_options import (
+from codex_memories_cli.options import (
     ApiMode,
     BaseUrl,
     CodexHome,
@@ -62,8 +62,8 @@ def backfill(
         concurrency=concurrency, config_file=config_file, backfill_batch_size=batch_size,
     )
     prepare_prefect(verbose)
-    from codex_memories.backfill import BackfillSourceError, day_window, render_backfill_markdown, resolve_source
-    from flows.backfill import backfill as backfill_flow
+    from codex_memories.ingest.backfill import BackfillSourceError, day_window, render_backfill_markdown, resolve_source
+    from codex_memories_flows.backfill import backfill as backfill_flow
 
     try:  # check the source and days before starting Prefect
         resolve_source(source, config.settings)

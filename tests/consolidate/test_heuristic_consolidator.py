@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.consolidation import (
+from codex_memories.consolidate.consolidators import (
     AD_HOC_TAG,
     USER_BLOCK_END,
     USER_BLOCK_START,
@@ -518,9 +518,9 @@ def test_the_prompt_states_the_formats_and_the_safety_rules(tmp_path: Path) -> N
 
 
 def test_summary_stays_within_what_codex_injects_unchanged(tmp_path: Path) -> None:
-    from codex_memories.consolidation import SUMMARY_MAX_BYTES, consolidate_heuristically
+    from codex_memories.consolidate.consolidators import SUMMARY_MAX_BYTES, consolidate_heuristically
     from codex_memories.state.records import Stage1Output
-    from codex_memories.artifacts import rebuild_raw_memories
+    from codex_memories.consolidate.inputs import rebuild_raw_memories
 
     outputs = []
     for index in range(300):

@@ -10,7 +10,7 @@ import pytest
 from openai import OpenAI
 
 from codex_memories import paths
-from codex_memories.agent import (
+from codex_memories.consolidate.agent import (
     TOOL_DEFINITIONS,
     TOOL_NAMES,
     AgentStopReason,
@@ -19,7 +19,7 @@ from codex_memories.agent import (
     responses_tools,
     run_consolidation_agent,
 )
-from codex_memories.consolidation import AgentConsolidator, Consolidator, build_consolidation_prompt
+from codex_memories.consolidate.consolidators import AgentConsolidator, Consolidator, build_consolidation_prompt
 from codex_memories.prompts import RenderedPrompt
 from tests.support.openai_server import RecordedRequest, ScriptedReply, ToolCall, running_openai_server
 

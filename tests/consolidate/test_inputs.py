@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from codex_memories.artifacts import (
+from codex_memories.consolidate.inputs import (
     SyncResult,
     prune_old_extension_resources,
     rebuild_raw_memories,

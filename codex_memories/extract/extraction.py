@@ -25,7 +25,7 @@ from codex_memories.llm.base import (
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.prompts import render_prompt
 from codex_memories.redact import redact_secrets
-from codex_memories.rollouts import build_memory_transcript
+from codex_memories.ingest.rollouts import build_memory_transcript
 from codex_memories.state.records import Stage1Claim
 from codex_memories.state.store import MemoryStore
 

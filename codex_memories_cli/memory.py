@@ -17,7 +17,7 @@ from typing import Annotated, NoReturn, Optional
 
 import typer
 
-from codex_memories.cli_options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
+from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
 from codex_memories.settings import RuntimeConfig
 
 memory_app = typer.Typer()
@@ -55,7 +55,7 @@ def note(
     config_file: ConfigFile = None,
 ) -> None:
     """Write an ad-hoc note into extensions/ad_hoc/notes/; the next phase 2 integrates it."""
-    from codex_memories.notes import NoteError, add_ad_hoc_note
+    from codex_memories.read.notes import NoteError, add_ad_hoc_note
 
     config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
     root = _local_memory_root(config, "note")
@@ -77,7 +77,7 @@ def inject(
     config_file: ConfigFile = None,
 ) -> None:
     """Print the developer instructions a new session gets (nothing when there is no summary)."""
-    from codex_memories.read_path import build_developer_instructions
+    from codex_memories.read.injection import build_developer_instructions
 
     config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
     root = _local_memory_root(config, "inject")
@@ -101,7 +101,7 @@ def cite(
     config_file: ConfigFile = None,
 ) -> None:
     """Count one use of every memory a reply's <oai-mem-citation> block cites (phase-2 ranking)."""
-    from codex_memories.citations import parse_citation_block, record_citation_usage
+    from codex_memories.read.citations import parse_citation_block, record_citation_usage
     from codex_memories.state.store import MemoryStore
 
     config = load_config(codex_home=codex_home, db=db, config_file=config_file)
@@ -146,7 +146,7 @@ def mcp(
     config_file: ConfigFile = None,
 ) -> None:
     """Serve the memory folder over MCP on stdin/stdout (list, read, search, add_ad_hoc_note)."""
-    from codex_memories.mcp_server import run_stdio
+    from codex_memories.read.mcp_server import run_stdio
 
     config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
     run_stdio(_local_memory_root(config, "mcp"), notes_enabled=not no_notes)
@@ -163,7 +163,7 @@ def forget(
     config_file: ConfigFile = None,
 ) -> None:
     """Forget one thread's memory (route 4); it is not extracted again. Files go at the next phase 2."""
-    from codex_memories.forgetting import UnknownThread, forget_thread
+    from codex_memories.forget.routes import UnknownThread, forget_thread
     from codex_memories.state.store import MemoryStore
 
     config = load_config(codex_home=codex_home, db=db, config_file=config_file)
@@ -186,7 +186,7 @@ def disable(
     config_file: ConfigFile = None,
 ) -> None:
     """Disable memory for one thread (route 5): it leaves every phase-2 selection from now on."""
-    from codex_memories.forgetting import UnknownThread, disable_thread
+    from codex_memories.forget.routes import UnknownThread, disable_thread
     from codex_memories.state.store import MemoryStore
 
     config = load_config(codex_home=codex_home, db=db, config_file=config_file)
@@ -210,7 +210,7 @@ def reset(
     config_file: ConfigFile = None,
 ) -> None:
     """Forget everything (route 7): stage-1 memories, memory jobs and the memory folder's contents."""
-    from codex_memories.forgetting import ResetRefused, plan_reset, reset_memories
+    from codex_memories.forget.routes import ResetRefused, plan_reset, reset_memories
     from codex_memories.state.store import MemoryStore
     from codex_memories.storage import open_memory_root
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.discovery import discover_rollouts
+from codex_memories.ingest.discovery import discover_rollouts
 from codex_memories.state.records import MemoryMode
 from codex_memories.state.store import MemoryStore
 from tests.support.rollout_factory import write_rollout

@@ -2,7 +2,7 @@
 
 The caller picks a `Consolidator` by provider name and calls `consolidate(root_dir, prompt=...,
 should_continue=...)` on a local memory root whose inputs are already synced; it gets a
-`ConsolidationOutcome` back. `AgentConsolidator` runs `codex_memories.agent` with the prompt from
+`ConsolidationOutcome` back. `AgentConsolidator` runs `codex_memories.consolidate.agent` with the prompt from
 `build_consolidation_prompt`; `HeuristicConsolidator` ignores the prompt and runs
 `consolidate_heuristically`.
 
@@ -55,7 +55,7 @@ from typing import Protocol, runtime_checkable
 import openai
 
 from codex_memories import paths
-from codex_memories.agent import (
+from codex_memories.consolidate.agent import (
     DEFAULT_MAX_STEPS,
     DEFAULT_MAX_TOTAL_TOKENS,
     DEFAULT_TIMEOUT_SECONDS,
@@ -175,7 +175,7 @@ class HeuristicConsolidator:
 
 
 class AgentConsolidator:
-    """The model agent of `codex_memories.agent` over the official `openai` client."""
+    """The model agent of `codex_memories.consolidate.agent` over the official `openai` client."""
 
     name = AGENT_CONSOLIDATOR_NAME
 

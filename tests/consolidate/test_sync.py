@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.phase2 import Phase2Lease, select_inputs, sync_inputs
+from codex_memories.consolidate.steps import Phase2Lease, select_inputs, sync_inputs
 from codex_memories.state.records import ThreadRecord
 from codex_memories.state.store import MemoryStore
-from codex_memories.workspace import ensure_git_baseline, ensure_layout, reset_baseline, workspace_diff
+from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout, reset_baseline, workspace_diff
 
 NOW = int(time.time())
 LEASE = Phase2Lease(ownership_token="token", input_watermark=0, worker_id="test")
@@ -101,7 +101,7 @@ def test_a_sync_cut_short_is_not_taken_for_a_finished_one(store: MemoryStore, ro
     add_output(store, 0)
     sync(store, root)
     add_output(store, 1)
-    import codex_memories.phase2 as phase2
+    import codex_memories.consolidate.steps as phase2
 
     def crash(*args, **kwargs):
         raise OSError("disk full")

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories.redact import REDACTED, find_secret_kinds
-from codex_memories.rollouts import (
+from codex_memories.ingest.rollouts import (
     MAX_LINE_BYTES,
     UnsupportedRolloutCompression,
     build_memory_transcript,
@@ -22,7 +22,7 @@ from codex_memories.tokens import count_tokens
 from tests.support.rollout_factory import uuid7_at, write_large_rollout, write_rollout
 from tests.support.secrets import PLANTED_SECRETS, SECRET_VALUES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "rollouts"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "rollouts"
 DAMAGED = FIXTURES / "damaged.jsonl"
 SCENARIO_76 = FIXTURES / "scenario_76_sanitizer.jsonl"
 FORK_ID = "019a4100-1111-7222-8333-444455556666"
@@ -97,7 +97,7 @@ def test_deeply_nested_json_counts_as_invalid_json(tmp_path):
 
 
 def test_too_long_line_is_skipped_without_being_held(tmp_path, monkeypatch):
-    monkeypatch.setattr("codex_memories.rollouts.MAX_LINE_BYTES", 1_000)
+    monkeypatch.setattr("codex_memories.ingest.rollouts.MAX_LINE_BYTES", 1_000)
     path = write_rollout(tmp_path, created_at=WHEN, user_messages=["hi"], tool_calls=[("cat big.log", "x" * 5_000)])
     scan = scan_rollout(path)
     assert scan.stats.skipped_by_reason == {"line_too_long": 1}
@@ -438,7 +438,7 @@ def test_large_generated_rollout_is_streamed_within_budget(tmp_path):
 
 
 def test_example_codex_home_rollouts_all_parse(tmp_path):
-    home = Path(__file__).parents[1] / "examples" / "codex_home"
+    home = Path(__file__).parents[2] / "examples" / "codex_home"
     files = list(iter_rollout_files(home)) + list(iter_rollout_files(home / "archived_sessions"))
     assert len(files) >= 9
     raw_files_with_secrets = 0

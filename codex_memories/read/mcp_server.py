@@ -1,4 +1,4 @@
-"""The memories MCP server: `codex_memories.memory_tools` over stdio (spec 5.5, 7.1).
+"""The memories MCP server: `codex_memories.read.memory_tools` over stdio (spec 5.5, 7.1).
 
 Contract:
 - `build_server(memory_root, notes_enabled=True)` returns an `MCPServer` (the official MCP Python
@@ -12,7 +12,7 @@ Contract:
   (`InvalidPath`, `NotFile`, `InvalidCursor`, `NoteAlreadyExists`, …). Anything else is a crash
   and reaches the client as the SDK's generic tool error, with the traceback in the server log.
 - `run_stdio(memory_root)` serves one client over stdin/stdout until it disconnects.
-- `python -m codex_memories.mcp_server --memory-root DIR [--no-notes]` does the same.
+- `python -m codex_memories.read.mcp_server --memory-root DIR [--no-notes]` does the same.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from codex_memories import memory_tools, notes
+from codex_memories.read import memory_tools, notes
 
 SERVER_NAME = "codex-memories"
 SERVER_INSTRUCTIONS = (
@@ -128,7 +128,7 @@ def run_stdio(memory_root: Path, *, notes_enabled: bool = True) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m codex_memories.mcp_server", description="Serve a memory folder over MCP (stdio).")
+    parser = argparse.ArgumentParser(prog="python -m codex_memories.read.mcp_server", description="Serve a memory folder over MCP (stdio).")
     parser.add_argument("--memory-root", type=Path, required=True, help="The memory folder, e.g. ~/.codex/memories.")
     parser.add_argument("--no-notes", action="store_true", help="Do not offer the add_ad_hoc_note tool.")
     arguments = parser.parse_args(argv)

@@ -14,7 +14,7 @@ Contract:
 - `search` is a case-sensitive substring match per line over one file or a folder tree; matches
   are sorted by path then line, each with `context_lines` lines either side, paged like `list`.
 - `add_ad_hoc_note` is the one writing tool: one new note file under `extensions/ad_hoc/notes/`
-  (see `codex_memories.notes`).
+  (see `codex_memories.read.notes`).
 - Results are pydantic models (the MCP server returns them as structured JSON). Failures are
   `MemoryToolError` subclasses whose `kind` is the class name; nothing is swallowed.
 - Pure reads apart from `add_ad_hoc_note`; results depend only on the files at call time.
@@ -31,7 +31,8 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from codex_memories import notes, paths
+from codex_memories import paths
+from codex_memories.read import notes
 from codex_memories.tokens import truncate_middle
 
 DEFAULT_LIST_MAX_RESULTS = 2_000

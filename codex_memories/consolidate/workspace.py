@@ -26,7 +26,6 @@ import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -40,12 +39,12 @@ from codex_memories.paths import (
     WORKSPACE_STATE_DIR,
     ad_hoc_instructions_path,
 )
+from codex_memories.prompts import load_template
 from codex_memories.storage import MemoryRoot, open_memory_root
 
 ChangeStatus = Literal["A", "M", "D"]
 
-PROMPTS_PACKAGE = "prompts"
-AD_HOC_INSTRUCTIONS_TEMPLATE_FILE = "ad_hoc_instructions.md"
+AD_HOC_INSTRUCTIONS_TEMPLATE = "ad_hoc_instructions"
 
 BASELINE_AUTHOR_NAME = "codex-memories"
 BASELINE_AUTHOR_EMAIL = "codex-memories@localhost"
@@ -370,7 +369,7 @@ def prepare_workspace(root_dir: Path) -> bool:
 
 
 def ad_hoc_instructions_template() -> str:
-    return resources.files(PROMPTS_PACKAGE).joinpath(AD_HOC_INSTRUCTIONS_TEMPLATE_FILE).read_text(encoding="utf-8")
+    return load_template(AD_HOC_INSTRUCTIONS_TEMPLATE)
 
 
 def seed_ad_hoc_instructions(root: Path | MemoryRoot) -> bool:

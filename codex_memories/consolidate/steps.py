@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from codex_memories.artifacts import (
+from codex_memories.consolidate.inputs import (
     SyncResult,
     forget_synced_inputs,
     output_ref,
@@ -29,13 +29,13 @@ from codex_memories.artifacts import (
     storage_bytes,
     sync_rollout_summaries,
 )
-from codex_memories.consolidation import Consolidator, build_consolidation_prompt
+from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.redact import redact_secrets
 from codex_memories.state.records import Phase2ClaimResult, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import LocalWorkspace
-from codex_memories.workspace import (
+from codex_memories.consolidate.workspace import (
     WorkspaceDiff,
     ensure_git_baseline,
     ensure_layout,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.extraction import ExtractionResult, finalize_extraction
+from codex_memories.extract.extraction import ExtractionResult, finalize_extraction
 from codex_memories.outcomes import Outcome
 from codex_memories.state.records import ThreadRecord
 from codex_memories.state.store import MemoryStore

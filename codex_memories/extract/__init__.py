@@ -1,0 +1,1 @@
+"""Extract: one claimed rollout becomes a stage-1 memory (extraction, start gates, the quality check)."""

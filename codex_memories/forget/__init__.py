@@ -1,0 +1,1 @@
+"""Forget: the seven forgetting routes (spec section 6) and their audit rows."""

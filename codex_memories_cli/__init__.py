@@ -1,0 +1,1 @@
+"""The `codex-memories` command line, on top of the flows and the library (`main:main`)."""
