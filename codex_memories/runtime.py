@@ -13,7 +13,8 @@ import threading
 
 from openai import OpenAI
 
-from codex_memories.consolidate.consolidators import AgentConsolidator, Consolidator, HeuristicConsolidator
+from codex_memories.consolidate.consolidators import AgentConsolidator, Consolidator
+from codex_memories.consolidate.heuristic import HeuristicConsolidator
 from codex_memories.llm import build_extraction_provider
 from codex_memories.llm.base import ExtractionProvider
 from codex_memories.settings import RuntimeConfig

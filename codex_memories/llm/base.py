@@ -89,6 +89,10 @@ class TransientModelError(ModelProviderError):
     outcome = Outcome.failed_model_request
 
 
+class ModelTimeoutError(TransientModelError):
+    """The request timed out (a transient error; the agent also checks its own deadline)."""
+
+
 class ModelRequestError(ModelProviderError):
     """The server rejected the request for good (bad request, auth, unknown model)."""
 

@@ -24,7 +24,9 @@ from codex_memories.llm.base import (
     ExtractionRequest,
     ExtractionResponse,
     InvalidModelOutput,
+    ModelProviderError,
     ModelRequestError,
+    ModelTimeoutError,
     TokenUsage,
     TransientModelError,
 )
@@ -109,7 +111,7 @@ class OpenAIExtractionProvider:
                 **optional,
             )
         except openai.APIError as error:
-            raise _map_api_error(error, "responses") from None
+            raise classify_api_error(error, "responses") from None
         except ValueError:
             # The client could not decode the body (an HTML error page behind a proxy, say).
             raise InvalidModelOutput("responses: server response is not JSON") from None
@@ -137,18 +139,20 @@ class OpenAIExtractionProvider:
                 **optional,
             )
         except openai.APIError as error:
-            raise _map_api_error(error, "chat.completions") from None
+            raise classify_api_error(error, "chat.completions") from None
         except ValueError:
             # The client could not decode the body (an HTML error page behind a proxy, say).
             raise InvalidModelOutput("chat.completions: server response is not JSON") from None
         return _chat_text(completion), chat_usage(completion)
 
 
-def _map_api_error(error: openai.APIError, endpoint: str) -> Exception:
+def classify_api_error(error: openai.APIError, endpoint: str) -> ModelProviderError:
+    """One of the provider errors for an `openai` client error (extraction and agent alike)."""
     # APITimeoutError is a subclass of APIConnectionError; both mean "try again later".
+    if isinstance(error, openai.APITimeoutError):
+        return ModelTimeoutError(f"{endpoint}: timeout")
     if isinstance(error, openai.APIConnectionError):
-        kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection error"
-        return TransientModelError(f"{endpoint}: {kind}")
+        return TransientModelError(f"{endpoint}: connection error")
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         reason = f"{endpoint}: HTTP {status}{_error_details(error)}"

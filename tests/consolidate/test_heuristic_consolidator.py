@@ -8,14 +8,12 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.consolidate.consolidators import (
+from codex_memories.consolidate.consolidators import ConsolidationOutcome, Consolidator, build_consolidation_prompt
+from codex_memories.consolidate.heuristic import (
     AD_HOC_TAG,
     USER_BLOCK_END,
     USER_BLOCK_START,
-    ConsolidationOutcome,
-    Consolidator,
     HeuristicConsolidator,
-    build_consolidation_prompt,
     consolidate_heuristically,
     extract_user_blocks,
     parse_ad_hoc_notes,
@@ -518,7 +516,7 @@ def test_the_prompt_states_the_formats_and_the_safety_rules(tmp_path: Path) -> N
 
 
 def test_summary_stays_within_what_codex_injects_unchanged(tmp_path: Path) -> None:
-    from codex_memories.consolidate.consolidators import SUMMARY_MAX_BYTES, consolidate_heuristically
+    from codex_memories.consolidate.heuristic import SUMMARY_MAX_BYTES, consolidate_heuristically
     from codex_memories.state.records import Stage1Output
     from codex_memories.consolidate.inputs import rebuild_raw_memories
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import codex_memories_tasks.consolidate as consolidate_task
-from codex_memories.consolidate import consolidators
+from codex_memories.consolidate import heuristic
 from codex_memories.consolidate.inputs import rollout_summary_stem
 from codex_memories.consolidate.consolidators import ConsolidationOutcome
 from codex_memories.llm.base import TokenUsage
@@ -277,7 +277,7 @@ def test_a_symlink_left_by_the_consolidator_fails_the_run_and_keeps_the_diff(
         name = "linking"
 
         def consolidate(self, root_dir: Path, *, prompt, should_continue) -> ConsolidationOutcome:
-            consolidators.consolidate_heuristically(root_dir, now=NOW)
+            heuristic.consolidate_heuristically(root_dir, now=NOW)
             link = root_dir / "extensions" / "external_agent_import" / "instructions.md"
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(target)
