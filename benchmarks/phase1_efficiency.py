@@ -435,7 +435,7 @@ def summarize(results: list[dict[str, Any]]) -> str:
     stage_table = markdown_table(["other stage (sum over the flow runs)", "seconds, median (range)"], stage_rows)
 
     process_rows = [
-        ["`import flows.phase1` (Prefect, openai, SQLAlchemy, ...)", spread([r["import_seconds"] for r in results], unit=" s")],
+        ["`import codex_memories_flows.phase1` (Prefect, openai, SQLAlchemy, ...)", spread([r["import_seconds"] for r in results], unit=" s")],
         ["Prefect temporary server start (first flow call in a process)", spread([r["prefect_start_seconds"] for r in results], unit=" s")],
     ]
     process_table = markdown_table(["per-process cost (paid by every CLI invocation, outside the flow wall time)", "seconds"], process_rows)

@@ -176,8 +176,8 @@ def one_repetition(store: Any, root_dir: Path, count: int) -> dict[str, float]:
     from codex_memories.consolidate.steps import (
         Phase2Lease,
         diff_workspace,
-        prepare_workspace,
         publish_workspace,
+        pull_and_prepare_workspace,
         select_inputs,
         sync_inputs,
     )
@@ -199,13 +199,13 @@ def one_repetition(store: Any, root_dir: Path, count: int) -> dict[str, float]:
         diff, timings[f"{prefix} diff"] = _timed(diff_workspace, root_dir)
         return diff
 
-    _removed, timings["fresh prepare"] = _timed(prepare_workspace, workspace)
+    _removed, timings["fresh prepare"] = _timed(pull_and_prepare_workspace, workspace)
     diff = select_sync_diff("fresh")
     if len(diff.changes) < count + 1:
         raise RuntimeError(f"the fresh diff shows {len(diff.changes)} changes, expected at least {count + 1}")
     _none, timings["fresh reset"] = _timed(publish_workspace, workspace)
 
-    _removed, timings["rerun prepare"] = _timed(prepare_workspace, workspace)
+    _removed, timings["rerun prepare"] = _timed(pull_and_prepare_workspace, workspace)
     diff = select_sync_diff("rerun")
     if diff.changes:
         raise RuntimeError(f"the no-change rerun shows {len(diff.changes)} changes, e.g. {diff.changes[:3]}")

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 MEMORIES_DIR = "memories"
+# Our own files inside the Codex home (state DB, backfill cache, logs), apart from Codex's.
+STATE_DIR = "codex-memories"
+STATE_DB_FILE = "state.sqlite"
+BACKFILL_CACHE_DIR = "backfill-cache"
 SESSIONS_DIR = "sessions"
 ARCHIVED_SESSIONS_DIR = "archived_sessions"
 CODEX_CONFIG_FILE = "config.toml"
@@ -58,3 +64,8 @@ def extension_instructions_path(name: str) -> str:
 
 def extension_resources_dir(name: str) -> str:
     return f"{EXTENSIONS_DIR}/{name}/{EXTENSION_RESOURCES_DIR}"
+
+
+def default_db_url(codex_home: str | Path) -> str:
+    """The state DB next to Codex's own files: `<codex_home>/codex-memories/state.sqlite`."""
+    return f"sqlite:///{Path(codex_home).expanduser() / STATE_DIR / STATE_DB_FILE}"

@@ -282,9 +282,7 @@ class Settings(BaseSettings):
 
     @property
     def resolved_db_url(self) -> str:
-        if self.db_url:
-            return self.db_url
-        return f"sqlite:///{self.codex_home_path / 'codex-memories' / 'state.sqlite'}"
+        return self.db_url or paths.default_db_url(self.codex_home_path)
 
     @property
     def resolved_memory_root(self) -> str:
@@ -294,7 +292,7 @@ class Settings(BaseSettings):
     def resolved_backfill_cache_dir(self) -> Path:
         if self.backfill_cache_dir is not None:
             return self.backfill_cache_dir.expanduser()
-        return self.codex_home_path / "codex-memories" / "backfill-cache"
+        return self.codex_home_path / paths.STATE_DIR / paths.BACKFILL_CACHE_DIR
 
 
 def _own_config_file(init_values: dict[str, Any]) -> Path | None:

@@ -1,6 +1,6 @@
 from prefect import get_run_logger, task
 
-from codex_memories.consolidate.steps import prepare_workspace as prepare
+from codex_memories.consolidate.steps import pull_and_prepare_workspace
 from codex_memories.storage import LocalWorkspace
 from codex_memories_tasks.storage_retries import STORAGE_RETRIES, STORAGE_RETRY_DELAYS_SECONDS, retry_transient_storage_errors
 
@@ -13,7 +13,7 @@ from codex_memories_tasks.storage_retries import STORAGE_RETRIES, STORAGE_RETRY_
     retry_condition_fn=retry_transient_storage_errors,
 )
 def prepare_workspace(workspace: LocalWorkspace) -> list[str]:
-    removed_links = prepare(workspace)
+    removed_links = pull_and_prepare_workspace(workspace)
     for link in removed_links:
         get_run_logger().warning("removed symlink inside the memory root: %s", link)
     return removed_links

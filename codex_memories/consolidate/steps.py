@@ -37,11 +37,8 @@ from codex_memories.state.store import MemoryStore
 from codex_memories.storage import LocalWorkspace
 from codex_memories.consolidate.workspace import (
     WorkspaceDiff,
-    ensure_git_baseline,
-    ensure_layout,
-    remove_workspace_diff_file,
+    prepare_workspace,
     reset_baseline,
-    seed_ad_hoc_instructions,
     validate_artifacts,
     workspace_diff,
     write_workspace_diff_file,
@@ -105,15 +102,11 @@ def claim_global_lock(
     )
 
 
-def prepare_workspace(workspace: LocalWorkspace) -> list[str]:
-    """Layout, symlink hygiene, ad-hoc seed, git baseline. Returns the symlinks removed."""
+def pull_and_prepare_workspace(workspace: LocalWorkspace) -> list[str]:
+    """Mirror an object-store root locally (a no-op for local roots), then `workspace.prepare_workspace`.
+    Returns the symlinks removed."""
     workspace.pull()
-    root_dir = workspace.path
-    removed_links = ensure_layout(root_dir)
-    remove_workspace_diff_file(root_dir)
-    seed_ad_hoc_instructions(root_dir)
-    ensure_git_baseline(root_dir)
-    return removed_links
+    return prepare_workspace(workspace.path).removed_symlinks
 
 
 def select_inputs(

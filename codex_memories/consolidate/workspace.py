@@ -360,12 +360,20 @@ def ensure_layout(root_dir: Path) -> list[str]:
     return removed
 
 
-def prepare_workspace(root_dir: Path) -> bool:
-    """Phase 2 step 2: layout, stale diff file removed, usable baseline. True when the baseline was re-created."""
+@dataclass(frozen=True)
+class PreparedWorkspace:
+    removed_symlinks: list[str]
+    baseline_recreated: bool
+
+
+def prepare_workspace(root_dir: Path) -> PreparedWorkspace:
+    """Phase 2 step 2: layout and symlink hygiene, stale diff file removed, ad-hoc instructions
+    seeded, a usable baseline."""
     root_dir = Path(root_dir)
-    ensure_layout(root_dir)
+    removed = ensure_layout(root_dir)
     remove_workspace_diff_file(root_dir)
-    return ensure_git_baseline(root_dir)
+    seed_ad_hoc_instructions(root_dir)
+    return PreparedWorkspace(removed_symlinks=removed, baseline_recreated=ensure_git_baseline(root_dir))
 
 
 def ad_hoc_instructions_template() -> str:

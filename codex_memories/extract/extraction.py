@@ -23,14 +23,11 @@ from codex_memories.llm.base import (
     ModelRequestError,
 )
 from codex_memories.outcomes import Outcome, failure_reason
-from codex_memories.prompts import render_prompt
+from codex_memories.prompts import render_stage_one_prompts
 from codex_memories.redact import redact_secrets
 from codex_memories.ingest.rollouts import build_memory_transcript
 from codex_memories.state.records import Stage1Claim
 from codex_memories.state.store import MemoryStore
-
-SYSTEM_TEMPLATE = "stage_one_system"
-INPUT_TEMPLATE = "stage_one_input"
 
 
 class ExtractionResult(BaseModel):
@@ -94,9 +91,7 @@ def extract_memory(
             reason="no model-visible conversation in the rollout",
         )
 
-    system_prompt = render_prompt(SYSTEM_TEMPLATE)
-    user_prompt = render_prompt(
-        INPUT_TEMPLATE,
+    system_prompt, user_prompt = render_stage_one_prompts(
         rollout_path=claim.rollout_path,
         rollout_cwd=claim.cwd or "unknown",
         rollout_transcript=transcript.text,

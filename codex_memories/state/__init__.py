@@ -4,7 +4,7 @@ Use `MemoryStore.open(url)`; it migrates the schema and returns a store whose me
 the records below (never ORM rows).
 """
 
-from codex_memories.state.db import create_engine_for_url, default_db_url
+from codex_memories.state.db import create_engine_for_url
 from codex_memories.state.records import (
     GLOBAL_JOB_KEY,
     TOKEN_USAGE_FIELDS,
@@ -52,5 +52,4 @@ __all__ = [
     "StatusSummary",
     "ThreadRecord",
     "create_engine_for_url",
-    "default_db_url",
 ]

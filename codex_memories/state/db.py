@@ -7,8 +7,6 @@ Contract:
   `BEGIN IMMEDIATE` (the write lock is taken up front, so two writers never deadlock on a lock
   upgrade) unless the connection carries the `READ_ONLY_OPTION` execution option, which gets a
   plain deferred `BEGIN` so readers never wait for writers.
-- `default_db_url(codex_home)` is `sqlite:///<codex_home>/codex-memories/state.sqlite`, i.e.
-  `~/.codex/codex-memories/state.sqlite` by default.
 - `is_transient_lock_error(exc)` says whether a failed transaction may simply be run again
   (SQLite busy/locked, PostgreSQL deadlock or serialization failure).
 """
@@ -23,18 +21,10 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 
-STATE_DIR = "codex-memories"
-STATE_DB_FILE = "state.sqlite"
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
 READ_ONLY_OPTION = "codex_memories_read_only"
 
 _POSTGRES_RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock
-
-
-def default_db_url(codex_home: str | Path) -> str:
-    """The state DB next to Codex's own files: `<codex_home>/codex-memories/state.sqlite`."""
-    path = Path(codex_home).expanduser() / STATE_DIR / STATE_DB_FILE
-    return f"sqlite:///{path}"
 
 
 def normalize_url(url: str | URL) -> URL:

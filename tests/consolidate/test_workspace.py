@@ -196,7 +196,8 @@ def test_reset_baseline_makes_the_current_tree_the_baseline(tmp_path):
     reset_baseline(root)
 
     assert not (root / "phase2_workspace_diff.md").exists()
-    assert storage_bytes(root) == 6
+    # MEMORY.md and the ad-hoc instructions prepare_workspace seeds.
+    assert storage_bytes(root) == 6 + len(ad_hoc_instructions_template().encode())
     assert workspace_diff(root).changes == []
 
 
@@ -215,7 +216,7 @@ def test_empty_git_folder_is_recovered(tmp_path):
     root.mkdir()
     (root / ".git").mkdir()
     (root / "MEMORY.md").write_text("memory")
-    assert prepare_workspace(root)
+    assert prepare_workspace(root).baseline_recreated
     assert workspace_diff(root).changes == []
 
 

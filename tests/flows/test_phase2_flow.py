@@ -356,7 +356,7 @@ def test_a_run_killed_while_consolidating_is_recovered_after_its_lease_expires(h
 
     script = tmp_path / "run_phase2.py"
     script.write_text(
-        "import sys\nfrom flows.phase2 import phase2\n"
+        "import sys\nfrom codex_memories_flows.phase2 import phase2\n"
         "phase2(codex_home=sys.argv[1], db_url=sys.argv[2], memory_root=sys.argv[3], provider='openai', base_url=sys.argv[4], force=True)\n",
         encoding="utf-8",
     )

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from sqlalchemy import inspect, text
 
-from codex_memories.state import MemoryStore, default_db_url
+from codex_memories.paths import default_db_url
+from codex_memories.state import MemoryStore
 from codex_memories.state.db import create_engine_for_url, normalize_url
 from codex_memories.state.migrations import VERSION_TABLE, current_revision, head_revision
 from tests.state.support import make_thread, query_sql
