@@ -10,16 +10,18 @@ phase-1 map 0.13 of its efficiency, benchmarks/README.md).
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-from openai import OpenAI
-
-from codex_memories.consolidate.consolidators import AgentConsolidator, Consolidator
-from codex_memories.consolidate.heuristic import HeuristicConsolidator
-from codex_memories.llm import build_extraction_provider
-from codex_memories.llm.base import ExtractionProvider
 from codex_memories.settings import RuntimeConfig
-from codex_memories.state.store import MemoryStore
-from codex_memories.storage import MemoryRoot, object_store_options, open_memory_root
+
+if TYPE_CHECKING:
+    from codex_memories.consolidate.consolidators import Consolidator
+    from codex_memories.llm.base import ExtractionProvider
+    from codex_memories.state.store import MemoryStore
+    from codex_memories.storage import MemoryRoot
+
+# What each function builds is imported inside it: the CLI's quick commands and the hooks import
+# this module without paying for SQLAlchemy, the openai client or fsspec they do not use.
 
 _stores: dict[str, MemoryStore] = {}
 _stores_lock = threading.Lock()
@@ -28,6 +30,8 @@ _providers_lock = threading.Lock()
 
 
 def open_store(db_url: str) -> MemoryStore:
+    from codex_memories.state.store import MemoryStore
+
     with _stores_lock:
         store = _stores.get(db_url)
         if store is None:
@@ -45,11 +49,15 @@ def close_stores() -> None:
 
 def memory_root(config: RuntimeConfig) -> MemoryRoot:
     """The configured memory folder: a local path, or an object store with our endpoint."""
+    from codex_memories.storage import object_store_options, open_memory_root
+
     url = config.settings.resolved_memory_root
     return open_memory_root(url, **object_store_options(url, s3_endpoint_url=config.settings.s3_endpoint_url))
 
 
 def extraction_provider(config: RuntimeConfig) -> ExtractionProvider:
+    from codex_memories.llm import build_extraction_provider
+
     settings = config.settings
     options = {
         "api_key": settings.api_key,
@@ -72,7 +80,13 @@ def extraction_provider(config: RuntimeConfig) -> ExtractionProvider:
 def consolidator(config: RuntimeConfig) -> Consolidator:
     """The heuristic consolidator offline; the sandboxed agent for the openai provider."""
     if config.provider_name == "heuristic":
+        from codex_memories.consolidate.heuristic import HeuristicConsolidator
+
         return HeuristicConsolidator()
+    from openai import OpenAI
+
+    from codex_memories.consolidate.consolidators import AgentConsolidator
+
     settings = config.settings
     client = OpenAI(
         api_key=settings.api_key.get_secret_value() if settings.api_key else "not-needed",

@@ -348,6 +348,37 @@ _OVERRIDABLE = (
 )
 
 
+class SettingsOverrides(BaseModel):
+    """What one caller sets on top of the environment, our TOML file and the defaults.
+
+    The same model travels from the CLI into every flow (and is the one flow parameter the
+    Prefect UI shows as a form), so no option is parsed, flattened and parsed again on the way.
+    None means "not given". Bounds are checked once, by `Settings`, when the overrides are
+    loaded. Nothing here is secret: API keys come from the environment or our settings file,
+    never from a flow parameter (Prefect stores parameters).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    codex_home: str | None = Field(default=None, description="Codex home to read (sessions/, config.toml).")
+    db_url: str | None = Field(default=None, description="SQLAlchemy URL of the state DB.")
+    memory_root: str | None = Field(default=None, description="Memory folder: a path or s3://bucket/prefix.")
+    provider: Literal["auto", "openai", "heuristic"] | None = Field(default=None, description="Model provider.")
+    base_url: str | None = Field(default=None, description="An OpenAI-compatible server's URL.")
+    api_mode: Literal["responses", "chat"] | None = Field(default=None, description="responses or chat.")
+    config_file: str | None = Field(default=None, description="Our own TOML settings file.")
+    extract_model: str | None = Field(default=None, description="The phase-1 model.")
+    consolidation_model: str | None = Field(default=None, description="The phase-2 model.")
+    concurrency: int | None = Field(default=None, description="Extractions at once (1..64).")
+    max_rollouts_per_startup: int | None = Field(default=None, description="Threads claimed per run (1..128).")
+    ignore_age_windows: bool | None = Field(default=None, description="Claim regardless of the idle and age windows.")
+    backfill_batch_size: int | None = Field(default=None, description="Backfill: threads per batch (1..1024).")
+
+    def load(self) -> RuntimeConfig:
+        """The effective configuration; a bad value is a one-line `SettingsError`."""
+        return load_runtime_config(**self.model_dump(exclude_none=True))
+
+
 def load_runtime_config(**cli_values: Any) -> RuntimeConfig:
     """Build the effective configuration. CLI values of None are "not given"."""
     given = {key: value for key, value in cli_values.items() if value is not None}

@@ -8,7 +8,6 @@ exit 1.
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -24,14 +23,12 @@ from codex_memories_cli.options import (
     ExtractModel,
     MemoryRoot,
     Provider,
-    common_flow_parameters,
     load_config,
     prepare_prefect,
 )
+from codex_memories_cli.errors import EXIT_USER_ERROR, fail
 
 backfill_app = typer.Typer()
-
-EXIT_USER_ERROR = 1
 
 
 @backfill_app.command()
@@ -56,10 +53,10 @@ def backfill(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
     """Backfill: extract memories from archived or old sessions (no idle/age windows), then phase 2."""
-    config = load_config(
+    overrides, config = load_config(
         codex_home=codex_home, db=db, memory_root=memory_root, provider=provider, base_url=base_url,
         api_mode=api_mode, extract_model=extract_model, consolidation_model=consolidation_model,
-        concurrency=concurrency, config_file=config_file, backfill_batch_size=batch_size,
+        concurrency=concurrency, config_file=config_file, batch_size=batch_size,
     )
     prepare_prefect(verbose)
     from codex_memories.ingest.backfill import BackfillSourceError, day_window, render_backfill_markdown, resolve_source
@@ -69,19 +66,8 @@ def backfill(
         resolve_source(source, config.settings)
         day_window(since, until)
     except BackfillSourceError as error:
-        print(f"codex-memories: {error}", file=sys.stderr)
-        raise typer.Exit(EXIT_USER_ERROR) from None
-    settings = config.settings
-    report = backfill_flow(
-        source=source,
-        since=since,
-        until=until,
-        batch_size=settings.backfill_batch_size,
-        **common_flow_parameters(config),
-        extract_model=settings.extract_model,
-        consolidation_model=settings.consolidation_model,
-        concurrency=settings.concurrency,
-    )
+        fail(str(error))
+    report = backfill_flow(source=source, since=since, until=until, overrides=overrides)
     print(render_backfill_markdown(report))
     failed = report.phase2_outcome is not None and report.phase2_outcome.startswith("failed")
     if failed or report.phase1.failures():

@@ -33,11 +33,11 @@ from codex_memories_cli.options import (
     MaxRollouts,
     MemoryRoot,
     Provider,
-    common_flow_parameters,
     load_config,
     prepare_prefect,
 )
-from codex_memories.settings import RuntimeConfig, SettingsError
+from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
+from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, say_error
 
 if TYPE_CHECKING:
     from codex_memories.reports import Phase1Report
@@ -51,24 +51,6 @@ app = typer.Typer(
 )
 console = Console(stderr=False)
 errors = Console(stderr=True)
-
-EXIT_USER_ERROR = 1
-EXIT_BAD_SETTING = 2
-
-
-class UserError(Exception):
-    """A problem the user can fix; printed as one line."""
-
-
-def _say_error(message: str) -> None:
-    """One line on stderr: no wrapping, no markup, whatever the terminal width."""
-    print(f"codex-memories: {message}", file=sys.stderr)
-
-
-def _fail(message: str, code: int = EXIT_USER_ERROR) -> None:
-    _say_error(message)
-    raise typer.Exit(code)
-
 
 class _RichProgress:
     """Bridges `codex_memories.progress` to a rich progress bar."""
@@ -107,19 +89,10 @@ def _with_progress(run: Any) -> Any:
 # ---- commands ------------------------------------------------------------------------------
 
 
-def _run_phase1(config: RuntimeConfig) -> Phase1Report:
+def _run_phase1(overrides: SettingsOverrides) -> Phase1Report:
     from codex_memories_flows.phase1 import phase1
 
-    settings = config.settings
-    return _with_progress(
-        lambda: phase1(
-            **common_flow_parameters(config),
-            extract_model=settings.extract_model,
-            max_rollouts_per_startup=config.memories.max_rollouts_per_startup,
-            ignore_age_windows=settings.ignore_age_windows,
-            concurrency=settings.concurrency,
-        )
-    )
+    return _with_progress(lambda: phase1(overrides=overrides))
 
 
 def _print_where(config: RuntimeConfig) -> None:
@@ -145,23 +118,18 @@ def phase1(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
     """Run phase 1 now: discover rollouts, claim, extract stage-1 memories."""
-    config = load_config(**{key: value for key, value in locals().items() if key != "verbose"})
+    overrides, config = load_config(**{key: value for key, value in locals().items() if key != "verbose"})
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text
 
     _print_where(config)
-    console.print(render_phase1_text(_run_phase1(config)), markup=False, highlight=False)
+    console.print(render_phase1_text(_run_phase1(overrides)), markup=False, highlight=False)
 
 
-def _run_phase2(config: RuntimeConfig, *, force: bool) -> Any:
+def _run_phase2(overrides: SettingsOverrides, *, force: bool) -> Any:
     from codex_memories_flows.phase2 import phase2
 
-    state = phase2(
-        **common_flow_parameters(config),
-        consolidation_model=config.settings.consolidation_model,
-        force=force,
-        return_state=True,
-    )
+    state = phase2(overrides=overrides, force=force, return_state=True)
     return state.result(raise_on_failure=False) if state.is_failed() else state.result()
 
 
@@ -179,12 +147,12 @@ def phase2(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
     """Run phase 2 now: consolidate the selected stage-1 outputs into the memory folder."""
-    config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
+    overrides, config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase2_text
 
     _print_where(config)
-    report = _run_phase2(config, force=force)
+    report = _run_phase2(overrides, force=force)
     console.print(render_phase2_text(report), markup=False, highlight=False)
     if report.outcome is not None and report.outcome.is_failure:
         raise typer.Exit(EXIT_USER_ERROR)
@@ -208,13 +176,13 @@ def run(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
     """The main job: phase 1, then phase 2, then a short report of both."""
-    config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
+    overrides, config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text, render_phase2_text
 
     _print_where(config)
-    console.print(render_phase1_text(_run_phase1(config)), markup=False, highlight=False)
-    report = _run_phase2(config, force=force)
+    console.print(render_phase1_text(_run_phase1(overrides)), markup=False, highlight=False)
+    report = _run_phase2(overrides, force=force)
     console.print(render_phase2_text(report), markup=False, highlight=False)
     _print_memory_folder(config)
     if report.outcome is not None and report.outcome.is_failure:
@@ -244,14 +212,10 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Threads per memory mode, jobs per status, outputs, the last phase-2 run, where things are."""
-    config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
-    from codex_memories.state.store import MemoryStore
+    _, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    from codex_memories.runtime import open_store
 
-    store = MemoryStore.open(config.settings.resolved_db_url)
-    try:
-        summary = store.status_summary().model_dump(mode="json")
-    finally:
-        store.close()
+    summary = open_store(config.settings.resolved_db_url).status_summary().model_dump(mode="json")
     summary["db_url"] = _display_url(config.settings.resolved_db_url)
     summary["memory_root"] = config.settings.resolved_memory_root
     summary["codex_home"] = str(config.settings.codex_home_path)
@@ -286,16 +250,17 @@ def main() -> None:
     try:
         app()
     except SettingsError as error:
-        _say_error(str(error))
+        say_error(str(error))
         sys.exit(EXIT_BAD_SETTING)
-    except UserError as error:
-        _say_error(str(error))
-        sys.exit(EXIT_USER_ERROR)
     except Exception as error:  # noqa: BLE001 - one line for people; the traceback on request
         if os.environ.get("CODEX_MEMORIES_DEBUG"):
             raise
-        _say_error(f"{type(error).__name__}: {error} (set CODEX_MEMORIES_DEBUG=1 for the traceback)")
+        say_error(f"{type(error).__name__}: {error} (set CODEX_MEMORIES_DEBUG=1 for the traceback)")
         sys.exit(EXIT_USER_ERROR)
+    finally:
+        from codex_memories.runtime import close_stores
+
+        close_stores()
 
 
 if __name__ == "__main__":

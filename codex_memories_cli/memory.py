@@ -13,23 +13,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
 from codex_memories.settings import RuntimeConfig
+from codex_memories_cli.errors import fail as _fail
+from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
 
 memory_app = typer.Typer()
 
-EXIT_USER_ERROR = 1
-
 ThreadId = Annotated[str, typer.Option("--thread", help="The thread (session) id.", show_default=False)]
-
-
-def _fail(message: str) -> NoReturn:
-    print(f"codex-memories: {message}", file=sys.stderr)
-    raise typer.Exit(EXIT_USER_ERROR)
 
 
 def _say(message: str) -> None:
@@ -57,7 +51,7 @@ def note(
     """Write an ad-hoc note into extensions/ad_hoc/notes/; the next phase 2 integrates it."""
     from codex_memories.read.notes import NoteError, add_ad_hoc_note
 
-    config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
     root = _local_memory_root(config, "note")
     try:
         written = add_ad_hoc_note(root, text, slug=slug)
@@ -79,7 +73,7 @@ def inject(
     """Print the developer instructions a new session gets (nothing when there is no summary)."""
     from codex_memories.read.injection import build_developer_instructions
 
-    config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
     root = _local_memory_root(config, "inject")
     try:
         instructions = build_developer_instructions(
@@ -102,9 +96,9 @@ def cite(
 ) -> None:
     """Count one use of every memory a reply's <oai-mem-citation> block cites (phase-2 ranking)."""
     from codex_memories.read.citations import parse_citation_block, record_citation_usage
-    from codex_memories.state.store import MemoryStore
+    from codex_memories.runtime import open_store
 
-    config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
     text = _read_source(source)
     citation = parse_citation_block(text)
     if not citation.found:
@@ -116,8 +110,7 @@ def cite(
     if not citation.rollout_ids:
         _say("the citation names no rollout ids: nothing recorded")
         return
-    with MemoryStore.open(config.settings.resolved_db_url) as store:
-        usage = record_citation_usage(store, text)
+    usage = record_citation_usage(open_store(config.settings.resolved_db_url), text)
     unknown = len(usage.citation.rollout_ids) - usage.rows_updated
     _say(
         f"recorded {usage.rows_updated} use(s) for {len(usage.citation.rollout_ids)} cited rollout id(s)"
@@ -148,7 +141,7 @@ def mcp(
     """Serve the memory folder over MCP on stdin/stdout (list, read, search, add_ad_hoc_note)."""
     from codex_memories.read.mcp_server import run_stdio
 
-    config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
     run_stdio(_local_memory_root(config, "mcp"), notes_enabled=not no_notes)
 
 
@@ -164,14 +157,13 @@ def forget(
 ) -> None:
     """Forget one thread's memory (route 4); it is not extracted again. Files go at the next phase 2."""
     from codex_memories.forget.routes import UnknownThread, forget_thread
-    from codex_memories.state.store import MemoryStore
+    from codex_memories.runtime import open_store
 
-    config = load_config(codex_home=codex_home, db=db, config_file=config_file)
-    with MemoryStore.open(config.settings.resolved_db_url) as store:
-        try:
-            action = forget_thread(store, thread, reason="forgotten with `codex-memories forget`")
-        except UnknownThread as error:
-            _fail(str(error))
+    _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    try:
+        action = forget_thread(open_store(config.settings.resolved_db_url), thread, reason="forgotten with `codex-memories forget`")
+    except UnknownThread as error:
+        _fail(str(error))
     if action is None:
         _say(f"nothing to forget: thread {thread} has no memory and is already disabled")
         return
@@ -187,14 +179,13 @@ def disable(
 ) -> None:
     """Disable memory for one thread (route 5): it leaves every phase-2 selection from now on."""
     from codex_memories.forget.routes import UnknownThread, disable_thread
-    from codex_memories.state.store import MemoryStore
+    from codex_memories.runtime import open_store
 
-    config = load_config(codex_home=codex_home, db=db, config_file=config_file)
-    with MemoryStore.open(config.settings.resolved_db_url) as store:
-        try:
-            action = disable_thread(store, thread, reason="disabled with `codex-memories disable`")
-        except UnknownThread as error:
-            _fail(str(error))
+    _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    try:
+        action = disable_thread(open_store(config.settings.resolved_db_url), thread, reason="disabled with `codex-memories disable`")
+    except UnknownThread as error:
+        _fail(str(error))
     if action is None:
         _say(f"thread {thread} is already disabled")
         return
@@ -211,19 +202,20 @@ def reset(
 ) -> None:
     """Forget everything (route 7): stage-1 memories, memory jobs and the memory folder's contents."""
     from codex_memories.forget.routes import ResetRefused, plan_reset, reset_memories
-    from codex_memories.state.store import MemoryStore
-    from codex_memories.storage import open_memory_root
+    from codex_memories.runtime import memory_root as open_configured_root
+    from codex_memories.runtime import open_store
 
-    config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
-    root = open_memory_root(config.settings.resolved_memory_root)
-    with MemoryStore.open(config.settings.resolved_db_url) as store:
-        try:
-            if not yes:
-                _say("would delete " + plan_reset(store, root).describe())
-                _fail("refusing to reset without --yes")
-            action = reset_memories(store, root, reason="reset with `codex-memories reset --yes`")
-        except ResetRefused as error:
-            _fail(str(error))
+    _, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    # Built by the composition root: an s3:// root gets the configured endpoint and options.
+    root = open_configured_root(config)
+    store = open_store(config.settings.resolved_db_url)
+    try:
+        if not yes:
+            _say("would delete " + plan_reset(store, root).describe())
+            _fail("refusing to reset without --yes")
+        action = reset_memories(store, root, reason="reset with `codex-memories reset --yes`")
+    except ResetRefused as error:
+        _fail(str(error))
     _say(f"reset: deleted {_removed(action.removed)}; threads are kept and will be extracted again")
 
 

@@ -1,4 +1,4 @@
-"""Options every `codex-memories` subcommand accepts after its name, and how they become config."""
+"""Options every `codex-memories` subcommand accepts after its name, and how they become settings."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from codex_memories.settings import RuntimeConfig, load_runtime_config
+from codex_memories.settings import RuntimeConfig, SettingsOverrides
 
 CodexHome = Annotated[Optional[Path], typer.Option("--codex-home", help="Codex home (default $CODEX_HOME or ~/.codex).")]
 DbUrl = Annotated[Optional[str], typer.Option("--db", help="State DB SQLAlchemy URL.")]
@@ -29,13 +29,18 @@ IgnoreAgeWindows = Annotated[
 ]
 
 
+def load_config(**values: Any) -> tuple[SettingsOverrides, RuntimeConfig]:
+    """CLI values (None = not given) -> the overrides the flows get, and the effective configuration.
 
-
-def load_config(**values: Any) -> RuntimeConfig:
-    """CLI values (None = not given) -> the effective configuration."""
-    renames = {"db": "db_url", "max_rollouts": "max_rollouts_per_startup"}
+    Loading here checks every value before Prefect starts: a bad one is one line and exit 2."""
+    renames = {"db": "db_url", "max_rollouts": "max_rollouts_per_startup", "batch_size": "backfill_batch_size"}
     given = {renames.get(key, key): value for key, value in values.items()}
-    return load_runtime_config(**given)
+    if isinstance(given.get("codex_home"), Path):
+        given["codex_home"] = str(given["codex_home"])
+    if isinstance(given.get("config_file"), Path):
+        given["config_file"] = str(given["config_file"])
+    overrides = SettingsOverrides(**given)
+    return overrides, overrides.load()
 
 
 def prepare_prefect(verbose: bool) -> None:
@@ -46,21 +51,3 @@ def prepare_prefect(verbose: bool) -> None:
     # Without a server, Prefect starts a temporary one per command; its 20 s default start-up
     # budget was seen to run out on a loaded 2-core machine.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-
-
-def common_flow_parameters(config: RuntimeConfig) -> dict[str, Any]:
-    """What every flow needs to load the same configuration the CLI loaded.
-
-    Flows load their settings from their parameters (they also run under a worker, without
-    this CLI), so every option the CLI took must travel as a parameter or it is lost. The API
-    key never does: it stays in the environment or the settings file."""
-    settings = config.settings
-    return {
-        "codex_home": str(settings.codex_home_path),
-        "db_url": settings.resolved_db_url,
-        "memory_root": settings.resolved_memory_root,
-        "provider": settings.provider,
-        "base_url": settings.base_url,
-        "api_mode": settings.api_mode,
-        "config_file": str(settings.config_file) if settings.config_file else None,
-    }

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import Literal
-
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from codex_memories.ingest.backfill import BackfillReport, day_window, older_than_selection_window, resolve_source
 from codex_memories.outcomes import Outcome
 from codex_memories.reports import ExtractionLine
-from codex_memories.settings import RuntimeConfig, load_runtime_config
+from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_flows.phase1 import MAX_EXTRACTION_WORKERS, extract_claims
 from codex_memories_flows.phase2 import run_phase2
 from codex_memories_tasks.backfill_report import publish_backfill_report, start_backfill_progress, update_backfill_progress
@@ -43,31 +41,18 @@ def backfill(
     source: str | None = None,
     since: str | None = None,
     until: str | None = None,
-    batch_size: int | None = None,
-    codex_home: str | None = None,
-    db_url: str | None = None,
-    memory_root: str | None = None,
-    provider: Literal["auto", "openai", "heuristic"] | None = None,
-    base_url: str | None = None,
-    api_mode: Literal["responses", "chat"] | None = None,
-    config_file: str | None = None,
-    extract_model: str | None = None,
-    consolidation_model: str | None = None,
-    concurrency: int | None = None,
+    overrides: SettingsOverrides | None = None,
 ) -> BackfillReport:
-    config = load_runtime_config(
-        codex_home=codex_home,
-        db_url=db_url,
-        memory_root=memory_root,
-        provider=provider,
-        base_url=base_url,
-        api_mode=api_mode,
-        config_file=config_file,
-        extract_model=extract_model,
-        consolidation_model=consolidation_model,
-        concurrency=concurrency,
-        backfill_batch_size=batch_size,
-    )
+    """Extract old and archived sessions in batches, then run one phase 2.
+
+    Args:
+        source: `archived` (default: $CODEX_HOME/archived_sessions), a local folder, or s3://bucket/prefix.
+        since: only sessions last active on or after this day (YYYY-MM-DD, UTC).
+        until: only sessions last active on or before this day (YYYY-MM-DD, UTC).
+        overrides: settings for this run on top of the worker's environment, our TOML file and
+            the defaults (Codex home, state DB, memory root, provider, models, batch size, ...).
+    """
+    config = (overrides or SettingsOverrides()).load()
     return run_backfill(config, source=source, since=since, until=until)
 
 

@@ -17,7 +17,7 @@ from prefect import flow, get_run_logger
 
 from codex_memories.forget.routes import ForgetAction
 from codex_memories.reports import ForgetReport
-from codex_memories.settings import RuntimeConfig, load_runtime_config
+from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_tasks.disable_thread import disable_thread
 from codex_memories_tasks.forget_thread import forget_thread
 from codex_memories_tasks.pollute_thread import pollute_thread
@@ -34,14 +34,15 @@ _THREAD_ROUTES: dict[str, Callable[[RuntimeConfig, str], list[ForgetAction]]] = 
 
 
 @flow(name="memories-forget")
-def forget(
-    route: ForgetRouteName,
-    target: str | None = None,
-    codex_home: str | None = None,
-    db_url: str | None = None,
-    memory_root: str | None = None,
-) -> ForgetReport:
-    config = load_runtime_config(codex_home=codex_home, db_url=db_url, memory_root=memory_root)
+def forget(route: ForgetRouteName, target: str | None = None, overrides: SettingsOverrides | None = None) -> ForgetReport:
+    """Run one forgetting route with an audit trail.
+
+    Args:
+        route: thread_deletion, disable or pollution (with a target thread id), or reset.
+        target: the thread id for the thread routes; none for reset.
+        overrides: settings for this run (Codex home, state DB, memory root, ...).
+    """
+    config = (overrides or SettingsOverrides()).load()
     return run_forget(config, route, target)
 
 

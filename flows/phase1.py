@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from prefect import Task, flow, get_run_logger
 from prefect.futures import PrefectFuture, as_completed
@@ -22,7 +22,7 @@ from codex_memories.extract import quality
 from codex_memories.extract.extraction import ExtractionResult, failed_extraction
 from codex_memories.outcomes import Outcome
 from codex_memories.reports import ExtractionLine, Phase1Report
-from codex_memories.settings import RuntimeConfig, load_runtime_config
+from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1Claim
 from codex_memories_tasks.audit_pollution import audit_polluted_threads
 from codex_memories_tasks.claim import claim_stage1_jobs
@@ -48,48 +48,14 @@ MAX_EXTRACTION_WORKERS = 64
     task_runner=ThreadPoolTaskRunner(max_workers=MAX_EXTRACTION_WORKERS),
     log_prints=False,
 )
-def phase1(
-    codex_home: str | None = None,
-    db_url: str | None = None,
-    memory_root: str | None = None,
-    provider: Literal["auto", "openai", "heuristic"] | None = None,
-    base_url: str | None = None,
-    api_mode: Literal["responses", "chat"] | None = None,
-    config_file: str | None = None,
-    extract_model: str | None = None,
-    max_rollouts_per_startup: int | None = None,
-    ignore_age_windows: bool | None = None,
-    concurrency: int | None = None,
-) -> Phase1Report:
+def phase1(overrides: SettingsOverrides | None = None) -> Phase1Report:
     """Discover rollouts, claim idle recent threads and extract a stage-1 memory from each.
 
     Args:
-        codex_home: Codex home to read (sessions/, archived_sessions/, config.toml).
-        db_url: SQLAlchemy URL of the state DB (PostgreSQL for several workers).
-        memory_root: memory folder, a path or s3://bucket/prefix.
-        provider: auto, openai or heuristic (offline).
-        base_url: an OpenAI-compatible server's URL (vLLM, Ollama, a gateway).
-        api_mode: `responses` (default) or `chat` for servers without /v1/responses.
-        config_file: our own TOML settings file (default $CODEX_HOME/codex-memories.toml).
-        extract_model: the phase-1 model.
-        max_rollouts_per_startup: threads claimed per run (1..128).
-        ignore_age_windows: claim regardless of the idle and age windows.
-        concurrency: extractions at once (1..64).
+        overrides: settings for this run on top of the worker's environment, our TOML file and
+            the defaults (Codex home, state DB, memory root, provider, model, concurrency, ...).
     """
-    config = load_runtime_config(
-        codex_home=codex_home,
-        db_url=db_url,
-        memory_root=memory_root,
-        provider=provider,
-        base_url=base_url,
-        api_mode=api_mode,
-        config_file=config_file,
-        extract_model=extract_model,
-        max_rollouts_per_startup=max_rollouts_per_startup,
-        ignore_age_windows=ignore_age_windows,
-        concurrency=concurrency,
-    )
-    return run_phase1(config)
+    return run_phase1((overrides or SettingsOverrides()).load())
 
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from prefect import flow, get_client, get_run_logger
@@ -31,7 +31,7 @@ from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_fa
 from codex_memories.redact import redact_secrets
 from codex_memories.reports import Phase2Report
 from codex_memories.runtime import memory_root, open_store
-from codex_memories.settings import RuntimeConfig, load_runtime_config
+from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Phase2ClaimOutcome
 from codex_memories.storage import LocalWorkspace
 from codex_memories_tasks.audit_manual_changes import audit_manual_changes
@@ -58,40 +58,15 @@ T = TypeVar("T")
 
 
 @flow(name="memories-phase2")
-def phase2(
-    codex_home: str | None = None,
-    db_url: str | None = None,
-    memory_root: str | None = None,
-    provider: Literal["auto", "openai", "heuristic"] | None = None,
-    base_url: str | None = None,
-    api_mode: Literal["responses", "chat"] | None = None,
-    config_file: str | None = None,
-    consolidation_model: str | None = None,
-    force: bool = False,
-) -> State:
+def phase2(overrides: SettingsOverrides | None = None, force: bool = False) -> State:
     """Consolidate the selected stage-1 memories into the memory folder; one run at a time.
 
     Args:
-        codex_home: Codex home (config.toml; default memory folder).
-        db_url: SQLAlchemy URL of the state DB (PostgreSQL for several workers).
-        memory_root: memory folder, a path or s3://bucket/prefix.
-        provider: auto, openai or heuristic (offline).
-        base_url: an OpenAI-compatible server's URL (vLLM, Ollama, a gateway).
-        api_mode: `responses` (default) or `chat` for servers without /v1/responses.
-        config_file: our own TOML settings file (default $CODEX_HOME/codex-memories.toml).
-        consolidation_model: the phase-2 model.
+        overrides: settings for this run on top of the worker's environment, our TOML file and
+            the defaults (Codex home, state DB, memory root, provider, model, ...).
         force: skip the cooldown since the last success (never the lease).
     """
-    config = load_runtime_config(
-        codex_home=codex_home,
-        db_url=db_url,
-        memory_root=memory_root,
-        provider=provider,
-        base_url=base_url,
-        api_mode=api_mode,
-        config_file=config_file,
-        consolidation_model=consolidation_model,
-    )
+    config = (overrides or SettingsOverrides()).load()
     report = run_phase2(config, force=force)
     message = report.outcome.value if report.outcome else "unknown"
     if report.outcome is not None and report.outcome.is_failure:

@@ -19,6 +19,7 @@ import pytest
 
 from codex_memories.runtime import open_store
 from codex_memories.state.records import ForgetRoute
+from codex_memories.settings import SettingsOverrides
 from tests.support.codex_cli import (
     MEMORY_SUMMARY_BYTE_BUDGET,
     CodexHome,
@@ -105,12 +106,14 @@ def run_our_phase1(codex_home: CodexHome, server: OpenAITestServer) -> Any:
     from codex_memories_flows.phase1 import phase1
 
     return phase1(
-        codex_home=str(codex_home.path),
-        db_url=db_url(codex_home),
-        provider="openai",
-        base_url=server.base_url,
-        ignore_age_windows=True,
-        max_rollouts_per_startup=16,
+        overrides=SettingsOverrides(
+            codex_home=str(codex_home.path),
+            db_url=db_url(codex_home),
+            provider="openai",
+            base_url=server.base_url,
+            ignore_age_windows=True,
+            max_rollouts_per_startup=16,
+        )
     )
 
 
@@ -119,7 +122,10 @@ def run_our_phase2(codex_home: CodexHome) -> Any:
 
     # The heuristic consolidator writes memory_summary.md deterministically (the scripted server
     # cannot play a consolidation agent that edits files).
-    return phase2(codex_home=str(codex_home.path), db_url=db_url(codex_home), provider="heuristic", force=True)
+    return phase2(
+        overrides=SettingsOverrides(codex_home=str(codex_home.path), db_url=db_url(codex_home), provider="heuristic"),
+        force=True,
+    )
 
 
 def interactive_session(codex_home: CodexHome, server: OpenAITestServer, cwd: Path, prompt: str) -> str:
@@ -319,7 +325,11 @@ def test_backfill_processes_a_session_codex_archived(
     from codex_memories_flows.backfill import backfill
 
     # The default source is the Codex home's archived_sessions/.
-    backfill(codex_home=str(codex_home.path), db_url=db_url(codex_home), provider="openai", base_url=codex_server.base_url)
+    backfill(
+        overrides=SettingsOverrides(
+            codex_home=str(codex_home.path), db_url=db_url(codex_home), provider="openai", base_url=codex_server.base_url
+        )
+    )
 
     output = store.get_stage1_output(archived)
     assert output is not None

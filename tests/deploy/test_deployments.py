@@ -147,7 +147,8 @@ def test_phase1_run_retries_transient_errors_and_a_retried_crashed_run_repeats_n
         return default_handler(request)
 
     model_server.set_handler(handler)
-    parameters = home["parameters"] | {"base_url": model_server.base_url, "concurrency": 4, "max_rollouts_per_startup": 8}
+    overrides = home["parameters"] | {"base_url": model_server.base_url, "concurrency": 4, "max_rollouts_per_startup": 8}
+    parameters = {"overrides": overrides}
     with stack.client() as client:
         flow_run = _run_deployment(client, "memories-phase1/memories-phase1", parameters)
 
@@ -210,9 +211,7 @@ def test_phase2_duplicate_deployment_run_is_cancelled_and_a_direct_run_is_decide
 ) -> None:
     release = threading.Event()
     model_server.set_handler(_consolidation_agent(release))
-    phase1_only = {"ignore_age_windows"}
-    parameters = {key: value for key, value in home["parameters"].items() if key not in phase1_only}
-    parameters |= {"base_url": model_server.base_url, "force": True}
+    parameters = {"overrides": home["parameters"] | {"base_url": model_server.base_url}, "force": True}
     with stack.client() as client:
         # 1. A deployment run is consolidating (its model call is held open).
         holder = _run_deployment(client, "memories-phase2/memories-phase2", parameters)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories.state.records import JobKind, MemoryMode
+from codex_memories.settings import SettingsOverrides
 from tests.support.memory_home import MemoryHome
 from tests.support.rollout_factory import rollout_file_name, write_rollout
 from tests.support.s3 import S3Endpoint, moto_endpoint, s3  # noqa: F401 - fixtures
@@ -33,16 +34,13 @@ def archived(home: MemoryHome, message: str, *, days_ago: float, **options) -> s
     return path.stem[-36:]
 
 
-def backfill(home: MemoryHome, **parameters):
+def backfill(home: MemoryHome, *, source=None, since=None, until=None, **overrides):
     from codex_memories_flows.backfill import backfill as backfill_flow
 
-    return backfill_flow(
-        codex_home=str(home.codex_home),
-        db_url=home.db_url,
-        memory_root=str(home.memory_root),
-        provider="heuristic",
-        **parameters,
+    settings = SettingsOverrides(
+        codex_home=str(home.codex_home), db_url=home.db_url, memory_root=str(home.memory_root), provider="heuristic", **overrides
     )
+    return backfill_flow(source=source, since=since, until=until, overrides=settings)
 
 
 def backfill_artifacts(first_run_key: str) -> list:
@@ -67,7 +65,7 @@ def test_normal_runs_skip_archived_sessions_and_backfill_extracts_them_once(home
     assert home.phase1().outcome_counts()["succeeded"] == 0  # archived: never claimed by phase 1
     assert home.store.get_stage1_output(old) is None
 
-    first = backfill(home, batch_size=1)
+    first = backfill(home, backfill_batch_size=1)
 
     assert extracted(first) == {old: "succeeded", recent: "succeeded"}
     assert first.batches == 2 and first.candidates == 2 and first.older_than_selection_window == 0
@@ -77,7 +75,7 @@ def test_normal_runs_skip_archived_sessions_and_backfill_extracts_them_once(home
     assert "succeeded" in backfill_artifacts(first_run_key="memories-backfill")[0].data
     assert "pnpm" in home.memory_text() and "make ship" in home.memory_text()
 
-    again = backfill(home, batch_size=1)
+    again = backfill(home, backfill_batch_size=1)
 
     assert again.candidates == 0 and extracted(again) == {}
     assert again.phase2_outcome == "succeeded_no_workspace_changes"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
+from codex_memories.settings import SettingsOverrides
 from tests.support.memory_home import MemoryHome
 from tests.support.s3 import PLANTED_SECRET_KEY, S3Endpoint, moto_endpoint, s3  # noqa: F401 - fixtures
 
@@ -32,16 +33,21 @@ class Worker:
         from codex_memories_flows.phase1 import phase1
 
         return phase1(
-            codex_home=str(self.home.codex_home), db_url=self.db_url, memory_root=self.memory_root,
-            provider="heuristic", ignore_age_windows=True, max_rollouts_per_startup=128,
+            overrides=SettingsOverrides(
+                codex_home=str(self.home.codex_home), db_url=self.db_url, memory_root=self.memory_root,
+                provider="heuristic", ignore_age_windows=True, max_rollouts_per_startup=128,
+            )
         )
 
     def phase2(self):
         from codex_memories_flows.phase2 import phase2
 
         state = phase2(
-            codex_home=str(self.home.codex_home), db_url=self.db_url, memory_root=self.memory_root,
-            provider="heuristic", force=True, return_state=True,
+            overrides=SettingsOverrides(
+                codex_home=str(self.home.codex_home), db_url=self.db_url, memory_root=self.memory_root, provider="heuristic"
+            ),
+            force=True,
+            return_state=True,
         )
         return state.result(raise_on_failure=False)
 

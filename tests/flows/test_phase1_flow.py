@@ -19,6 +19,7 @@ from codex_memories.outcomes import Outcome
 from codex_memories.runtime import close_stores
 from codex_memories.state.store import MemoryStore
 from codex_memories_flows.phase1 import phase1
+from codex_memories.settings import SettingsOverrides
 from tests.support.openai_server import (
     OpenAITestServer,
     RecordedRequest,
@@ -129,7 +130,7 @@ def run_phase1(home: Path, tmp_path: Path, server: OpenAITestServer | None = Non
         "max_rollouts_per_startup": 64,
         **overrides,
     }
-    return phase1(**options)
+    return phase1(overrides=SettingsOverrides(**options))
 
 
 def open_store(tmp_path: Path) -> MemoryStore:
@@ -354,10 +355,12 @@ def test_secrets_in_the_model_output_reach_neither_the_db_nor_the_memory_folder(
         report = run_phase1(home, tmp_path, server)
     assert report.outcome_counts() == {"succeeded": 1}
     phase2(
-        codex_home=str(home),
-        db_url=f"sqlite:///{tmp_path / 'state.sqlite'}",
-        memory_root=str(tmp_path / "memories"),
-        provider="heuristic",
+        overrides=SettingsOverrides(
+            codex_home=str(home),
+            db_url=f"sqlite:///{tmp_path / 'state.sqlite'}",
+            memory_root=str(tmp_path / "memories"),
+            provider="heuristic",
+        ),
         force=True,
     )
     store = open_store(tmp_path)

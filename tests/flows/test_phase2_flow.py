@@ -31,6 +31,7 @@ from codex_memories.state.records import Phase2ClaimOutcome, ThreadRecord
 from codex_memories.state.store import MemoryStore
 from codex_memories.consolidate.workspace import workspace_diff
 from codex_memories_flows.phase2 import phase2
+from codex_memories.settings import SettingsOverrides
 from tests.support.openai_server import RecordedRequest, ScriptedReply, ToolCall, running_openai_server
 from tests.support.rollout_factory import uuid7_at
 
@@ -116,11 +117,13 @@ class Home:
 
     def run(self, *, provider: str = "heuristic", base_url: str | None = None, force: bool = True) -> Phase2Report:
         state = phase2(
-            codex_home=str(self.codex_home),
-            db_url=self.db_url,
-            memory_root=str(self.root),
-            provider=provider,
-            base_url=base_url,
+            overrides=SettingsOverrides(
+                codex_home=str(self.codex_home),
+                db_url=self.db_url,
+                memory_root=str(self.root),
+                provider=provider,
+                base_url=base_url,
+            ),
             force=force,
             return_state=True,
         )
@@ -357,7 +360,9 @@ def test_a_run_killed_while_consolidating_is_recovered_after_its_lease_expires(h
     script = tmp_path / "run_phase2.py"
     script.write_text(
         "import sys\nfrom codex_memories_flows.phase2 import phase2\n"
-        "phase2(codex_home=sys.argv[1], db_url=sys.argv[2], memory_root=sys.argv[3], provider='openai', base_url=sys.argv[4], force=True)\n",
+        "from codex_memories.settings import SettingsOverrides\n"
+            "phase2(overrides=SettingsOverrides(codex_home=sys.argv[1], db_url=sys.argv[2], memory_root=sys.argv[3],"
+            " provider='openai', base_url=sys.argv[4]), force=True)\n",
         encoding="utf-8",
     )
     env = {**os.environ, "CODEX_MEMORIES_PHASE2_LEASE_SECONDS": "6", "CODEX_MEMORIES_PHASE2_HEARTBEAT_SECONDS": "1"}

@@ -31,7 +31,7 @@ def test_the_forget_flow_publishes_the_audit_rows_it_wrote(prefect_harness: None
     home = MemoryHome(tmp_path)
     remember(home.store, THREAD)
 
-    report = forget(route="thread_deletion", target=THREAD, codex_home=str(home.codex_home), db_url=home.db_url)
+    report = forget(route="thread_deletion", target=THREAD, overrides=home.overrides())
 
     assert [(row.route, row.target) for row in report.forget_audit] == [("thread_deletion", THREAD)]
     published = [text for text in artifact_markdown("memories-forget") if THREAD in text]
@@ -46,8 +46,8 @@ def test_the_reset_route_of_the_forget_flow_takes_no_target(prefect_harness: Non
     home.memory_root.mkdir()
     (home.memory_root / "MEMORY.md").write_text("x")
 
-    assert forget(route="reset", target=THREAD, db_url=home.db_url, codex_home=str(home.codex_home), return_state=True).is_failed()
-    report = forget(route="reset", db_url=home.db_url, codex_home=str(home.codex_home), memory_root=str(home.memory_root))
+    assert forget(route="reset", target=THREAD, overrides=home.overrides(), return_state=True).is_failed()
+    report = forget(route="reset", overrides=home.overrides())
 
     assert [row.route for row in report.forget_audit] == ["manual_reset"]
     assert home.store.get_stage1_output(THREAD) is None

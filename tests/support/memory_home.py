@@ -14,9 +14,11 @@ import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from codex_memories import paths
 from codex_memories.reports import Phase1Report, Phase2Report
+from codex_memories.settings import SettingsOverrides
 from codex_memories.runtime import open_store
 from codex_memories.state.store import MemoryStore
 from tests.support.rollout_factory import write_rollout
@@ -61,29 +63,21 @@ class MemoryHome:
         thread_id = path.stem[-36:]
         return thread_id, path
 
+    def overrides(self, **values: Any) -> SettingsOverrides:
+        """This home's locations and the offline provider, as every flow takes them."""
+        return SettingsOverrides(
+            codex_home=str(self.codex_home), db_url=self.db_url, memory_root=str(self.memory_root), provider="heuristic", **values
+        )
+
     def phase1(self) -> Phase1Report:
         from codex_memories_flows.phase1 import phase1
 
-        return phase1(
-            codex_home=str(self.codex_home),
-            db_url=self.db_url,
-            memory_root=str(self.memory_root),
-            provider="heuristic",
-            ignore_age_windows=True,
-            max_rollouts_per_startup=128,
-        )
+        return phase1(overrides=self.overrides(ignore_age_windows=True, max_rollouts_per_startup=128))
 
     def phase2(self) -> Phase2Report:
         from codex_memories_flows.phase2 import phase2
 
-        state = phase2(
-            codex_home=str(self.codex_home),
-            db_url=self.db_url,
-            memory_root=str(self.memory_root),
-            provider="heuristic",
-            force=True,
-            return_state=True,
-        )
+        state = phase2(overrides=self.overrides(), force=True, return_state=True)
         return state.result(raise_on_failure=False)
 
     def memory_text(self) -> str:
