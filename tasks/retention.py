@@ -17,7 +17,9 @@ from codex_memories.settings import RuntimeConfig
 def prune_retention(config: RuntimeConfig) -> list[str]:
     """Forgetting route 1: delete stale, unselected stage-1 rows (spec section 6)."""
     store = open_store(config.settings.resolved_db_url)
-    limits = {"max_unused_days": config.memories.max_unused_days, "limit": config.settings.prune_batch_size}
-    actions = record_actions(store, prune_stale_outputs(store, **limits))
+    pruned = prune_stale_outputs(
+        store, max_unused_days=config.memories.max_unused_days, limit=config.settings.prune_batch_size
+    )
+    actions = record_actions(store, pruned)
     get_run_logger().info("retention prune removed %d stage-1 outputs", len(actions))
     return [action.target for action in actions]
