@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from codex_memories.outcomes import Outcome
-from codex_memories.state.records import ForgetAuditRecord
+from codex_memories.state.records import ForgetAuditRecord, ForgetRoute
 
 
 @dataclass
@@ -111,7 +111,7 @@ class Phase2Report:
     consolidator: str | None = None
     selected: int = 0
     diff_status: list[str] = field(default_factory=list)
-    forgotten: list[tuple[str, str]] = field(default_factory=list)  # (route, path)
+    forgotten: list[tuple[ForgetRoute, str]] = field(default_factory=list)  # (route, path)
     agent_steps: int = 0
     agent_tool_calls: int = 0
     agent_stop_reason: str | None = None

@@ -156,18 +156,20 @@ def forget(
     config_file: ConfigFile = None,
 ) -> None:
     """Forget one thread's memory (route 4); it is not extracted again. Files go at the next phase 2."""
-    from codex_memories.forget.routes import UnknownThread, forget_thread
+    from codex_memories.forget.audit import record_actions
+    from codex_memories.forget.threads import UnknownThread, forget_thread
     from codex_memories.runtime import open_store
 
     _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    store = open_store(config.settings.resolved_db_url)
     try:
-        action = forget_thread(open_store(config.settings.resolved_db_url), thread, reason="forgotten with `codex-memories forget`")
+        actions = record_actions(store, forget_thread(store, thread, reason="forgotten with `codex-memories forget`"))
     except UnknownThread as error:
         _fail(str(error))
-    if action is None:
+    if not actions:
         _say(f"nothing to forget: thread {thread} has no memory and is already disabled")
         return
-    _say(f"forgot thread {thread}: {_removed(action.removed)}; its files leave the memory folder at the next phase 2")
+    _say(f"forgot thread {thread}: {_removed(actions[0].removed)}; its files leave the memory folder at the next phase 2")
 
 
 @memory_app.command()
@@ -178,18 +180,20 @@ def disable(
     config_file: ConfigFile = None,
 ) -> None:
     """Disable memory for one thread (route 5): it leaves every phase-2 selection from now on."""
-    from codex_memories.forget.routes import UnknownThread, disable_thread
+    from codex_memories.forget.audit import record_actions
+    from codex_memories.forget.threads import UnknownThread, disable_thread
     from codex_memories.runtime import open_store
 
     _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    store = open_store(config.settings.resolved_db_url)
     try:
-        action = disable_thread(open_store(config.settings.resolved_db_url), thread, reason="disabled with `codex-memories disable`")
+        actions = record_actions(store, disable_thread(store, thread, reason="disabled with `codex-memories disable`"))
     except UnknownThread as error:
         _fail(str(error))
-    if action is None:
+    if not actions:
         _say(f"thread {thread} is already disabled")
         return
-    _say(f"disabled thread {thread}: {_removed(action.removed)}")
+    _say(f"disabled thread {thread}: {_removed(actions[0].removed)}")
 
 
 @memory_app.command()
@@ -201,7 +205,8 @@ def reset(
     config_file: ConfigFile = None,
 ) -> None:
     """Forget everything (route 7): stage-1 memories, memory jobs and the memory folder's contents."""
-    from codex_memories.forget.routes import ResetRefused, plan_reset, reset_memories
+    from codex_memories.forget.audit import record_actions
+    from codex_memories.forget.manual import ResetRefused, plan_reset, reset_memories
     from codex_memories.runtime import memory_root as open_configured_root
     from codex_memories.runtime import open_store
 
@@ -213,7 +218,7 @@ def reset(
         if not yes:
             _say("would delete " + plan_reset(store, root).describe())
             _fail("refusing to reset without --yes")
-        action = reset_memories(store, root, reason="reset with `codex-memories reset --yes`")
+        [action] = record_actions(store, reset_memories(store, root, reason="reset with `codex-memories reset --yes`"))
     except ResetRefused as error:
         _fail(str(error))
     _say(f"reset: deleted {_removed(action.removed)}; threads are kept and will be extracted again")

@@ -1,11 +1,12 @@
 """Forget: one forgetting route on request, for the deployment (spec section 6).
 
-Routes: `thread_deletion` (route 4: delete a thread's memory and keep it from being extracted
-again), `disable` and `pollution` (route 5: the thread leaves every phase-2 selection), `reset`
-(route 7: every memory row and the memory folder's contents). Each writes `forget_audit` rows;
-the run's artifact lists them. The memory folder itself changes at the next phase 2, which the
-store enqueues when a selected memory went. Orchestration only; `codex_memories.forget.routes`
-decides. Parameters are settings overrides, none secret.
+Routes (the `ForgetRoute` values, as stored in `forget_audit`): `thread_deletion` (route 4:
+delete a thread's memory and keep it from being extracted again), `disabled` and `pollution`
+(route 5: the thread leaves every phase-2 selection), `manual_reset` (route 7: every memory row
+and the memory folder's contents). Each writes `forget_audit` rows; the run's artifact lists
+them. The memory folder itself changes at the next phase 2, which the store enqueues when a
+selected memory went. Orchestration only; `codex_memories.forget` decides. Parameters are
+settings overrides, none secret.
 """
 
 from __future__ import annotations
@@ -15,21 +16,23 @@ from typing import Literal
 
 from prefect import flow, get_run_logger
 
-from codex_memories.forget.routes import ForgetAction
+from codex_memories.forget.audit import ForgetAction
 from codex_memories.reports import ForgetReport
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
+from codex_memories.state.records import ForgetRoute
 from codex_memories_tasks.disable_thread import disable_thread
 from codex_memories_tasks.forget_thread import forget_thread
 from codex_memories_tasks.pollute_thread import pollute_thread
 from codex_memories_tasks.report import publish_forget_report
 from codex_memories_tasks.reset_memories import reset_memories
 
-ForgetRouteName = Literal["thread_deletion", "disable", "pollution", "reset"]
+# The `ForgetRoute` values this flow runs (a Literal, so Prefect shows a choice).
+ForgetRouteName = Literal["thread_deletion", "disabled", "pollution", "manual_reset"]
 
-_THREAD_ROUTES: dict[str, Callable[[RuntimeConfig, str], list[ForgetAction]]] = {
-    "thread_deletion": forget_thread,
-    "disable": disable_thread,
-    "pollution": pollute_thread,
+_THREAD_ROUTES: dict[ForgetRoute, Callable[[RuntimeConfig, str], list[ForgetAction]]] = {
+    ForgetRoute.thread_deletion: forget_thread,
+    ForgetRoute.disabled: disable_thread,
+    ForgetRoute.pollution: pollute_thread,
 }
 
 
@@ -38,8 +41,8 @@ def forget(route: ForgetRouteName, target: str | None = None, overrides: Setting
     """Run one forgetting route with an audit trail.
 
     Args:
-        route: thread_deletion, disable or pollution (with a target thread id), or reset.
-        target: the thread id for the thread routes; none for reset.
+        route: thread_deletion, disabled or pollution (with a target thread id), or manual_reset.
+        target: the thread id for the thread routes; none for manual_reset.
         overrides: settings for this run (Codex home, state DB, memory root, ...).
     """
     config = (overrides or SettingsOverrides()).load()
@@ -50,15 +53,15 @@ def run_forget(config: RuntimeConfig, route: ForgetRouteName, target: str | None
     report = ForgetReport(route=route, target=target)
 
     # 1. Check the request: thread routes name a thread; a reset names nothing.
-    if route != "reset" and not target:
+    if route != ForgetRoute.manual_reset and not target:
         raise ValueError(f"route {route!r} needs a target thread id")
-    if route == "reset" and target:
-        raise ValueError("route 'reset' takes no target: it forgets everything")
-    if route not in _THREAD_ROUTES and route != "reset":
+    if route == ForgetRoute.manual_reset and target:
+        raise ValueError("route 'manual_reset' takes no target: it forgets everything")
+    if route not in _THREAD_ROUTES and route != ForgetRoute.manual_reset:
         raise ValueError(f"unknown route {route!r}")
 
     # 2. Forget (one task, one audit row per target changed).
-    if route == "reset":
+    if route == ForgetRoute.manual_reset:
         report.forget_audit = list(reset_memories(config))
     else:
         report.forget_audit = list(_THREAD_ROUTES[route](config, target or ""))

@@ -127,7 +127,7 @@ def _consolidate_in_workspace(
     synced = _step(Outcome.failed_sync_workspace_inputs, sync, workspace, selection, config)
     # 5. Prune expired extension resources.
     expired = _step(Outcome.failed_sync_workspace_inputs, prune_extension_resources, workspace, config)
-    report.forgotten = [(item.route, item.path) for item in [*synced.forgotten, *expired]]
+    report.forgotten = [(item.route, item.target) for item in [*synced.forgotten, *expired]]
     # 6. Diff against the baseline.
     diff, settled = _step(Outcome.failed_workspace_status, git_diff, workspace)
     report.diff_status = [f"{change.status} {change.path}" for change in diff.changes]

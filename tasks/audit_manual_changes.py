@@ -1,13 +1,21 @@
+"""Task: forgetting route 7, the notes and user edits a consolidation integrated (`codex_memories.forget.manual`).
+
+Writes one `forget_audit` row per ad-hoc note and user edit in the workspace diff and returns
+the actions. Not idempotent on the same diff: phase 2 calls it once, right before the baseline
+reset that consumes the diff.
+"""
+
 from prefect import task
 
-from codex_memories.forget.routes import ForgetAction, audit_manual_changes as audit
+from codex_memories.consolidate.workspace import WorkspaceDiff
+from codex_memories.forget.audit import ForgetAction, record_actions
+from codex_memories.forget.manual import manual_change_actions
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 from codex_memories.storage import LocalWorkspace
-from codex_memories.consolidate.workspace import WorkspaceDiff
 
 
 @task(name="audit-manual-changes", cache_policy=None)
 def audit_manual_changes(workspace: LocalWorkspace, diff: WorkspaceDiff, config: RuntimeConfig) -> list[ForgetAction]:
     """Forgetting route 7: the ad-hoc notes and user edits this consolidation integrated."""
-    return audit(open_store(config.settings.resolved_db_url), workspace.path, diff.changes)
+    return record_actions(open_store(config.settings.resolved_db_url), manual_change_actions(workspace.path, diff.changes))

@@ -1,6 +1,13 @@
+"""Task: forgetting route 7, the global reset (`codex_memories.forget.manual.reset_memories`).
+
+Deletes every stage-1 output and memory job and the memory folder's contents, writes one
+`forget_audit` row and returns it. Raises `ResetRefused` while phase 2 holds its lease.
+"""
+
 from prefect import task
 
-from codex_memories.forget.routes import ForgetAction, reset_memories as reset
+from codex_memories.forget.audit import ForgetAction, record_actions
+from codex_memories.forget.manual import reset_memories as reset
 from codex_memories.runtime import memory_root, open_store
 from codex_memories.settings import RuntimeConfig
 
@@ -8,6 +15,5 @@ from codex_memories.settings import RuntimeConfig
 @task(name="reset-memories", cache_policy=None)
 def reset_memories(config: RuntimeConfig) -> list[ForgetAction]:
     """Forgetting route 7, global reset: every memory row and the memory folder's contents."""
-    settings = config.settings
-    root = memory_root(config)
-    return [reset(open_store(settings.resolved_db_url), root, reason="reset by the forget flow")]
+    store = open_store(config.settings.resolved_db_url)
+    return record_actions(store, reset(store, memory_root(config), reason="reset by the forget flow"))

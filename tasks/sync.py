@@ -1,3 +1,10 @@
+"""Task: sync the phase-2 inputs from the selection (`codex_memories.consolidate.steps.sync_inputs`).
+
+Writes `raw_memories.md` and `rollout_summaries/`; the summaries that left the selection are
+deleted and audited there (forgetting route 2). Idempotent: an unchanged selection writes
+nothing and audits nothing.
+"""
+
 from prefect import task
 
 from codex_memories.consolidate.steps import Selection, SyncReport, sync_inputs
@@ -8,10 +15,4 @@ from codex_memories.storage import LocalWorkspace
 
 @task(name="sync-inputs", cache_policy=None)
 def sync(workspace: LocalWorkspace, selection: Selection, config: RuntimeConfig) -> SyncReport:
-    store = open_store(config.settings.resolved_db_url)
-    report = sync_inputs(workspace.path, selection, store)
-    for forgotten in report.forgotten:
-        store.record_forget_audit(
-            route=forgotten.route, target=forgotten.path, reason=forgotten.reason, removed={"file": forgotten.path}
-        )
-    return report
+    return sync_inputs(workspace.path, selection, open_store(config.settings.resolved_db_url))

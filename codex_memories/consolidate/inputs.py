@@ -1,4 +1,4 @@
-"""Code-written phase-2 inputs (spec 8.2, 8.3, 7.3) and the storage-size metric.
+"""Code-written phase-2 inputs (spec 8.2, 8.3) and the storage-size metric.
 
 Contract:
 - `rollout_summary_stem`, `render_rollout_summary`, `render_raw_memories` are pure and produce the
@@ -7,8 +7,6 @@ Contract:
   output: selected files are written only when their bytes differ (so an unchanged selection makes
   no diff), then every other `*.md` there is deleted, hand-made files included. Idempotent.
 - `rebuild_raw_memories` rewrites `raw_memories.md` from the selection when its bytes differ.
-- `prune_old_extension_resources` deletes expired timestamped extension resources (forgetting
-  route 6) and returns what it deleted so the caller can audit it.
 - Every function takes a `MemoryRoot` (or a local path) and does all I/O through it.
 """
 
@@ -17,21 +15,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from codex_memories.paths import (
-    EXTENSION_INSTRUCTIONS_FILE,
-    EXTENSION_RESOURCES_DIR,
-    EXTENSIONS_DIR,
     RAW_MEMORIES_FILE,
     ROLLOUT_SUMMARIES_DIR,
     SYNCED_INPUTS_FILE,
     WORKSPACE_STATE_DIR,
-    extension_dir,
     rollout_summary_path,
 )
 from codex_memories.state.records import Stage1Output, Stage1OutputRef
@@ -40,14 +33,10 @@ from codex_memories.storage import MemoryRoot, open_memory_root
 RootLike = MemoryRoot | str | os.PathLike[str]
 
 STEM_TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
-RESOURCE_TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
-EXTENSION_RESOURCE_RETENTION_DAYS = 7
 MAX_SLUG_CHARS = 60
 _BASE62_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _HASH4_MODULUS = 62**4
 _UUID_V7 = 7
-# strptime alone would accept one-digit months and days; the resource prefix must be exact.
-_RESOURCE_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}")
 
 RAW_MEMORIES_HEADER = "# Raw Memories\n\n"
 RAW_MEMORIES_EMPTY = "No raw memories yet.\n"
@@ -183,51 +172,6 @@ def sync_rollout_summaries(root: RootLike, selection: list[Stage1Output]) -> Syn
 def rebuild_raw_memories(root: RootLike, selection: list[Stage1Output]) -> bool:
     """Rewrite `raw_memories.md` from the selection; True when its bytes changed."""
     return _write_if_changed(open_memory_root(root), RAW_MEMORIES_FILE, render_raw_memories(selection))
-
-
-def resource_timestamp(file_name: str) -> datetime | None:
-    """The UTC time a resource's name starts with, or None when it does not start with one."""
-    prefix = file_name[:19]
-    if not _RESOURCE_TIMESTAMP.fullmatch(prefix):
-        return None
-    try:
-        return datetime.strptime(prefix, RESOURCE_TIME_FORMAT).replace(tzinfo=UTC)
-    except ValueError:
-        return None
-
-
-def prune_old_extension_resources(
-    root: RootLike, now: datetime, retention_days: int = EXTENSION_RESOURCE_RETENTION_DAYS
-) -> list[str]:
-    """Delete `extensions/<name>/resources/<timestamp>….md` older than `now - retention_days` (spec 7.3).
-
-    Only extensions with an `instructions.md` count; resources whose names do not start with a
-    timestamp are never pruned. Returns the deleted paths, sorted.
-    """
-    if now.tzinfo is None:
-        raise ValueError("now must be timezone-aware")
-    root = open_memory_root(root)
-    if not root.is_dir(EXTENSIONS_DIR):
-        return []
-    cutoff = now - timedelta(days=retention_days)
-    deleted = []
-    for extension in root.list_dir(EXTENSIONS_DIR):
-        if extension.kind != "dir":
-            continue
-        base = extension_dir(extension.name)
-        if not root.is_file(f"{base}/{EXTENSION_INSTRUCTIONS_FILE}"):
-            continue
-        resources = f"{base}/{EXTENSION_RESOURCES_DIR}"
-        if not root.is_dir(resources):
-            continue
-        for resource in root.list_dir(resources):
-            if resource.kind != "file" or not resource.name.endswith(".md"):
-                continue
-            created = resource_timestamp(resource.name)
-            if created is not None and created < cutoff:
-                root.delete(resource.path)
-                deleted.append(resource.path)
-    return sorted(deleted)
 
 
 def storage_bytes(root: RootLike) -> int:

@@ -22,7 +22,6 @@ from codex_memories.consolidate.inputs import (
     SyncResult,
     forget_synced_inputs,
     output_ref,
-    prune_old_extension_resources,
     record_synced_inputs,
     synced_inputs_unchanged,
     rebuild_raw_memories,
@@ -30,6 +29,9 @@ from codex_memories.consolidate.inputs import (
     sync_rollout_summaries,
 )
 from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
+from codex_memories.forget.audit import ForgetAction, record_actions
+from codex_memories.forget.extension_expiry import expire_extension_resources
+from codex_memories.forget.selection_window import selection_window_actions
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.redact import redact_secrets
 from codex_memories.state.records import Phase2ClaimResult, Stage1OutputRef
@@ -70,17 +72,11 @@ class Selection:
 
 
 @dataclass
-class ForgottenFile:
-    route: str
-    path: str
-    reason: str
-
-
-@dataclass
 class SyncReport:
     summaries: SyncResult
     raw_memories_changed: bool
-    forgotten: list[ForgottenFile] = field(default_factory=list)
+    # Forgetting route 2: the summaries that left the selection, already audited.
+    forgotten: list[ForgetAction] = field(default_factory=list)
     # True when the files were already exactly what this selection makes (nothing loaded).
     reused: bool = False
 
@@ -120,10 +116,11 @@ def select_inputs(
 def sync_inputs(root_dir: Path, selection: Selection, store: MemoryStore) -> SyncReport:
     """Write raw_memories.md and rollout_summaries/ from the selection (spec 8.2, 8.3).
 
-    Summaries that fall out of the selection are deleted here: forgetting route 2 (or the
-    file side of routes 1, 3, 4 and 5, whose DB rows are already gone or disabled). When the
-    files are exactly what this selection made last time (`artifacts.synced_inputs_unchanged`),
-    nothing is loaded or written: the common no-change run stays cheap."""
+    Summaries that fall out of the selection are deleted here and audited as forgetting route 2
+    (or the file side of routes 1, 3, 4 and 5, whose DB rows are already gone or disabled).
+    When the files are exactly what this selection made last time
+    (`artifacts.synced_inputs_unchanged`), nothing is loaded or written: the common no-change
+    run stays cheap."""
     if synced_inputs_unchanged(root_dir, selection.refs):
         return SyncReport(summaries=SyncResult(written=[], deleted=[], unchanged=[]), raw_memories_changed=False, reused=True)
     forget_synced_inputs(root_dir)  # a sync cut short must not look finished to the next run
@@ -131,23 +128,13 @@ def sync_inputs(root_dir: Path, selection: Selection, store: MemoryStore) -> Syn
     summaries = sync_rollout_summaries(root_dir, outputs)
     raw_changed = rebuild_raw_memories(root_dir, outputs)
     record_synced_inputs(root_dir, [output_ref(output) for output in outputs])
-    forgotten = [
-        ForgottenFile(
-            route="selection_window",
-            path=deleted,
-            reason="no longer among the selected stage-1 outputs (window, top-N, or its row was forgotten)",
-        )
-        for deleted in summaries.deleted
-    ]
+    forgotten = record_actions(store, selection_window_actions(summaries.deleted))
     return SyncReport(summaries=summaries, raw_memories_changed=raw_changed, forgotten=forgotten)
 
 
-def prune_extension_resources(root_dir: Path, *, now: datetime) -> list[ForgottenFile]:
-    """Forgetting route 6: extension resources older than the 7-day TTL."""
-    return [
-        ForgottenFile(route="extension_expiry", path=path, reason="extension resource older than 7 days")
-        for path in prune_old_extension_resources(root_dir, now)
-    ]
+def prune_extension_resources(root_dir: Path, store: MemoryStore, *, now: datetime) -> list[ForgetAction]:
+    """Forgetting route 6: delete extension resources older than the 7-day TTL, audited."""
+    return record_actions(store, expire_extension_resources(root_dir, now))
 
 
 def diff_workspace(root_dir: Path) -> WorkspaceDiff:

@@ -3,7 +3,9 @@
 Contract: `extract_memory` reads the rollout (streaming, tolerant), keeps only model-visible
 conversation, redacts it, fits the token budget, renders our prompts, calls the provider with
 strict JSON-schema output, parses strictly and redacts the fields again. It never writes the
-DB: `finalize_extraction` does, with the claim's ownership token, after the batch quality check.
+DB: `finalize_extraction` does, with the claim's ownership token, after the batch quality check;
+when an empty re-extraction deletes a thread's stage-1 row it also records forgetting route 3
+(`forget.empty_reextraction`).
 
 Transient model errors (connection, timeout, 429, 5xx) propagate as `TransientModelError` so the
 caller can retry them (Prefect task retries); every other failure is returned as a named outcome
@@ -16,6 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from codex_memories.forget.audit import record_actions
+from codex_memories.forget.empty_reextraction import empty_reextraction_actions
 from codex_memories.llm.base import (
     ExtractionProvider,
     ExtractionRequest,
@@ -185,15 +189,9 @@ def finalize_extraction(
             ownership_token=result.ownership_token,
             usage=result.usage or None,
         )
-        if written and previous is not None:
+        if written:
             # Forgetting route 3: an empty re-extraction removed what this thread taught us.
-            store.record_forget_audit(
-                route="empty_reextraction",
-                target=result.thread_id,
-                reason="re-extraction of the updated rollout found nothing worth keeping",
-                removed={"stage1_output_source_updated_at": previous.source_updated_at,
-                         "rollout_slug": previous.rollout_slug},
-            )
+            record_actions(store, empty_reextraction_actions(result.thread_id, previous))
     else:
         written = store.mark_stage1_job_failed(
             thread_id=result.thread_id,

@@ -1,1 +1,21 @@
-"""Forget: the seven forgetting routes (spec section 6) and their audit rows."""
+"""Forget: the seven forgetting routes (spec section 6), one small block each, and their audit.
+
+Every route block DECIDES what to forget, makes the change that belongs to it (a DB row, a
+thread's memory mode, an expired file) and RETURNS the `ForgetAction`s describing it; none of
+them writes an audit row. `audit.record_actions(store, actions)` is the one writer of
+`forget_audit` rows, so a caller reads `record_actions(store, route_block(...))`.
+
+| # | route                  | module                  | `ForgetRoute`                       | caller |
+|---|------------------------|-------------------------|-------------------------------------|--------|
+| 1 | retention prune        | `retention`             | `retention_prune`                   | phase 1 task `prune-retention` |
+| 2 | selection window       | `selection_window`      | `selection_window`                  | `consolidate.steps.sync_inputs` |
+| 3 | empty re-extraction    | `empty_reextraction`    | `empty_reextraction`                | `extract.extraction.finalize_extraction` |
+| 4 | thread deletion        | `threads`               | `thread_deletion`                   | phase 1, the forget flow, the CLI |
+| 5 | pollution / disabling  | `threads`               | `pollution`, `disabled`             | phase 1, the forget flow, the CLI |
+| 6 | extension expiry       | `extension_expiry`      | `extension_expiry`                  | `consolidate.steps.prune_extension_resources` |
+| 7 | manual                 | `manual`                | `ad_hoc_note`, `user_edit`, `manual_reset` | phase 2, the forget flow, the CLI |
+
+Memory text in `MEMORY.md` / `memory_summary.md` / `skills/` is never edited here: the DB
+routes change what phase 2 selects, the next phase-2 sync deletes the input files, and the
+consolidator removes what only those inputs supported (spec 6).
+"""

@@ -168,7 +168,10 @@ TOKEN_USAGE_FIELDS: tuple[str, ...] = (
 
 
 class ForgetRoute(StrEnum):
-    """Why something was forgotten (spec section 6, plus our manual sub-routes)."""
+    """Why something was forgotten (spec section 6, plus our manual sub-routes).
+
+    The values are stored in `forget_audit.route` and are the forget flow's route names: never
+    rename one without a migration of the stored rows."""
 
     retention_prune = "retention_prune"
     selection_window = "selection_window"
@@ -186,7 +189,7 @@ class ForgetAuditRecord(_Record):
     """One `forget_audit` row: what a forgetting route removed, and why."""
 
     id: int
-    route: str
+    route: ForgetRoute
     target: str
     reason: str
     removed: Any

@@ -961,14 +961,16 @@ class MemoryStore:
     def record_forget_audit(
         self,
         *,
-        route: ForgetRoute | str,
+        route: ForgetRoute,
         target: str,
         reason: str,
         removed: dict[str, Any] | list[Any],
     ) -> None:
         """Query behaviour:
-        - append one `forget_audit` row; `route` must be a `ForgetRoute`; `removed` is stored
-          as JSON (raises on values JSON cannot encode); `created_at = now`.
+        - append one `forget_audit` row; `route` must be a `ForgetRoute` (anything else raises
+          `ValueError`); `removed` is stored as JSON (raises on values JSON cannot encode);
+          `created_at = now`;
+        - the library writes audit rows only through `forget.audit.record_actions`.
         """
         row = {
             "route": ForgetRoute(route).value,

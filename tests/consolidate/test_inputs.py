@@ -2,17 +2,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from codex_memories.consolidate.inputs import (
     SyncResult,
-    prune_old_extension_resources,
     rebuild_raw_memories,
     render_raw_memories,
     render_rollout_summary,
-    resource_timestamp,
     rollout_summary_stem,
     sanitize_slug,
     storage_bytes,
@@ -169,52 +166,6 @@ def test_sync_with_empty_selection_removes_every_summary(root):
     assert root.list_dir("rollout_summaries") == []
     rebuild_raw_memories(root, [])
     assert root.read_text("raw_memories.md") == "# Raw Memories\n\nNo raw memories yet.\n"
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H-%M-%S")
-
-
-# Scenario 58
-def test_extension_resources_older_than_seven_days_are_pruned(root):
-    now = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-    old = f"extensions/chronicle/resources/{_stamp(now - timedelta(days=8))}-abcd-10min-old.md"
-    recent = f"extensions/chronicle/resources/{_stamp(now - timedelta(days=6))}-abcd-10min-recent.md"
-    undated = "extensions/chronicle/resources/index.md"
-    not_markdown = f"extensions/chronicle/resources/{_stamp(now - timedelta(days=30))}-data.json"
-    root.write_text("extensions/chronicle/instructions.md", "read these")
-    for path in (old, recent, undated, not_markdown):
-        root.write_text(path, "x")
-    # No instructions.md: not an extension, so nothing there is pruned.
-    orphan = f"extensions/orphan/resources/{_stamp(now - timedelta(days=30))}-old.md"
-    root.write_text(orphan, "x")
-
-    assert prune_old_extension_resources(root, now) == [old]
-    assert not root.exists(old)
-    for path in (recent, undated, not_markdown, orphan):
-        assert root.exists(path)
-
-
-def test_prune_without_extensions_folder_is_a_no_op(root):
-    assert prune_old_extension_resources(root, datetime.now(UTC)) == []
-
-
-def test_prune_requires_an_aware_time(root):
-    with pytest.raises(ValueError):
-        prune_old_extension_resources(root, datetime(2026, 1, 1))
-
-
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("2025-10-14T09-30-00-note.md", datetime(2025, 10, 14, 9, 30, tzinfo=UTC)),
-        ("2025-1-14T09-30-00-note.md", None),
-        ("2025-13-14T09-30-00-note.md", None),
-        ("index.md", None),
-    ],
-)
-def test_resource_timestamp_table(name, expected):
-    assert resource_timestamp(name) == expected
 
 
 # Scenario 52

@@ -122,3 +122,19 @@ def test_the_bookkeeping_folder_is_never_part_of_the_baseline_or_the_diff(store:
     assert diff.changes and not any(change.path.startswith(".codex-memories") for change in diff.changes)
     reset_baseline(root)
     assert workspace_diff(root).changes == []
+
+
+def test_a_summary_that_leaves_the_selection_is_deleted_and_audited_once(store: MemoryStore, root: Path) -> None:
+    add_output(store, 0, updated=NOW - 7200)
+    add_output(store, 1)
+    sync(store, root)
+    before = {path.name for path in (root / "rollout_summaries").iterdir()}
+    top_one = select_inputs(store, lease=LEASE, max_outputs=1, max_unused_days=30)  # the top-N cap
+
+    report = sync_inputs(root, top_one, store)
+
+    [left] = before - {path.name for path in (root / "rollout_summaries").iterdir()}
+    path = f"rollout_summaries/{left}"
+    assert [(action.route, action.target) for action in report.forgotten] == [("selection_window", path)]
+    assert [(row.route, row.target, row.removed) for row in store.list_forget_audit()] == [("selection_window", path, {"file": path})]
+    assert sync_inputs(root, top_one, store).reused and len(store.list_forget_audit()) == 1

@@ -60,3 +60,29 @@ def test_a_stolen_lease_is_reported_and_changes_nothing(claimed) -> None:
     )
     assert outcome is Outcome.failed_lost_ownership
     assert store.get_stage1_output("t1") is None and store.get_job("memory_stage1", "t1").status == "running"
+
+
+@pytest.mark.parametrize(
+    ("had_output", "token_matches", "expected_audit"),
+    [(True, True, [("empty_reextraction", "t1")]), (False, True, []), (True, False, [])],
+    ids=["row-forgotten", "first-extraction", "lease-lost"],
+)
+def test_an_empty_re_extraction_audits_the_row_it_deleted_once(claimed, had_output, token_matches, expected_audit) -> None:
+    store, token = claimed
+    if had_output:
+        assert store.mark_stage1_job_succeeded(
+            thread_id="t1", ownership_token=token, source_updated_at=100, raw_memory="raw", rollout_summary="sum", rollout_slug="pnpm"
+        )
+        store.upsert_threads([ThreadRecord(id="t1", rollout_path="/r.jsonl", created_at_ms=1, updated_at_ms=200_000, source="cli")])
+        token = store.try_claim_stage1_job(
+            thread_id="t1", worker_id="w", source_updated_at=200, lease_seconds=60, max_running_jobs=8
+        ).ownership_token
+    used_token = token if token_matches else "not-the-token"
+
+    finalize_extraction(store, result(used_token, Outcome.succeeded_no_output), failed_expectations=[], retry_delay_seconds=60)
+
+    assert [(row.route, row.target) for row in store.list_forget_audit()] == expected_audit
+    assert (store.get_stage1_output("t1") is not None) is (had_output and not token_matches)
+    if expected_audit:
+        [row] = store.list_forget_audit()
+        assert row.removed == {"stage1_output_source_updated_at": 100, "rollout_slug": "pnpm"}

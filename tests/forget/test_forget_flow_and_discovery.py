@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories.ingest.discovery import discover_rollouts
-from codex_memories.forget.routes import forget_deleted_threads
+from codex_memories.forget.threads import forget_deleted_threads
 from tests.support.memory_home import MemoryHome, remember
 from tests.support.rollout_factory import write_rollout
 
@@ -46,8 +46,8 @@ def test_the_reset_route_of_the_forget_flow_takes_no_target(prefect_harness: Non
     home.memory_root.mkdir()
     (home.memory_root / "MEMORY.md").write_text("x")
 
-    assert forget(route="reset", target=THREAD, overrides=home.overrides(), return_state=True).is_failed()
-    report = forget(route="reset", overrides=home.overrides())
+    assert forget(route="manual_reset", target=THREAD, overrides=home.overrides(), return_state=True).is_failed()
+    report = forget(route="manual_reset", overrides=home.overrides())
 
     assert [row.route for row in report.forget_audit] == ["manual_reset"]
     assert home.store.get_stage1_output(THREAD) is None

@@ -156,7 +156,7 @@ def test_the_forget_flow_marks_a_thread_polluted_and_reports_the_audit_row(home:
 def test_the_forget_flow_refuses_a_thread_route_without_a_target(home: MemoryHome) -> None:
     from codex_memories_flows.forget import forget
 
-    state = forget(route="disable", overrides=home.overrides(), return_state=True)
+    state = forget(route="disabled", overrides=home.overrides(), return_state=True)
     assert state.is_failed()
     assert home.store.list_forget_audit() == []
 

@@ -17,7 +17,7 @@ def test_forget_audit_records_route_target_reason_and_what_was_removed(store, cl
     )
     clock.advance(100)
     store.record_forget_audit(
-        route="thread_deletion", target="thread:c", reason="rollout file vanished", removed=["c"]
+        route=ForgetRoute.thread_deletion, target="thread:c", reason="rollout file vanished", removed=["c"]
     )
 
     records = store.list_forget_audit()
@@ -31,7 +31,7 @@ def test_forget_audit_records_route_target_reason_and_what_was_removed(store, cl
 
 def test_forget_audit_rejects_an_unknown_route(store):
     with pytest.raises(ValueError):
-        store.record_forget_audit(route="vanished", target="x", reason="y", removed=[])
+        store.record_forget_audit(route="vanished", target="x", reason="y", removed=[])  # type: ignore[arg-type]
     assert store.list_forget_audit() == []
 
 

@@ -1,0 +1,142 @@
+"""Forgetting route 7, manual: the user's notes and edits, and the global reset (spec 6, 7.1).
+
+Contract:
+- `manual_change_actions(root_dir, changes)`: from the workspace diff a consolidation has just
+  integrated, one `ForgetAction` per ad-hoc note (`A`/`M` under `extensions/ad_hoc/notes/`, with
+  a preview of its text) and per user edit (any change to `MEMORY.md`, `memory_summary.md` or
+  `skills/`: the consolidator did not make it, so it is authoritative). Other changes describe
+  nothing. Reads the note files; writes nothing. Call it once per consolidation, after
+  ownership is confirmed, so each change is recorded once (the baseline reset that follows
+  makes the next diff start after it).
+- `plan_reset(store, root)`: what a reset would delete (counts only); raises `ResetRefused`
+  while a consolidation holds its lease.
+- `reset_memories(store, root)`: deletes every stage-1 output and memory job (threads and their
+  memory modes stay, so everything is extracted again) and everything inside the memory root,
+  `.git` included; returns the one `ForgetAction` describing it. The DB goes first: a failure
+  half way leaves files that the next phase 2 reconciles against an empty selection.
+  Idempotent in effect: a second reset deletes nothing more (it still describes itself).
+- `clear_memory_root(root)`: the file side of the reset.
+
+No function here writes an audit row: the caller records the actions (`audit.record_actions`).
+Memory text is never edited here; the consolidator integrates notes and edits.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from codex_memories import paths
+from codex_memories.consolidate.workspace import Change
+from codex_memories.forget.audit import ForgetAction
+from codex_memories.state.records import ForgetRoute, JobKind, JobStatus
+from codex_memories.state.store import MemoryStore
+from codex_memories.storage import MemoryRoot
+
+NOTE_PREVIEW_CHARACTERS = 200
+USER_EDITABLE_FILES = (paths.MEMORY_FILE, paths.MEMORY_SUMMARY_FILE)
+
+
+class ResetRefused(RuntimeError):
+    """A reset would race a running consolidation."""
+
+
+# ---- notes and user edits ----------------------------------------------------------------
+
+
+def manual_change_actions(root_dir: Path, changes: list[Change]) -> list[ForgetAction]:
+    """The ad-hoc notes and user edits among a consolidation's workspace changes."""
+    actions = []
+    notes_prefix = paths.ad_hoc_notes_dir() + "/"
+    for change in changes:
+        if change.path.startswith(notes_prefix) and change.status in ("A", "M"):
+            actions.append(
+                ForgetAction(
+                    route=ForgetRoute.ad_hoc_note,
+                    target=change.path,
+                    reason="ad-hoc note " + ("added" if change.status == "A" else "edited") + ", given to the consolidator",
+                    removed={"status": change.status, "note": _note_preview(root_dir / change.path)},
+                )
+            )
+        elif change.path in USER_EDITABLE_FILES or change.path.startswith(paths.SKILLS_DIR + "/"):
+            actions.append(
+                ForgetAction(
+                    route=ForgetRoute.user_edit,
+                    target=change.path,
+                    reason="changed outside consolidation (a user edit), taken as authoritative",
+                    removed={"status": change.status},
+                )
+            )
+    return actions
+
+
+# ---- reset -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResetPlan:
+    """What a reset deletes: state-DB rows per table/job kind and the memory folder's files."""
+
+    memory_root: str
+    rows: dict[str, int]
+    memory_files: int
+    has_git_baseline: bool
+
+    def describe(self) -> str:
+        rows = ", ".join(f"{count} {name}" for name, count in self.rows.items())
+        baseline = " and the git baseline" if self.has_git_baseline else ""
+        return f"state DB rows: {rows}; memory folder {self.memory_root}: {self.memory_files} file(s){baseline}"
+
+
+def plan_reset(store: MemoryStore, root: MemoryRoot) -> ResetPlan:
+    """Count what `reset_memories` would delete; refuse while a consolidation holds its lease."""
+    summary = store.status_summary()
+    job = summary.last_phase2_job
+    if job is not None and job.status == JobStatus.running.value and (job.lease_until or 0) > int(time.time()):
+        raise ResetRefused("phase 2 is consolidating right now; reset when it has finished")
+    rows = {"stage1_outputs": summary.stage1_outputs}
+    for kind in (JobKind.stage1, JobKind.consolidate_global):
+        rows[kind.value] = sum(summary.jobs_by_kind_and_status.get(kind.value, {}).values())
+    exists = root.is_dir(None)
+    memory_files = len(root.file_sizes(exclude_internal=True)) if exists else 0
+    has_baseline = exists and (root.exists(paths.GIT_DIR) or root.exists(paths.WORKSPACE_STATE_DIR))
+    return ResetPlan(memory_root=root.url, rows=rows, memory_files=memory_files, has_git_baseline=has_baseline)
+
+
+def reset_memories(store: MemoryStore, root: MemoryRoot, *, reason: str = "reset on request") -> list[ForgetAction]:
+    """Forget everything: every stage-1 output and memory job, and the memory folder's contents."""
+    plan = plan_reset(store, root)
+    rows = store.clear_memory_data()
+    files = clear_memory_root(root)
+    return [
+        ForgetAction(
+            route=ForgetRoute.manual_reset,
+            target=root.url,
+            reason=reason,
+            removed={"rows": rows, "memory_files": files, "git_baseline": plan.has_git_baseline},
+        )
+    ]
+
+
+def clear_memory_root(root: MemoryRoot) -> int:
+    """Delete everything inside the memory root, `.git` included (the root folder stays).
+
+    Returns the number of memory files deleted (git internals not counted)."""
+    if not root.is_dir(None):
+        return 0
+    deleted = len(root.file_sizes(exclude_internal=True))
+    for entry in root.list_dir(None):
+        if entry.kind == "dir":
+            root.delete_tree(entry.path)
+        else:
+            root.delete(entry.path, missing_ok=True)
+    return deleted
+
+
+def _note_preview(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+    return text.strip()[:NOTE_PREVIEW_CHARACTERS]
