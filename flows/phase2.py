@@ -26,8 +26,8 @@ from prefect.concurrency.sync import concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.states import Completed, Failed, State
 
+from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_failed, memory_storage_bytes
 from codex_memories.outcomes import Outcome
-from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_failed
 from codex_memories.redact import redact_secrets
 from codex_memories.reports import Phase2Report
 from codex_memories.runtime import memory_root, open_store
@@ -43,8 +43,8 @@ from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
 from codex_memories_tasks.mark_succeeded import mark_succeeded
 from codex_memories_tasks.prepare_workspace import prepare_workspace
 from codex_memories_tasks.prune_extension_resources import prune_extension_resources
-from codex_memories_tasks.reset_baseline import reset_baseline
 from codex_memories_tasks.report import publish_phase2_report
+from codex_memories_tasks.reset_baseline import reset_baseline
 from codex_memories_tasks.select import select
 from codex_memories_tasks.sync import sync
 from codex_memories_tasks.validate_artifacts import validate_artifacts
@@ -78,8 +78,15 @@ def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
     report = Phase2Report(memory_root=config.settings.resolved_memory_root)
     started_at = int(time.time())
     with _prefect_singleton_slot():
-        # 1. Claim the global lock (the DB lease; --force skips only the cooldown).
-        claim, worker = claim_lock(config, force)
+        # 1. Claim the global lock (the DB lease; --force skips only the cooldown). A DB that
+        #    cannot be reached is this step's own outcome, reported like any other.
+        try:
+            claim, worker = _step(Outcome.failed_claim, claim_lock, config, force)
+        except Phase2Failure as failure:
+            report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
+            publish_phase2_report(report)
+            get_run_logger().error("phase 2: %s: %s", report.outcome.value, report.reason)
+            return report
         if claim.outcome is not Phase2ClaimOutcome.claimed:
             report.outcome = Outcome(claim.outcome.value)
             publish_phase2_report(report)
@@ -133,6 +140,7 @@ def _consolidate_in_workspace(
     report.diff_status = [f"{change.status} {change.path}" for change in diff.changes]
     # 7. No change and valid artifacts: finish without any model call.
     if settled:
+        report.storage_bytes = memory_storage_bytes(workspace.path)
         _finish(config, lease, selection, report, Outcome.succeeded_no_workspace_changes)
         return
     # 8. Write the diff file the consolidator reads first.
@@ -160,6 +168,7 @@ def _consolidate_in_workspace(
     # 13. Reset the baseline (and publish object-store roots).
     _step(Outcome.failed_workspace_commit, reset_baseline, workspace)
     # 14. Mark success: exact-snapshot selection flags and the watermark.
+    report.storage_bytes = memory_storage_bytes(workspace.path)
     _finish(config, lease, selection, report, Outcome.succeeded)
 
 

@@ -196,6 +196,31 @@ def test_cooldown_skips_and_force_does_not(home: Home) -> None:
     assert "make lint" in (home.root / "MEMORY.md").read_text()
 
 
+def test_a_state_db_outage_during_the_claim_is_reported_as_failed_claim(home: Home, monkeypatch) -> None:
+    import codex_memories_tasks.claim_lock as claim_lock_task
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionRefusedError("connection to the state DB refused")
+
+    monkeypatch.setattr(claim_lock_task, "claim_global_lock", unreachable)
+    report = home.run()
+    assert report.outcome is Outcome.failed_claim
+    assert "ConnectionRefusedError" in (report.reason or "")
+    assert not (home.root / "MEMORY.md").exists()
+
+
+def test_a_successful_run_reports_the_memory_folder_size(home: Home) -> None:
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    report = home.run()
+    assert report.outcome is Outcome.succeeded
+    on_disk = sum(
+        path.stat().st_size
+        for path in home.root.rglob("*")
+        if path.is_file() and not {".git", ".codex-memories"} & set(path.relative_to(home.root).parts)
+    )
+    assert report.storage_bytes == on_disk > 0
+
+
 def test_agent_consolidates_from_the_diff_and_a_second_run_makes_no_model_call(home: Home) -> None:
     home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
     agent = scripted_agent(

@@ -1,0 +1,66 @@
+"""The package layers: the library never loads Prefect, the flows, the tasks or the CLI.
+
+Each library module is imported alone in one fresh interpreter, in order; after each import the
+test looks for what must not be there, so a failure names the module that pulled it in.
+"""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import codex_memories
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FORBIDDEN = ("prefect", "codex_memories_flows", "codex_memories_tasks", "codex_memories_cli")
+
+_CHECK = """
+import importlib, json, sys
+forbidden = tuple(sys.argv[2].split(","))
+offenders = {}
+for name in json.loads(sys.argv[1]):
+    importlib.import_module(name)
+    loaded = sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in forbidden})
+    if loaded:
+        offenders[name] = loaded
+        break
+print(json.dumps(offenders))
+"""
+
+
+def library_modules() -> list[str]:
+    return sorted(
+        module.name
+        for module in pkgutil.walk_packages(codex_memories.__path__, prefix="codex_memories.")
+        # Alembic's env.py runs only inside an alembic migration context.
+        if not module.name.endswith(".migrations.env")
+    )
+
+
+def test_no_library_module_imports_prefect_the_flows_the_tasks_or_the_cli() -> None:
+    modules = library_modules()
+    assert len(modules) > 30
+    completed = subprocess.run(
+        [sys.executable, "-c", _CHECK, json.dumps(modules), ",".join(FORBIDDEN)],
+        capture_output=True, text=True, check=True, timeout=240,
+    )
+    assert json.loads(completed.stdout) == {}
+
+
+def test_the_wheel_lists_every_package_of_the_tree_and_no_generic_top_level_name() -> None:
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    setuptools = project["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    mapped = setuptools["package-dir"]
+    on_disk = set()
+    for package, folder in {"codex_memories": "codex_memories", "codex_memories_cli": "codex_memories_cli", **mapped}.items():
+        base = REPO_ROOT / folder
+        for init in base.rglob("__init__.py"):
+            relative = init.parent.relative_to(base)
+            on_disk.add(".".join([package, *relative.parts]))
+    assert listed == on_disk
+    assert all(name.split(".")[0].startswith("codex_memories") for name in listed)
