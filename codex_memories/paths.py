@@ -58,3 +58,11 @@ def extension_instructions_path(name: str) -> str:
 
 def extension_resources_dir(name: str) -> str:
     return f"{EXTENSIONS_DIR}/{name}/{EXTENSION_RESOURCES_DIR}"
+
+
+# The recall index (codex_memories.read.index): derived from the memory files, rebuilt at will.
+RECALL_INDEX_FILE = "recall-index.sqlite"
+
+
+def recall_index_path() -> str:
+    return f"{WORKSPACE_STATE_DIR}/{RECALL_INDEX_FILE}"
