@@ -34,7 +34,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, SerializeAsAny
+from pydantic import BaseModel, ConfigDict
 
 from codex_memories import notes, paths
 from codex_memories.tokens import truncate_middle
@@ -151,7 +151,9 @@ class SemanticMatch(SearchMatch):
 class SearchResult(_Result):
     query: str
     path: str | None
-    matches: list[SerializeAsAny[SearchMatch]]
+    # Literal matches validate only as SearchMatch, semantic ones only as SemanticMatch (extra fields are
+    # forbidden), so the literal JSON keeps Codex's shape exactly.
+    matches: list[SemanticMatch | SearchMatch]
     next_cursor: str | None
     truncated: bool
 
