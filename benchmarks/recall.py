@@ -52,8 +52,10 @@ from codex_memories.read import index as recall_index  # noqa: E402
 from codex_memories.read.chunks import source_files  # noqa: E402
 from codex_memories.read.recall import (  # noqa: E402
     DEFAULT_TUNING,
+    ScoredChunk,
     Tuning,
     clean_query,
+    gate,
     lexical_ranking,
     query_terms,
     rank,
@@ -202,27 +204,15 @@ class Ranked:
     texts: list[str]
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A hybrid candidate with what the gate looks at (so thresholds can be swept without re-ranking)."""
-
-    text: str
-    scope_class: int
-    score: float
-    similarity: float
-    coverage: float
+def hybrid_candidates(index: recall_index.Index, question: str, cwd: str | None, tuning: Tuning) -> list[ScoredChunk]:
+    """Every ranked candidate before the gate (so thresholds can be swept without re-ranking)."""
+    return rank(index, clean_query(question), cwd=cwd, tuning=tuning)
 
 
-def hybrid_candidates(index: recall_index.Index, question: str, cwd: str | None, tuning: Tuning) -> list[Candidate]:
-    return [
-        Candidate(scored.chunk.text, scored.scope_class, scored.score, scored.similarity, scored.coverage)
-        for scored in rank(index, clean_query(question), cwd=cwd, tuning=tuning)
-    ]
-
-
-def gated(candidates: list[Candidate], tuning: Tuning) -> Ranked:
-    kept = [c.text for c in candidates if tuning.relevance(c.similarity, c.coverage) >= tuning.min_relevance]
-    return Ranked(kept[:TOP])
+def gated(candidates: list[ScoredChunk], tuning: Tuning) -> Ranked:
+    """What `recall` returns for these candidates under `tuning` (the same `gate` function)."""
+    rescored = [replace(candidate, relevance=tuning.relevance(candidate.similarity, candidate.coverage)) for candidate in candidates]
+    return Ranked([scored.chunk.text for scored in gate(rescored, tuning)[:TOP]])
 
 
 def bm25_ranked(index: recall_index.Index, question: str) -> Ranked:
@@ -313,8 +303,12 @@ def tune(index: recall_index.Index, questions: list[dict[str, Any]], keys: dict[
     for rrf_k, lexical_weight in itertools.product((5.0, 10.0, 30.0, 60.0), (0.5, 1.0, 1.5, 2.0)):
         ranking = replace(DEFAULT_TUNING, rrf_k=rrf_k, lexical_weight=lexical_weight, semantic_weight=1.0)
         candidates = {q["id"]: hybrid_candidates(index, q["question"], cwd_of(q, cwds), ranking) for q in tuning_questions}
-        for coverage_weight, min_relevance in itertools.product((0.0, 0.25, 0.5, 1.0), [step / 100 for step in range(15, 81, 2)]):
-            tuning = replace(ranking, coverage_weight=coverage_weight, min_relevance=min_relevance)
+        for coverage_weight, min_relevance, floor_relevance in itertools.product(
+            (0.0, 0.25, 0.5, 1.0), [step / 100 for step in range(15, 81, 2)], (0.0, 0.1, 0.15, 0.2, 0.25)
+        ):
+            if floor_relevance >= min_relevance:
+                continue
+            tuning = replace(ranking, coverage_weight=coverage_weight, min_relevance=min_relevance, floor_relevance=floor_relevance)
             results = {qid: gated(found, tuning) for qid, found in candidates.items()}
             scores = evaluate(results, tuning_questions, keys)
             mrr = scores.reciprocal / scores.answerable
@@ -338,6 +332,30 @@ def fresh_process_seconds(code: str, repeats: int) -> list[float]:
         subprocess.run([sys.executable, "-c", code], check=True, env=environment, capture_output=True)
         timings.append(time.perf_counter() - started)
     return timings
+
+
+IMPORT_CANDIDATES = {
+    "sqlite3 (FTS5 BM25, stdlib; chosen)": "import sqlite3",
+    "bm25s": "import bm25s",
+    "tantivy": "import tantivy",
+    "numpy + tokenizers (what our embedding module imports)": "import numpy, tokenizers",
+    "codex_memories.read.recall (everything the hook imports)": "import codex_memories.read.recall",
+    "wordllama (its own API: also requests, pydantic, toml)": "import wordllama",
+}
+
+
+def import_costs(repeats: int = 5) -> list[list[str]]:
+    """Fresh-process import time of each candidate library, or why it could not be measured."""
+    rows = []
+    baseline = statistics.median(fresh_process_seconds("pass", repeats))
+    for label, code in IMPORT_CANDIDATES.items():
+        probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+        if probe.returncode != 0:
+            rows.append([label, "not installed"])
+            continue
+        seconds = fresh_process_seconds(code, repeats)
+        rows.append([label, f"{statistics.median(seconds) - baseline:.3f} s over `python -c pass`"])
+    return rows
 
 
 def synthetic_folder(root: Path, blocks: int, seed: int = 7) -> None:
@@ -400,7 +418,7 @@ def main() -> None:
             candidates = hybrid_candidates(index, question["question"], cwd, DEFAULT_TUNING)
             hybrid[question["id"]] = gated(candidates, DEFAULT_TUNING)
             warm.append(time.perf_counter() - started)
-            ungated[question["id"]] = Ranked([candidate.text for candidate in candidates[:TOP]])
+            ungated[question["id"]] = Ranked([candidate.chunk.text for candidate in candidates[:TOP]])
             bm25[question["id"]] = bm25_ranked(index, question["question"])
             literal[question["id"]] = literal_ranked(lines, question["question"])
         index.close()
@@ -450,6 +468,7 @@ def render_report(
         ["fresh recall minus `python -c pass` (medians)", f"{statistics.median(fresh_recall) - statistics.median(fresh_pass):.3f} s"],
         [f"warm process, per query ({len(warm)} queries)", f"{statistics.median(warm) * 1000:.1f} ms median, {max(warm) * 1000:.1f} ms max"],
     ]
+    import_rows = import_costs()
     scale_rows = [[f"benchmark folder ({built.files} files)", str(built.chunks), f"{built.seconds:.2f} s", f"{built.bytes / 1024:.0f} KiB", "–", "–"]]
     if not skip_scale:
         for blocks in (100, 10_000):
@@ -481,6 +500,8 @@ def render_report(
         markdown_table(headers, rows),
         "",
         markdown_table(["speed", "seconds, median (range)"], speed_rows),
+        "",
+        markdown_table(["library (fresh-process import)", "cost"], import_rows),
         "",
         markdown_table(["index build", "chunks", "build (cold)", "index size", "rebuild after a one-line edit", "fresh-process recall"], scale_rows),
         "",

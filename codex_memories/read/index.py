@@ -35,7 +35,7 @@ from codex_memories import paths
 from codex_memories.read import embedding
 from codex_memories.read.chunks import Chunk, chunk_file, source_files
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
 FULL_TEXT_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = f"""
@@ -46,7 +46,7 @@ CREATE TABLE chunks (
     text TEXT NOT NULL, scope TEXT, date TEXT, text_hash TEXT NOT NULL
 );
 CREATE TABLE vectors (id INTEGER PRIMARY KEY CHECK (id = 1), rows INTEGER NOT NULL, data BLOB NOT NULL);
-CREATE VIRTUAL TABLE chunk_text USING fts5(body, tokenize = '{FULL_TEXT_TOKENIZER}');
+CREATE VIRTUAL TABLE chunk_text USING fts5(body, content = '', tokenize = '{FULL_TEXT_TOKENIZER}');
 """
 
 FileStats = tuple[tuple[str, int, int], ...]

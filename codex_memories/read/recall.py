@@ -9,11 +9,14 @@ Contract:
   content words) and cosine similarity of static WordLlama embeddings (`embedding`). Their ranks
   are fused by weighted reciprocal-rank fusion; `score` is that fused value (bigger is better,
   comparable within one query only).
-- Relevance gate: a chunk is returned only if its relevance, cosine similarity plus
+- Relevance gate (`gate`), in two steps. A chunk's relevance is its cosine similarity plus
   `Tuning.coverage_weight` times its term coverage (the share of the query's IDF mass carried by
-  the query words it contains), reaches `Tuning.min_relevance`. A question the folder cannot
-  answer returns []. Static embeddings separate "no answer" from "worded differently" poorly, so
-  this gate trades recall for silence; benchmarks/README.md has the measured trade-off.
+  the query words it contains). Chunks under `Tuning.floor_relevance` are dropped; then, if none
+  of the first `GATE_WINDOW` survivors reaches `Tuning.min_relevance`, the folder is taken to
+  hold no answer and the result is []. One strong match thus lets its weaker neighbours through,
+  which a per-chunk threshold would drop. Static embeddings separate "no answer" from "worded
+  differently" poorly, so the gate trades recall for silence; benchmarks/README.md has the
+  measured trade-off.
 - Scope order: results about `cwd` (`scopes.scope_matches_cwd` on the chunk's scope) come
   first, then user-level ones (no scope), then other projects'; by score within each class.
 - Bad input: a blank query raises `EmptyQuery` (a `ValueError`); `limit < 1` raises
@@ -30,7 +33,8 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +48,7 @@ from codex_memories.scopes import scope_matches_cwd
 MAX_QUERY_CHARS = 4_000
 MAX_QUERY_TERMS = 48
 CANDIDATES_PER_LEG = 50
+GATE_WINDOW = 5
 
 CURRENT_PROJECT = 0
 USER_LEVEL = 1
@@ -79,11 +84,12 @@ class InvalidLimit(RecallError):
 class Tuning:
     """The knobs of ranking and of the relevance gate; defaults measured by benchmarks/recall.py."""
 
-    lexical_weight: float = 1.0
+    lexical_weight: float = 0.5
     semantic_weight: float = 1.0
-    rrf_k: float = 10.0
-    coverage_weight: float = 0.25
-    min_relevance: float = 0.39
+    rrf_k: float = 30.0
+    coverage_weight: float = 0.0
+    min_relevance: float = 0.29
+    floor_relevance: float = 0.2
 
     def relevance(self, similarity: float, coverage: float) -> float:
         return similarity + self.coverage_weight * coverage
@@ -114,7 +120,6 @@ class ScoredChunk:
     semantic_rank: int | None
     scope_class: int
     relevance: float = 0.0
-    relevant: bool = field(default=False)
 
     def as_result(self) -> RecallResult:
         return RecallResult(
@@ -148,8 +153,16 @@ def recall_scored(
             continue
         finally:
             index.close()
-        return [scored for scored in ranked if scored.relevant][:limit]
+        return gate(ranked, tuning)[:limit]
     raise AssertionError("unreachable")
+
+
+def gate(ranked: list[ScoredChunk], tuning: Tuning = DEFAULT_TUNING) -> list[ScoredChunk]:
+    """The ranked candidates that pass the relevance gate (module docstring), in order; [] for no answer."""
+    kept = [scored for scored in ranked if scored.relevance >= tuning.floor_relevance]
+    if not any(scored.relevance >= tuning.min_relevance for scored in kept[:GATE_WINDOW]):
+        return []
+    return kept
 
 
 def results_as_json(results: list[RecallResult]) -> dict[str, Any]:
@@ -214,14 +227,15 @@ def rank(index: Index, query: str, *, cwd: str | None, tuning: Tuning = DEFAULT_
                 chunk=chunk, score=fused, similarity=similarity, coverage=covered,
                 lexical_rank=lexical_rank.get(chunk_id), semantic_rank=semantic_rank.get(chunk_id),
                 scope_class=scope_class(chunk.scope, cwd), relevance=tuning.relevance(similarity, covered),
-                relevant=tuning.relevance(similarity, covered) >= tuning.min_relevance,
             )
         )
     scored.sort(key=lambda item: (item.scope_class, -item.score, item.chunk.id))
     return scored
 
 
+@lru_cache(maxsize=4096)
 def scope_class(scope: str | None, cwd: str | None) -> int:
+    """CURRENT_PROJECT, USER_LEVEL or OTHER_PROJECT (without a cwd every scope is USER_LEVEL)."""
     if is_user_level(scope):
         return USER_LEVEL
     if cwd and scope_matches_cwd(scope or "", cwd):
@@ -254,12 +268,19 @@ def term_coverage(index: Index, terms: list[str], candidates: set[int]) -> dict[
     if not terms or not candidates or index.chunk_count == 0:
         return {}
     total = index.chunk_count
-    weights: list[tuple[float, set[int]]] = []
+    listed = ",".join(str(int(chunk_id)) for chunk_id in candidates)
+    weights: list[tuple[float, list[int]]] = []
     for term in terms:
-        rows = index.connection.execute("SELECT rowid FROM chunk_text WHERE chunk_text MATCH ?", (f'"{term}"',))
-        containing = {row[0] for row in rows}
-        frequency = len(containing)
-        weights.append((math.log(1 + (total - frequency + 0.5) / (frequency + 0.5)), containing & candidates))
+        expression = f'"{term}"'
+        # Counted inside SQLite: a common word can match most of a large index.
+        (frequency,) = index.connection.execute("SELECT count(*) FROM chunk_text WHERE chunk_text MATCH ?", (expression,)).fetchone()
+        containing = [] if frequency == 0 else [
+            row[0]
+            for row in index.connection.execute(
+                f"SELECT rowid FROM chunk_text WHERE chunk_text MATCH ? AND rowid IN ({listed})", (expression,)
+            )
+        ]
+        weights.append((math.log(1 + (total - frequency + 0.5) / (frequency + 0.5)), containing))
     mass = sum(weight for weight, _ in weights)
     coverage: dict[int, float] = {}
     for weight, containing in weights:

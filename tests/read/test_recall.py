@@ -7,13 +7,18 @@ import json
 import pytest
 
 from codex_memories import paths
+from codex_memories.read.index import IndexedChunk
 from codex_memories.read.recall import (
     MAX_QUERY_CHARS,
+    USER_LEVEL,
     EmptyQuery,
     InvalidLimit,
     RecallError,
     RecallResult,
+    ScoredChunk,
+    Tuning,
     clean_query,
+    gate,
     recall,
     results_as_json,
 )
@@ -131,3 +136,28 @@ def test_the_recall_path_imports_no_heavy_dependency():
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
     assert output == ""
+
+
+def _scored(relevance: float, number: int) -> ScoredChunk:
+    chunk = IndexedChunk(id=number, path="MEMORY.md", line_start=number, line_end=number, text=f"chunk {number}", scope=None, date=None)
+    return ScoredChunk(chunk=chunk, score=1 / number, similarity=relevance, coverage=0.0, lexical_rank=None, semantic_rank=number, scope_class=USER_LEVEL, relevance=relevance)
+
+
+GATE = Tuning(min_relevance=0.5, floor_relevance=0.2)
+
+
+@pytest.mark.parametrize(
+    ("relevances", "kept"),
+    [
+        ([0.6, 0.3, 0.1], [1, 2]),  # One strong match lets a weaker neighbour through; the floor still applies.
+        ([0.3, 0.6], [1, 2]),  # The strong match need not rank first (scope order may put it second).
+        ([0.45, 0.4, 0.3], []),  # Nothing strong: the folder holds no answer.
+        ([0.1, 0.1, 0.1, 0.1, 0.1, 0.9], [6]),  # Below-floor chunks do not use up the window.
+        ([0.3, 0.3, 0.3, 0.3, 0.3, 0.9], []),  # A strong match beyond the window does not open the gate.
+        ([], []),
+    ],
+)
+def test_the_gate_opens_on_one_strong_match_and_keeps_the_floor(relevances, kept):
+    ranked = [_scored(relevance, number) for number, relevance in enumerate(relevances, start=1)]
+
+    assert [scored.chunk.id for scored in gate(ranked, GATE)] == kept
