@@ -168,3 +168,27 @@ def test_an_empty_folder_gets_an_empty_index(tmp_path):
     assert index is not None and index.chunk_count == 0
     index.close()
     assert recall(tmp_path, "anything at all") == []
+
+
+def test_damage_met_during_a_query_rebuilds_once_and_then_fails_loudly(tmp_path, monkeypatch):
+    from codex_memories.read import recall as recall_module
+
+    root = write_memory_folder(tmp_path)
+    real_rank = recall_module.rank
+    failures = iter([sqlite3.DatabaseError("database disk image is malformed")])
+
+    def flaky_rank(*arguments, **options):
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return real_rank(*arguments, **options)
+
+    monkeypatch.setattr(recall_module, "rank", flaky_rank)
+    assert "make ship-prod" in recall(root, "how do I release to prod?", cwd=ATLAS)[0].text
+
+    def broken_rank(*_arguments, **_options):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(recall_module, "rank", broken_rank)
+    with pytest.raises(sqlite3.DatabaseError):
+        recall(root, "how do I release to prod?", cwd=ATLAS)
