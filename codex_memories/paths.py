@@ -69,3 +69,11 @@ def extension_resources_dir(name: str) -> str:
 def default_db_url(codex_home: str | Path) -> str:
     """The state DB next to Codex's own files: `<codex_home>/codex-memories/state.sqlite`."""
     return f"sqlite:///{Path(codex_home).expanduser() / STATE_DIR / STATE_DB_FILE}"
+
+
+# The recall index (codex_memories.read.index): derived from the memory files, rebuilt at will.
+RECALL_INDEX_FILE = "recall-index.sqlite"
+
+
+def recall_index_path() -> str:
+    return f"{WORKSPACE_STATE_DIR}/{RECALL_INDEX_FILE}"

@@ -1,1 +1,1 @@
-"""Read: memories back into sessions (injection, citations and their harvest, memory tools, notes, MCP)."""
+"""Read: memories back into sessions (injection, recall, citations and their harvest, memory tools, notes, MCP)."""

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.prompts import render_prompt
+from codex_memories.scopes import scope_matches_cwd
 from codex_memories.tokens import count_tokens, truncate_middle
 
 READ_PATH_TEMPLATE = "read_path"
@@ -38,7 +39,6 @@ REST_OF_SUMMARY_HEADING = "## Rest of the memory summary"
 _INDEX_HEADING = re.compile(r"^##\s+What['’]s in Memory\s*$", re.IGNORECASE)
 _OUTER_HEADING = re.compile(r"^#{1,2}\s")
 _LEVEL_THREE_HEADING = re.compile(r"^###\s+(?P<scope>.+?)\s*$")
-_PATH_TOKEN = re.compile(r"(?:~|/)[^\s`'\"()\[\],;]*")
 # Joining pieces can merge tokens at the seams, so every result is re-counted against the budget.
 _MAX_FIT_ATTEMPTS = 8
 
@@ -138,37 +138,3 @@ def project_sections(lines: list[str], cwd: str) -> list[_Section]:
     if open_start is not None and open_matches:
         sections.append(_Section(open_start, len(lines)))
     return sections
-
-
-def scope_matches_cwd(scope: str, cwd: str) -> bool:
-    """Whether a summary scope heading is about `cwd`: the same folder, a parent, or its name."""
-    working = _normalise_path(cwd)
-    if working is not None:
-        home = _home()
-        for token in _PATH_TOKEN.findall(scope):
-            scope_path = _normalise_path(token)
-            # "/", "/home" or "~" alone would claim every project.
-            if scope_path is None or scope_path == home or scope_path in home.parents or len(scope_path.parts) < 2:
-                continue
-            if working == scope_path or scope_path in working.parents:
-                return True
-    name = re.split(r"[\\/]", cwd.strip().rstrip("/\\"))[-1]
-    if not name:
-        return False
-    word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", re.IGNORECASE)
-    # A path in the scope counts by its last folder only: "/work/projects/atlas" is not "projects".
-    named = _PATH_TOKEN.sub(lambda match: match.group(0).rstrip("/").rsplit("/", 1)[-1], scope.replace("`", ""))
-    return word.search(named) is not None
-
-
-def _normalise_path(text: str) -> PurePosixPath | None:
-    cleaned = text.strip().strip("`").rstrip("/") or "/"
-    if cleaned.startswith("~"):
-        cleaned = str(_home()) + cleaned[1:]
-    if not cleaned.startswith("/"):
-        return None
-    return PurePosixPath(cleaned)
-
-
-def _home() -> PurePosixPath:
-    return PurePosixPath(Path.home().as_posix())

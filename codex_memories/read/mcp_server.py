@@ -50,7 +50,10 @@ READ_DESCRIPTION = (
 )
 SEARCH_DESCRIPTION = (
     "Find lines containing query (exact, case-sensitive substring) in one memory file or every file "
-    "under a memory folder. Results are sorted by path and line; context_lines adds surrounding lines."
+    "under a memory folder. Results are sorted by path and line; context_lines adds surrounding lines. "
+    "With mode=semantic, query is a question in plain words: the answer is the memory passages relevant "
+    "to it, best first, each with its line range and score, even when worded differently; none means "
+    "memory holds nothing relevant."
 )
 NOTE_DESCRIPTION = (
     "Record one new ad-hoc memory note. Use only after the user explicitly asks you to remember, "
@@ -96,10 +99,14 @@ def build_server(memory_root: Path, *, notes_enabled: bool = True) -> MCPServer:
         max_results: Annotated[
             int, Field(description=f"Page size, at most {memory_tools.MAX_SEARCH_RESULTS}.")
         ] = memory_tools.DEFAULT_SEARCH_MAX_RESULTS,
+        mode: Annotated[
+            memory_tools.SearchMode,
+            Field(description="literal (default): exact substring per line. semantic: passages relevant to a question."),
+        ] = "literal",
     ) -> Annotated[CallToolResult, memory_tools.SearchResult]:
         return _call(
             lambda: memory_tools.search(
-                root, query, path=path, cursor=cursor, context_lines=context_lines, max_results=max_results
+                root, query, path=path, cursor=cursor, context_lines=context_lines, max_results=max_results, mode=mode
             )
         )
 

@@ -13,6 +13,11 @@ Contract:
   left out.
 - `search` is a case-sensitive substring match per line over one file or a folder tree; matches
   are sorted by path then line, each with `context_lines` lines either side, paged like `list`.
+  That is the default `mode="literal"`, Codex's contract. `mode="semantic"` asks
+  `codex_memories.read.recall` instead (words and meaning, not exact text): matches are the
+  relevant memory chunks, best first, each a `SemanticMatch` (`line_number` = `start_line_number`
+  = the chunk's first line, plus `end_line_number`, `score` and `scope`), limited to `path` when
+  given; `context_lines` does not apply; an empty page means nothing relevant.
 - `add_ad_hoc_note` is the one writing tool: one new note file under `extensions/ad_hoc/notes/`
   (see `codex_memories.read.notes`).
 - Results are pydantic models (the MCP server returns them as structured JSON). Failures are
@@ -27,7 +32,7 @@ import re
 import stat
 from datetime import datetime
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -43,6 +48,8 @@ DEFAULT_READ_MAX_TOKENS = 20_000
 HIDDEN_NAMES = frozenset({paths.GIT_DIR, paths.WORKSPACE_STATE_DIR})
 
 EntryType = Literal["file", "directory"]
+SearchMode = Literal["literal", "semantic"]
+SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 
 _CURSOR = re.compile(r"[0-9]+")
 _Item = TypeVar("_Item")
@@ -100,6 +107,10 @@ class InvalidContextLines(MemoryToolError):
     """`context_lines` must not be negative."""
 
 
+class InvalidMode(MemoryToolError):
+    """`mode` is not one of the search modes."""
+
+
 class _Result(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -130,10 +141,20 @@ class SearchMatch(_Result):
     content: str
 
 
+class SemanticMatch(SearchMatch):
+    """A semantic search hit: one memory chunk, lines `start_line_number`..`end_line_number`."""
+
+    end_line_number: int
+    score: float
+    scope: str | None
+
+
 class SearchResult(_Result):
     query: str
     path: str | None
-    matches: list[SearchMatch]
+    # Literal matches validate only as SearchMatch, semantic ones only as SemanticMatch (extra fields are
+    # forbidden), so the literal JSON keeps Codex's shape exactly.
+    matches: list[SemanticMatch | SearchMatch]
     next_cursor: str | None
     truncated: bool
 
@@ -200,8 +221,12 @@ def search(
     cursor: str | None = None,
     context_lines: int = 0,
     max_results: int = DEFAULT_SEARCH_MAX_RESULTS,
+    mode: SearchMode = "literal",
 ) -> SearchResult:
-    """One page of the lines containing `query` (case-sensitive) in `path` (file or folder tree)."""
+    """One page of the lines containing `query` (case-sensitive) in `path` (file or folder tree),
+    or with `mode="semantic"` of the memory chunks relevant to it, best first."""
+    if mode not in SEARCH_MODES:
+        raise InvalidMode(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
     if not query.strip():
         raise EmptyQuery("query must not be empty")
     if context_lines < 0:
@@ -211,9 +236,12 @@ def search(
     target = _resolve(Path(root), path)
 
     matches: list[SearchMatch] = []
-    for file in _files_under(target):
-        matches.extend(_search_file(file, query, context_lines))
-    matches.sort(key=lambda match: (_sort_key(match.path), match.line_number))
+    if mode == "semantic":
+        matches.extend(_semantic_matches(Path(root), target, query, start_index + page_size + 1))
+    else:
+        for file in _files_under(target):
+            matches.extend(_search_file(file, query, context_lines))
+        matches.sort(key=lambda match: (_sort_key(match.path), match.line_number))
     page, next_cursor = _paginate(matches, start_index, page_size)
     return SearchResult(
         query=query, path=target.display or None, matches=page, next_cursor=next_cursor, truncated=next_cursor is not None
@@ -362,6 +390,24 @@ def _search_file(file: _Target, query: str, context_lines: int) -> list[SearchMa
             )
         )
     return matches
+
+
+def _semantic_matches(root: Path, target: _Target, query: str, limit: int) -> list[SearchMatch]:
+    # Imported here: the literal tools must not pay for numpy and the embedding model.
+    from codex_memories.read.recall import recall
+
+    if target.mode is None:
+        return []
+    prefix = target.display
+    results = recall(root, query, limit=limit if not prefix else MAX_SEARCH_RESULTS + limit)
+    inside = [result for result in results if not prefix or result.path == prefix or result.path.startswith(prefix + "/")]
+    return [
+        SemanticMatch(
+            path=result.path, line_number=result.line_start, start_line_number=result.line_start,
+            end_line_number=result.line_end, content=result.text, score=result.score, scope=result.scope,
+        )
+        for result in inside[:limit]
+    ]
 
 
 def _split_lines(text: str) -> list[str]:

@@ -1,0 +1,289 @@
+"""Recall: the memory chunks that answer a question, lexical and semantic search fused (issue 12).
+
+Contract:
+- `recall(root, query, cwd=None, limit=5)` returns at most `limit` `RecallResult`s (file
+  relative to the root, 1-based inclusive line range, the chunk's text, score, scope), best
+  first. It opens the index through `index.open_index`, which rebuilds it first when it is
+  missing, damaged or stale; a query that meets a damaged file rebuilds and retries once.
+- Two legs over the same chunks: SQLite FTS5 BM25 (Porter-stemmed words, OR of the query's
+  content words) and cosine similarity of static WordLlama embeddings (`embedding`). Their ranks
+  are fused by weighted reciprocal-rank fusion; `score` is that fused value (bigger is better,
+  comparable within one query only).
+- Relevance gate (`gate`), in two steps. A chunk's relevance is its cosine similarity plus
+  `Tuning.coverage_weight` times its term coverage (the share of the query's IDF mass carried by
+  the query words it contains). Chunks under `Tuning.floor_relevance` are dropped; then, if none
+  of the first `GATE_WINDOW` survivors reaches `Tuning.min_relevance`, the folder is taken to
+  hold no answer and the result is []. One strong match thus lets its weaker neighbours through,
+  which a per-chunk threshold would drop. Static embeddings separate "no answer" from "worded
+  differently" poorly, so the gate trades recall for silence; benchmarks/README.md has the
+  measured trade-off.
+- Scope order: results about `cwd` (`scopes.scope_matches_cwd` on the chunk's scope) come
+  first, then user-level ones (no scope), then other projects'; by score within each class.
+- Bad input: a blank query raises `EmptyQuery` (a `ValueError`); `limit < 1` raises
+  `InvalidLimit`; a missing memory folder returns []; a query longer than `MAX_QUERY_CHARS` is
+  cut to its head and tail (a pasted log is mostly middle).
+- `results_as_json(results)` is `{"results": [{"path", "line_start", "line_end", "text",
+  "score", "scope"}, ...]}`.
+- Reads the memory folder; writes only the index in the bookkeeping folder. Light imports (no
+  Prefect, SQLAlchemy, openai, pydantic): the prompt hook runs it in a fresh process.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codex_memories.read import embedding
+from codex_memories.read.chunks import is_user_level
+from codex_memories.read.index import Index, IndexedChunk, build_index, open_index
+from codex_memories.scopes import scope_matches_cwd
+
+MAX_QUERY_CHARS = 4_000
+MAX_QUERY_TERMS = 48
+CANDIDATES_PER_LEG = 50
+GATE_WINDOW = 5
+
+CURRENT_PROJECT = 0
+USER_LEVEL = 1
+OTHER_PROJECT = 2
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Words that carry no topic: BM25 would rank chunks by how often they say "how" or "the".
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below between
+    both but by can could did do does doing down during each few for from further had has have having he her here
+    hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of
+    off on once only or other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up very was we were what
+    when where which while who whom why will with would you your yours yourself yourselves again also ever get
+    got use used using one way thing things know tell remember recall please need want make made let us again
+    which whats what's ok okay there's again can't dont don't im i'm we're it's""".split()
+)
+
+
+class RecallError(ValueError):
+    """A recall request is malformed; the CLI exits 2 on it."""
+
+
+class EmptyQuery(RecallError):
+    """The query is empty or whitespace."""
+
+
+class InvalidLimit(RecallError):
+    """`limit` must be at least 1."""
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The knobs of ranking and of the relevance gate; defaults measured by benchmarks/recall.py."""
+
+    lexical_weight: float = 0.5
+    semantic_weight: float = 1.0
+    rrf_k: float = 30.0
+    coverage_weight: float = 0.0
+    min_relevance: float = 0.29
+    floor_relevance: float = 0.2
+
+    def relevance(self, similarity: float, coverage: float) -> float:
+        return similarity + self.coverage_weight * coverage
+
+
+DEFAULT_TUNING = Tuning()
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    path: str
+    line_start: int
+    line_end: int
+    text: str
+    score: float
+    scope: str | None
+
+
+@dataclass(frozen=True)
+class ScoredChunk:
+    """One candidate with everything the ranking knew about it (the benchmark and the hook read this)."""
+
+    chunk: IndexedChunk
+    score: float
+    similarity: float
+    coverage: float
+    lexical_rank: int | None
+    semantic_rank: int | None
+    scope_class: int
+    relevance: float = 0.0
+
+    def as_result(self) -> RecallResult:
+        return RecallResult(
+            path=self.chunk.path, line_start=self.chunk.line_start, line_end=self.chunk.line_end,
+            text=self.chunk.text, score=round(self.score, 6), scope=self.chunk.scope,
+        )
+
+
+def recall(root: Path, query: str, *, cwd: str | None = None, limit: int = 5) -> list[RecallResult]:
+    """The chunks of the memory folder at `root` that answer `query`, current project first."""
+    return [scored.as_result() for scored in recall_scored(root, query, cwd=cwd, limit=limit)]
+
+
+def recall_scored(
+    root: Path, query: str, *, cwd: str | None = None, limit: int = 5, tuning: Tuning = DEFAULT_TUNING
+) -> list[ScoredChunk]:
+    """`recall` with the ranking details kept; only chunks that pass the relevance gate."""
+    query = clean_query(query)
+    if limit < 1:
+        raise InvalidLimit("limit must be at least 1")
+    for attempt in (1, 2):
+        index = open_index(Path(root))
+        if index is None:
+            return []
+        try:
+            ranked = rank(index, query, cwd=cwd, tuning=tuning)
+        except sqlite3.DatabaseError:
+            if attempt == 2:
+                raise
+            build_index(Path(root))  # Damage that verification could not see; one rebuild, then fail loudly.
+            continue
+        finally:
+            index.close()
+        return gate(ranked, tuning)[:limit]
+    raise AssertionError("unreachable")
+
+
+def gate(ranked: list[ScoredChunk], tuning: Tuning = DEFAULT_TUNING) -> list[ScoredChunk]:
+    """The ranked candidates that pass the relevance gate (module docstring), in order; [] for no answer."""
+    kept = [scored for scored in ranked if scored.relevance >= tuning.floor_relevance]
+    if not any(scored.relevance >= tuning.min_relevance for scored in kept[:GATE_WINDOW]):
+        return []
+    return kept
+
+
+def results_as_json(results: list[RecallResult]) -> dict[str, Any]:
+    return {
+        "results": [
+            {
+                "path": result.path, "line_start": result.line_start, "line_end": result.line_end,
+                "text": result.text, "score": result.score, "scope": result.scope,
+            }
+            for result in results
+        ]
+    }
+
+
+def clean_query(query: str) -> str:
+    """The query as searched: EmptyQuery when blank, head and tail kept when very long."""
+    if not query or not query.strip():
+        raise EmptyQuery("the query must not be empty")
+    query = query.strip()
+    if len(query) > MAX_QUERY_CHARS:
+        half = MAX_QUERY_CHARS // 2
+        query = f"{query[:half]}\n{query[-half:]}"
+    return query
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct lower-case content words of the query, in order, at most MAX_QUERY_TERMS."""
+    terms: list[str] = []
+    for word in _WORD.findall(query.lower()):
+        if word in STOPWORDS or (len(word) < 2 and not word.isdigit()) or word in terms:
+            continue
+        terms.append(word)
+        if len(terms) == MAX_QUERY_TERMS:
+            break
+    return terms
+
+
+def rank(index: Index, query: str, *, cwd: str | None, tuning: Tuning = DEFAULT_TUNING) -> list[ScoredChunk]:
+    """Every candidate of either leg, gated and ordered (scope class, then fused score)."""
+    terms = query_terms(query)
+    lexical = lexical_ranking(index, terms)
+    similarities = semantic_similarities(index, query)
+    semantic = [int(i) + 1 for i in np.argsort(-similarities, kind="stable")[:CANDIDATES_PER_LEG]] if len(similarities) else []
+    coverage = term_coverage(index, terms, set(lexical) | set(semantic))
+
+    lexical_rank = {chunk_id: position for position, chunk_id in enumerate(lexical, start=1)}
+    semantic_rank = {chunk_id: position for position, chunk_id in enumerate(semantic, start=1)}
+    candidates = list(dict.fromkeys([*lexical, *semantic]))
+    chunks = index.chunks(candidates)
+    scored: list[ScoredChunk] = []
+    for chunk_id in candidates:
+        fused = 0.0
+        if chunk_id in lexical_rank:
+            fused += tuning.lexical_weight / (tuning.rrf_k + lexical_rank[chunk_id])
+        if chunk_id in semantic_rank:
+            fused += tuning.semantic_weight / (tuning.rrf_k + semantic_rank[chunk_id])
+        similarity = float(similarities[chunk_id - 1])
+        covered = coverage.get(chunk_id, 0.0)
+        chunk = chunks[chunk_id]
+        scored.append(
+            ScoredChunk(
+                chunk=chunk, score=fused, similarity=similarity, coverage=covered,
+                lexical_rank=lexical_rank.get(chunk_id), semantic_rank=semantic_rank.get(chunk_id),
+                scope_class=scope_class(chunk.scope, cwd), relevance=tuning.relevance(similarity, covered),
+            )
+        )
+    scored.sort(key=lambda item: (item.scope_class, -item.score, item.chunk.id))
+    return scored
+
+
+@lru_cache(maxsize=4096)
+def scope_class(scope: str | None, cwd: str | None) -> int:
+    """CURRENT_PROJECT, USER_LEVEL or OTHER_PROJECT (without a cwd every scope is USER_LEVEL)."""
+    if is_user_level(scope):
+        return USER_LEVEL
+    if cwd and scope_matches_cwd(scope or "", cwd):
+        return CURRENT_PROJECT
+    return OTHER_PROJECT if cwd else USER_LEVEL
+
+
+def lexical_ranking(index: Index, terms: list[str], limit: int = CANDIDATES_PER_LEG) -> list[int]:
+    """Chunk ids by FTS5 BM25, best first (any query term matches)."""
+    if not terms:
+        return []
+    expression = " OR ".join(f'"{term}"' for term in terms)
+    rows = index.connection.execute(
+        "SELECT rowid FROM chunk_text WHERE chunk_text MATCH ? ORDER BY bm25(chunk_text), rowid LIMIT ?",
+        (expression, limit),
+    )
+    return [row[0] for row in rows]
+
+
+def semantic_similarities(index: Index, query: str) -> np.ndarray:
+    """Cosine similarity of the query to every chunk (chunk id i is row i - 1)."""
+    if index.chunk_count == 0:
+        return np.zeros(0, dtype=np.float32)
+    query_vector = embedding.embed_texts([query])[0]
+    return index.vectors @ query_vector
+
+
+def term_coverage(index: Index, terms: list[str], candidates: set[int]) -> dict[int, float]:
+    """For each candidate, the share of the query terms' IDF weight that the chunk contains."""
+    if not terms or not candidates or index.chunk_count == 0:
+        return {}
+    total = index.chunk_count
+    listed = ",".join(str(int(chunk_id)) for chunk_id in candidates)
+    weights: list[tuple[float, list[int]]] = []
+    for term in terms:
+        expression = f'"{term}"'
+        # Counted inside SQLite: a common word can match most of a large index.
+        (frequency,) = index.connection.execute("SELECT count(*) FROM chunk_text WHERE chunk_text MATCH ?", (expression,)).fetchone()
+        containing = [] if frequency == 0 else [
+            row[0]
+            for row in index.connection.execute(
+                f"SELECT rowid FROM chunk_text WHERE chunk_text MATCH ? AND rowid IN ({listed})", (expression,)
+            )
+        ]
+        weights.append((math.log(1 + (total - frequency + 0.5) / (frequency + 0.5)), containing))
+    mass = sum(weight for weight, _ in weights)
+    coverage: dict[int, float] = {}
+    for weight, containing in weights:
+        for chunk_id in containing:
+            coverage[chunk_id] = coverage.get(chunk_id, 0.0) + weight / mass
+    return coverage

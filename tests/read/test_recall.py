@@ -1,0 +1,163 @@
+"""recall(): hybrid search over the memory folder, current project first, silent when nothing answers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codex_memories import paths
+from codex_memories.read.index import IndexedChunk
+from codex_memories.read.recall import (
+    MAX_QUERY_CHARS,
+    USER_LEVEL,
+    EmptyQuery,
+    InvalidLimit,
+    RecallError,
+    RecallResult,
+    ScoredChunk,
+    Tuning,
+    clean_query,
+    gate,
+    recall,
+    results_as_json,
+)
+from tests.support.memory_folder import ATLAS, BILLING, line_of, write_memory_folder
+
+
+@pytest.fixture
+def root(tmp_path):
+    return write_memory_folder(tmp_path / "memories")
+
+
+@pytest.mark.parametrize(
+    ("question", "cwd", "expected"),
+    [
+        ("how do I release to prod?", ATLAS, "make ship-prod"),  # No word in common with the fact.
+        ("how do I deploy to production?", ATLAS, "make ship-prod"),
+        ("how do I deploy to production?", BILLING, "goreleaser"),
+        ("goreleaser", None, "goreleaser"),
+        ("pnpm or npm?", ATLAS, "Prefer pnpm"),
+    ],
+)
+def test_recall_finds_the_memory_that_answers_the_question(root, question, cwd, expected):
+    results = recall(root, question, cwd=cwd)
+
+    assert results, question
+    assert any(expected in result.text for result in results[:2]), [result.text for result in results]
+
+
+def test_a_result_cites_its_file_and_lines(root):
+    [first, *_] = recall(root, "how do I release to prod?", cwd=ATLAS)
+
+    assert first.path == paths.MEMORY_FILE
+    assert first.line_start == first.line_end == line_of(root, paths.MEMORY_FILE, "make ship-prod")
+    assert first.scope == ATLAS
+    assert first.score > 0
+
+
+@pytest.mark.parametrize(("cwd", "first_scope", "other_scope"), [(ATLAS, ATLAS, BILLING), (BILLING, BILLING, ATLAS)])
+def test_the_current_projects_memories_come_before_other_projects(root, cwd, first_scope, other_scope):
+    results = recall(root, "how do I deploy to production?", cwd=cwd, limit=10)
+    scopes = [result.scope for result in results]
+
+    assert scopes[0] == first_scope
+    if other_scope in scopes:
+        assert max(i for i, scope in enumerate(scopes) if scope == first_scope) < scopes.index(other_scope)
+
+
+def test_a_subfolder_of_a_project_counts_as_that_project(root):
+    results = recall(root, "how do I deploy to production?", cwd=f"{BILLING}/cmd/server")
+
+    assert results[0].scope == BILLING
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["what is the capital of Australia?", "translate good morning into French", "what is the wifi password at the office?"],
+)
+def test_a_question_the_folder_cannot_answer_gets_no_results(root, question):
+    assert recall(root, question, cwd=ATLAS) == []
+    assert recall(root, question) == []
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t  \n"])
+def test_a_blank_query_is_an_error(root, query):
+    with pytest.raises(EmptyQuery):
+        recall(root, query)
+    assert issubclass(EmptyQuery, RecallError) and issubclass(RecallError, ValueError)
+
+
+@pytest.mark.parametrize("limit", [0, -3])
+def test_a_limit_below_one_is_an_error(root, limit):
+    with pytest.raises(InvalidLimit):
+        recall(root, "deploy", limit=limit)
+
+
+def test_a_missing_memory_folder_gives_no_results_and_creates_nothing(tmp_path):
+    assert recall(tmp_path / "nowhere", "how do I deploy?") == []
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_megabyte_query_is_cut_not_fatal(root):
+    query = "how do I deploy to production? " + "lorem ipsum dolor " * 60_000 + " make ship-prod"
+
+    cleaned = clean_query(query)
+    results = recall(root, query, cwd=ATLAS)
+
+    assert len(query) > 1_000_000 and len(cleaned) <= MAX_QUERY_CHARS + 1
+    assert cleaned.startswith("how do I deploy") and cleaned.endswith("make ship-prod")
+    assert isinstance(results, list)
+
+
+def test_limit_caps_the_number_of_results(root):
+    assert len(recall(root, "how do I deploy to production?", cwd=ATLAS, limit=1)) == 1
+
+
+def test_results_as_json_has_the_documented_fields():
+    results = [RecallResult(path="MEMORY.md", line_start=3, line_end=4, text="- fact", score=0.5, scope=ATLAS)]
+
+    payload = results_as_json(results)
+
+    assert payload == {"results": [{"path": "MEMORY.md", "line_start": 3, "line_end": 4, "text": "- fact", "score": 0.5, "scope": ATLAS}]}
+    assert json.loads(json.dumps(payload)) == payload
+    assert results_as_json([]) == {"results": []}
+
+
+def test_the_recall_path_imports_no_heavy_dependency():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import codex_memories.read.recall, codex_memories.read.prompt_context; "
+        "heavy = [m for m in ('prefect', 'sqlalchemy', 'openai', 'pydantic', 'bpe_openai', 'wordllama') if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+    assert output == ""
+
+
+def _scored(relevance: float, number: int) -> ScoredChunk:
+    chunk = IndexedChunk(id=number, path="MEMORY.md", line_start=number, line_end=number, text=f"chunk {number}", scope=None, date=None)
+    return ScoredChunk(chunk=chunk, score=1 / number, similarity=relevance, coverage=0.0, lexical_rank=None, semantic_rank=number, scope_class=USER_LEVEL, relevance=relevance)
+
+
+GATE = Tuning(min_relevance=0.5, floor_relevance=0.2)
+
+
+@pytest.mark.parametrize(
+    ("relevances", "kept"),
+    [
+        ([0.6, 0.3, 0.1], [1, 2]),  # One strong match lets a weaker neighbour through; the floor still applies.
+        ([0.3, 0.6], [1, 2]),  # The strong match need not rank first (scope order may put it second).
+        ([0.45, 0.4, 0.3], []),  # Nothing strong: the folder holds no answer.
+        ([0.1, 0.1, 0.1, 0.1, 0.1, 0.9], [6]),  # Below-floor chunks do not use up the window.
+        ([0.3, 0.3, 0.3, 0.3, 0.3, 0.9], []),  # A strong match beyond the window does not open the gate.
+        ([], []),
+    ],
+)
+def test_the_gate_opens_on_one_strong_match_and_keeps_the_floor(relevances, kept):
+    ranked = [_scored(relevance, number) for number, relevance in enumerate(relevances, start=1)]
+
+    assert [scored.chunk.id for scored in gate(ranked, GATE)] == kept
