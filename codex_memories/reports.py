@@ -118,6 +118,8 @@ class Phase2Report:
     usage: dict[str, int] = field(default_factory=dict)
     files_changed: list[str] = field(default_factory=list)
     storage_bytes: int | None = None
+    # What the last step did to the recall index ("N chunks", skipped or not rebuilt, and why).
+    recall_index: str | None = None
     memory_root: str | None = None
     forget_audit: list[ForgetAuditRecord] = field(default_factory=list)
 
@@ -136,6 +138,8 @@ def render_phase2_markdown(report: Phase2Report) -> str:
         lines.append(f"Memory root: `{report.memory_root}`")
     if report.storage_bytes is not None:
         lines.append(f"Memory storage: {report.storage_bytes} bytes")
+    if report.recall_index is not None:
+        lines.append(f"Recall index: {report.recall_index}")
     lines += ["", "## Workspace diff", ""]
     lines += [f"- {status}" for status in report.diff_status] or ["- none"]
     if report.forgotten:

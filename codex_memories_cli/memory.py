@@ -18,6 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from codex_memories.settings import RuntimeConfig
+from codex_memories_cli.errors import EXIT_BAD_SETTING
 from codex_memories_cli.errors import fail as _fail
 from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
 
@@ -85,6 +86,39 @@ def inject(
         _fail(f"cannot read the memory summary under {root}: {error}")
     if instructions:
         sys.stdout.write(instructions if instructions.endswith("\n") else instructions + "\n")
+
+
+@memory_app.command()
+def recall(
+    query: Annotated[str, typer.Option("--query", help="What to look for, in your own words.", show_default=False)],
+    cwd: Annotated[Optional[str], typer.Option("--cwd", help="The project folder asking (default: the current folder).")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Results at most.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"results": [...]}.')] = False,
+    codex_home: CodexHome = None,
+    memory_root: MemoryRoot = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """The memory lines that answer a question (lexical and semantic search fused); nothing when none does."""
+    import json
+
+    from codex_memories.read.recall import RecallError, recall as recall_memories, results_as_json
+
+    _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    root = _local_memory_root(config, "recall")
+    if not root.is_dir():
+        print(f"codex-memories: no memory folder at {root}: nothing to recall", file=sys.stderr)
+        results = []
+    else:
+        try:
+            results = recall_memories(root, query, cwd=cwd if cwd is not None else str(Path.cwd()), limit=limit)
+        except RecallError as error:
+            _fail(str(error), EXIT_BAD_SETTING)
+    if as_json:
+        _say(json.dumps(results_as_json(results), ensure_ascii=False))
+        return
+    for result in results:
+        scope = f" [{result.scope}]" if result.scope else ""
+        _say(f"{result.path}:{result.line_start}-{result.line_end}{scope}\n{result.text}\n")
 
 
 @memory_app.command()

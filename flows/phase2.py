@@ -43,6 +43,7 @@ from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
 from codex_memories_tasks.mark_succeeded import mark_succeeded
 from codex_memories_tasks.prepare_workspace import prepare_workspace
 from codex_memories_tasks.prune_extension_resources import prune_extension_resources
+from codex_memories_tasks.refresh_recall_index import refresh_recall_index
 from codex_memories_tasks.report import publish_phase2_report
 from codex_memories_tasks.reset_baseline import reset_baseline
 from codex_memories_tasks.select import select
@@ -170,6 +171,10 @@ def _consolidate_in_workspace(
     # 14. Mark success: exact-snapshot selection flags and the watermark.
     report.storage_bytes = memory_storage_bytes(workspace.path)
     _finish(config, lease, selection, report, Outcome.succeeded)
+    # 15. Refresh the recall index the hooks and the memory tools search (derived data: a
+    #     failure is reported, never a failed consolidation).
+    if report.outcome is Outcome.succeeded:
+        report.recall_index = refresh_recall_index(workspace)
 
 
 def _finish(config: RuntimeConfig, lease: Phase2Lease, selection: Any, report: Phase2Report, outcome: Outcome) -> None:

@@ -219,6 +219,8 @@ def test_a_successful_run_reports_the_memory_folder_size(home: Home) -> None:
         if path.is_file() and not {".git", ".codex-memories"} & set(path.relative_to(home.root).parts)
     )
     assert report.storage_bytes == on_disk > 0
+    assert report.recall_index is not None and report.recall_index.endswith("chunks")
+    assert (home.root / ".codex-memories" / "recall-index.sqlite").is_file()
 
 
 def test_agent_consolidates_from_the_diff_and_a_second_run_makes_no_model_call(home: Home) -> None:

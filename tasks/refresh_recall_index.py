@@ -1,0 +1,27 @@
+"""Phase 2, last step: rebuild the recall index of a local memory root (ARCHITECTURE.md data flow).
+
+Input: the workspace of a successful consolidation. Output: one line for the run report. The
+index is derived data (readers rebuild it lazily when the files changed), so a failure here is
+reported and logged, never a failed consolidation. Object-store roots are skipped: their
+readers (hooks, `recall`, MCP) need a local folder, and the mirror is thrown away after the run.
+Idempotent: an unchanged folder re-embeds nothing.
+"""
+
+import sqlite3
+
+from prefect import get_run_logger, task
+
+from codex_memories.read.index import build_index
+from codex_memories.storage import LocalWorkspace
+
+
+@task(name="refresh-recall-index", cache_policy=None)
+def refresh_recall_index(workspace: LocalWorkspace) -> str:
+    if workspace.is_mirror:
+        return "skipped: object-store root"
+    try:
+        stats = build_index(workspace.path)
+    except (OSError, ValueError, sqlite3.Error) as error:
+        get_run_logger().warning("recall index not rebuilt (readers rebuild it lazily): %s: %s", type(error).__name__, error)
+        return f"not rebuilt: {type(error).__name__}: {error}"
+    return f"{stats.chunks} chunks"
