@@ -1,3 +1,9 @@
+"""Tasks: the backfill run's progress artifact and its final markdown report.
+
+Inputs: counts, or the finished `BackfillReport`. Side effects: Prefect artifacts only (a
+progress artifact updated per batch, then the report). No DB or file writes.
+"""
+
 from uuid import UUID
 
 from prefect import task

@@ -1,3 +1,10 @@
+"""Task: claim phase-1 jobs (`MemoryStore.claim_stage1_jobs_for_startup`, spec 1.4).
+
+Input: the run's configuration (windows, per-run cap, lease). Output: the claims, persisted per
+flow run (`RUN_ID` cache), so a retried flow run reuses its claims instead of claiming again.
+Side effect: `jobs` rows leased to this worker.
+"""
+
 import os
 import socket
 

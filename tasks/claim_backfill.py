@@ -1,3 +1,10 @@
+"""Tasks: the backfill candidates of a source, and one batch's claims (`codex_memories.ingest.backfill`).
+
+Inputs: the discovered thread ids and the day window, then a batch of threads. Outputs: the
+candidate records; the batch's claims and the skipped threads with their outcome. Side effect:
+`jobs` rows leased (no idle/age windows: a backfill is an explicit request).
+"""
+
 from prefect import task
 
 from codex_memories.ingest.backfill import BatchClaim, DayWindow, claim_backfill_batch

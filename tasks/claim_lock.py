@@ -1,3 +1,9 @@
+"""Task: phase 2 step 1, claim the global consolidation lease (`consolidate.steps.claim_global_lock`).
+
+Input: the configuration and `force` (skips the cooldown, never the lease). Output: the claim
+result and this worker's id. Side effect: the global `jobs` row leased when claimed.
+"""
+
 from prefect import task
 
 from codex_memories.consolidate.steps import claim_global_lock

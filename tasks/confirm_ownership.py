@@ -1,3 +1,8 @@
+"""Task: phase 2 step 11, re-check the lease before anything irreversible (`consolidate.steps.confirm_ownership`).
+
+Output: True while this run still owns the global job. Read-only (renews nothing).
+"""
+
 from prefect import task
 
 from codex_memories.consolidate.steps import Phase2Lease, confirm_ownership as confirm

@@ -1,3 +1,10 @@
+"""Task: phase 2 step 9, run the configured consolidator under the lease heartbeat (`consolidate.steps.run_consolidation`).
+
+Inputs: the prepared workspace, the configuration (which consolidator, limits) and the lease.
+Output: a `ConsolidationStep` (stop reason, steps, usage, files changed, ownership lost). Side
+effect: the memory files in the workspace; the lease renewed while it runs.
+"""
+
 from prefect import get_run_logger, task
 
 from codex_memories.consolidate.steps import ConsolidationStep, LeaseHeartbeat, Phase2Lease, run_consolidation

@@ -1,3 +1,9 @@
+"""Task: phase 1 step 3, rollout files become `threads` rows (`codex_memories.ingest.discovery`).
+
+Output: the `DiscoveryReport` (counts, damaged lines by reason, polluted and missing threads, the
+files read). Side effect: `threads` upserts. Incremental: unchanged files are not read again.
+"""
+
 import time
 
 from prefect import get_run_logger, task

@@ -1,3 +1,9 @@
+"""Task: backfill step 4, discover a source's rollouts (`codex_memories.ingest.discovery.discover_folder`).
+
+Output: the `DiscoveryReport` with the source's thread ids. Side effect: `threads` upserts
+(archived sources recorded as archived; threads already known at their Codex-home path kept).
+"""
+
 import time
 
 from prefect import get_run_logger, task

@@ -1,3 +1,11 @@
+"""Task: phase 1 step 7, one claimed rollout becomes a stage-1 result (`codex_memories.extract.extraction`).
+
+Input: one claim and the configuration. Output: an `ExtractionResult` (not yet written), persisted
+under a key per claim, so a retried flow run reuses an extraction that already came back.
+Retries: transient model errors only (connection, timeout, 429, 5xx), with backoff; everything
+else is a named outcome in the result. No DB writes (finalize does them).
+"""
+
 from typing import Any
 
 from prefect import Task, task

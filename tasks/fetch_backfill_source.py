@@ -1,3 +1,9 @@
+"""Task: backfill step 3, copy an `s3://` source's rollouts into the backfill cache.
+
+Output: a `FetchReport` (copied, unchanged). Side effect: files under the backfill cache, kept
+(the threads point at them). Retried on transient object-store errors.
+"""
+
 from prefect import get_run_logger, task
 
 from codex_memories.ingest.backfill import BackfillSource, FetchReport, fetch_object_store_source

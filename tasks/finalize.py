@@ -1,3 +1,10 @@
+"""Task: phase 1 step 9, write each extraction's outcome (`codex_memories.extract.extraction.finalize_extraction`).
+
+Inputs: the batch's results and the quality verdict. Output: one `ExtractionLine` per claim.
+Side effects: `stage1_outputs` and `jobs` rows (ownership-checked), phase 2 enqueued. Persisted
+per batch, so a retried flow run does not finalize twice.
+"""
+
 import hashlib
 from typing import Any
 

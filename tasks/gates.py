@@ -1,3 +1,8 @@
+"""Task: phase 1 step 1, may this run do any work (`codex_memories.extract.gates`)?
+
+Output: None to go on, or the skip outcome. Pure decision over the configuration.
+"""
+
 from prefect import get_run_logger, task
 
 from codex_memories.extract.gates import phase1_gate

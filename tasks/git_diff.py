@@ -1,3 +1,9 @@
+"""Tasks: phase 2 steps 6 and 8, the diff against the git baseline and the diff file the consolidator reads.
+
+Outputs: the `WorkspaceDiff` and whether the workspace is settled (no change, valid artifacts);
+then `phase2_workspace_diff.md` written into the workspace.
+"""
+
 from prefect import task
 
 from codex_memories.consolidate.steps import diff_workspace, workspace_is_settled, write_diff_file

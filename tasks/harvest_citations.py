@@ -1,3 +1,10 @@
+"""Task: harvest memory citations from new rollout lines (`codex_memories.read.harvest`).
+
+Input: the rollout files discovery read. Output: a `HarvestReport`. Side effect: usage counts and
+per-file offsets in one transaction each, so a citation is counted once (idempotent with the
+Stop hook, which harvests the same way).
+"""
+
 from prefect import get_run_logger, task
 
 from codex_memories.read.harvest import HarvestReport, harvest_citations as harvest

@@ -1,3 +1,9 @@
+"""Task: phase 2 step 14, mark the global job succeeded for the exact selection it consolidated.
+
+Output: True when this run still owned the job. Side effects: selection flags on
+`stage1_outputs`, the watermark and token usage on the global `jobs` row.
+"""
+
 from prefect import task
 
 from codex_memories.consolidate.steps import Phase2Lease, Selection, mark_succeeded as mark

@@ -1,3 +1,9 @@
+"""Task: phase 2 step 2, pull an object-store root and prepare the workspace (`consolidate.workspace.prepare_workspace`).
+
+Output: the symlinks removed (each logged). Side effects: the layout, ad-hoc instructions seeded,
+a usable git baseline. Retried on transient object-store errors.
+"""
+
 from prefect import get_run_logger, task
 
 from codex_memories.consolidate.steps import pull_and_prepare_workspace

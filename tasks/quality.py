@@ -1,3 +1,9 @@
+"""Task: phase 1 step 8, the batch data-quality gate (`codex_memories.extract.quality`, great-expectations).
+
+Input: the batch's results. Output: a `QualityVerdict` (failed checks per thread, the summary for
+the artifact). No writes: failures become named outcomes at finalize.
+"""
+
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -1,3 +1,9 @@
+"""Tasks: publish each flow run's markdown artifact (`codex_memories.reports`).
+
+Input: the run's report. Output: the artifact id. Side effect: one Prefect artifact per run
+(`memories-phase1`, `memories-phase2`, `memories-forget`).
+"""
+
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 

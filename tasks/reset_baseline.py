@@ -1,3 +1,9 @@
+"""Task: phase 2 step 13, make the consolidated tree the new baseline and publish object-store roots.
+
+Side effects: the diff file deleted, the single-commit baseline recreated, the mirror pushed.
+Retried on transient object-store errors.
+"""
+
 from prefect import task
 
 from codex_memories.consolidate.steps import publish_workspace

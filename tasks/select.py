@@ -1,3 +1,8 @@
+"""Task: phase 2 step 3, select the top-N stage-1 outputs (`consolidate.steps.select_inputs`).
+
+Output: the `Selection` (refs without payloads, and what left the last selection). Read-only.
+"""
+
 from prefect import get_run_logger, task
 
 from codex_memories.consolidate.steps import Phase2Lease, Selection, select_inputs

@@ -1,3 +1,8 @@
+"""Task: phase 2 step 10, validate the consolidated files (`consolidate.workspace.validate_artifacts`).
+
+Output: the problems found (empty when valid); symlinks found are removed and reported.
+"""
+
 from prefect import task
 
 from codex_memories.storage import LocalWorkspace
