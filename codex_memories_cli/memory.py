@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -21,6 +22,9 @@ from codex_memories.settings import RuntimeConfig
 from codex_memories_cli.errors import EXIT_BAD_SETTING
 from codex_memories_cli.errors import fail as _fail
 from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
+
+if TYPE_CHECKING:
+    from codex_memories.forget.audit import ForgetAction
 
 memory_app = typer.Typer()
 
@@ -190,16 +194,9 @@ def forget(
     config_file: ConfigFile = None,
 ) -> None:
     """Forget one thread's memory (route 4); it is not extracted again. Files go at the next phase 2."""
-    from codex_memories.forget.audit import record_actions
-    from codex_memories.forget.threads import UnknownThread, forget_thread
-    from codex_memories.runtime import open_store
+    from codex_memories.forget.threads import forget_thread
 
-    _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
-    store = open_store(config.settings.resolved_db_url)
-    try:
-        actions = record_actions(store, forget_thread(store, thread, reason="forgotten with `codex-memories forget`"))
-    except UnknownThread as error:
-        _fail(str(error))
+    actions = _forget_one_thread(forget_thread, thread, "forgotten with `codex-memories forget`", codex_home, db, config_file)
     if not actions:
         _say(f"nothing to forget: thread {thread} has no memory and is already disabled")
         return
@@ -214,20 +211,29 @@ def disable(
     config_file: ConfigFile = None,
 ) -> None:
     """Disable memory for one thread (route 5): it leaves every phase-2 selection from now on."""
+    from codex_memories.forget.threads import disable_thread
+
+    actions = _forget_one_thread(disable_thread, thread, "disabled with `codex-memories disable`", codex_home, db, config_file)
+    if not actions:
+        _say(f"thread {thread} is already disabled")
+        return
+    _say(f"disabled thread {thread}: {_removed(actions[0].removed)}")
+
+
+def _forget_one_thread(
+    route: Callable[..., list[ForgetAction]], thread: str, reason: str, codex_home: Path | None, db: str | None, config_file: Path | None
+) -> list[ForgetAction]:
+    """Run one thread route and write its audit rows; an unknown thread is one line and exit 1."""
     from codex_memories.forget.audit import record_actions
-    from codex_memories.forget.threads import UnknownThread, disable_thread
+    from codex_memories.forget.threads import UnknownThread
     from codex_memories.runtime import open_store
 
     _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
     store = open_store(config.settings.resolved_db_url)
     try:
-        actions = record_actions(store, disable_thread(store, thread, reason="disabled with `codex-memories disable`"))
+        return record_actions(store, route(store, thread, reason=reason))
     except UnknownThread as error:
         _fail(str(error))
-    if not actions:
-        _say(f"thread {thread} is already disabled")
-        return
-    _say(f"disabled thread {thread}: {_removed(actions[0].removed)}")
 
 
 @memory_app.command()
