@@ -65,6 +65,21 @@ _QUOTE = r"(?:\\{0,31}[\"'])"
 _NEWLINE = r"(?:\r?\n|(?:\\{1,31}r)?\\{1,31}n)"
 
 
+def _at_boundary(text: str, position: int, excluded: frozenset[str]) -> bool:
+    """True when `text[position - 1]` is not in `excluded`. A JSON escape (`\\n`, `\\t`, ...)
+    right before counts as a boundary (see `_word_start`), and so does the `+` that starts an
+    added line of a patch."""
+    if position == 0 or text[position - 1] not in excluded:
+        return True
+    before = text[max(0, position - 3) : position]
+    return (len(before) >= 2 and before[-2] == "\\" and before[-1] in "nrtbf") or before.endswith(("\n+", "\\n+"))
+
+
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_NAME_CHARS = _WORD_CHARS | {"-"}
+_TOKEN_START_EXCLUDED = _NAME_CHARS | set("./+%\\")
+
+
 def _word_start(literal: str) -> str:
     """`literal` not preceded by a word character, written literal-first for speed.
 
@@ -88,30 +103,27 @@ def _entropy(value: str) -> float:
 
 def looks_random(value: str) -> bool:
     """True for machine-generated credentials (base62/64 noise, long hex), false for words,
-    identifiers, paths and versions.
+    identifiers, file names, paths and versions.
 
-    Random mixed-case text has upper and lower case in similar amounts, identifiers
-    (`AbstractSingletonProxyFactoryBean2`, `CODEX_MEMORIES_TEST_S3`) do not; random lower-case or
-    hex text is dense in digits, words are not. Separators (`-_.~`) are ignored."""
-    body = re.sub(r"[-_.~%]", "", value)
-    if len(body) < 16:
+    Random mixed-case text has upper and lower case in similar amounts; identifiers
+    (`AbstractSingletonProxyFactoryBean2`, `CODEX_MEMORIES_TEST_S3`) do not. Random single-case
+    text is dense in digits *within one run*: `manylinux_2_17_x86_64` has digits only in short
+    separate pieces. Separators (`-_.~%`, and base64's `+/=`) split the runs."""
+    runs = [run for run in re.split(r"[-_.~%+/=]", value) if run]
+    body = "".join(runs)
+    if len(body) < 16 or not body.isalnum() or not body.isascii():
         return False
     letters = sum(char.isalpha() for char in body)
-    digits = sum(char.isdigit() for char in body)
     upper = sum(char.isupper() for char in body)
-    if letters + digits < len(body) * 0.8:
-        return False
-    entropy = _entropy(body)
     if upper and upper != letters:
         # Mixed case: random when both cases are well represented.
+        digits = sum(char.isdigit() for char in body)
         share = upper / letters
-        return 0.2 <= share <= 0.8 and entropy >= 3.6 and (digits > 0 or len(body) >= 24)
-    # One case only (or no letters): random when dense in digits.
-    if digits < len(body) * 0.15 or entropy < 3.2:
-        return False
-    if all(char in _HEX_DIGITS for char in body):
-        return len(body) >= 20 and digits < len(body)
-    return digits < len(body)
+        return 0.2 <= share <= 0.8 and _entropy(body) >= 3.6 and (digits > 0 or len(body) >= 24)
+    # One case only (or no letters): one long run, dense in digits, with some letters.
+    run = max(runs, key=len)
+    digits = sum(char.isdigit() for char in run)
+    return len(run) >= 16 and len(run) * 0.15 <= digits < len(run) and _entropy(run) >= 3.2
 
 
 # ---- the rule table ---------------------------------------------------------------------------
@@ -133,6 +145,11 @@ class _Rule:
     accept: Callable[[re.Match[str], str], bool] | None = None
     # detect-secrets plugins: redact the token the match sits in rather than a template.
     widen: bool = False
+    # Instead of template and accept: the span to redact inside the match, or None.
+    locate: Callable[[re.Match[str], str], tuple[int, int] | None] | None = None
+    # Characters that must not come right before the match (checked in Python: a look-behind
+    # at the start of a pattern costs a check at every position of the text).
+    boundary: frozenset[str] | None = None
 
 
 def _value_after_prefix_looks_random(match: re.Match[str], text: str) -> bool:
@@ -140,19 +157,52 @@ def _value_after_prefix_looks_random(match: re.Match[str], text: str) -> bool:
     return looks_random(text[start:end])
 
 
-def _token_looks_random(match: re.Match[str], text: str) -> bool:
-    token = text[match.start("value") : match.end("value")]
-    prefix = re.split(r"[_\-.]", token, maxsplit=1)[0]
-    body = token[len(prefix) + 1 :]
+_TOKEN_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]{0,24}[_\-.]")
+_UPPER_OR_DIGIT = re.compile(r"[0-9A-Z]")
+
+
+def _locate_prefixed_token(match: re.Match[str], text: str) -> tuple[int, int] | None:
+    """The token a run of token characters is, if it is one. The run may start with the letter
+    of a JSON escape (`\\nghp_...`): the token then starts one character later."""
+    start, end = match.span()
+    if start > 0 and text[start - 1] == "\\" and text[start] in "nrtbf":
+        start += 1
+        if end - start < 17 or not text[start].isalpha():
+            return None
+    elif not _at_boundary(text, start, _TOKEN_START_EXCLUDED):
+        return None
+    return (start, end) if _token_looks_random(text[start:end]) else None
+
+
+def _token_looks_random(token: str) -> bool:
+    """A prefix of letters and digits, a separator, then a random body of 16+ characters."""
+    lead = _TOKEN_PREFIX.match(token)
+    if lead is None or len(token) - lead.end() < 16 or not _UPPER_OR_DIGIT.search(token, lead.end()):
+        return False
+    prefix = token[: lead.end() - 1]
     if prefix.lower() in _HASH_NAMES:
         return False
-    # Long hex after a prefix is a token only with `_` (shpat_, sbp_, dop_v1_): content hashes
-    # are written `sha256-`, `pip-`, `build-`.
-    hex_body = re.sub(r"[-_.]", "", body)
-    if all(char in _HEX_DIGITS for char in hex_body):
-        separator = token[len(prefix)]
-        return separator == "_" and looks_random(hex_body)
-    return looks_random(body)
+    # Long hex after a prefix is a token only after `_` (shpat_, sbp_, dop_v1_) or an upper-case
+    # prefix (PMAK-): content hashes are written `sha256-`, `pip-`, `build-`, `Linux-pip-`.
+    tail = re.match(r"(?:(?:[A-Za-z]+|v\d+)[_\-.])*", token)
+    hex_tail = token[tail.end() :]
+    if hex_tail and all(char in _HEX_DIGITS for char in re.sub(r"[-_.]", "", hex_tail)):
+        separator = token[tail.end() - 1] if tail.end() else ""
+        if separator != "_" and not prefix.isupper():
+            return False
+        return looks_random(hex_tail)
+    return looks_random(token[len(prefix) + 1 :])
+
+
+def _session_cookie_name(match: re.Match[str], text: str) -> bool:
+    """`sessionid=`, `_gh_sess=`, `connect.sid=`, `JSESSIONID=`, `PHPSESSID=`, but not
+    `consider=` or `inside=`: the word starts the name or follows `_`, `.`, `-`, `j` or `php`."""
+    start = match.start()
+    for lead in ("", "j", "php", "asp.net_"):
+        at = start - len(lead)
+        if at >= 0 and text[at:start].lower() == lead and _at_boundary(text, at, _WORD_CHARS - {"_"}):
+            return _not_an_identifier(match, text)
+    return False
 
 
 def _not_an_identifier(match: re.Match[str], text: str) -> bool:
@@ -241,7 +291,7 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         # The left boundary, the length and the required digit keep slugs such as
         # `disk-usage-report` or `sk-learn` intact.
         "dashed_sk_key",
-        r"sk-(?<![A-Za-z0-9_\-]sk-)(?=[A-Za-z_\-]{0,300}[0-9])[A-Za-z0-9_\-]{32,}",
+        r"sk-(?:(?<![A-Za-z0-9_\-]sk-)|(?<=\\[nrtbf]sk-))(?=[A-Za-z_\-]{0,300}[0-9])[A-Za-z0-9_\-]{32,}",
         (REDACTED,),
         ("sk-",),
     ),
@@ -280,7 +330,7 @@ _RULES_SPEC: tuple[_Rule, ...] = (
     ),
     _Rule(
         "google_api_key",
-        r"AIza(?<![A-Za-z0-9_\-]AIza)[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])",
+        r"AIza(?:(?<![A-Za-z0-9_\-]AIza)|(?<=\\[nrtbf]AIza))[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])",
         (REDACTED,),
         ("aiza",),
     ),
@@ -329,9 +379,9 @@ _RULES_SPEC: tuple[_Rule, ...] = (
     _Rule(
         # X-API-Key: ..., X-Auth-Token: ..., Api-Token ...: headers whose name says secret.
         "secret_header",
-        r"((?<![a-z0-9_\-])(?:x-)?[a-z0-9\-]{0,30}(?:api-?key|auth-?token|access-?token|api-?token|secret)"
+        r"((?:api-?key|auth-?token|access-?token|api-?token|session-?token|secret)"
         + _QUOTE
-        + r"?[ \t]{0,4}[: ][ \t]{0,4}"
+        + r"?[ \t]{0,4}:[ \t]{0,4}"
         + _QUOTE
         + r"?)"
         + _NOT_REDACTED
@@ -378,7 +428,10 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         # in a secret word after `_` or `-`, then an assignment.
         "named_secret_assignment",
         r"([_\-](?<=[a-z0-9][_\-])(?:" + _SECRET_WORDS + r")"
-        r"[\"']?\s{0,4}[:=]\s{0,4}[\"']?)"
+        + _QUOTE
+        + r"?\s{0,4}[:=]\s{0,4}"
+        + _QUOTE
+        + r"?)"
         + _NOT_REDACTED
         + _VALUE
         + r"{8,}",
@@ -387,25 +440,47 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         case_insensitive=True,
     ),
     _Rule(
-        # PGPASSWORD=..., newPassword: ..., passwd = ...: the word at the end of a longer name,
-        # or one of the short forms on its own.
+        # PGPASSWORD=..., newPassword: ..., passwd = ...: the word at the end of a longer name.
         "password_assignment",
-        r"((?:[a-z0-9](?:password|passwd)|(?<![a-z0-9_\-])(?:passwd|pwd|pass))"
-        r"[\"']?\s{0,4}[:=]\s{0,4}[\"']?)"
+        r"((?:password|passwd)"
+        + _QUOTE
+        + r"?\s{0,4}[:=]\s{0,4}"
+        + _QUOTE
+        + r"?)"
         + _NOT_REDACTED
         + _VALUE
-        + r"{4,}",
+        + r"{8,}",
+        (1, REDACTED),
+        ("passw",),
+        case_insensitive=True,
+    ),
+    _Rule(
+        # pass = ..., pwd: ...: the short forms as a name of their own (not OLDPWD, not bypass).
+        "short_password_assignment",
+        r"((?:pass|pwd)"
+        + _QUOTE
+        + r"?\s{0,4}[:=]\s{0,4}"
+        + _QUOTE
+        + r"?)"
+        + _NOT_REDACTED
+        + _VALUE
+        + r"{8,}",
         (1, REDACTED),
         ("pass", "pwd"),
         case_insensitive=True,
+        boundary=_NAME_CHARS,
     ),
     _Rule(
         # JWT_SIGNING_KEY=..., RAILS_MASTER_KEY=..., MAILCHIMP_KEY=...: names ending in `_key`
         # say secret only when the value is random (SORT_KEY=created_at is not).
         "named_key_assignment",
-        r"([_\-](?<=[a-z0-9][_\-])key[\"']?\s{0,4}[:=]\s{0,4}[\"']?)"
+        r"([_\-](?<=[a-z0-9][_\-])key"
+        + _QUOTE
+        + r"?\s{0,4}[:=]\s{0,4}"
+        + _QUOTE
+        + r"?)"
         + _NOT_REDACTED
-        + r"(?P<value>(?:base64:)?"
+        + r"(?:base64:)?(?P<value>"
         + _VALUE
         + r"{16,4096})",
         (1, REDACTED),
@@ -417,7 +492,7 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         # Password=...; Pwd=...; AccountKey=...; SharedAccessKey=...; ?sig=...&: connection
         # strings, signed URLs and query parameters that carry credentials.
         "credential_parameter",
-        r"((?<![a-z0-9_\-])(?:pwd|password|accountkey|sharedaccesskey|sharedaccesssignature|sig|signature"
+        r"((?:pwd|password|accountkey|sharedaccesskey|sharedaccesssignature|sig|signature"
         r"|x-amz-signature|x-amz-security-token|x-goog-signature|access_token|refresh_token|id_token"
         r"|client_secret|auth_token|session_token|apikey|api_key)=)"
         + _NOT_REDACTED
@@ -425,6 +500,7 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         (1, REDACTED),
         ("pwd=", "password=", "key=", "sig", "signature=", "token=", "secret="),
         case_insensitive=True,
+        boundary=_NAME_CHARS,
     ),
     _Rule(
         # %22api_key%22%3A%22...%22 and password%3D...: the same fields URL-encoded.
@@ -440,31 +516,31 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         # sessionid=..., PHPSESSID=..., JSESSIONID=..., connect.sid=..., _gh_sess=...: session
         # cookies in headers, curl -b and logs.
         "session_cookie",
-        r"((?<![a-z0-9_.\-])(?:[a-z0-9]{1,30}[_.\-]|_)?(?:j|php|asp\.net_)?"
-        r"(?:sess|sessid|sessionid|session|session_id|sid|remember_token|remember_me)=)"
+        r"((?:sess|sessid|sessionid|session|session_id|sid|remember_token|remember_me)=)"
         + _NOT_REDACTED
         + r"(?P<value>[^\s;,\"'\\]{8,4096})",
         (1, REDACTED),
         ("sess", "sid=", "remember"),
         case_insensitive=True,
-        accept=_not_an_identifier,
+        accept=_session_cookie_name,
     ),
     _Rule(
         # curl -u user:password, --user "user:password", --proxy-user ...: user kept.
         "cli_user_password",
-        r"((?<![\w\-])(?:-u|--user|--proxy-user|-U)(?:\s{1,4}|=)[\"']?[^\s:\"'\\]{1,64}:)"
+        r"((?:-u|--user|--proxy-user|-U)(?:\s{1,4}|=)" + _QUOTE + r"?[^\s:\"'\\]{1,64}:)"
         + _NOT_REDACTED
         + r"(?P<value>[^\s\"'\\]{1,512})",
         (1, REDACTED),
-        ("-u", "--user", "-u"),
+        ("-u", "--user"),
         accept=_not_an_identifier,
+        boundary=_NAME_CHARS,
     ),
     _Rule(
         # --password hunter2, --token=..., --api-key ..., -Dsonar.token=...: flags named secret.
         "cli_secret_flag",
-        r"((?<![\w\-])(?:--?|-D[a-z.]{0,40}\.)(?:password|passwd|pass|pwd|secret|token|api-key|api_key|apikey"
+        r"((?:--?|-D[a-z.]{0,40}\.)(?:password|passwd|pass|pwd|secret|token|api-key|api_key|apikey"
         r"|auth-token|access-token|client-secret|secret-key|private-key|key-password|with-token)"
-        r"(?:=|\s{1,4})[\"']?)"
+        r"(?:=|\s{1,4})" + _QUOTE + r"?)"
         + _NOT_REDACTED
         + r"(?![\-<$])"
         + _VALUE
@@ -472,19 +548,21 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         (1, REDACTED),
         ("pass", "pwd", "secret", "token", "key"),
         case_insensitive=True,
+        boundary=_NAME_CHARS,
     ),
     _Rule(
         # mysql -psecret, sshpass -p secret, docker login -p ..., redis-cli -a ..., twine -p ...:
         # short flags that mean "password" for the command they follow (same line).
         "cli_short_password_flag",
-        r"((?<![\w\-])(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|sshpass|login|upload|redis-cli"
-        r"|mongo|mongosh)\b[^\n;|&]{0,300}?\s-[pa](?:\s{1,4})?[\"']?)"
+        r"((?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|sshpass|login|upload|redis-cli"
+        r"|mongo|mongosh)\b[^\n;|&]{0,300}?\s-[pa](?:\s{1,4})?" + _QUOTE + r"?)"
         + _NOT_REDACTED
         + r"(?![\-<$])"
         + _VALUE
         + r"{3,512}",
         (1, REDACTED),
         ("mysql", "mariadb", "sshpass", "login", "upload", "redis-cli", "mongo"),
+        boundary=_NAME_CHARS,
     ),
     _Rule(
         # htpasswd -b file user password; .netrc "login user password secret".
@@ -505,10 +583,23 @@ _RULES_SPEC: tuple[_Rule, ...] = (
 _SKIPPED_PLUGINS = {
     "IPPublicDetector": "an IP address is not a credential; transcripts are full of them",
     "PrivateKeyDetector": "matches the header line only; the key-block rules above redact the body",
+    "CloudantDetector": "keyword-style `name = value` regexes for one IBM service, 12-20 MB/s each on "
+    "transcript text (benchmarks/secrets.py); the name-based assignment rules cover that shape",
+    "IbmCloudIamDetector": "same as CloudantDetector (13 MB/s)",
+    "IbmCosHmacDetector": "same as CloudantDetector",
+    "SoftlayerDetector": "same as CloudantDetector (45 MB/s)",
     "KeywordDetector": "no denylist; its keyword list feeds nothing here (the assignment rules cover it)",
     "Base64HighEntropyString": "no denylist; its fixed 4.5-bit limit misses every token under ~24 "
     "characters and flags base64 test fixtures (see benchmarks/README.md)",
     "HexHighEntropyString": "no denylist; its 3.0-bit limit flags every commit SHA and sha256",
+}
+
+# Regexes (on the original text) that every match of a plugin must contain, for speed only: the
+# plugin runs only on texts where its gate matches. A plugin not listed always runs.
+_DETECTOR_GATES = {
+    "ArtifactoryDetector": r"AKC|AP[0-9A-F]",
+    "DiscordBotTokenDetector": r"\.[a-zA-Z0-9_\-]{6}\.[a-zA-Z0-9_\-]{27}",
+    "TelegramBotTokenDetector": r":[0-9A-Za-z_\-]{35}",
 }
 
 # Literal hints (lower case) per plugin, for speed only: a plugin not listed always runs.
@@ -520,7 +611,9 @@ _DETECTOR_HINTS = {
     "CloudantDetector": ("cl",),
     "DiscordBotTokenDetector": (".",),
     "GitHubTokenDetector": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-    "GitLabTokenDetector": ("gl", "gr1348941"),
+    "GitLabTokenDetector": (
+        "glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941", "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-",
+    ),
     "IbmCloudIamDetector": ("ibm", "iam", "cloud", "api"),
     "IbmCosHmacDetector": ("secret",),
     "JwtTokenDetector": ("eyj",),
@@ -544,11 +637,11 @@ _GENERIC_RULES: tuple[_Rule, ...] = (
         # glpat-..., hf_..., npm_..., pypi-..., dop_v1_..., hvs....: a short prefix, a separator,
         # then a random body. The look-ahead skips lower-case identifiers without running the check.
         "prefixed_token",
-        r"(?<![A-Za-z0-9_\-./+=%\\])(?P<value>[A-Za-z][A-Za-z0-9]{0,14}[_\-.]"
-        r"(?=[A-Za-z0-9_\-.~]{0,1000}?[0-9A-Z])[A-Za-z0-9_\-.~]{16,1000}(?<![.\-]))",
+        # One linear pass over runs of token characters; the shape is checked in Python.
+        r"[A-Za-z][A-Za-z0-9_\-.~]{15,999}[A-Za-z0-9_~]",
         (REDACTED,),
         (),
-        accept=_token_looks_random,
+        locate=_locate_prefixed_token,
     ),
     _Rule(
         # https://<token>@github.com, https://<token>:x-oauth-basic@...: a random user part.
@@ -582,6 +675,9 @@ class _CompiledRule:
     case_insensitive: bool
     accept: Callable[[re.Match[str], str], bool] | None
     widen: bool
+    locate: Callable[[re.Match[str], str], tuple[int, int] | None] | None
+    boundary: frozenset[str] | None
+    gate: re.Pattern[str] | None = None
 
     def edits(self, text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, replacement) of every secret this rule finds in `text`, left to right."""
@@ -591,10 +687,12 @@ class _CompiledRule:
             # Unicode lower-casing changed the length (e.g. "İ"): positions would not carry over.
             haystack, regex = text, self.public
         for match in regex.finditer(haystack):
+            if self.boundary is not None and not _at_boundary(text, match.start(), self.boundary):
+                continue
             if self.accept is not None and not self.accept(match, text):
                 continue
-            if self.widen:
-                span = _widened_span(match, text)
+            if self.widen or self.locate is not None:
+                span = self.locate(match, text) if self.locate is not None else _widened_span(match, text)
                 if span is not None:
                     yield span[0], span[1], REDACTED
                 continue
@@ -612,6 +710,8 @@ def _compile(rule: _Rule) -> _CompiledRule:
         case_insensitive=rule.case_insensitive,
         accept=rule.accept,
         widen=rule.widen,
+        locate=rule.locate,
+        boundary=rule.boundary,
     )
 
 
@@ -661,6 +761,9 @@ def _detector_rules() -> list[_CompiledRule]:
                     case_insensitive=False,
                     accept=None,
                     widen=True,
+                    locate=None,
+                    boundary=None,
+                    gate=re.compile(_DETECTOR_GATES[name]) if name in _DETECTOR_GATES else None,
                 )
             )
     return rules
@@ -709,8 +812,10 @@ def _apply(rule: _CompiledRule, text: str, lowered: str) -> str:
     return "".join(pieces)
 
 
-def _applies(rule: _CompiledRule, lowered: str) -> bool:
-    return not rule.hints or any(hint in lowered for hint in rule.hints)
+def _applies(rule: _CompiledRule, text: str, lowered: str) -> bool:
+    if rule.hints and not any(hint in lowered for hint in rule.hints):
+        return False
+    return rule.gate is None or rule.gate.search(text) is not None
 
 
 def redact_secrets(text: str) -> str:
@@ -719,7 +824,7 @@ def redact_secrets(text: str) -> str:
         return text
     lowered = text.lower()
     for rule in _rules():
-        if not _applies(rule, lowered):
+        if not _applies(rule, text, lowered):
             continue
         replaced = _apply(rule, text, lowered)
         if replaced != text:
@@ -736,5 +841,5 @@ def find_secret_kinds(text: str) -> list[str]:
     return [
         rule.name
         for rule in _rules()
-        if _applies(rule, lowered) and next(rule.edits(text, lowered), None) is not None
+        if _applies(rule, text, lowered) and next(rule.edits(text, lowered), None) is not None
     ]

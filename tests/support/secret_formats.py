@@ -132,6 +132,11 @@ def _password(rng: random.Random) -> str:
     return "".join(chars)
 
 
+def _url_password(rng: random.Random) -> str:
+    """A password as it can stand in a URL or a form body without percent-encoding."""
+    return "".join(char if char not in "#%^" else rng.choice("-._~") for char in _password(rng))
+
+
 def _basic(rng: random.Random) -> str:
     return base64.b64encode(f"{rng.choice(['dana', 'deploy', 'ci'])}:{_password(rng)}".encode()).decode()
 
@@ -196,7 +201,7 @@ FORMATS: tuple[SecretFormat, ...] = (
     SecretFormat("slack_user", _p("xo", "xp-{digit:12}-{digit:12}-{digit:13}-{hex:32}"), "slack user token {secret}", "token"),
     SecretFormat("slack_app", _p("xa", "pp-1-A{UD:10}-{digit:13}-{hex:64}"), "app-level token: {secret}", "token"),
     SecretFormat("slack_webhook", "T{UD:8}/B{UD:10}/{b62:24}", "POST https://hooks.slack.com/services/{secret}", None),
-    SecretFormat("discord_webhook", "{digit:18}/{b64url:68}", "curl -X POST https://discord.com/api/webhooks/{secret}", None),
+    SecretFormat("discord_webhook", "{b64url:68}", "curl -X POST https://discord.com/api/webhooks/112233445566778899/{secret}", None),
     SecretFormat("discord_bot", "M{b62:23}.{b64url:6}.{b64url:27}", "bot.run('{secret}')", "token"),
     SecretFormat("telegram_bot", "{digit:10}:AA{b64url:33}", "TELEGRAM_BOT_TOKEN={secret}", None),
     SecretFormat("stripe_secret", _p("sk", "_live_{b62:24}"), "stripe.api_key = '{secret}'", "token"),
@@ -295,14 +300,14 @@ FORMATS: tuple[SecretFormat, ...] = (
     SecretFormat("json_client_secret", "{b64url:40}", "{{\"client_id\": \"web\", \"client_secret\": \"{secret}\"}}"),
     SecretFormat("python_kwarg_password", _password, "conn = psycopg.connect(host='db', user='app', password='{secret}')"),
     # --- connection strings and URLs ----------------------------------------------------------------
-    SecretFormat("postgres_url", _password, "DATABASE_URL=postgres://app:{secret}@db.internal:5432/app"),
-    SecretFormat("mongodb_srv", _password, "mongodb+srv://app:{secret}@cluster0.ab12c.mongodb.net/app?retryWrites=true"),
-    SecretFormat("redis_url", _password, "REDIS_URL=redis://:{secret}@cache.internal:6379/0"),
-    SecretFormat("amqp_url", _password, "amqp://guest:{secret}@rabbit.internal:5672/"),
-    SecretFormat("jdbc_password_param", _password, "jdbc:postgresql://db.internal:5432/app?user=app&password={secret}&ssl=true"),
+    SecretFormat("postgres_url", _url_password, "DATABASE_URL=postgres://app:{secret}@db.internal:5432/app"),
+    SecretFormat("mongodb_srv", _url_password, "mongodb+srv://app:{secret}@cluster0.ab12c.mongodb.net/app?retryWrites=true"),
+    SecretFormat("redis_url", _url_password, "REDIS_URL=redis://:{secret}@cache.internal:6379/0"),
+    SecretFormat("amqp_url", _url_password, "amqp://guest:{secret}@rabbit.internal:5672/"),
+    SecretFormat("jdbc_password_param", _url_password, "jdbc:postgresql://db.internal:5432/app?user=app&password={secret}&ssl=true"),
     SecretFormat("mssql_connection", _password, "Server=tcp:db.example.com,1433;Database=app;User ID=sa;Password={secret};Encrypt=true;"),
     SecretFormat("odbc_pwd", _password, "Driver={{ODBC Driver 18}};Server=db;Uid=app;Pwd={secret};"),
-    SecretFormat("url_encoded_form", _password, "POST /login  body: username=dana&password={secret}&remember=1"),
+    SecretFormat("url_encoded_form", _url_password, "POST /login  body: username=dana&password={secret}&remember=1"),
     SecretFormat("url_encoded_json", "{b62:32}", "GET /search?q=%7B%22api_key%22%3A%22{secret}%22%7D"),
     SecretFormat("query_access_token", "{b64url:40}", "https://api.example.com/v2/items?access_token={secret}&page=2"),
     SecretFormat("git_credentials_store", _p("gh", "p_{b62:36}"), "https://dana:{secret}@github.com", "token"),
