@@ -6,9 +6,9 @@ Contract:
   and `REDACTED` itself matches no pattern.
 * `find_secret_kinds(text)` names the rules that still find an unredacted secret;
   `find_secret_kinds(redact_secrets(x)) == []`, which is what the data-quality check asserts.
-* `SECRET_PATTERNS` is the ordered table of `(name, compiled regex)` of every rule. Rules that
-  also check the value they match (see "Generic tokens" below) report a match only when the check
-  passes, so `find_secret_kinds` is the authority; the table is for inspection.
+* `SECRET_PATTERNS` is the ordered table of `(name, pattern)` of every rule; `pattern.search(text)`
+  answers like a compiled regex's but applies the rule's value checks too (see "Generic tokens"
+  below), so it agrees with `find_secret_kinds`.
 
 Where the rules come from, in the order they run:
 1. Codex's four rules (spec 1.9), in its order and with its replacements (`Bearer
@@ -192,6 +192,11 @@ def _token_looks_random(token: str) -> bool:
             return False
         return looks_random(hex_tail)
     return looks_random(token[len(prefix) + 1 :])
+
+
+def _user_part_looks_random(match: re.Match[str], text: str) -> bool:
+    value = text[match.start("value") : match.end("value")]
+    return looks_random(value) or _token_looks_random(value)
 
 
 def _session_cookie_name(match: re.Match[str], text: str) -> bool:
@@ -424,6 +429,20 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         case_insensitive=True,
     ),
     _Rule(
+        # Password=...; Pwd=...; AccountKey=...; SharedAccessKey=...; ?sig=...&: connection
+        # strings, signed URLs and query parameters that carry credentials.
+        "credential_parameter",
+        r"((?:pwd|password|accountkey|sharedaccesskey|sharedaccesssignature|sig|signature"
+        r"|x-amz-signature|x-amz-security-token|x-goog-signature|access_token|refresh_token|id_token"
+        r"|client_secret|auth_token|session_token|apikey|api_key)=)"
+        + _NOT_REDACTED
+        + r"[^\s&;\"'\\#]{3,4096}",
+        (1, REDACTED),
+        ("pwd=", "password=", "key=", "sig", "signature=", "token=", "secret="),
+        case_insensitive=True,
+        boundary=_NAME_CHARS,
+    ),
+    _Rule(
         # DB_PASSWORD=..., DB_PASS=..., GITHUB_TOKEN: ..., client_secret = ...: a name that ends
         # in a secret word after `_` or `-`, then an assignment.
         "named_secret_assignment",
@@ -487,20 +506,6 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         ("key",),
         case_insensitive=True,
         accept=_value_after_prefix_looks_random,
-    ),
-    _Rule(
-        # Password=...; Pwd=...; AccountKey=...; SharedAccessKey=...; ?sig=...&: connection
-        # strings, signed URLs and query parameters that carry credentials.
-        "credential_parameter",
-        r"((?:pwd|password|accountkey|sharedaccesskey|sharedaccesssignature|sig|signature"
-        r"|x-amz-signature|x-amz-security-token|x-goog-signature|access_token|refresh_token|id_token"
-        r"|client_secret|auth_token|session_token|apikey|api_key)=)"
-        + _NOT_REDACTED
-        + r"[^\s&;\"'\\#]{3,4096}",
-        (1, REDACTED),
-        ("pwd=", "password=", "key=", "sig", "signature=", "token=", "secret="),
-        case_insensitive=True,
-        boundary=_NAME_CHARS,
     ),
     _Rule(
         # %22api_key%22%3A%22...%22 and password%3D...: the same fields URL-encoded.
@@ -567,7 +572,7 @@ _RULES_SPEC: tuple[_Rule, ...] = (
     _Rule(
         # htpasswd -b file user password; .netrc "login user password secret".
         "positional_password",
-        r"((?:htpasswd\s{1,4}-[a-z]{1,6}\s{1,4}(?:-[a-z]{1,6}\s{1,4})*\S{1,256}\s{1,4}\S{1,64}|login\s{1,4}\S{1,64}"
+        r"((?:htpasswd\s{1,4}(?>(?:-[a-z]{1,6}\s{1,4})+)[^\s\-]\S{0,255}\s{1,4}\S{1,64}|login\s{1,4}\S{1,64}"
         r"\s{1,4}password)\s{1,4})"
         + _NOT_REDACTED
         + _VALUE
@@ -649,7 +654,7 @@ _GENERIC_RULES: tuple[_Rule, ...] = (
         r"(://)(?P<value>[A-Za-z0-9_\-.~%]{16,256})(?=@|:[^\s/?#@\"'\\]{0,256}@)",
         (1, REDACTED),
         ("://",),
-        accept=_value_after_prefix_looks_random,
+        accept=_user_part_looks_random,
     ),
     _Rule(
         # The rest of a key the terminal wrapped onto the next line.
@@ -777,10 +782,25 @@ def _rules() -> tuple[_CompiledRule, ...]:
     return (*own, *_detector_rules(), *generic)
 
 
+@dataclass(frozen=True, slots=True)
+class RulePattern:
+    """One rule as `SECRET_PATTERNS` shows it: `search(text)` answers like `re.Pattern.search`
+    (a match or None) but applies the rule's whole logic, value checks included."""
+
+    rule: _CompiledRule
+
+    @property
+    def pattern(self) -> str:
+        return self.rule.public.pattern
+
+    def search(self, text: str) -> tuple[int, int, str] | None:
+        return next(self.rule.edits(text, text.lower()), None) if _applies(self.rule, text, text.lower()) else None
+
+
 def __getattr__(name: str) -> Any:
     # SECRET_PATTERNS is built lazily, like the rules it lists.
     if name == "SECRET_PATTERNS":
-        return tuple((rule.name, rule.public) for rule in _rules())
+        return tuple((rule.name, RulePattern(rule)) for rule in _rules())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
