@@ -116,14 +116,30 @@ def looks_random(value: str) -> bool:
     letters = sum(char.isalpha() for char in body)
     upper = sum(char.isupper() for char in body)
     if upper and upper != letters:
-        # Mixed case: random when both cases are well represented.
-        digits = sum(char.isdigit() for char in body)
-        share = upper / letters
-        return 0.2 <= share <= 0.8 and _entropy(body) >= 3.6 and (digits > 0 or len(body) >= 24)
-    # One case only (or no letters): one long run, dense in digits, with some letters.
+        # Mixed case: random when both cases are well represented in the longest run (dotted
+        # names such as `cin.TranslationUnit.PARSE_DETAILED_RECORD` mix cases across runs).
+        run = max(runs, key=len)
+        run_letters = sum(char.isalpha() for char in run)
+        run_upper = sum(char.isupper() for char in run)
+        digits = sum(char.isdigit() for char in run)
+        if len(run) < 12 or not run_letters:
+            return False
+        share = run_upper / run_letters
+        entropy_floor = min(3.6, math.log2(len(run)) - 0.4)
+        # CamelCase has each capital followed by a small letter; random text often does not.
+        irregular = sum(1 for a, b in zip(run, run[1:] + " ") if a.isupper() and not b.islower())
+        return (
+            0.2 <= share <= 0.8
+            and (irregular >= 2 or digits >= 2)
+            and _entropy(run) >= entropy_floor
+            and (digits > 0 or len(run) >= 20)
+        )
+    # One case only (or no letters): one long run, dense in digits, with letters and digits
+    # interleaved (`errpep484585container` has one block of digits).
     run = max(runs, key=len)
     digits = sum(char.isdigit() for char in run)
-    return len(run) >= 16 and len(run) * 0.15 <= digits < len(run) and _entropy(run) >= 3.2
+    switches = sum(1 for a, b in zip(run, run[1:]) if a.isdigit() != b.isdigit())
+    return len(run) >= 16 and len(run) * 0.15 <= digits < len(run) and switches >= 4 and _entropy(run) >= 3.2
 
 
 # ---- the rule table ---------------------------------------------------------------------------
@@ -201,13 +217,26 @@ def _user_part_looks_random(match: re.Match[str], text: str) -> bool:
 
 def _session_cookie_name(match: re.Match[str], text: str) -> bool:
     """`sessionid=`, `_gh_sess=`, `connect.sid=`, `JSESSIONID=`, `PHPSESSID=`, but not
-    `consider=` or `inside=`: the word starts the name or follows `_`, `.`, `-`, `j` or `php`."""
+    `consider=` or `inside=`: the word starts the name or follows `_`, `.`, `-`, `j` or `php`.
+    Session values are random; `session=session` in code is not one."""
     start = match.start()
     for lead in ("", "j", "php", "asp.net_"):
         at = start - len(lead)
         if at >= 0 and text[at:start].lower() == lead and _at_boundary(text, at, _WORD_CHARS - {"_"}):
-            return _not_an_identifier(match, text)
+            return _value_after_prefix_looks_random(match, text)
     return False
+
+
+_CODE_VALUE = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:\(.*|[,)].*)?")
+
+
+def _not_code(match: re.Match[str], text: str) -> bool:
+    """`password=password,` and `auth_token=self.token)` are keyword arguments in code, not
+    credentials: an identifier (or call) followed by `,` or `)`, or None / True / False."""
+    value = text[match.start("value") : match.end("value")]
+    if value in ("None", "True", "False", "null"):
+        return False
+    return not (_CODE_VALUE.fullmatch(value) and (value.endswith((",", ")")) or "(" in value or text[match.end("value") : match.end("value") + 1] in (",", ")")))
 
 
 def _not_an_identifier(match: re.Match[str], text: str) -> bool:
@@ -390,11 +419,13 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         + _QUOTE
         + r"?)"
         + _NOT_REDACTED
+        + r"(?P<value>"
         + _VALUE
-        + r"{16,}",
+        + r"{16,4096})",
         (1, REDACTED),
         ("key", "token", "secret"),
         case_insensitive=True,
+        accept=_value_after_prefix_looks_random,
     ),
     _Rule(
         "aws_secret_access_key",
@@ -436,10 +467,11 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         r"|x-amz-signature|x-amz-security-token|x-goog-signature|access_token|refresh_token|id_token"
         r"|client_secret|auth_token|session_token|apikey|api_key)=)"
         + _NOT_REDACTED
-        + r"[^\s&;\"'\\#]{3,4096}",
+        + r"(?P<value>[^\s&;\"'\\#]{3,4096})",
         (1, REDACTED),
         ("pwd=", "password=", "key=", "sig", "signature=", "token=", "secret="),
         case_insensitive=True,
+        accept=_not_code,
         boundary=_NAME_CHARS,
     ),
     _Rule(

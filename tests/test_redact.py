@@ -273,7 +273,7 @@ def test_ordinary_transcript_text_survives_in_each_placement(name, placement):
             "https://x-access-token:[REDACTED_SECRET]",
         ),
         ("token " + "gl" + "pat-xK3_aB7-dE9fG2hJ4kL6m", "token [REDACTED_SECRET]"),
-        ("HF " + "h" + "f_aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH", "HF [REDACTED_SECRET]"),
+        ("HF " + "h" + "f_CJXDCGLmlZGEONYlgCtjfIZSOcMzCPVNPk", "HF [REDACTED_SECRET]"),
     ],
 )
 def test_credentials_keep_their_context(text, expected):
