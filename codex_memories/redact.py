@@ -715,14 +715,24 @@ class _CompiledRule:
     locate: Callable[[re.Match[str], str], tuple[int, int] | None] | None
     boundary: frozenset[str] | None
     gate: re.Pattern[str] | None = None
+    # More regexes of the same rule (a detect-secrets plugin has several): one hint check.
+    extra: tuple[re.Pattern[str], ...] = ()
 
     def edits(self, text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, replacement) of every secret this rule finds in `text`, left to right."""
+        if self.extra:
+            # Several regexes: their finds merged left to right.
+            found = sorted(edit for regex in (self.public, *self.extra) for edit in self._edits(regex, text, text))
+            yield from found
+            return
         if self.case_insensitive and len(lowered) == len(text):
             haystack, regex = lowered, self.fast
         else:
             # Unicode lower-casing changed the length (e.g. "İ"): positions would not carry over.
             haystack, regex = text, self.public
+        yield from self._edits(regex, text, haystack)
+
+    def _edits(self, regex: re.Pattern[str], text: str, haystack: str) -> Iterator[tuple[int, int, str]]:
         for match in regex.finditer(haystack):
             if self.boundary is not None and not _at_boundary(text, match.start(), self.boundary):
                 continue
@@ -786,13 +796,15 @@ def _detector_rules() -> list[_CompiledRule]:
         name = plugin_class.__name__
         if name in _SKIPPED_PLUGINS:
             continue
-        for index, regex in enumerate(plugin_class().denylist):
-            # The plugin's own flags stay with its regex: it runs on the original text.
+        regexes = tuple(plugin_class().denylist)
+        if regexes:
+            # The plugin's own flags stay with its regexes: they run on the original text.
             rules.append(
                 _CompiledRule(
-                    name=f"detect_secrets.{name}" + (f".{index}" if index else ""),
-                    public=regex,
-                    fast=regex,
+                    name=f"detect_secrets.{name}",
+                    public=regexes[0],
+                    fast=regexes[0],
+                    extra=regexes[1:],
                     template=(REDACTED,),
                     hints=_DETECTOR_HINTS.get(name, ()),
                     case_insensitive=False,
