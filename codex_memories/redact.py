@@ -876,9 +876,28 @@ def _apply(rule: _CompiledRule, text: str, lowered: str) -> str:
     return "".join(pieces)
 
 
-def _applies(rule: _CompiledRule, text: str, lowered: str) -> bool:
-    if rule.hints and not any(hint in lowered for hint in rule.hints):
-        return False
+_MARKER_LOWER = REDACTED.lower()
+
+
+def _applies(rule: _CompiledRule, text: str, lowered: str, seen: dict[str, bool] | None = None) -> bool:
+    """Whether `rule` can match: one of its hints occurs and its gate matches.
+
+    `seen` caches hint look-ups over the text as it was before any replacement. That is safe:
+    a replacement only removes text and inserts the marker, so a hint absent before can only
+    appear inside the marker, which no rule matches (`_NOT_REDACTED`); only the marker itself,
+    as a hint, is looked up in the current text."""
+    if rule.hints:
+        for hint in rule.hints:
+            if seen is None or hint == _MARKER_LOWER:
+                found = hint in lowered
+            else:
+                found = seen.get(hint)
+                if found is None:
+                    found = seen[hint] = hint in lowered
+            if found:
+                break
+        else:
+            return False
     return rule.gate is None or rule.gate.search(text) is not None
 
 
@@ -887,8 +906,10 @@ def redact_secrets(text: str) -> str:
     if not text:
         return text
     lowered = text.lower()
+    original_lowered = lowered
+    seen: dict[str, bool] = {}
     for rule in _rules():
-        if not _applies(rule, text, lowered):
+        if not _applies(rule, text, lowered if rule.hints == (_MARKER_LOWER,) else original_lowered, seen):
             continue
         replaced = _apply(rule, text, lowered)
         if replaced != text:
