@@ -35,8 +35,11 @@ string is never replaced and the JSON stays well formed.
 Import cost: importing this module compiles nothing and does not import `detect-secrets`
 (≈ 0.1-0.2 s, it pulls in `requests`); both happen on the first call, once per process.
 
-Performance: every rule is precompiled, starts with a literal where it can, bounds its
-repetitions, and is skipped outright when none of its literal hints occurs in the text.
+Performance (benchmarks/README.md, "Secrets": about half the throughput of the previous
+17-rule table): every rule is precompiled, starts with a literal where it can, bounds its
+repetitions, and is skipped outright when none of its literal hints occurs in the text. Checks a
+regex cannot do cheaply (word boundaries, "is this value random?") run in Python on matches only,
+never as a look-behind tried at every position.
 Case-insensitive rules run case-sensitively over a lower-cased copy of the text (same length, so
 match positions carry over), which is several times faster than `re.IGNORECASE`.
 """
@@ -159,8 +162,6 @@ class _Rule:
     case_insensitive: bool = False
     # Called with the match (in the original text); the match is redacted only when it says so.
     accept: Callable[[re.Match[str], str], bool] | None = None
-    # detect-secrets plugins: redact the token the match sits in rather than a template.
-    widen: bool = False
     # Instead of template and accept: the span to redact inside the match, or None.
     locate: Callable[[re.Match[str], str], tuple[int, int] | None] | None = None
     # Characters that must not come right before the match (checked in Python: a look-behind
@@ -168,7 +169,7 @@ class _Rule:
     boundary: frozenset[str] | None = None
 
 
-def _value_after_prefix_looks_random(match: re.Match[str], text: str) -> bool:
+def _value_looks_random(match: re.Match[str], text: str) -> bool:
     start, end = match.span("value")
     return looks_random(text[start:end])
 
@@ -223,7 +224,7 @@ def _session_cookie_name(match: re.Match[str], text: str) -> bool:
     for lead in ("", "j", "php", "asp.net_"):
         at = start - len(lead)
         if at >= 0 and text[at:start].lower() == lead and _at_boundary(text, at, _WORD_CHARS - {"_"}):
-            return _value_after_prefix_looks_random(match, text)
+            return _value_looks_random(match, text)
     return False
 
 
@@ -425,7 +426,7 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         (1, REDACTED),
         ("key", "token", "secret"),
         case_insensitive=True,
-        accept=_value_after_prefix_looks_random,
+        accept=_value_looks_random,
     ),
     _Rule(
         "aws_secret_access_key",
@@ -537,7 +538,7 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         (1, REDACTED),
         ("key",),
         case_insensitive=True,
-        accept=_value_after_prefix_looks_random,
+        accept=_value_looks_random,
     ),
     _Rule(
         # %22api_key%22%3A%22...%22 and password%3D...: the same fields URL-encoded.
@@ -694,7 +695,7 @@ _GENERIC_RULES: tuple[_Rule, ...] = (
         r"(\[REDACTED_SECRET\]" + _NEWLINE + r"[+]?)(?P<value>[A-Za-z0-9+/=_\-]{8,1000})(?=[\s\"'\\]|$)",
         (1, REDACTED),
         ("[redacted_secret]",),
-        accept=_value_after_prefix_looks_random,
+        accept=_value_looks_random,
     ),
 )
 
@@ -756,7 +757,7 @@ def _compile(rule: _Rule) -> _CompiledRule:
         hints=rule.hints,
         case_insensitive=rule.case_insensitive,
         accept=rule.accept,
-        widen=rule.widen,
+        widen=False,
         locate=rule.locate,
         boundary=rule.boundary,
     )
