@@ -1,6 +1,6 @@
 """Secret benchmark: how many planted secrets survive each redactor, and what ordinary text it breaks.
 
-    .venv/bin/python benchmarks/secrets.py [--seeds 1 2] [--corpus-mb 20] [--update-readme]
+    .venv/bin/python benchmarks/secrets.py [--seeds 1 2] [--corpus-mb 10] [--repeats 3] [--update-readme]
 
 1. Survivors. `tests/support/secret_formats.py` draws one random value per format (100+ formats:
    provider tokens, passwords on command lines, `.env` lines, connection strings, cookies, key
@@ -46,8 +46,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO_ROOT, machine_description, markdown_table, scratch_dir, update_readme_section  # noqa: E402
+_HERE = Path(__file__).resolve().parent
+# This file is named like the standard library's `secrets`: keep its folder off sys.path so that a
+# library importing `secrets` gets the real module, and load the sibling `_common` by path.
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
+_spec = importlib.util.spec_from_file_location("_common", _HERE / "_common.py")
+_common = importlib.util.module_from_spec(_spec)
+sys.modules["_common"] = _common
+_spec.loader.exec_module(_common)
+REPO_ROOT, machine_description, markdown_table, update_readme_section = (
+    _common.REPO_ROOT, _common.machine_description, _common.markdown_table, _common.update_readme_section
+)
 
 from tests.support.secret_formats import (  # noqa: E402
     FORMATS,
