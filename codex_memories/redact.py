@@ -186,8 +186,8 @@ def _locate_prefixed_token(match: re.Match[str], text: str) -> tuple[int, int] |
         start += 1
         if end - start < 17 or not text[start].isalpha():
             return None
-    elif not _at_boundary(text, start, _TOKEN_START_EXCLUDED):
-        return None
+    elif start > 0 and text[start - 1] == "+" and not text[max(0, start - 3) : start].endswith(("\n+", "\\n+")):
+        return None  # inside base64 (`...+abc_...`), not a patch line
     return (start, end) if _token_looks_random(text[start:end]) else None
 
 
@@ -675,8 +675,10 @@ _GENERIC_RULES: tuple[_Rule, ...] = (
         # glpat-..., hf_..., npm_..., pypi-..., dop_v1_..., hvs....: a short prefix, a separator,
         # then a random body. The look-ahead skips lower-case identifiers without running the check.
         "prefixed_token",
-        # One linear pass over runs of token characters; the shape is checked in Python.
-        r"[A-Za-z][A-Za-z0-9_\-.~]{15,999}[A-Za-z0-9_~]",
+        # Prefix and separator in the regex (possessive: no backtracking), randomness in Python.
+        # A single-character look-behind is cheap; the letter of a JSON escape (`\\nghp_...`)
+        # may start the match, `_locate_prefixed_token` then skips it.
+        r"(?<![A-Za-z0-9_\-.~/%])[A-Za-z][A-Za-z0-9]{0,24}+[_\-.][A-Za-z0-9_\-.~]{15,999}[A-Za-z0-9_~]",
         (REDACTED,),
         (),
         locate=_locate_prefixed_token,
