@@ -4,31 +4,55 @@ Contract:
 * `redact_secrets(text)` replaces every secret it recognises with `REDACTED`; everything else is
   returned unchanged. It is idempotent (`redact_secrets(redact_secrets(x)) == redact_secrets(x)`)
   and `REDACTED` itself matches no pattern.
-* The first four rules reproduce Codex's sanitizer (spec 1.9) in its order and with its
-  replacements (`Bearer [REDACTED_SECRET]`; key, separator and opening quote kept for
-  assignments). The rules after them close the gaps listed in spec section 11 (JSON-quoted keys,
-  private keys, GitHub / Slack / Google / Stripe tokens, JWTs, URL passwords, Authorization
-  headers, AWS secret keys by name).
-* Every rule also works on JSON-serialised text (phase 1 redacts the JSON of transcript items,
-  whose tool outputs often contain JSON again). One deliberate difference from Codex: a value
-  stops at a backslash, so the escaped quote (`\\"`) or newline (`\\n`) that ends a value inside a
-  JSON string is never replaced and the JSON stays well formed.
-* `SECRET_PATTERNS` is the public ordered table of `(name, compiled regex)`. The regexes never
-  match already-redacted text, so `find_secret_kinds(redact_secrets(x)) == []`, which is what the
-  data-quality check asserts.
+* `find_secret_kinds(text)` names the rules that still find an unredacted secret;
+  `find_secret_kinds(redact_secrets(x)) == []`, which is what the data-quality check asserts.
+* `SECRET_PATTERNS` is the ordered table of `(name, pattern)` of every rule; `pattern.search(text)`
+  answers like a compiled regex's but applies the rule's value checks too (see "Generic tokens"
+  below), so it agrees with `find_secret_kinds`.
 
-Performance: inputs can be large. Every rule is precompiled, starts with a literal where it can
-(word boundaries are checked by a look-behind placed after the literal, which lets the regex
-engine skip ahead quickly), bounds its repetitions, and is skipped outright when none of its
-literal hints occurs in the text. Case-insensitive rules are run case-sensitively over a
-lower-cased copy of the text (same length, so match positions carry over), which is several
-times faster than `re.IGNORECASE`.
+Where the rules come from, in the order they run:
+1. Codex's four rules (spec 1.9), in its order and with its replacements (`Bearer
+   [REDACTED_SECRET]`; key, separator and opening quote kept for assignments).
+2. Formats whose exact shape we know and that need more than a token match: PEM and PGP key
+   blocks (also JSON-escaped, also cut short), PuTTY key bodies, URL passwords, Authorization
+   headers, JSON-quoted secret fields, `.env` / config assignments whose *name* says secret,
+   credentials on command lines (`curl -u`, `mysql -p`, `sshpass -p`, `--password`), connection
+   strings and signed-URL parameters, URL-encoded fields, session cookies, and the provider
+   tokens the detector below misses or matches only in part.
+3. The regex plugins of Yelp's `detect-secrets` (a maintained detector, a dependency): every
+   plugin with a `denylist`, as installed, except the few listed in `_SKIPPED_PLUGINS` with the
+   reason. A plugin's match is widened to the whole token it sits in.
+4. Generic tokens: `prefix_` / `prefix-` / `prefix.` followed by a random-looking body (provider
+   tokens whose prefix nobody listed), random user parts of URLs (`https://<token>@host`), and
+   the second half of a key the terminal wrapped onto the next line. "Random-looking" is decided
+   by `looks_random` (character classes and Shannon entropy), never by a list of prefixes.
+
+Every rule works on JSON-serialised text (phase 1 redacts the JSON of transcript items, whose
+tool outputs often contain JSON again). One deliberate difference from Codex: a value stops at a
+backslash, so the escaped quote (`\\"`) or newline (`\\n`) that ends a value inside a JSON
+string is never replaced and the JSON stays well formed.
+
+Import cost: importing this module compiles nothing and does not import `detect-secrets`
+(≈ 0.1-0.2 s, it pulls in `requests`); both happen on the first call, once per process.
+
+Performance (benchmarks/README.md, "Secrets": about half the throughput of the previous
+17-rule table): every rule is precompiled, starts with a literal where it can, bounds its
+repetitions, and is skipped outright when none of its literal hints occurs in the text. Checks a
+regex cannot do cheaply (word boundaries, "is this value random?") run in Python on matches only,
+never as a look-behind tried at every position.
+Case-insensitive rules run case-sensitively over a lower-cased copy of the text (same length, so
+match positions carry over), which is several times faster than `re.IGNORECASE`.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 REDACTED = "[REDACTED_SECRET]"
 
@@ -40,6 +64,23 @@ _NOT_REDACTED = r"(?!\[(?:REDACTED_SECRET|redacted_secret)\])"
 _VALUE = r"[^\s\"'\\]"
 # A quote as it appears in plain text or inside (possibly nested) JSON strings.
 _QUOTE = r"(?:\\{0,31}[\"'])"
+# A line break as it appears in plain text or inside (possibly nested) JSON strings.
+_NEWLINE = r"(?:\r?\n|(?:\\{1,31}r)?\\{1,31}n)"
+
+
+def _at_boundary(text: str, position: int, excluded: frozenset[str]) -> bool:
+    """True when `text[position - 1]` is not in `excluded`. A JSON escape (`\\n`, `\\t`, ...)
+    right before counts as a boundary (see `_word_start`), and so does the `+` that starts an
+    added line of a patch."""
+    if position == 0 or text[position - 1] not in excluded:
+        return True
+    before = text[max(0, position - 3) : position]
+    return (len(before) >= 2 and before[-2] == "\\" and before[-1] in "nrtbf") or before.endswith(("\n+", "\\n+"))
+
+
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_NAME_CHARS = _WORD_CHARS | {"-"}
+_TOKEN_START_EXCLUDED = _NAME_CHARS | set("./+%\\")
 
 
 def _word_start(literal: str) -> str:
@@ -52,6 +93,60 @@ def _word_start(literal: str) -> str:
     return literal + r"(?:(?<![A-Za-z0-9_]" + escaped + r")|(?<=\\[nrtbf]" + escaped + "))"
 
 
+# ---- how a value looks ------------------------------------------------------------------------
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _entropy(value: str) -> float:
+    """Shannon entropy in bits per character."""
+    length = len(value)
+    return -sum(count / length * math.log2(count / length) for count in Counter(value).values())
+
+
+def looks_random(value: str) -> bool:
+    """True for machine-generated credentials (base62/64 noise, long hex), false for words,
+    identifiers, file names, paths and versions.
+
+    Random mixed-case text has upper and lower case in similar amounts; identifiers
+    (`AbstractSingletonProxyFactoryBean2`, `CODEX_MEMORIES_TEST_S3`) do not. Random single-case
+    text is dense in digits *within one run*: `manylinux_2_17_x86_64` has digits only in short
+    separate pieces. Separators (`-_.~%`, and base64's `+/=`) split the runs."""
+    runs = [run for run in re.split(r"[-_.~%+/=]", value) if run]
+    body = "".join(runs)
+    if len(body) < 16 or not body.isalnum() or not body.isascii():
+        return False
+    letters = sum(char.isalpha() for char in body)
+    upper = sum(char.isupper() for char in body)
+    if upper and upper != letters:
+        # Mixed case: random when both cases are well represented in the longest run (dotted
+        # names such as `cin.TranslationUnit.PARSE_DETAILED_RECORD` mix cases across runs).
+        run = max(runs, key=len)
+        run_letters = sum(char.isalpha() for char in run)
+        run_upper = sum(char.isupper() for char in run)
+        digits = sum(char.isdigit() for char in run)
+        if len(run) < 12 or not run_letters:
+            return False
+        share = run_upper / run_letters
+        entropy_floor = min(3.6, math.log2(len(run)) - 0.4)
+        # CamelCase has each capital followed by a small letter; random text often does not.
+        irregular = sum(1 for a, b in zip(run, run[1:] + " ") if a.isupper() and not b.islower())
+        return (
+            0.2 <= share <= 0.8
+            and (irregular >= 2 or digits >= 2)
+            and _entropy(run) >= entropy_floor
+            and (digits > 0 or len(run) >= 20)
+        )
+    # One case only (or no letters): one long run, dense in digits, with letters and digits
+    # interleaved (`errpep484585container` has one block of digits).
+    run = max(runs, key=len)
+    digits = sum(char.isdigit() for char in run)
+    switches = sum(1 for a, b in zip(run, run[1:]) if a.isdigit() != b.isdigit())
+    return len(run) >= 16 and len(run) * 0.15 <= digits < len(run) and switches >= 4 and _entropy(run) >= 3.2
+
+
+# ---- the rule table ---------------------------------------------------------------------------
+
 # A replacement is a sequence of parts: an int keeps that group of the match, a str is inserted.
 _Template = tuple[int | str, ...]
 
@@ -62,12 +157,105 @@ class _Rule:
     pattern: str
     template: _Template
     # Literals (lower case); the rule only runs when one of them occurs in the lowered text.
+    # Empty: always runs.
     hints: tuple[str, ...]
     case_insensitive: bool = False
+    # Called with the match (in the original text); the match is redacted only when it says so.
+    accept: Callable[[re.Match[str], str], bool] | None = None
+    # Instead of template and accept: the span to redact inside the match, or None.
+    locate: Callable[[re.Match[str], str], tuple[int, int] | None] | None = None
+    # Characters that must not come right before the match (checked in Python: a look-behind
+    # at the start of a pattern costs a check at every position of the text).
+    boundary: frozenset[str] | None = None
 
+
+def _value_looks_random(match: re.Match[str], text: str) -> bool:
+    start, end = match.span("value")
+    return looks_random(text[start:end])
+
+
+_TOKEN_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]{0,24}[_\-.]")
+_UPPER_OR_DIGIT = re.compile(r"[0-9A-Z]")
+
+
+def _locate_prefixed_token(match: re.Match[str], text: str) -> tuple[int, int] | None:
+    """The token a run of token characters is, if it is one. The run may start with the letter
+    of a JSON escape (`\\nghp_...`): the token then starts one character later."""
+    start, end = match.span()
+    if start > 0 and text[start - 1] == "\\" and text[start] in "nrtbf":
+        start += 1
+        if end - start < 17 or not text[start].isalpha():
+            return None
+    elif start > 0 and text[start - 1] == "+" and not text[max(0, start - 3) : start].endswith(("\n+", "\\n+")):
+        return None  # inside base64 (`...+abc_...`), not a patch line
+    return (start, end) if _token_looks_random(text[start:end]) else None
+
+
+def _token_looks_random(token: str) -> bool:
+    """A prefix of letters and digits, a separator, then a random body of 16+ characters."""
+    lead = _TOKEN_PREFIX.match(token)
+    if lead is None or len(token) - lead.end() < 16 or not _UPPER_OR_DIGIT.search(token, lead.end()):
+        return False
+    prefix = token[: lead.end() - 1]
+    if prefix.lower() in _HASH_NAMES:
+        return False
+    # Long hex after a prefix is a token only after `_` (shpat_, sbp_, dop_v1_) or an upper-case
+    # prefix (PMAK-): content hashes are written `sha256-`, `pip-`, `build-`, `Linux-pip-`.
+    tail = re.match(r"(?:(?:[A-Za-z]+|v\d+)[_\-.])*", token)
+    hex_tail = token[tail.end() :]
+    if hex_tail and all(char in _HEX_DIGITS for char in re.sub(r"[-_.]", "", hex_tail)):
+        separator = token[tail.end() - 1] if tail.end() else ""
+        if separator != "_" and not prefix.isupper():
+            return False
+        return looks_random(hex_tail)
+    return looks_random(token[len(prefix) + 1 :])
+
+
+def _user_part_looks_random(match: re.Match[str], text: str) -> bool:
+    value = text[match.start("value") : match.end("value")]
+    return looks_random(value) or _token_looks_random(value)
+
+
+def _session_cookie_name(match: re.Match[str], text: str) -> bool:
+    """`sessionid=`, `_gh_sess=`, `connect.sid=`, `JSESSIONID=`, `PHPSESSID=`, but not
+    `consider=` or `inside=`: the word starts the name or follows `_`, `.`, `-`, `j` or `php`.
+    Session values are random; `session=session` in code is not one."""
+    start = match.start()
+    for lead in ("", "j", "php", "asp.net_"):
+        at = start - len(lead)
+        if at >= 0 and text[at:start].lower() == lead and _at_boundary(text, at, _WORD_CHARS - {"_"}):
+            return _value_looks_random(match, text)
+    return False
+
+
+_CODE_VALUE = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:\(.*|[,)].*)?")
+
+
+def _not_code(match: re.Match[str], text: str) -> bool:
+    """`password=password,` and `auth_token=self.token)` are keyword arguments in code, not
+    credentials: an identifier (or call) followed by `,` or `)`, or None / True / False."""
+    value = text[match.start("value") : match.end("value")]
+    if value in ("None", "True", "False", "null"):
+        return False
+    return not (_CODE_VALUE.fullmatch(value) and (value.endswith((",", ")")) or "(" in value or text[match.end("value") : match.end("value") + 1] in (",", ")")))
+
+
+def _not_an_identifier(match: re.Match[str], text: str) -> bool:
+    value = text[match.start("value") : match.end("value")]
+    return not re.fullmatch(r"[0-9a-fA-F\-]{36}|\d+|true|false|null|none", value, re.IGNORECASE)
+
+
+_HASH_NAMES = frozenset(
+    {"sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b", "blake3", "crc32", "h1", "sum", "hash", "digest"}
+)
+
+_SECRET_WORDS = (
+    r"password|passwd|pass|pwd|secret|token|api[_\-]?key|apikey|secret[_\-]?key|access[_\-]?key"
+    r"|private[_\-]?key|auth|credentials?"
+)
 
 _RULES_SPEC: tuple[_Rule, ...] = (
-    # --- Codex's four rules (spec 1.9), same order and replacements. -----------------------
+    # --- 1. Codex's four rules (spec 1.9), same order and replacements. ---------------------
     _Rule(
         "openai_api_key",
         r"sk-[A-Za-z0-9]{20,}",
@@ -101,32 +289,44 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         ("api", "token", "secret", "password"),
         case_insensitive=True,
     ),
-    # --- Our additions (spec section 11, limitation 6). ------------------------------------
+    # --- 2. Known shapes. ------------------------------------------------------------------
     _Rule(
-        # Whole PEM blocks, also with JSON-escaped newlines. The body class has no quote, so a
-        # block can never run across JSON strings.
+        # Whole PEM / PGP blocks, also with JSON-escaped newlines. The body class has no quote,
+        # so a block can never run across JSON strings.
         "private_key_block",
-        r"(-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----)"
+        r"(-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----)"
         r"[A-Za-z0-9+/=\s\\:,.\-]{0,20000}?"
-        r"(-----END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----)",
+        r"(-----END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----)",
         (1, REDACTED, 2),
-        ("private key-----",),
+        ("private key",),
     ),
     _Rule(
         # A key block cut short (e.g. by output truncation): redact what follows the header.
         "private_key_unterminated",
-        r"(-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----)"
+        r"(-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----)"
         + _NOT_REDACTED
-        + r"[A-Za-z0-9+/=\s\\]{64,}",
+        + r"[A-Za-z0-9+/=\s\\:.\-]{64,}",
         (1, REDACTED),
-        ("private key-----",),
+        ("private key",),
+    ),
+    _Rule(
+        "putty_private_key",
+        r"(Private-Lines: ?\d{1,4})" + _NOT_REDACTED + r"[A-Za-z0-9+/=\s\\]{16,20000}",
+        (1, REDACTED),
+        ("private-lines",),
+    ),
+    _Rule(
+        "age_secret_key",
+        r"AGE-SECRET-KEY-1[0-9A-Z]{58}",
+        (REDACTED,),
+        ("age-secret-key-1",),
     ),
     _Rule(
         # Project / service-account / Anthropic keys: `sk-` followed by dashes or underscores.
         # The left boundary, the length and the required digit keep slugs such as
         # `disk-usage-report` or `sk-learn` intact.
         "dashed_sk_key",
-        r"sk-(?<![A-Za-z0-9_\-]sk-)(?=[A-Za-z_\-]{0,300}[0-9])[A-Za-z0-9_\-]{32,}",
+        r"sk-(?:(?<![A-Za-z0-9_\-]sk-)|(?<=\\[nrtbf]sk-))(?=[A-Za-z_\-]{0,300}[0-9])[A-Za-z0-9_\-]{32,}",
         (REDACTED,),
         ("sk-",),
     ),
@@ -141,10 +341,15 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     _Rule(
+        # Slack bot, user and app-level tokens (detect-secrets' pattern stops at upper case).
         "slack_token",
-        _word_start("xox") + r"[abprs]-[A-Za-z0-9][A-Za-z0-9\-]{9,250}",
+        r"(?:"
+        + _word_start("xox")
+        + r"[abposr]|"
+        + _word_start("xapp")
+        + r")-[A-Za-z0-9][A-Za-z0-9\-]{9,250}",
         (REDACTED,),
-        ("xox",),
+        ("xox", "xapp-"),
     ),
     _Rule(
         "slack_webhook",
@@ -153,8 +358,14 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         ("hooks.slack.com",),
     ),
     _Rule(
+        "discord_webhook",
+        r"(discord(?:app)?\.com/api/webhooks/\d{5,30}/)[A-Za-z0-9_\-]{16,300}",
+        (1, REDACTED),
+        ("/api/webhooks/",),
+    ),
+    _Rule(
         "google_api_key",
-        r"AIza(?<![A-Za-z0-9_\-]AIza)[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])",
+        r"AIza(?:(?<![A-Za-z0-9_\-]AIza)|(?<=\\[nrtbf]AIza))[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])",
         (REDACTED,),
         ("aiza",),
     ),
@@ -175,7 +386,7 @@ _RULES_SPEC: tuple[_Rule, ...] = (
     _Rule(
         # scheme://user:password@host -> scheme, user and host kept, password redacted.
         "url_password",
-        r"(://(?<=[a-z0-9+.\-]://)[^\s:/?#@\"'\\\[\]]{1,128}:)"
+        r"(://(?<=[a-z0-9+.\-]://)[^\s:/?#@\"'\\\[\]]{0,128}:)"
         + r"(?!\[(?:REDACTED_SECRET|redacted_secret)\]@)"
         + r"[^\s/?#@\"'\\]{1,256}(?=@)",
         (1, REDACTED),
@@ -201,6 +412,23 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         case_insensitive=True,
     ),
     _Rule(
+        # X-API-Key: ..., X-Auth-Token: ..., Api-Token ...: headers whose name says secret.
+        "secret_header",
+        r"((?:api-?key|auth-?token|access-?token|api-?token|session-?token|secret)"
+        + _QUOTE
+        + r"?[ \t]{0,4}:[ \t]{0,4}"
+        + _QUOTE
+        + r"?)"
+        + _NOT_REDACTED
+        + r"(?P<value>"
+        + _VALUE
+        + r"{16,4096})",
+        (1, REDACTED),
+        ("key", "token", "secret"),
+        case_insensitive=True,
+        accept=_value_looks_random,
+    ),
+    _Rule(
         "aws_secret_access_key",
         r"((?:"
         + _word_start("aws")
@@ -217,11 +445,11 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         case_insensitive=True,
     ),
     _Rule(
-        # "password": "...", \"api_key\":\"...\", 'client_secret': '...': a quoted key whose name
-        # ends in a secret word, a colon, and a quoted value.
+        # "password": "...", \"api_key\":\"...\", 'client_secret': '...', "auth": "...": a quoted
+        # key whose name ends in a secret word, a colon, and a quoted value.
         "json_secret_field",
         r"((?:password|passwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key"
-        r"|credentials?)"
+        r"|credentials?|auth|sessionid|session_key)"
         + _QUOTE
         + r"\s{0,4}:\s{0,4}"
         + _QUOTE
@@ -229,24 +457,252 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         + _NOT_REDACTED
         + r"[^\"'\\\r\n]{8,4096}",
         (1, REDACTED),
-        ("password", "passwd", "secret", "token", "key", "credential"),
+        ("password", "passwd", "secret", "token", "key", "credential", "auth", "session"),
         case_insensitive=True,
     ),
     _Rule(
-        # DB_PASSWORD=..., GITHUB_TOKEN: ..., client_secret = ...: a name that ends in a secret
-        # word after `_` or `-`, then an assignment.
+        # Password=...; Pwd=...; AccountKey=...; SharedAccessKey=...; ?sig=...&: connection
+        # strings, signed URLs and query parameters that carry credentials.
+        "credential_parameter",
+        r"((?:pwd|password|accountkey|sharedaccesskey|sharedaccesssignature|sig|signature"
+        r"|x-amz-signature|x-amz-security-token|x-goog-signature|access_token|refresh_token|id_token"
+        r"|client_secret|auth_token|session_token|apikey|api_key)=)"
+        + _NOT_REDACTED
+        + r"(?P<value>[^\s&;\"'\\#]{3,4096})",
+        (1, REDACTED),
+        ("pwd=", "password=", "key=", "sig", "signature=", "token=", "secret="),
+        case_insensitive=True,
+        accept=_not_code,
+        boundary=_NAME_CHARS,
+    ),
+    _Rule(
+        # DB_PASSWORD=..., DB_PASS=..., GITHUB_TOKEN: ..., client_secret = ...: a name that ends
+        # in a secret word after `_` or `-`, then an assignment.
         "named_secret_assignment",
-        r"([_\-](?<=[a-z0-9][_\-])(?:password|passwd|secret|token|api[_\-]?key|apikey"
-        r"|secret[_\-]?key|access[_\-]?key|private[_\-]?key|auth)"
-        r"\s{0,4}[:=]\s{0,4}[\"']?)"
+        r"([_\-](?<=[a-z0-9][_\-])(?:" + _SECRET_WORDS + r")"
+        + _QUOTE
+        + r"?\s{0,4}[:=]\s{0,4}"
+        + _QUOTE
+        + r"?)"
         + _NOT_REDACTED
         + _VALUE
         + r"{8,}",
         (1, REDACTED),
-        ("password", "passwd", "secret", "token", "key", "auth"),
+        ("pass", "pwd", "secret", "token", "key", "auth", "credential"),
         case_insensitive=True,
     ),
+    _Rule(
+        # PGPASSWORD=..., newPassword: ..., passwd = ...: the word at the end of a longer name.
+        "password_assignment",
+        r"((?:password|passwd)"
+        + _QUOTE
+        + r"?\s{0,4}[:=]\s{0,4}"
+        + _QUOTE
+        + r"?)"
+        + _NOT_REDACTED
+        + _VALUE
+        + r"{8,}",
+        (1, REDACTED),
+        ("passw",),
+        case_insensitive=True,
+    ),
+    _Rule(
+        # pass = ..., pwd: ...: the short forms as a name of their own (not OLDPWD, not bypass).
+        "short_password_assignment",
+        r"((?:pass|pwd)"
+        + _QUOTE
+        + r"?\s{0,4}[:=]\s{0,4}"
+        + _QUOTE
+        + r"?)"
+        + _NOT_REDACTED
+        + _VALUE
+        + r"{8,}",
+        (1, REDACTED),
+        ("pass", "pwd"),
+        case_insensitive=True,
+        boundary=_NAME_CHARS,
+    ),
+    _Rule(
+        # JWT_SIGNING_KEY=..., RAILS_MASTER_KEY=..., MAILCHIMP_KEY=...: names ending in `_key`
+        # say secret only when the value is random (SORT_KEY=created_at is not).
+        "named_key_assignment",
+        r"([_\-](?<=[a-z0-9][_\-])key"
+        + _QUOTE
+        + r"?\s{0,4}[:=]\s{0,4}"
+        + _QUOTE
+        + r"?)"
+        + _NOT_REDACTED
+        + r"(?:base64:)?(?P<value>"
+        + _VALUE
+        + r"{16,4096})",
+        (1, REDACTED),
+        ("key",),
+        case_insensitive=True,
+        accept=_value_looks_random,
+    ),
+    _Rule(
+        # %22api_key%22%3A%22...%22 and password%3D...: the same fields URL-encoded.
+        "url_encoded_secret",
+        r"((?:" + _SECRET_WORDS + r")(?:%22)?(?:%3a|%3d)(?:%20)*(?:%22)?)"
+        + _NOT_REDACTED
+        + r"[^\s&\"'\\%]{4,4096}",
+        (1, REDACTED),
+        ("%3a", "%3d"),
+        case_insensitive=True,
+    ),
+    _Rule(
+        # sessionid=..., PHPSESSID=..., JSESSIONID=..., connect.sid=..., _gh_sess=...: session
+        # cookies in headers, curl -b and logs.
+        "session_cookie",
+        r"((?:sess|sessid|sessionid|session|session_id|sid|remember_token|remember_me)=)"
+        + _NOT_REDACTED
+        + r"(?P<value>[^\s;,\"'\\]{8,4096})",
+        (1, REDACTED),
+        ("sess", "sid=", "remember"),
+        case_insensitive=True,
+        accept=_session_cookie_name,
+    ),
+    _Rule(
+        # curl -u user:password, --user "user:password", --proxy-user ...: user kept.
+        "cli_user_password",
+        r"((?:-u|--user|--proxy-user|-U)(?:\s{1,4}|=)" + _QUOTE + r"?[^\s:\"'\\]{1,64}:)"
+        + _NOT_REDACTED
+        + r"(?P<value>[^\s\"'\\]{1,512})",
+        (1, REDACTED),
+        ("-u", "--user"),
+        accept=_not_an_identifier,
+        boundary=_NAME_CHARS,
+    ),
+    _Rule(
+        # --password hunter2, --token=..., --api-key ..., -Dsonar.token=...: flags named secret.
+        "cli_secret_flag",
+        r"((?:--?|-D[a-z.]{0,40}\.)(?:password|passwd|pass|pwd|secret|token|api-key|api_key|apikey"
+        r"|auth-token|access-token|client-secret|secret-key|private-key|key-password|with-token)"
+        r"(?:=|\s{1,4})" + _QUOTE + r"?)"
+        + _NOT_REDACTED
+        + r"(?![\-<$])"
+        + _VALUE
+        + r"{3,512}",
+        (1, REDACTED),
+        ("pass", "pwd", "secret", "token", "key"),
+        case_insensitive=True,
+        boundary=_NAME_CHARS,
+    ),
+    _Rule(
+        # mysql -psecret, sshpass -p secret, docker login -p ..., redis-cli -a ..., twine -p ...:
+        # short flags that mean "password" for the command they follow (same line).
+        "cli_short_password_flag",
+        r"((?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|sshpass|login|upload|redis-cli"
+        r"|mongo|mongosh)\b[^\n;|&]{0,300}?\s-[pa](?:\s{1,4})?" + _QUOTE + r"?)"
+        + _NOT_REDACTED
+        + r"(?![\-<$])"
+        + _VALUE
+        + r"{3,512}",
+        (1, REDACTED),
+        ("mysql", "mariadb", "sshpass", "login", "upload", "redis-cli", "mongo"),
+        boundary=_NAME_CHARS,
+    ),
+    _Rule(
+        # htpasswd -b file user password; .netrc "login user password secret".
+        "positional_password",
+        r"((?:htpasswd\s{1,4}(?>(?:-[a-z]{1,6}\s{1,4})+)[^\s\-]\S{0,255}\s{1,4}\S{1,64}|login\s{1,4}\S{1,64}"
+        r"\s{1,4}password)\s{1,4})"
+        + _NOT_REDACTED
+        + _VALUE
+        + r"{3,512}",
+        (1, REDACTED),
+        ("htpasswd", "password"),
+    ),
 )
+
+# ---- 3. detect-secrets ----------------------------------------------------------------------
+
+# Plugins whose denylist is not used, and why.
+_SKIPPED_PLUGINS = {
+    "IPPublicDetector": "an IP address is not a credential; transcripts are full of them",
+    "PrivateKeyDetector": "matches the header line only; the key-block rules above redact the body",
+    "CloudantDetector": "keyword-style `name = value` regexes for one IBM service, 12-20 MB/s each on "
+    "transcript text (benchmarks/secrets.py); the name-based assignment rules cover that shape",
+    "IbmCloudIamDetector": "same as CloudantDetector (13 MB/s)",
+    "IbmCosHmacDetector": "same as CloudantDetector",
+    "SoftlayerDetector": "same as CloudantDetector (45 MB/s)",
+    "KeywordDetector": "no denylist; its keyword list feeds nothing here (the assignment rules cover it)",
+    "Base64HighEntropyString": "no denylist; its fixed 4.5-bit limit misses every token under ~24 "
+    "characters and flags base64 test fixtures (see benchmarks/README.md)",
+    "HexHighEntropyString": "no denylist; its 3.0-bit limit flags every commit SHA and sha256",
+}
+
+# Regexes (on the original text) that every match of a plugin must contain, for speed only: the
+# plugin runs only on texts where its gate matches. A plugin not listed always runs.
+_DETECTOR_GATES = {
+    "ArtifactoryDetector": r"AKC|AP[0-9A-F]",
+    "DiscordBotTokenDetector": r"\.[a-zA-Z0-9_\-]{6}\.[a-zA-Z0-9_\-]{27}",
+    "TelegramBotTokenDetector": r":[0-9A-Za-z_\-]{35}",
+}
+
+# Literal hints (lower case) per plugin, for speed only: a plugin not listed always runs.
+_DETECTOR_HINTS = {
+    "ArtifactoryDetector": ("akc", "ap"),
+    "AWSKeyDetector": ("a3t", "abia", "acca", "akia", "asia", "aws"),
+    "AzureStorageKeyDetector": ("accountkey=",),
+    "BasicAuthDetector": ("://",),
+    "CloudantDetector": ("cl",),
+    "DiscordBotTokenDetector": (".",),
+    "GitHubTokenDetector": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "GitLabTokenDetector": (
+        "glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941", "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-",
+    ),
+    "IbmCloudIamDetector": ("ibm", "iam", "cloud", "api"),
+    "IbmCosHmacDetector": ("secret",),
+    "JwtTokenDetector": ("eyj",),
+    "MailchimpDetector": ("-us",),
+    "NpmDetector": ("_authtoken",),
+    "OpenAIDetector": ("t3blbkfj",),
+    "PypiTokenDetector": ("pypi-",),
+    "SendGridDetector": ("sg.",),
+    "SlackDetector": ("xox", "hooks.slack"),
+    "SoftlayerDetector": ("softlayer", "sl"),
+    "SquareOAuthDetector": ("sq0csp-",),
+    "StripeDetector": ("k_live_",),
+    "TelegramBotTokenDetector": (":",),
+    "TwilioKeyDetector": ("ac", "sk"),
+}
+
+# ---- 4. generic tokens ----------------------------------------------------------------------
+
+_GENERIC_RULES: tuple[_Rule, ...] = (
+    _Rule(
+        # glpat-..., hf_..., npm_..., pypi-..., dop_v1_..., hvs....: a short prefix, a separator,
+        # then a random body. The look-ahead skips lower-case identifiers without running the check.
+        "prefixed_token",
+        # Prefix and separator in the regex (possessive: no backtracking), randomness in Python.
+        # A single-character look-behind is cheap; the letter of a JSON escape (`\\nghp_...`)
+        # may start the match, `_locate_prefixed_token` then skips it.
+        r"(?<![A-Za-z0-9_\-.~/%])[A-Za-z][A-Za-z0-9]{0,24}+[_\-.][A-Za-z0-9_\-.~]{15,999}[A-Za-z0-9_~]",
+        (REDACTED,),
+        (),
+        locate=_locate_prefixed_token,
+    ),
+    _Rule(
+        # https://<token>@github.com, https://<token>:x-oauth-basic@...: a random user part.
+        "url_token_user",
+        r"(://)(?P<value>[A-Za-z0-9_\-.~%]{16,256})(?=@|:[^\s/?#@\"'\\]{0,256}@)",
+        (1, REDACTED),
+        ("://",),
+        accept=_user_part_looks_random,
+    ),
+    _Rule(
+        # The rest of a key the terminal wrapped onto the next line.
+        "wrapped_key_continuation",
+        r"(\[REDACTED_SECRET\]" + _NEWLINE + r"[+]?)(?P<value>[A-Za-z0-9+/=_\-]{8,1000})(?=[\s\"'\\]|$)",
+        (1, REDACTED),
+        ("[redacted_secret]",),
+        accept=_value_looks_random,
+    ),
+)
+
+
+# ---- compiled rules ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,21 +713,142 @@ class _CompiledRule:
     template: _Template
     hints: tuple[str, ...]
     case_insensitive: bool
+    accept: Callable[[re.Match[str], str], bool] | None
+    widen: bool
+    locate: Callable[[re.Match[str], str], tuple[int, int] | None] | None
+    boundary: frozenset[str] | None
+    gate: re.Pattern[str] | None = None
+    # More regexes of the same rule (a detect-secrets plugin has several): one hint check.
+    extra: tuple[re.Pattern[str], ...] = ()
+
+    def edits(self, text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
+        """(start, end, replacement) of every secret this rule finds in `text`, left to right."""
+        if self.extra:
+            # Several regexes: their finds merged left to right.
+            found = sorted(edit for regex in (self.public, *self.extra) for edit in self._edits(regex, text, text))
+            yield from found
+            return
+        if self.case_insensitive and len(lowered) == len(text):
+            haystack, regex = lowered, self.fast
+        else:
+            # Unicode lower-casing changed the length (e.g. "İ"): positions would not carry over.
+            haystack, regex = text, self.public
+        yield from self._edits(regex, text, haystack)
+
+    def _edits(self, regex: re.Pattern[str], text: str, haystack: str) -> Iterator[tuple[int, int, str]]:
+        for match in regex.finditer(haystack):
+            if self.boundary is not None and not _at_boundary(text, match.start(), self.boundary):
+                continue
+            if self.accept is not None and not self.accept(match, text):
+                continue
+            if self.widen or self.locate is not None:
+                span = self.locate(match, text) if self.locate is not None else _widened_span(match, text)
+                if span is not None:
+                    yield span[0], span[1], REDACTED
+                continue
+            yield match.start(), match.end(), _render(self.template, text, match)
 
 
-_RULES: tuple[_CompiledRule, ...] = tuple(
-    _CompiledRule(
+def _compile(rule: _Rule) -> _CompiledRule:
+    flags = re.IGNORECASE if rule.case_insensitive else 0
+    return _CompiledRule(
         name=rule.name,
-        public=re.compile(rule.pattern, re.IGNORECASE if rule.case_insensitive else 0),
+        public=re.compile(rule.pattern, flags),
         fast=re.compile(rule.pattern),
         template=rule.template,
         hints=rule.hints,
         case_insensitive=rule.case_insensitive,
+        accept=rule.accept,
+        widen=False,
+        locate=rule.locate,
+        boundary=rule.boundary,
     )
-    for rule in _RULES_SPEC
-)
 
-SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((r.name, r.public) for r in _RULES)
+
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-]*")
+_VALUE_END = re.compile(r"[\s\"'\\]")
+
+
+def _widened_span(match: re.Match[str], text: str) -> tuple[int, int] | None:
+    """The credential a detect-secrets match points at: its one capturing group when that is
+    the value (8+ characters; a short group is a prefix such as `ghp`), else the whole match;
+    trimmed of the delimiters some plugins include, cut at the end of the value, and widened to
+    the end of the token (plugins match a fixed length or stop at upper case)."""
+    start, end = match.span()
+    if match.re.groups >= 1:
+        group_start, group_end = match.span(1)
+        if group_start >= 0 and group_end - group_start >= 8:
+            start, end = group_start, group_end
+    while start < end and text[start] in " \t\r\n=:\"'":
+        start += 1
+    stop = _VALUE_END.search(text, start, end)
+    if stop is not None:
+        end = stop.start()
+    end = _TOKEN_CHARS.match(text, end).end()
+    if end - start < 8 or text.startswith(REDACTED, start):
+        return None
+    return start, end
+
+
+def _detector_rules() -> list[_CompiledRule]:
+    """One rule per regex of every installed detect-secrets plugin (except `_SKIPPED_PLUGINS`)."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    rules = []
+    for plugin_class in get_mapping_from_secret_type_to_class().values():
+        name = plugin_class.__name__
+        if name in _SKIPPED_PLUGINS:
+            continue
+        regexes = tuple(plugin_class().denylist)
+        if regexes:
+            # The plugin's own flags stay with its regexes: they run on the original text.
+            rules.append(
+                _CompiledRule(
+                    name=f"detect_secrets.{name}",
+                    public=regexes[0],
+                    fast=regexes[0],
+                    extra=regexes[1:],
+                    template=(REDACTED,),
+                    hints=_DETECTOR_HINTS.get(name, ()),
+                    case_insensitive=False,
+                    accept=None,
+                    widen=True,
+                    locate=None,
+                    boundary=None,
+                    gate=re.compile(_DETECTOR_GATES[name]) if name in _DETECTOR_GATES else None,
+                )
+            )
+    return rules
+
+
+@cache
+def _rules() -> tuple[_CompiledRule, ...]:
+    """The whole table, compiled on first use (keeps `import codex_memories.redact` cheap)."""
+    own = [_compile(rule) for rule in _RULES_SPEC]
+    generic = [_compile(rule) for rule in _GENERIC_RULES]
+    return (*own, *_detector_rules(), *generic)
+
+
+@dataclass(frozen=True, slots=True)
+class RulePattern:
+    """One rule as `SECRET_PATTERNS` shows it: `search(text)` answers like `re.Pattern.search`
+    (a match or None) but applies the rule's whole logic, value checks included."""
+
+    rule: _CompiledRule
+
+    @property
+    def pattern(self) -> str:
+        return self.rule.public.pattern
+
+    def search(self, text: str) -> tuple[int, int, str] | None:
+        return next(self.rule.edits(text, text.lower()), None) if _applies(self.rule, text, text.lower()) else None
+
+
+def __getattr__(name: str) -> Any:
+    # SECRET_PATTERNS is built lazily, like the rules it lists.
+    if name == "SECRET_PATTERNS":
+        return tuple((rule.name, RulePattern(rule)) for rule in _rules())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _render(template: _Template, text: str, match: re.Match[str]) -> str:
@@ -288,25 +865,43 @@ def _render(template: _Template, text: str, match: re.Match[str]) -> str:
 
 
 def _apply(rule: _CompiledRule, text: str, lowered: str) -> str:
-    if rule.case_insensitive and len(lowered) == len(text):
-        haystack, regex = lowered, rule.fast
-    else:
-        # Unicode lower-casing changed the length (e.g. "İ"): positions would not carry over.
-        haystack, regex = text, rule.public
     pieces: list[str] = []
     last = 0
-    for match in regex.finditer(haystack):
-        pieces.append(text[last : match.start()])
-        pieces.append(_render(rule.template, text, match))
-        last = match.end()
+    for start, end, replacement in rule.edits(text, lowered):
+        if start < last:
+            continue
+        pieces.append(text[last:start])
+        pieces.append(replacement)
+        last = end
     if not pieces:
         return text
     pieces.append(text[last:])
     return "".join(pieces)
 
 
-def _applies(rule: _CompiledRule, lowered: str) -> bool:
-    return any(hint in lowered for hint in rule.hints)
+_MARKER_LOWER = REDACTED.lower()
+
+
+def _applies(rule: _CompiledRule, text: str, lowered: str, seen: dict[str, bool] | None = None) -> bool:
+    """Whether `rule` can match: one of its hints occurs and its gate matches.
+
+    `seen` caches hint look-ups over the text as it was before any replacement. That is safe:
+    a replacement only removes text and inserts the marker, so a hint absent before can only
+    appear inside the marker, which no rule matches (`_NOT_REDACTED`); only the marker itself,
+    as a hint, is looked up in the current text."""
+    if rule.hints:
+        for hint in rule.hints:
+            if seen is None or hint == _MARKER_LOWER:
+                found = hint in lowered
+            else:
+                found = seen.get(hint)
+                if found is None:
+                    found = seen[hint] = hint in lowered
+            if found:
+                break
+        else:
+            return False
+    return rule.gate is None or rule.gate.search(text) is not None
 
 
 def redact_secrets(text: str) -> str:
@@ -314,8 +909,10 @@ def redact_secrets(text: str) -> str:
     if not text:
         return text
     lowered = text.lower()
-    for rule in _RULES:
-        if not _applies(rule, lowered):
+    original_lowered = lowered
+    seen: dict[str, bool] = {}
+    for rule in _rules():
+        if not _applies(rule, text, lowered if rule.hints == (_MARKER_LOWER,) else original_lowered, seen):
             continue
         replaced = _apply(rule, text, lowered)
         if replaced != text:
@@ -325,19 +922,12 @@ def redact_secrets(text: str) -> str:
 
 
 def find_secret_kinds(text: str) -> list[str]:
-    """Names of the patterns that still match an unredacted secret in `text` (table order)."""
+    """Names of the rules that still find an unredacted secret in `text` (table order)."""
     if not text:
         return []
     lowered = text.lower()
-    same_length = len(lowered) == len(text)
-    kinds = []
-    for rule in _RULES:
-        if not _applies(rule, lowered):
-            continue
-        if rule.case_insensitive and same_length:
-            found = rule.fast.search(lowered)
-        else:
-            found = rule.public.search(text)
-        if found:
-            kinds.append(rule.name)
-    return kinds
+    return [
+        rule.name
+        for rule in _rules()
+        if _applies(rule, text, lowered) and next(rule.edits(text, lowered), None) is not None
+    ]

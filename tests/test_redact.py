@@ -182,3 +182,135 @@ def test_secrets_on_consecutive_lines_of_nested_json_are_all_redacted(separator:
         text = json.dumps(text)
     redacted = redact_secrets(text)
     assert [name for name, value in SECRET_VALUES.items() if value in redacted] == []
+
+
+# ---- Synthetic formats in every placement (tests/support/secret_formats.py) -------------------
+# The rules were written against seed 1; the benchmark also reports seed 2, which was not looked
+# at. Formats no rule knows how to tell from ordinary text are listed with the reason, and the
+# test checks that they really still get through: when a rule starts catching one, move it out.
+
+from tests.support.secret_formats import (  # noqa: E402
+    FORMATS,
+    PLACEMENTS,
+    leaked,
+    ordinary_texts,
+    planted_items,
+    secret_cases,
+    serialize,
+)
+
+_IN_TEXT = frozenset(PLACEMENTS) - {"git_remote_url"}
+# format -> (why it gets through, the placements where it does). In a git URL most of them are
+# caught anyway: the user part of a URL is judged on its own.
+KNOWN_MISSES: dict[str, tuple[str, frozenset[str]]] = {
+    "alibaba": ("LTAI + 20 random characters: no separator after the prefix, no plugin", _IN_TEXT),
+    "tencent": ("AKID + 32 random characters: no separator after the prefix, no plugin", _IN_TEXT),
+    "databricks": ("dapi + 32 hex: no separator after the prefix, no plugin", _IN_TEXT),
+    "atlassian": ("ATATT3 + 180 characters: the prefix runs into the body", _IN_TEXT),
+    "pulumi": ("pul- + 40 hex: hex after a lower-case prefix and `-` reads as a content hash", _IN_TEXT),
+    "sendinblue": ("xkeysib- + 64 hex + 16 base62: too few upper-case letters to read as random", frozenset(PLACEMENTS)),
+}
+
+_SEED = 1
+_PLANTED = planted_items(secret_cases(_SEED), _SEED)
+
+
+def test_the_synthetic_formats_number_at_least_one_hundred():
+    assert len(FORMATS) >= 100
+    assert len({fmt.name for fmt in FORMATS}) == len(FORMATS)
+    assert set(KNOWN_MISSES) <= {fmt.name for fmt in FORMATS}
+
+
+@pytest.mark.parametrize("planted", _PLANTED, ids=[f"{p.case.name}-{p.placement}" for p in _PLANTED])
+def test_each_format_is_redacted_in_each_placement(planted):
+    text = serialize(planted.item)
+    redacted = redact_secrets(text)
+    json.loads(redacted)  # redaction never breaks the item's JSON
+    assert redact_secrets(redacted) == redacted
+    if planted.placement in KNOWN_MISSES.get(planted.case.name, ("", frozenset()))[1]:
+        assert leaked(planted.secret, redacted), f"{planted.case.name} is caught now: remove it from KNOWN_MISSES"
+        return
+    assert not leaked(planted.secret, redacted)
+    assert REDACTED in redacted
+    assert find_secret_kinds(text)
+    assert find_secret_kinds(redacted) == []
+
+
+_ORDINARY = [(name, placement) for name in ordinary_texts(_SEED) for placement, build in PLACEMENTS.items() if build]
+
+
+@pytest.mark.parametrize(("name", "placement"), _ORDINARY, ids=[f"{n}-{p}" for n, p in _ORDINARY])
+def test_ordinary_transcript_text_survives_in_each_placement(name, placement):
+    import random
+
+    item = serialize(PLACEMENTS[placement](ordinary_texts(_SEED)[name], random.Random(0)))
+    assert redact_secrets(item) == item
+    assert find_secret_kinds(item) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("curl -u dana:Tr0ub4dor-x https://api.example.com", "curl -u dana:[REDACTED_SECRET] https://api.example.com"),
+        ("mysql -u root -pTr0ub4dor-x billing", "mysql -u root -p[REDACTED_SECRET] billing"),
+        ("sshpass -p 'Tr0ub4dor-x' ssh deploy@host", "sshpass -p '[REDACTED_SECRET]' ssh deploy@host"),
+        ("PGPASSWORD=Tr0ub4dor-x psql -h db", "PGPASSWORD=[REDACTED_SECRET] psql -h db"),
+        ("DB_PASS=Tr0ub4dor-x", "DB_PASS=[REDACTED_SECRET]"),
+        ("app login --password Tr0ub4dor-x", "app login --password [REDACTED_SECRET]"),
+        ("Server=db;User ID=sa;Pwd=Tr0ub4dor-x;Encrypt=true", "Server=db;User ID=sa;Pwd=[REDACTED_SECRET];Encrypt=true"),
+        ("Cookie: sessionid=k2j3h4g5f6d7s8a9q0w1e2r3", "Cookie: sessionid=[REDACTED_SECRET]"),
+        (
+            "git remote add origin https://oauth2:" + "gh" + "p_aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY3zA5@github.com/o/r.git",
+            "git remote add origin https://oauth2:[REDACTED_SECRET]@github.com/o/r.git",
+        ),
+        (
+            "https://" + "gh" + "p_aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY3zA5:x-oauth-basic@github.com/o/r.git",
+            "https://[REDACTED_SECRET]:x-oauth-basic@github.com/o/r.git",
+        ),
+        # Codex's `token:` rule comes first and takes the rest of the URL with the token.
+        (
+            "https://x-access-token:" + "gh" + "p_aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY3zA5@github.com/o/r.git",
+            "https://x-access-token:[REDACTED_SECRET]",
+        ),
+        ("token " + "gl" + "pat-xK3_aB7-dE9fG2hJ4kL6m", "token [REDACTED_SECRET]"),
+        ("HF " + "h" + "f_CJXDCGLmlZGEONYlgCtjfIZSOcMzCPVNPk", "HF [REDACTED_SECRET]"),
+    ],
+)
+def test_credentials_keep_their_context(text, expected):
+    assert redact_secrets(text) == expected
+
+
+def test_a_key_wrapped_onto_the_next_line_is_redacted_on_both_lines():
+    first, second = "gh" + "p_aB3dE5fG7hJ9kL2mN4", "pQ6rS8tU0vW1xY3zA5bC7d"
+    assert redact_secrets(f"token:\n{first}\n{second}\n") == f"token:\n{REDACTED}\n{REDACTED}\n"
+
+
+def test_sort_keys_and_session_ids_are_not_secrets():
+    text = "SORT_KEY=created_at_desc_then_id session_id=0199e1a2-7c3d-7f10-9a4b-2c6d8e0f1a23 inside=compute_value()"
+    assert redact_secrets(text) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("aB3dE5fG7hJ9kL2mN4pQ6rS8tU0v", True),
+        ("4f1c2e9ab07d55c3e1b2a9f0c6d7e8f9", True),
+        ("AbstractSingletonProxyFactoryBean2", False),
+        ("CODEX_MEMORIES_TEST_S3_ENDPOINT", False),
+        ("openai-0.1.4-cp311-cp311-manylinux_2_17_x86_64", False),
+        ("test_redaction_is_idempotent_for_every_format", False),
+    ],
+)
+def test_looks_random_tells_generated_values_from_names(value, expected):
+    from codex_memories.redact import looks_random
+
+    assert looks_random(value) is expected
+
+
+def test_importing_the_module_does_not_import_the_detector():
+    import subprocess
+    import sys
+
+    code = "import sys, codex_memories.redact; print('detect_secrets' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"

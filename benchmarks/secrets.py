@@ -1,0 +1,380 @@
+"""Secret benchmark: how many planted secrets survive each redactor, and what ordinary text it breaks.
+
+    .venv/bin/python benchmarks/secrets.py [--seeds 1 2] [--corpus-mb 10] [--repeats 3] [--update-readme]
+
+1. Survivors. `tests/support/secret_formats.py` draws one random value per format (100+ formats:
+   provider tokens, passwords on command lines, `.env` lines, connection strings, cookies, key
+   blocks, wrapped keys) from a seed and plants each in every placement a transcript has: user
+   message, tool output, function-call arguments, assistant text, an apply_patch body, JSON text
+   inside a tool output (so the secret is JSON-escaped twice) and the git remote URL of
+   `session_meta` (URL-encoded; multi-line values have no URL). Each item is serialised as phase 1
+   does and given to the redactor; a secret survives when any 12-character window of it is still
+   there (raw or JSON-escaped). A redaction that breaks the item's JSON is counted too.
+2. False positives. Ordinary transcript text that must come through unchanged (commit SHAs,
+   UUIDs, sha256 digests, version strings, base64 fixtures, long identifiers, paths, URLs without
+   credentials, ...), in the same placements: the rate is the share of items the redactor changed.
+3. Throughput. A realistic corpus: real source files, docs and JSON from the installed packages
+   (site-packages), laid out as transcript items (`cat` / `rg` outputs, function-call arguments,
+   user and assistant messages), with planted secrets; MB/s of `redact_secrets` over every
+   item's JSON, and how many markers each redactor put into that (mostly clean) text per MB.
+4. Import cost of `codex_memories.redact` (`python -X importtime`, fresh processes) and of the
+   first call (which compiles the rules and imports detect-secrets).
+
+Redactors compared, all on the same serialised items:
+* `codex`: Codex's own four rules (spec 1.9), reimplemented below.
+* `before`: our redactor before this change (`codex_memories/redact.py` at commit c7b31ef).
+* `detect-secrets`: the detector alone, through its own API (`scan_line` with every default
+  plugin, keyword and entropy filters on), every reported value replaced.
+* `now`: `codex_memories.redact.redact_secrets`.
+
+Seeds: the rules were written against seed 1; seed 2 was not looked at while writing them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+# This file is named like the standard library's `secrets`: keep its folder off sys.path so that a
+# library importing `secrets` gets the real module, and load the sibling `_common` by path.
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
+_spec = importlib.util.spec_from_file_location("_common", _HERE / "_common.py")
+_common = importlib.util.module_from_spec(_spec)
+sys.modules["_common"] = _common
+_spec.loader.exec_module(_common)
+REPO_ROOT, machine_description, markdown_table, update_readme_section = (
+    _common.REPO_ROOT, _common.machine_description, _common.markdown_table, _common.update_readme_section
+)
+
+from tests.support.secret_formats import (  # noqa: E402
+    FORMATS,
+    PLACEMENTS,
+    leaked,
+    ordinary_texts,
+    planted_items,
+    secret_cases,
+    serialize,
+)
+
+BEFORE_COMMIT = "c7b31ef"
+README_SECTION = "secrets"
+Redactor = Callable[[str], str]
+
+
+# ---- the redactors ----------------------------------------------------------------------------
+
+_CODEX_MARKER = "[REDACTED_SECRET]"
+_CODEX_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    # OpenAI-style keys: `sk-` and at least 20 letters or digits.
+    (re.compile(r"sk-[A-Za-z0-9]{20,}"), lambda m: _CODEX_MARKER),
+    # AWS access key ids: `AKIA` and 16 upper-case letters or digits, as a whole word.
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), lambda m: _CODEX_MARKER),
+    # `Bearer`, white space, then a token of 16+ characters; any case.
+    (re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._\-]{16,}"), lambda m: "Bearer " + _CODEX_MARKER),
+    # A secret word, `:` or `=`, an optional quote, then 8+ characters that are not white space
+    # or quotes; key, separator and quote kept.
+    (
+        re.compile(r"(?i)\b(api_key|api-key|apikey|token|secret|password)(\s*[:=]\s*)([\"']?)[^\s\"']{8,}"),
+        lambda m: m.group(1) + m.group(2) + m.group(3) + _CODEX_MARKER,
+    ),
+)
+
+
+def codex_redact(text: str) -> str:
+    for pattern, replacement in _CODEX_RULES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def load_before() -> Redactor:
+    source = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "show", f"{BEFORE_COMMIT}:codex_memories/redact.py"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    spec = importlib.util.spec_from_loader("redact_before", loader=None)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["redact_before"] = module  # dataclasses look their module up
+    exec(compile(source, "redact_before.py", "exec"), module.__dict__)  # noqa: S102 - our own file at a commit
+    return module.redact_secrets
+
+
+def detect_secrets_redactor() -> Redactor:
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    def redact(text: str) -> str:
+        with default_settings():
+            values = {secret.secret_value for secret in scan_line(text) if secret.secret_value}
+        for value in sorted(values, key=len, reverse=True):
+            text = text.replace(value, _CODEX_MARKER)
+        return text
+
+    return redact
+
+
+def redactors() -> dict[str, Redactor]:
+    from codex_memories.redact import redact_secrets
+
+    return {"codex": codex_redact, "before": load_before(), "detect-secrets": detect_secrets_redactor(), "now": redact_secrets}
+
+
+# ---- 1. survivors -----------------------------------------------------------------------------
+
+
+def _json_ok(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def measure_survivors(redact: Redactor, seed: int) -> dict[str, Any]:
+    planted = planted_items(secret_cases(seed), seed)
+    by_placement: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    survivors: dict[str, list[str]] = defaultdict(list)
+    broken_json = 0
+    for entry in planted:
+        redacted = redact(serialize(entry.item))
+        counts = by_placement[entry.placement]
+        counts[1] += 1
+        if leaked(entry.secret, redacted):
+            counts[0] += 1
+            survivors[entry.case.name].append(entry.placement)
+        if not _json_ok(redacted):
+            broken_json += 1
+    survived = sum(c[0] for c in by_placement.values())
+    return {
+        "by_placement": dict(by_placement),
+        "survived": survived,
+        "planted": len(planted),
+        "formats_with_survivor": len(survivors),
+        "survivors": dict(survivors),
+        "broken_json": broken_json,
+    }
+
+
+# ---- 2. false positives -----------------------------------------------------------------------
+
+
+def measure_false_positives(redact: Redactor, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    changed: dict[str, list[str]] = defaultdict(list)
+    total = 0
+    for name, text in ordinary_texts(seed).items():
+        for placement, build in PLACEMENTS.items():
+            if build is None:
+                continue
+            item = serialize(build(text, rng))
+            total += 1
+            if redact(item) != item:
+                changed[name].append(placement)
+    return {"changed": sum(len(v) for v in changed.values()), "total": total, "kinds": dict(changed), "samples": len(ordinary_texts(seed))}
+
+
+# ---- 3. throughput ----------------------------------------------------------------------------
+
+
+def realistic_corpus(target_mb: float, seed: int = 20261201) -> list[str]:
+    """Serialised transcript items built from real files of the installed packages."""
+    site = Path(next(p for p in sys.path if p.endswith("site-packages")))
+    files = sorted(p for p in site.rglob("*") if p.suffix in {".py", ".md", ".txt", ".json", ".toml", ".cfg", ".rst"} and p.is_file())
+    rng = random.Random(seed)
+    rng.shuffle(files)
+    cases = secret_cases(seed)
+    items: list[str] = []
+    size = 0
+    target = int(target_mb * 1024 * 1024)
+    builders = [build for build in PLACEMENTS.values() if build is not None]
+    for path in files:
+        if size >= target:
+            break
+        try:
+            content = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        content = content[: rng.randint(2_000, 40_000)]
+        if rng.random() < 0.02:  # a few secrets, as in real sessions
+            content += "\n" + rng.choice(cases).snippet + "\n"
+        kind = rng.random()
+        if kind < 0.6:
+            text = f"cat {path.name}\n{content}"
+            item = builders[1](text, rng)  # tool output
+        elif kind < 0.75:
+            item = builders[5](content, rng)  # JSON inside tool output
+        elif kind < 0.85:
+            item = builders[4](content, rng)  # apply_patch
+        elif kind < 0.95:
+            item = builders[3](content[:3000], rng)  # assistant text
+        else:
+            item = builders[0](content[:1500], rng)  # user message
+        text = serialize(item)
+        items.append(text)
+        size += len(text.encode())
+    return items
+
+
+def measure_throughput(redact: Redactor, items: list[str], repeats: int) -> dict[str, Any]:
+    megabytes = sum(len(item.encode()) for item in items) / 1024 / 1024
+    times = []
+    markers = 0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = [redact(item) for item in items]
+        times.append(time.perf_counter() - start)
+        markers = sum(text.count(_CODEX_MARKER) - item.count(_CODEX_MARKER) for text, item in zip(out, items, strict=True))
+    return {"mb": megabytes, "mb_per_s": [megabytes / t for t in times], "markers_per_mb": markers / megabytes}
+
+
+# ---- 4. import cost ---------------------------------------------------------------------------
+
+
+def import_cost(repeats: int) -> dict[str, list[float]]:
+    module_ms, first_call_ms = [], []
+    code = (
+        "import time; t=time.perf_counter(); import codex_memories.redact as r; a=time.perf_counter();"
+        "r.redact_secrets('x'); b=time.perf_counter(); print((a-t)*1000, (b-a)*1000)"
+    )
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
+        cumulative = [int(line.split("|")[1]) for line in out.stderr.splitlines() if line.rstrip().endswith("| codex_memories.redact")]
+        module_ms.append(cumulative[0] / 1000)
+        first_call_ms.append(float(out.stdout.split()[1]))
+    return {"importtime_ms": module_ms, "first_call_ms": first_call_ms}
+
+
+# ---- report -----------------------------------------------------------------------------------
+
+
+def _median_range(values: list[float], digits: int = 1) -> str:
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+
+
+def summarize(results: dict[str, Any], args: argparse.Namespace) -> str:
+    names = list(results["redactors"])
+    seeds = args.seeds
+    lines = [
+        "## Secrets (`secrets.py`)",
+        "",
+        "Planted secrets that survive redaction, per placement, and ordinary text that redaction changes. "
+        "See the script's docstring for the method; the formats and placements are in "
+        "`tests/support/secret_formats.py`.",
+        "",
+        f"Command: `.venv/bin/python benchmarks/secrets.py --seeds {' '.join(map(str, seeds))} --corpus-mb {args.corpus_mb} --repeats {args.repeats} --update-readme`",
+        "",
+        f"Machine: {machine_description()}",
+        "",
+        f"{len(FORMATS)} formats × 7 placements (no git URL for multi-line values). Seed {seeds[0]} was used while writing the rules; "
+        + (f"seed {seeds[1]} was not looked at." if len(seeds) > 1 else ""),
+        "",
+    ]
+    for seed in seeds:
+        lines.append(f"**Survived / planted, seed {seed}** (lower is better)")
+        lines.append("")
+        placements = list(results["redactors"][names[0]]["survivors"][seed]["by_placement"])
+        rows = []
+        for placement in placements:
+            rows.append([placement] + [
+                "{}/{}".format(*results["redactors"][name]["survivors"][seed]["by_placement"][placement]) for name in names
+            ])
+        rows.append(["**all placements**"] + [
+            "**{}/{}**".format(results["redactors"][n]["survivors"][seed]["survived"], results["redactors"][n]["survivors"][seed]["planted"]) for n in names
+        ])
+        rows.append(["formats with a survivor"] + [
+            f"{results['redactors'][n]['survivors'][seed]['formats_with_survivor']}/{len(FORMATS)}" for n in names
+        ])
+        rows.append(["items whose JSON the redaction broke"] + [str(results["redactors"][n]["survivors"][seed]["broken_json"]) for n in names])
+        lines.append(markdown_table(["placement"] + [f"`{n}`" for n in names], rows))
+        lines.append("")
+    lines.append("**False positives**: ordinary items changed / items (lower is better)")
+    lines.append("")
+    rows = []
+    for seed in seeds:
+        rows.append([f"seed {seed}"] + [
+            "{changed}/{total} ({rate:.1%})".format(rate=fp["changed"] / fp["total"], **fp)
+            for fp in (results["redactors"][n]["false_positives"][seed] for n in names)
+        ])
+    lines.append(markdown_table(["ordinary text"] + [f"`{n}`" for n in names], rows))
+    lines.append("")
+    for name in names:
+        kinds = results["redactors"][name]["false_positives"][seeds[0]]["kinds"]
+        if kinds:
+            lines.append(f"- `{name}` changed (seed {seeds[0]}): " + ", ".join(f"{k} ({len(v)})" for k, v in sorted(kinds.items())))
+    lines.append("")
+    tp = results["throughput_corpus_mb"]
+    lines.append(f"**Throughput** over {tp:.1f} MB of realistic transcript items (real files from site-packages, {args.repeats} repetitions), and markers inserted per MB")
+    lines.append("")
+    rows = [[f"`{n}`", _median_range(results["redactors"][n]["throughput"]["mb_per_s"]), f"{results['redactors'][n]['throughput']['markers_per_mb']:.1f}"] for n in names]
+    lines.append(markdown_table(["redactor", "MB/s, median (range)", "markers per MB"], rows))
+    lines.append("")
+    cost = results["import_cost"]
+    lines.append(
+        f"**Import cost** of `codex_memories.redact` (`python -X importtime`, cumulative, {len(cost['importtime_ms'])} fresh processes): "
+        f"{_median_range(cost['importtime_ms'])} ms; first `redact_secrets` call (compiles the rules, imports detect-secrets): "
+        f"{_median_range(cost['first_call_ms'])} ms."
+    )
+    lines.append("")
+    now = results["redactors"]["now"]["survivors"]
+    remaining = sorted({name for seed in seeds for name in now[seed]["survivors"]})
+    if remaining:
+        lines.append("Formats `now` still lets through (any seed, any placement): " + ", ".join(
+            f"{name} ({'; '.join(sorted({p for seed in seeds for p in now[seed]['survivors'].get(name, [])}))})" for name in remaining
+        ))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--corpus-mb", type=float, default=20.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", nargs="*", help="redactor names to run (default: all)")
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--show-survivors", action="store_true", help="print which formats survive, per redactor")
+    parser.add_argument("--update-readme", action="store_true")
+    args = parser.parse_args()
+
+    chosen = {name: fn for name, fn in redactors().items() if not args.only or name in args.only}
+    corpus = [] if args.skip_throughput else realistic_corpus(args.corpus_mb)
+    results: dict[str, Any] = {"redactors": {}, "throughput_corpus_mb": sum(len(i.encode()) for i in corpus) / 1024 / 1024}
+    for name, redact in chosen.items():
+        entry: dict[str, Any] = {"survivors": {}, "false_positives": {}}
+        for seed in args.seeds:
+            entry["survivors"][seed] = measure_survivors(redact, seed)
+            entry["false_positives"][seed] = measure_false_positives(redact, seed)
+        if corpus:
+            # detect-secrets' own scanner runs at well under 1 MB/s: one repetition is enough.
+            entry["throughput"] = measure_throughput(redact, corpus, 1 if name == "detect-secrets" else args.repeats)
+        results["redactors"][name] = entry
+        for seed in args.seeds:
+            s, fp = entry["survivors"][seed], entry["false_positives"][seed]
+            print(f"{name:15} seed {seed}: survived {s['survived']}/{s['planted']} ({s['formats_with_survivor']} formats), "
+                  f"broken JSON {s['broken_json']}, false positives {fp['changed']}/{fp['total']}", flush=True)
+            if args.show_survivors:
+                for fmt, where in sorted(s["survivors"].items()):
+                    print(f"    {fmt}: {', '.join(where)}")
+                for kind, where in sorted(fp["kinds"].items()):
+                    print(f"    FP {kind}: {', '.join(where)}")
+        if corpus:
+            print(f"{name:15} throughput {statistics.median(entry['throughput']['mb_per_s']):.1f} MB/s, "
+                  f"{entry['throughput']['markers_per_mb']:.1f} markers/MB", flush=True)
+    if args.update_readme:
+        results["import_cost"] = import_cost(5)
+        update_readme_section(README_SECTION, summarize(results, args), after="ingest_analysis")
+        print("README updated")
+
+
+if __name__ == "__main__":
+    main()
