@@ -317,6 +317,12 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _redacted_str(value: Any) -> str | None:
+    """Thread metadata that goes into the state DB as text (a git remote URL can carry a token)."""
+    text = _str_or_none(value)
+    return redact_secrets(text) if text is not None else None
+
+
 def _parse_timestamp(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
@@ -530,14 +536,14 @@ def _finish_scan(state: _ScanState, stats: LineStats, end_offset: int) -> Rollou
         thread_id=_str_or_none(meta.get("id")),
         forked_from_id=_str_or_none(meta.get("forked_from_id")),
         created_at=created_at,
-        cwd=_str_or_none(meta.get("cwd")),
+        cwd=_redacted_str(meta.get("cwd")),
         source=normalize_source(meta.get("source")) if state.meta is not None else "unknown",
         originator=_str_or_none(meta.get("originator")),
         cli_version=_str_or_none(meta.get("cli_version")),
         model_provider=_str_or_none(meta.get("model_provider")),
         git_sha=_str_or_none(git.get("commit_hash")),
-        git_branch=_str_or_none(git.get("branch")),
-        git_origin_url=_str_or_none(git.get("repository_url")),
+        git_branch=_redacted_str(git.get("branch")),
+        git_origin_url=_redacted_str(git.get("repository_url")),
         memory_mode=_str_or_none(meta.get("memory_mode")),
         has_user_message=state.has_user_message,
         first_user_message=state.first_user_message,

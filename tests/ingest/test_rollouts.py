@@ -453,3 +453,23 @@ def test_example_codex_home_rollouts_all_parse(tmp_path):
     copied = tmp_path / "copy"
     shutil.copytree(home, copied)
     assert len(list(iter_rollout_files(copied))) == len(files) - 1
+
+
+def test_a_token_in_the_git_remote_url_of_session_meta_never_reaches_the_thread_record(tmp_path: Path) -> None:
+    token = "ghp_" + "Z8qT2mVx7LpR4nWk9sYd3HcJ6fBa1GuE5oQi"
+    path = tmp_path / "rollout-2026-10-21T10-00-00-01a1a6b7-8b28-73c6-869a-45b14da4f9fc.jsonl"
+    meta = {
+        "type": "session_meta",
+        "timestamp": "2026-10-21T10:00:00Z",
+        "payload": {
+            "id": "01a1a6b7-8b28-73c6-869a-45b14da4f9fc",
+            "timestamp": "2026-10-21T10:00:00Z",
+            "cwd": "/home/dana/src/app",
+            "source": "cli",
+            "git": {"repository_url": f"https://x-access-token:{token}@github.com/dana/app.git", "branch": "main"},
+        },
+    }
+    path.write_text(json.dumps(meta) + "\n", encoding="utf-8")
+    scan = scan_rollout(path)
+    assert scan.git_origin_url is not None and token not in scan.git_origin_url
+    assert scan.git_branch == "main" and scan.cwd == "/home/dana/src/app"
