@@ -189,6 +189,40 @@ def run(
         raise typer.Exit(EXIT_USER_ERROR)
 
 
+@app.command()
+def serve(
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    memory_root: MemoryRoot = None,
+    provider: Provider = None,
+    base_url: BaseUrl = None,
+    api_mode: ApiMode = None,
+    extract_model: ExtractModel = None,
+    consolidation_model: ConsolidationModel = None,
+    concurrency: Concurrency = None,
+    config_file: ConfigFile = None,
+    port: Annotated[int, typer.Option("--port", help="Port of the Prefect server started when none is configured.")] = 4200,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
+) -> None:
+    """The schedules of prefect.yaml on this machine: phase 1 hourly, phase 2 every 6 h, backfill and forget on demand.
+
+    Uses the Prefect server of PREFECT_API_URL; without one, starts `prefect server start` on
+    127.0.0.1 (the UI) for as long as this command runs."""
+    overrides, config = load_config(
+        codex_home=codex_home, db=db, memory_root=memory_root, provider=provider, base_url=base_url, api_mode=api_mode,
+        extract_model=extract_model, consolidation_model=consolidation_model, concurrency=concurrency, config_file=config_file,
+    )
+    prepare_prefect(verbose)
+    from codex_memories_cli.prefect_server import local_prefect_server
+
+    _print_where(config)
+    with local_prefect_server(port) as api_url:
+        console.print(f"Prefect API: {api_url}  (UI: {api_url.removesuffix('/api')})", markup=False, highlight=False)
+        from codex_memories_flows.serve import serve_deployments
+
+        serve_deployments(overrides)
+
+
 def _print_memory_folder(config: RuntimeConfig) -> None:
     root = config.settings.resolved_memory_root
     console.print(f"memory folder: {root}", markup=False, highlight=False)
