@@ -243,8 +243,8 @@ def test_lost_ownership_stops_before_the_next_tool_call(layout: tuple[Path, Path
     answers = iter([True, True, False])
     script = Script(
         calls_reply(
-            call("write_file", "w1", path="first.md", content="one"),
-            call("write_file", "w2", path="second.md", content="two"),
+            call("write_file", "w1", path=paths.MEMORY_FILE, content="one"),
+            call("write_file", "w2", path=paths.MEMORY_SUMMARY_FILE, content="two"),
         )
     )
     with running_openai_server(script) as server:
@@ -252,9 +252,9 @@ def test_lost_ownership_stops_before_the_next_tool_call(layout: tuple[Path, Path
 
     assert run.stop_reason == AgentStopReason.ownership_lost
     assert run.steps == 1
-    assert (root / "first.md").exists()
-    assert not (root / "second.md").exists()
-    assert run.files_written == ["first.md"]
+    assert (root / paths.MEMORY_FILE).exists()
+    assert not (root / paths.MEMORY_SUMMARY_FILE).exists()
+    assert run.files_written == [paths.MEMORY_FILE]
 
 
 @pytest.mark.parametrize("api_mode", ["responses", "chat"])
