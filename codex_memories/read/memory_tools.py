@@ -20,8 +20,9 @@ Contract:
     bound.
   - `search` is a case-sensitive substring match per line over one file or a folder tree; matches
     are sorted by path then line, each with `context_lines` (at most `MAX_CONTEXT_LINES`) lines
-    either side, every line cut at `MAX_LINE_BYTES` (the match is still found beyond the cut), at
-    most `MAX_SEARCH_RESULTS` matches and about `MAX_ANSWER_BYTES` of content per page, paged like
+    either side, every line cut at `MAX_LINE_BYTES` (the match is still found beyond the cut), a
+    match's content at most `MAX_MATCH_BYTES` (the farthest context lines are left out first), at
+    most `MAX_SEARCH_RESULTS` matches and `MAX_ANSWER_BYTES` of content per page, paged like
     `list`. Matches before the cursor are counted, not built; scanning stops once the page is full
     and one more match is known to exist.
   - Reading and searching stop after `ANSWER_TIME_BUDGET_SECONDS`: a search page that has matches
@@ -64,8 +65,9 @@ HIDDEN_NAMES = frozenset({paths.GIT_DIR, paths.WORKSPACE_STATE_DIR})
 # Ceilings that hold for any file (a 200 MB file, a file where every line matches).
 MAX_ANSWER_BYTES = 262_144
 MAX_LINE_BYTES = 2_000
+MAX_MATCH_BYTES = 8_192
 MAX_CONTEXT_LINES = 20
-READ_WINDOW_BYTES = 4 * 1024 * 1024
+READ_WINDOW_BYTES = 1024 * 1024
 ANSWER_TIME_BUDGET_SECONDS = 20.0
 LINE_TRUNCATED_MARKER = " [line truncated]"
 _CHUNK_BYTES = 65_536
@@ -488,6 +490,10 @@ def _bounded_lines(handle: BinaryIO, needle: bytes) -> Iterator[tuple[bytes, boo
     """
     overlap = len(needle) - 1
     while piece := handle.readline(_CHUNK_BYTES):
+        if piece.endswith(b"\n"):  # the common case: the whole line in one piece
+            content = piece[:-1].removesuffix(b"\r")
+            yield content[:MAX_LINE_BYTES], len(content) > MAX_LINE_BYTES, needle in content
+            continue
         prefix = bytearray()
         length = 0
         found = False
@@ -530,6 +536,17 @@ class _PendingMatch:
     start_line_number: int
     lines: list[str]
     after_left: int
+    content_bytes: int
+    reserved_bytes: int
+
+    def add_context(self, line: str) -> None:
+        size = len(line.encode("utf-8")) + 1
+        self.after_left -= 1
+        if self.content_bytes + size > MAX_MATCH_BYTES:
+            self.after_left = 0  # the match is full: later context lines are left out
+            return
+        self.lines.append(line)
+        self.content_bytes += size
 
     def result(self) -> SearchMatch:
         return SearchMatch(
@@ -542,7 +559,11 @@ class _PendingMatch:
 
 @dataclass
 class _SearchPage:
-    """The matches of one page; counts every match seen so later pages start at the right index."""
+    """The matches of one page; counts every match seen so later pages start at the right index.
+
+    Bytes: a match still waiting for context lines holds `MAX_MATCH_BYTES` of the page's budget;
+    when it is complete it keeps only its real size.
+    """
 
     start_index: int
     page_size: int
@@ -557,21 +578,32 @@ class _SearchPage:
         self.stopped = True
         self.next_index = index
 
+    def close(self, match: _PendingMatch) -> None:
+        self.used_bytes -= match.reserved_bytes - match.content_bytes
+        match.reserved_bytes = match.content_bytes
+
     def admit(self, path: str, line_number: int, before: deque[str], line: str) -> _PendingMatch | None:
         """Count one match; the match to fill in when it belongs on this page, else None."""
         index = self.seen
         self.seen += 1
         if index < self.start_index:
             return None
-        lines = [*before, line]
-        # Reserve room for the context still to come, so the page never outgrows the ceiling.
-        reserved = sum(len(text.encode("utf-8")) for text in lines) + len(path) + self.context_lines * (
-            MAX_LINE_BYTES + len(LINE_TRUNCATED_MARKER)
-        )
+        # The nearest context lines first, as many as fit next to the matching line.
+        content_bytes = len(line.encode("utf-8")) + len(path.encode("utf-8"))
+        kept_before: list[str] = []
+        for previous in reversed(before):
+            size = len(previous.encode("utf-8")) + 1
+            if content_bytes + size > MAX_MATCH_BYTES:
+                break
+            kept_before.insert(0, previous)
+            content_bytes += size
+        reserved = MAX_MATCH_BYTES if self.context_lines else content_bytes
         if len(self.matches) >= self.page_size or (self.matches and self.used_bytes + reserved > MAX_ANSWER_BYTES):
             self.stop_at(index)
             return None
-        match = _PendingMatch(path, line_number, line_number - len(before), lines, self.context_lines)
+        match = _PendingMatch(
+            path, line_number, line_number - len(kept_before), [*kept_before, line], self.context_lines, content_bytes, reserved
+        )
         self.matches.append(match)
         self.used_bytes += reserved
         return match
@@ -590,25 +622,30 @@ def _search_file(folder: SandboxedFolder, display: str, needle: bytes, page: _Se
 def _search_lines(handle: BinaryIO, display: str, needle: bytes, page: _SearchPage, deadline: _Deadline) -> None:
     before: deque[str] = deque(maxlen=page.context_lines)
     open_matches: list[_PendingMatch] = []
-    for line_number, (prefix, cut, found) in enumerate(_bounded_lines(handle, needle), start=1):
-        if line_number % 1024 == 0:
-            deadline.check()
-        shown: str | None = None
-        if open_matches:
-            shown = _shown_line(prefix, cut)
-            for match in open_matches:
-                match.lines.append(shown)
-                match.after_left -= 1
-            open_matches = [match for match in open_matches if match.after_left > 0]
-        if found and not page.stopped:
-            shown = shown if shown is not None else _shown_line(prefix, cut)
-            match = page.admit(display, line_number, before, shown)
-            if match is not None and page.context_lines:
-                open_matches.append(match)
-        if page.stopped and not open_matches:
-            return
-        if page.context_lines:
-            before.append(shown if shown is not None else _shown_line(prefix, cut))
+    try:
+        for line_number, (prefix, cut, found) in enumerate(_bounded_lines(handle, needle), start=1):
+            if line_number % 1024 == 0:
+                deadline.check()
+            shown: str | None = None
+            if open_matches:
+                shown = _shown_line(prefix, cut)
+                for match in open_matches:
+                    match.add_context(shown)
+                    if match.after_left <= 0:
+                        page.close(match)
+                open_matches = [match for match in open_matches if match.after_left > 0]
+            if found and not page.stopped:
+                shown = shown if shown is not None else _shown_line(prefix, cut)
+                match = page.admit(display, line_number, before, shown)
+                if match is not None and page.context_lines:
+                    open_matches.append(match)
+            if page.stopped and not open_matches:
+                return
+            if page.context_lines:
+                before.append(shown if shown is not None else _shown_line(prefix, cut))
+    finally:
+        for match in open_matches:  # the file ended (or time ran out) before their context did
+            page.close(match)
 
 
 # -- paging -----------------------------------------------------------------------------------
