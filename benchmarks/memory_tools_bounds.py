@@ -29,19 +29,20 @@ _PROBE = textwrap.dedent(
     from pathlib import Path
     from codex_memories.read import memory_tools
     root, call, path = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    calls = {
+        "baseline": lambda: None,
+        "search": lambda: memory_tools.search(root, "needle", path=path),
+        "search_context": lambda: memory_tools.search(root, "needle", path=path, context_lines=20),
+        "search_cursor_2000": lambda: memory_tools.search(root, "needle", path=path, cursor="2000"),
+        "read": lambda: memory_tools.read_file(root, path),
+        "list": lambda: memory_tools.list_entries(root),
+    }
     started = time.monotonic()
-    if call == "baseline":
-        answer = {}
-    elif call == "search":
-        answer = memory_tools.search(root, "needle", path=path).model_dump(mode="json")
-    elif call == "search_context":
-        answer = memory_tools.search(root, "needle", path=path, context_lines=20).model_dump(mode="json")
-    elif call == "search_cursor_2000":
-        answer = memory_tools.search(root, "needle", path=path, cursor="2000").model_dump(mode="json")
-    elif call == "read":
-        answer = memory_tools.read_file(root, path).model_dump(mode="json")
-    elif call == "list":
-        answer = memory_tools.list_entries(root).model_dump(mode="json")
+    try:
+        result = calls[call]()
+        answer = {} if result is None else result.model_dump(mode="json")
+    except memory_tools.MemoryToolError as error:
+        answer = {"error": error.kind, "message": str(error)}
     elapsed = time.monotonic() - started
     body = json.dumps(answer, ensure_ascii=False).encode("utf-8")
     print(json.dumps({
@@ -50,7 +51,7 @@ _PROBE = textwrap.dedent(
         "seconds": round(elapsed, 2),
         "matches": len(answer.get("matches", [])),
         "next_cursor": answer.get("next_cursor"),
-        "truncated": answer.get("truncated"),
+        "error": answer.get("error"),
     }))
     """
 )
@@ -103,8 +104,11 @@ def main() -> None:
         }
         for name, shape in files.items():
             _generate(root / name, arguments.megabytes, **shape)
+        (root / "small.md").write_text("one needle line\n", encoding="utf-8")
         baseline = _probe(root, "baseline", "")
+        small_read = _probe(root, "read", "small.md")
         print(f"baseline (import only): peak RSS {baseline['peak_rss_mib']:.0f} MiB")
+        print(f"read of a one-line file (loads the tokenizer): peak RSS {small_read['peak_rss_mib']:.0f} MiB")
         print("| file | call | peak RSS MiB | answer bytes | matches | next_cursor | seconds |")
         print("|---|---|---|---|---|---|---|")
         for name in files:
@@ -113,7 +117,7 @@ def main() -> None:
                 result = _probe(root, call, name)
                 print(
                     f"| {name} ({size / 1e6:.0f} MB) | {call} | {result['peak_rss_mib']:.0f} | {result['answer_bytes']} "
-                    f"| {result['matches']} | {result['next_cursor']} | {result['seconds']} |"
+                    f"| {result['matches']} | {result['error'] or result['next_cursor']} | {result['seconds']} |"
                 )
         result = _probe(root, "search", "")
         print(f"| whole root | search | {result['peak_rss_mib']:.0f} | {result['answer_bytes']} | {result['matches']} | {result['next_cursor']} | {result['seconds']} |")

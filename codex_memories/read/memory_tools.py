@@ -22,8 +22,8 @@ Contract:
     are sorted by path then line, each with `context_lines` (at most `MAX_CONTEXT_LINES`) lines
     either side, every line cut at `MAX_LINE_BYTES` (the match is still found beyond the cut), a
     match's content at most `MAX_MATCH_BYTES` (the farthest context lines are left out first), at
-    most `MAX_SEARCH_RESULTS` matches and `MAX_ANSWER_BYTES` of content per page, paged like
-    `list`. Matches before the cursor are counted, not built; scanning stops once the page is full
+    most `MAX_SEARCH_RESULTS` matches and `MAX_ANSWER_BYTES` of JSON per page (queries are at most
+    `MAX_QUERY_BYTES`), paged like `list`. Matches before the cursor are counted, not built; scanning stops once the page is full
     and one more match is known to exist.
   - Reading and searching stop after `ANSWER_TIME_BUDGET_SECONDS`: a search page that has matches
     is returned `truncated` with a cursor to continue from; otherwise the call fails with
@@ -38,6 +38,7 @@ Contract:
 from __future__ import annotations
 
 import codecs
+import json
 import re
 import time
 from collections import deque
@@ -70,7 +71,10 @@ MAX_CONTEXT_LINES = 20
 READ_WINDOW_BYTES = 1024 * 1024
 ANSWER_TIME_BUDGET_SECONDS = 20.0
 LINE_TRUNCATED_MARKER = " [line truncated]"
+MAX_QUERY_BYTES = 1_000
 _CHUNK_BYTES = 65_536
+# JSON field names and numbers of one search match.
+_MATCH_OVERHEAD_BYTES = 96
 _VALIDATION_CHUNK_BYTES = 1024 * 1024
 
 EntryType = Literal["file", "directory"]
@@ -129,6 +133,10 @@ class EmptyQuery(MemoryToolError):
 
 class InvalidContextLines(MemoryToolError):
     """`context_lines` must be between 0 and `MAX_CONTEXT_LINES`."""
+
+
+class QueryTooLong(MemoryToolError):
+    """The search query is longer than `MAX_QUERY_BYTES`."""
 
 
 class AnswerTimedOut(MemoryToolError):
@@ -263,6 +271,8 @@ def search(
     """One page of the lines containing `query` (case-sensitive) in `path` (file or folder tree)."""
     if not query.strip():
         raise EmptyQuery("query must not be empty")
+    if len(query.encode("utf-8")) > MAX_QUERY_BYTES:
+        raise QueryTooLong(f"query must be at most {MAX_QUERY_BYTES} bytes")
     if not 0 <= context_lines <= MAX_CONTEXT_LINES:
         raise InvalidContextLines(f"context_lines must be between 0 and {MAX_CONTEXT_LINES}")
     page_size = _page_size(max_results, MAX_SEARCH_RESULTS)
@@ -540,7 +550,7 @@ class _PendingMatch:
     reserved_bytes: int
 
     def add_context(self, line: str) -> None:
-        size = len(line.encode("utf-8")) + 1
+        size = _json_size(line)
         self.after_left -= 1
         if self.content_bytes + size > MAX_MATCH_BYTES:
             self.after_left = 0  # the match is full: later context lines are left out
@@ -589,10 +599,10 @@ class _SearchPage:
         if index < self.start_index:
             return None
         # The nearest context lines first, as many as fit next to the matching line.
-        content_bytes = len(line.encode("utf-8")) + len(path.encode("utf-8"))
+        content_bytes = _MATCH_OVERHEAD_BYTES + _json_size(path) + _json_size(line)
         kept_before: list[str] = []
         for previous in reversed(before):
-            size = len(previous.encode("utf-8")) + 1
+            size = _json_size(previous)
             if content_bytes + size > MAX_MATCH_BYTES:
                 break
             kept_before.insert(0, previous)
@@ -607,6 +617,11 @@ class _SearchPage:
         self.matches.append(match)
         self.used_bytes += reserved
         return match
+
+
+def _json_size(text: str) -> int:
+    """Bytes `text` takes in the JSON answer (escapes included), plus one for a joining newline."""
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8")) - 1
 
 
 def _search_file(folder: SandboxedFolder, display: str, needle: bytes, page: _SearchPage, deadline: _Deadline) -> None:
