@@ -206,9 +206,12 @@ class SandboxedFolder:
             try:
                 mode = os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mode
             except FileNotFoundError:
-                return
+                raise SymlinkRefusedError(f"{shown!r} changed while it was opened (moved or swapped); refused") from None
             if stat.S_ISLNK(mode):
                 raise SymlinkRefusedError(f"{shown!r} is a symlink; symlinks are never followed") from None
+            if stat.S_ISDIR(mode):
+                # Not a folder when opened, a folder now: a symlink was swapped in and out again.
+                raise SymlinkRefusedError(f"{shown!r} changed while it was opened (a symlink swapped in); refused") from None
             if error.errno == errno.ENOTDIR:
                 raise NotADirectoryError(errno.ENOTDIR, "not a directory", shown) from None
 
