@@ -149,7 +149,8 @@ def check_plain_name(name: str) -> None:
         raise UnsafeNameError(f"{name!r} starts or ends with whitespace")
 
 
-def _kind(mode: int) -> EntryKind:
+def entry_kind(mode: int) -> EntryKind:
+    """What an `lstat` mode is: a symlink, a folder, a regular file, or something else."""
     if stat.S_ISLNK(mode):
         return "symlink"
     if stat.S_ISDIR(mode):
@@ -267,7 +268,7 @@ class SandboxedFolder:
 
     def kind(self, path: str | None) -> EntryKind | None:
         status = self.lstat(path)
-        return None if status is None else _kind(status.st_mode)
+        return None if status is None else entry_kind(status.st_mode)
 
     def list_dir(self, path: str | None = None) -> list[FolderEntry]:
         """Direct children sorted by name (UTF-8 bytes); `FileNotFoundError` when the folder is missing."""
@@ -287,7 +288,7 @@ class SandboxedFolder:
                     FolderEntry(
                         item.name,
                         _join(relative, item.name),
-                        _kind(status.st_mode),
+                        entry_kind(status.st_mode),
                         status.st_size,
                         status.st_mtime_ns,
                         status.st_nlink,

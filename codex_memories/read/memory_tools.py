@@ -53,7 +53,14 @@ from pydantic import BaseModel, ConfigDict
 
 from codex_memories import paths
 from codex_memories.read import notes
-from codex_memories.sandbox import FolderEntry, SandboxedFolder, SymlinkRefusedError, UnsafePathError, split_relative_path
+from codex_memories.sandbox import (
+    FolderEntry,
+    SandboxedFolder,
+    SymlinkRefusedError,
+    UnsafePathError,
+    entry_kind,
+    split_relative_path,
+)
 from codex_memories.tokens import truncate_middle
 
 DEFAULT_LIST_MAX_RESULTS = 2_000
@@ -350,15 +357,18 @@ def _resolve(root: Path, relative: str | None) -> tuple[SandboxedFolder, _Target
     if root_kind != "dir":
         raise NotFound(f"path {relative!r} does not exist")
     try:
-        kind = folder.kind(display)
+        status = folder.lstat(display)
     except SymlinkRefusedError:
         raise InvalidPath(f"path {relative!r} goes through a symlink; symlinks are not followed") from None
     except NotADirectoryError:
         raise NotFound(f"path {relative!r} does not exist") from None
-    if kind is None:
+    if status is None:
         raise NotFound(f"path {relative!r} does not exist")
+    kind = entry_kind(status.st_mode)
     if kind == "symlink":
         raise InvalidPath(f"path {display!r} is a symlink; symlinks are not followed")
+    if kind == "file" and status.st_nlink > 1:
+        raise InvalidPath(f"path {display!r} has {status.st_nlink} hard links; it may be another name for a file outside the memory root")
     return folder, _Target(display, kind)
 
 
