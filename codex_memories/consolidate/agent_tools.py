@@ -19,7 +19,8 @@ Contract:
 - Ordinary failures (missing file, `old` text absent or ambiguous, a directory where a file was
   expected, an OS error) come back as `error: ...` results; they are counted but not refusals.
 - Text returned by `read_file` and `search_files` goes through `redact_secrets` (inputs are
-  already redacted upstream; this is defence in depth). Output is size-capped.
+  already redacted upstream; this is defence in depth). Output is size-capped, and a file larger
+  than `MAX_FILE_BYTES` is never loaded (an `error:` for read/edit, listed as not searched).
 - All I/O goes through one `sandbox.SandboxedFolder`: descriptor-relative opens with `O_NOFOLLOW`
   on every component, so a symlink swapped in after the checks below is still never followed.
   Writes are atomic (temporary file in the same folder, fsync, rename) and create missing parent
@@ -56,6 +57,8 @@ MAX_SEARCH_MATCHES = 200
 MAX_SEARCH_LINE_CHARS = 400
 MAX_LIST_ENTRIES = 1_000
 MAX_WRITE_CHARS = 2_000_000
+# Files larger than this are never loaded by read_file, search_files or edit_file.
+MAX_FILE_BYTES = 16 * 1024 * 1024
 
 # Folders that are workspace machinery, not memory content.
 FORBIDDEN_TOP_LEVEL = frozenset({paths.GIT_DIR, paths.WORKSPACE_STATE_DIR})
@@ -302,9 +305,14 @@ class MemoryFileTools:
             raise ToolFailure(f"{_shown(target)} is not a file or folder")
         needle = query.lower()
         matches: list[str] = []
+        skipped_large: list[str] = []
         for relative in files:
+            data = self._read_capped(relative)
+            if data is None:
+                skipped_large.append(relative)
+                continue
             try:
-                text = self.folder.read_bytes(relative).decode("utf-8")
+                text = data.decode("utf-8")
             except UnicodeDecodeError:
                 continue  # Binary files hold no text worth matching.
             for number, line in enumerate(text.splitlines(), start=1):
@@ -317,6 +325,8 @@ class MemoryFileTools:
                 if len(shown) > MAX_SEARCH_LINE_CHARS:
                     shown = shown[:MAX_SEARCH_LINE_CHARS] + " [line truncated]"
                 matches.append(f"{relative}:{number}: {shown}")
+        if skipped_large:
+            matches.append(f"[not searched, larger than {MAX_FILE_BYTES} bytes: {', '.join(skipped_large[:20])}]")
         if not matches:
             return f"no matches for {query!r} in {_shown(target)}"
         return "\n".join(matches)
@@ -394,10 +404,21 @@ class MemoryFileTools:
             raise ToolFailure(f"{_shown(target)} does not exist")
         if target.kind != "file":
             raise ToolFailure(f"{_shown(target)} is not a regular file")
+        data = self._read_capped(target.relative)
+        if data is None:
+            raise ToolFailure(
+                f"{target.relative} is larger than {MAX_FILE_BYTES} bytes; it is not memory content this agent can read or edit"
+            )
         try:
-            return self.folder.read_bytes(target.relative).decode("utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError:
             raise ToolFailure(f"{target.relative} is not UTF-8 text") from None
+
+    def _read_capped(self, relative: str) -> bytes | None:
+        """The file's bytes, or None when it is larger than `MAX_FILE_BYTES` (never loaded whole)."""
+        with self.folder.open_file(relative) as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        return None if len(data) > MAX_FILE_BYTES else data
 
     def _size(self, relative: str) -> int:
         status = self.folder.lstat(relative)

@@ -579,3 +579,13 @@ def test_nothing_the_agent_writes_is_executable(tools: MemoryFileTools) -> None:
     tools.dispatch("write_file", json.dumps({"path": "skills/tool/SKILL.md", "content": "x\n"}))
     assert os.stat(tools.root / paths.MEMORY_FILE).st_mode & 0o777 == 0o644
     assert not os.stat(tools.root / "skills/tool/SKILL.md").st_mode & 0o111
+
+
+def test_a_file_too_large_to_load_is_an_error_not_a_memory_spike(tools: MemoryFileTools, monkeypatch: pytest.MonkeyPatch) -> None:
+    from codex_memories.consolidate import agent_tools
+
+    monkeypatch.setattr(agent_tools, "MAX_FILE_BYTES", 1_000)
+    write(tools.root, paths.RAW_MEMORIES_FILE, "needle\n" * 1_000)
+    assert tools.dispatch("read_file", json.dumps({"path": paths.RAW_MEMORIES_FILE})).startswith("error: raw_memories.md is larger than 1000 bytes")
+    assert tools.dispatch("edit_file", json.dumps({"path": paths.RAW_MEMORIES_FILE, "old": "needle", "new": "x"})).startswith("error: ")
+    assert f"[not searched, larger than 1000 bytes: {paths.RAW_MEMORIES_FILE}]" in tools.search_files("needle")
