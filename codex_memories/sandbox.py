@@ -44,7 +44,7 @@ import shutil
 import stat
 import unicodedata
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import BinaryIO, Literal
@@ -191,10 +191,9 @@ class SandboxedFolder:
         except OSError as error:
             self._raise_refusal(error, parent_fd, name, shown)
             raise
-        try:
+        # Another writer may create it in between: the open below decides what it is.
+        with suppress(FileExistsError):
             os.mkdir(name, 0o777, dir_fd=parent_fd)
-        except FileExistsError:
-            pass  # another writer created it in between; the open below decides what it is
         try:
             return os.open(name, _DIRECTORY_FLAGS, dir_fd=parent_fd)
         except OSError as error:
@@ -374,10 +373,11 @@ class SandboxedFolder:
         """Write `data` unless the regular file at `path` already holds exactly it; True when written."""
         try:
             with self.open_file(path) as handle:
-                if handle.read(len(data) + 1) == data:
-                    return False
+                unchanged = handle.read(len(data) + 1) == data
         except FileNotFoundError:
-            pass  # nothing there yet: write it
+            unchanged = False  # nothing there yet
+        if unchanged:
+            return False
         self.write_bytes(path, data, executable=executable)
         return True
 
