@@ -399,7 +399,7 @@ class SandboxedFolder:
     def makedirs(self, path: str) -> None:
         """Create the folder and its parents; an existing real folder is fine, anything else is refused."""
         with self._directory(path, create=True):
-            pass
+            return  # opening it, creating whatever is missing, is the whole job
 
     def delete(self, path: str, missing_ok: bool = False) -> None:
         """Unlink a file or a symlink (never what it points to); a folder is `IsADirectoryError`."""

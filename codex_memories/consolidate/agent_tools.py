@@ -32,7 +32,6 @@ Contract:
 from __future__ import annotations
 
 import json
-import stat
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,6 @@ from codex_memories import paths
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import (
     FolderEntry,
-    HardLinkRefusedError,
     SandboxedFolder,
     SymlinkRefusedError,
     UnsafeNameError,

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
