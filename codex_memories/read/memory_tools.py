@@ -11,7 +11,7 @@ Contract:
   symlinks and hard-linked files met while listing or searching are skipped.
 - Every answer is bounded, whatever the files hold. Files are streamed, never loaded whole:
   - `list_entries` is shallow, sorted byte-wise by name, paged by a decimal cursor (the index of
-    the next entry), at most `MAX_LIST_RESULTS` entries and `MAX_ANSWER_BYTES` of paths per page;
+    the next entry), at most `MAX_LIST_RESULTS` entries and `MAX_ANSWER_BYTES` of JSON per page;
     listing a file returns that one file.
   - `read_file` returns text from a 1-based `line_offset`, at most `max_lines` lines, capped at
     `DEFAULT_READ_MAX_TOKENS` tokens by middle truncation; `truncated` says whether anything was
@@ -80,8 +80,9 @@ ANSWER_TIME_BUDGET_SECONDS = 20.0
 LINE_TRUNCATED_MARKER = " [line truncated]"
 MAX_QUERY_BYTES = 1_000
 _CHUNK_BYTES = 65_536
-# JSON field names and numbers of one search match.
+# JSON field names and numbers of one search match, of one listed entry.
 _MATCH_OVERHEAD_BYTES = 96
+_ENTRY_OVERHEAD_BYTES = 48
 _VALIDATION_CHUNK_BYTES = 1024 * 1024
 
 EntryType = Literal["file", "directory"]
@@ -213,7 +214,7 @@ def list_entries(
     page: list[MemoryEntry] = []
     used = 0
     for entry in entries[start_index : start_index + page_size]:
-        size = len(entry.path.encode("utf-8"))
+        size = _ENTRY_OVERHEAD_BYTES + _json_size(entry.path)
         if page and used + size > MAX_ANSWER_BYTES:
             break
         page.append(entry)
@@ -391,8 +392,20 @@ def _visible(entry: FolderEntry) -> bool:
     return entry.kind == "dir" or (entry.kind == "file" and entry.nlink == 1)
 
 
+@contextmanager
+def _folder_errors(display: str) -> Iterator[None]:
+    """The folder changed since `_resolve` (swapped for a link, removed): the tool's error codes."""
+    try:
+        yield
+    except UnsafePathError as error:
+        raise InvalidPath(f"path {display!r}: {error}") from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise NotFound(f"path {display!r} does not exist") from None
+
+
 def _children(folder: SandboxedFolder, display: str) -> list[FolderEntry]:
-    return [entry for entry in folder.list_dir(display or None) if _visible(entry)]
+    with _folder_errors(display):
+        return [entry for entry in folder.list_dir(display or None) if _visible(entry)]
 
 
 def _files_under(folder: SandboxedFolder, target: _Target) -> list[str]:
@@ -400,7 +413,8 @@ def _files_under(folder: SandboxedFolder, target: _Target) -> list[str]:
         return [target.display]
     if target.kind != "dir":
         return []
-    entries = folder.walk(target.display or None, skip=lambda entry: not _visible(entry))
+    with _folder_errors(target.display):
+        entries = folder.walk(target.display or None, skip=lambda entry: not _visible(entry))
     return [entry.path for entry in entries if entry.kind == "file"]
 
 

@@ -209,3 +209,13 @@ def test_peak_memory_of_search_and_read_does_not_grow_with_the_file(tmp_path: Pa
     assert measured["matches"] > 0 and measured["read_truncated"]
     # Loading the file would add at least its 70 MB; streaming adds a few MB of buffers.
     assert measured["added_kib"] < 40 * 1024, measured
+
+
+def test_a_listing_of_many_long_names_stays_under_the_answer_ceiling(tmp_path: Path) -> None:
+    for number in range(2_000):
+        (tmp_path / f"{number:04d}-{'n' * 240}.md").write_text("x")
+    first = list_entries(tmp_path)
+    assert first.truncated and len(first.entries) < 2_000
+    assert answer_bytes(first) <= MAX_ANSWER_BYTES
+    second = list_entries(tmp_path, cursor=first.next_cursor)
+    assert second.entries[0].path.startswith(f"{len(first.entries):04d}-")
