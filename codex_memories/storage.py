@@ -3,15 +3,19 @@
 Contract:
 - Every file access of phase 2 goes through a `MemoryRoot`. Paths are relative POSIX paths
   (`rollout_summaries/x.md`); absolute paths, `..`, `.`, empty segments and backslashes are a
-  `UnsafePathError`. Directory operations take `None` for the root itself.
+  `UnsafePathError` (defined in `codex_memories.sandbox`). Directory operations take `None` for
+  the root itself.
 - Writes are atomic: a local write goes to a temporary file in the same folder and is renamed
   over the target (an existing file keeps its permission bits); an object-store write is a single
   PUT. `create_new_*` is an exclusive create (`O_EXCL` locally, `If-None-Match: *` on S3) and
-  raises `FileExistsError` when anything is already there.
-- Symlinks are hazards, not content. On a local root no operation goes through a symlinked
-  folder (`UnsafePathError`), reads refuse a symlinked file, `walk_files` and `file_sizes` skip
-  links without following them, and `delete` removes the link, never its target. Object stores
-  have no symlinks.
+  raises `FileExistsError` when anything is already there. `write_if_changed` writes only when
+  the bytes differ.
+- Symlinks and hard links are hazards, not content. A local root does all its I/O through one
+  `sandbox.SandboxedFolder` (descriptor-relative opens with `O_NOFOLLOW` on every component): no
+  operation goes through a symlinked folder (`UnsafePathError`), reads and writes refuse a
+  symlinked file and a regular file with more than one hard link, `walk_files` and `file_sizes`
+  skip links without following them, and `delete` removes the link, never its target. Object
+  stores have no links.
 - `exists` is true for any entry, including a dangling symlink; `is_file`/`is_dir` mean a regular
   file / a real directory.
 - Internal bookkeeping (`.git/` and `.codex-memories/`, which holds an object-store root's git
@@ -37,7 +41,6 @@ import hashlib
 import io
 import json
 import os
-import secrets
 import shutil
 import stat
 import tarfile
@@ -49,6 +52,7 @@ from typing import Literal
 import fsspec
 
 from codex_memories.paths import GIT_DIR, WORKSPACE_STATE_DIR, baseline_archive_path
+from codex_memories.sandbox import FolderEntry, SandboxedFolder, UnsafePathError, check_relative_path
 
 EntryKind = Literal["file", "dir", "symlink"]
 
@@ -56,29 +60,11 @@ INTERNAL_DIRS = frozenset({GIT_DIR, WORKSPACE_STATE_DIR})
 _EXECUTABLES_MEMBER = "executables.json"
 
 
-class UnsafePathError(ValueError):
-    """A path that is not a plain relative path inside the root, or that goes through a symlink."""
-
-
 @dataclass(frozen=True)
 class Entry:
     name: str
     path: str
     kind: EntryKind
-
-
-def check_relative_path(path: str) -> str:
-    """The normalised relative POSIX path, or `UnsafePathError`."""
-    if not isinstance(path, str) or not path:
-        raise UnsafePathError(f"path must be a non-empty relative path: {path!r}")
-    if "\\" in path or "\x00" in path:
-        raise UnsafePathError(f"path contains a backslash or NUL: {path!r}")
-    if path.startswith("/"):
-        raise UnsafePathError(f"path must be relative: {path!r}")
-    segments = path.split("/")
-    if any(segment in ("", ".", "..") for segment in segments):
-        raise UnsafePathError(f"path has an empty, '.' or '..' segment: {path!r}")
-    return path
 
 
 def _join(parent: str | None, name: str) -> str:
@@ -150,6 +136,13 @@ class MemoryRoot(ABC):
     def create_new_text(self, path: str, text: str) -> None:
         self.create_new_bytes(path, text.encode("utf-8"))
 
+    def write_if_changed(self, path: str, data: bytes) -> bool:
+        """Write `data` unless the file already holds exactly these bytes; True when written."""
+        if self.is_file(path) and self.read_bytes(path) == data:
+            return False
+        self.write_bytes(path, data)
+        return True
+
     def walk_files(self, exclude_git: bool = True) -> list[str]:
         """Relative paths of every regular file, sorted; `.git/` and `.codex-memories/` excluded by default."""
         return sorted(self.file_sizes(exclude_internal=exclude_git))
@@ -159,9 +152,12 @@ class MemoryRoot(ABC):
 
 
 class LocalMemoryRoot(MemoryRoot):
+    """A local directory, every access through one `SandboxedFolder` (no symlink followed below the root)."""
+
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         # Deliberately not resolved: callers must be able to see that the root itself is a symlink.
         self._directory = Path(os.path.abspath(directory))
+        self.folder = SandboxedFolder(self._directory)
 
     @property
     def url(self) -> str:
@@ -171,155 +167,50 @@ class LocalMemoryRoot(MemoryRoot):
     def local_path(self) -> Path:
         return self._directory
 
-    def _target(self, path: str, *, final_may_be_symlink: bool) -> Path:
-        """The absolute path, after checking no existing parent folder is a symlink."""
-        segments = check_relative_path(path).split("/")
-        current = self._directory
-        for segment in segments[:-1]:
-            current = current / segment
-            try:
-                mode = os.lstat(current).st_mode
-            except FileNotFoundError:
-                break
-            if stat.S_ISLNK(mode):
-                raise UnsafePathError(f"path goes through a symlink: {path!r}")
-            if not stat.S_ISDIR(mode):
-                raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(current))
-        target = self._directory.joinpath(*segments)
-        if not final_may_be_symlink and os.path.islink(target):
-            raise UnsafePathError(f"path is a symlink: {path!r}")
-        return target
-
-    def _dir_target(self, path: str | None) -> Path:
-        if path is None:
-            return self._directory
-        return self._target(path, final_may_be_symlink=True)
-
     def read_bytes(self, path: str) -> bytes:
-        return self._target(path, final_may_be_symlink=False).read_bytes()
+        return self.folder.read_bytes(path)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        target = self._target(path, final_may_be_symlink=True)
-        self._make_parents(path)
-        temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-        # os.open with 0o666 lets the umask apply, as a plain open() would for a new file.
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
-        try:
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            try:
-                existing = os.lstat(target)
-            except FileNotFoundError:
-                existing = None
-            if existing is not None and stat.S_ISREG(existing.st_mode):
-                os.chmod(temporary, stat.S_IMODE(existing.st_mode))
-            os.replace(temporary, target)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
+        self.folder.write_bytes(path, data)
+
+    def write_if_changed(self, path: str, data: bytes) -> bool:
+        return self.folder.write_if_changed(path, data)
 
     def create_new_bytes(self, path: str, data: bytes) -> None:
-        target = self._target(path, final_may_be_symlink=True)
-        self._make_parents(path)
-        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
+        self.folder.create_new_bytes(path, data)
 
     def exists(self, path: str) -> bool:
-        return os.path.lexists(self._target(path, final_may_be_symlink=True))
+        return self.folder.kind(check_relative_path(path)) is not None
 
     def is_file(self, path: str) -> bool:
-        return _lstat_mode_is(self._target(path, final_may_be_symlink=True), stat.S_ISREG)
+        return self.folder.kind(check_relative_path(path)) == "file"
 
     def is_dir(self, path: str | None) -> bool:
-        return _lstat_mode_is(self._dir_target(path), stat.S_ISDIR)
+        return self.folder.kind(None if path is None else check_relative_path(path)) == "dir"
 
     def is_symlink(self, path: str) -> bool:
-        return os.path.islink(self._target(path, final_may_be_symlink=True))
+        return self.folder.kind(check_relative_path(path)) == "symlink"
 
     def list_dir(self, path: str | None = None) -> list[Entry]:
-        directory = self._dir_target(path)
-        if os.path.islink(directory):
-            raise UnsafePathError(f"path is a symlink: {path!r}")
-        entries = []
-        with os.scandir(directory) as scan:
-            for item in scan:
-                if item.is_symlink():
-                    kind: EntryKind = "symlink"
-                elif item.is_dir(follow_symlinks=False):
-                    kind = "dir"
-                else:
-                    kind = "file"
-                entries.append(Entry(item.name, _join(path, item.name), kind))
-        return sorted(entries, key=lambda entry: entry.name)
+        return [
+            Entry(item.name, item.path, "file" if item.kind == "other" else item.kind)
+            for item in self.folder.list_dir(path)
+        ]
 
     def file_sizes(self, exclude_internal: bool = True) -> dict[str, int]:
-        sizes: dict[str, int] = {}
-        pending: list[tuple[str, str | None]] = [(str(self._directory), None)]
-        while pending:
-            directory, relative = pending.pop()
-            with os.scandir(directory) as scan:
-                for item in scan:
-                    child = _join(relative, item.name)
-                    if item.is_symlink():
-                        continue
-                    if item.is_dir(follow_symlinks=False):
-                        if not (exclude_internal and relative is None and item.name in INTERNAL_DIRS):
-                            pending.append((item.path, child))
-                    elif item.is_file(follow_symlinks=False):
-                        sizes[child] = item.stat(follow_symlinks=False).st_size
-        return sizes
+        def skip(entry: FolderEntry) -> bool:
+            return exclude_internal and entry.kind == "dir" and entry.path in INTERNAL_DIRS
+
+        return {entry.path: entry.size for entry in self.folder.walk(skip=skip) if entry.kind == "file"}
 
     def delete(self, path: str, missing_ok: bool = False) -> None:
-        target = self._target(path, final_may_be_symlink=True)
-        if _lstat_mode_is(target, stat.S_ISDIR):
-            raise IsADirectoryError(errno.EISDIR, "is a directory", str(target))
-        try:
-            os.unlink(target)
-        except FileNotFoundError:
-            if not missing_ok:
-                raise
+        self.folder.delete(path, missing_ok=missing_ok)
 
     def delete_tree(self, path: str, missing_ok: bool = True) -> None:
-        target = self._target(path, final_may_be_symlink=True)
-        if not os.path.lexists(target):
-            if missing_ok:
-                return
-            raise FileNotFoundError(errno.ENOENT, "no such directory", str(target))
-        if os.path.islink(target) or not os.path.isdir(target):
-            os.unlink(target)
-        else:
-            shutil.rmtree(target)
+        self.folder.delete_tree(path, missing_ok=missing_ok)
 
     def makedirs(self, path: str) -> None:
-        target = self._target(path, final_may_be_symlink=False)
-        self._make_parents(path)
-        try:
-            os.mkdir(target)
-        except FileExistsError:
-            if not _lstat_mode_is(target, stat.S_ISDIR):
-                raise
-
-    def _make_parents(self, path: str) -> None:
-        """Create the root and the parent folders one at a time, refusing symlinked or non-folder parents."""
-        self._directory.mkdir(parents=True, exist_ok=True)
-        current = self._directory
-        for segment in path.split("/")[:-1]:
-            current = current / segment
-            try:
-                os.mkdir(current)
-            except FileExistsError:
-                if not _lstat_mode_is(current, stat.S_ISDIR):
-                    raise UnsafePathError(f"parent is a symlink or not a directory: {current}") from None
-
-
-def _lstat_mode_is(target: Path, predicate) -> bool:
-    try:
-        return predicate(os.lstat(target).st_mode)
-    except FileNotFoundError:
-        return False
+        self.folder.makedirs(check_relative_path(path))
 
 
 class FsspecMemoryRoot(MemoryRoot):

@@ -9,11 +9,21 @@ Contract:
   anything under `.git/` or our workspace-state folder, a symlink at any component, and anything
   whose resolved location falls outside the root. Writing, editing or deleting
   `phase2_workspace_diff.md` or an ad-hoc note (notes are append-only, spec 7.1) is refused too.
+  A regular file with more than one hard link (possibly a second name for an outside file) is
+  refused for reading and writing.
+- Writes, edits and deletions stay inside the layout Codex reads (spec 8): `memory_summary.md`,
+  `MEMORY.md`, `raw_memories.md`, `rollout_summaries/<name>.md` and `skills/<skill>/.../<name>.md`.
+  Every name written must be plain (`sandbox.check_plain_name`: no control or bidi characters, no
+  look-alike dots, no `:` or `~`) and must not start with `.`; only Markdown is written and nothing
+  written is executable (an existing file's execute bits are dropped).
 - Ordinary failures (missing file, `old` text absent or ambiguous, a directory where a file was
   expected, an OS error) come back as `error: ...` results; they are counted but not refusals.
 - Text returned by `read_file` and `search_files` goes through `redact_secrets` (inputs are
-  already redacted upstream; this is defence in depth). Output is size-capped.
-- Writes are atomic (temporary file in the same folder, fsync, rename) and create missing parent
+  already redacted upstream; this is defence in depth). Output is size-capped, and a file larger
+  than `MAX_FILE_BYTES` is never loaded (an `error:` for read/edit, listed as not searched).
+- All I/O goes through one `sandbox.SandboxedFolder`: descriptor-relative opens with `O_NOFOLLOW`
+  on every component, so a symlink swapped in after the checks below is still never followed.
+  Writes are atomic (temporary file in the same folder, fsync, rename) and create missing parent
   folders inside the root.
 - `TOOL_DEFINITIONS` are strict function schemas; `responses_tools()` / `chat_tools()` give them
   in each API's shape.
@@ -22,16 +32,22 @@ Contract:
 from __future__ import annotations
 
 import json
-import os
-import stat
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 from codex_memories import paths
 from codex_memories.redact import redact_secrets
+from codex_memories.sandbox import (
+    FolderEntry,
+    SandboxedFolder,
+    SymlinkRefusedError,
+    UnsafeNameError,
+    UnsafePathError,
+    check_plain_name,
+    split_relative_path,
+)
 
 MAX_READ_CHARS = 60_000
 MAX_LINE_CHARS = 2_000
@@ -39,11 +55,20 @@ MAX_SEARCH_MATCHES = 200
 MAX_SEARCH_LINE_CHARS = 400
 MAX_LIST_ENTRIES = 1_000
 MAX_WRITE_CHARS = 2_000_000
+# Files larger than this are never loaded by read_file, search_files or edit_file.
+MAX_FILE_BYTES = 16 * 1024 * 1024
 
 # Folders that are workspace machinery, not memory content.
 FORBIDDEN_TOP_LEVEL = frozenset({paths.GIT_DIR, paths.WORKSPACE_STATE_DIR})
 READ_ONLY_FILES = frozenset({paths.WORKSPACE_DIFF_FILE})
 READ_ONLY_FOLDERS = (paths.ad_hoc_notes_dir(),)
+
+# What the agent may change: the files Codex reads from the memory root (spec 8). The summary,
+# the handbook and skills are the agent's own; raw_memories.md and rollout summaries are written
+# by code before the run, but the agent has always been allowed to rewrite or prune them and
+# keeps that. Everything it writes is Markdown: skills hold procedures, never scripts.
+WRITABLE_TOP_LEVEL_FILES = frozenset({paths.MEMORY_SUMMARY_FILE, paths.MEMORY_FILE, paths.RAW_MEMORIES_FILE})
+WRITABLE_SUFFIX = ".md"
 
 
 # -- tool definitions ------------------------------------------------------------------------------
@@ -142,8 +167,8 @@ class ToolFailure(Exception):
 
 @dataclass(frozen=True)
 class _Resolved:
-    relative: str
-    absolute: Path
+    relative: str  # "" is the memory root
+    kind: str | None  # "file", "dir", "symlink", "other", or None when nothing is there
 
 
 class MemoryFileTools:
@@ -160,6 +185,7 @@ class MemoryFileTools:
         # Resolve once so a root reached through a symlinked parent (/tmp on macOS) still works;
         # symlinks *inside* the root are what the rules refuse.
         self.root = root.resolve(strict=True)
+        self.folder = SandboxedFolder(self.root)
         self.calls_by_name: Counter[str] = Counter()
         self.refused_calls = 0
         self.failed_calls = 0
@@ -185,7 +211,9 @@ class MemoryFileTools:
         try:
             call = _checked_arguments(name, arguments)
             return getattr(self, name)(**call)
-        except PathRefused as refusal:
+        except (PathRefused, UnsafePathError) as refusal:
+            # UnsafePathError: the folder refused at open time (a symlink or hard link that
+            # appeared after the checks in `_resolve`); it is a refusal like any other.
             self.refused_calls += 1
             return f"refused: {refusal}"
         except ToolFailure as failure:
@@ -199,25 +227,26 @@ class MemoryFileTools:
 
     def list_files(self, path: str | None = ".") -> str:
         target = self._resolve(path or ".")
-        mode = _lstat_mode(target.absolute)
-        if mode is None:
+        if target.kind is None:
             raise ToolFailure(f"{_shown(target)} does not exist")
-        if stat.S_ISREG(mode):
-            return f"{target.relative} ({target.absolute.stat().st_size} bytes)"
-        if not stat.S_ISDIR(mode):
+        if target.kind == "file":
+            return f"{target.relative} ({self._size(target.relative)} bytes)"
+        if target.kind != "dir":
             raise ToolFailure(f"{_shown(target)} is not a file or folder")
         lines: list[str] = []
         truncated = False
-        for relative, kind, size in self._walk(target):
+        for entry in self._walk(target):
             if len(lines) >= MAX_LIST_ENTRIES:
                 truncated = True
                 break
-            if kind == "dir":
-                lines.append(f"{relative}/")
-            elif kind == "file":
-                lines.append(f"{relative} ({size} bytes)")
+            if entry.kind == "dir":
+                lines.append(f"{entry.path}/")
+            elif entry.kind == "symlink":
+                lines.append(f"{entry.path} (symlink, not followed)")
+            elif entry.nlink > 1:
+                lines.append(f"{entry.path} (hard link, not read)")
             else:
-                lines.append(f"{relative} (symlink, not followed)")
+                lines.append(f"{entry.path} ({entry.size} bytes)")
         if not lines:
             return f"{_shown(target)} is empty"
         if truncated:
@@ -263,20 +292,25 @@ class MemoryFileTools:
         if not query.strip():
             raise ToolFailure("query must not be empty")
         target = self._resolve(path or ".")
-        mode = _lstat_mode(target.absolute)
-        if mode is None:
+        if target.kind is None:
             raise ToolFailure(f"{_shown(target)} does not exist")
-        if stat.S_ISREG(mode):
+        if target.kind == "file":
             files = [target.relative]
-        elif stat.S_ISDIR(mode):
-            files = [relative for relative, kind, _ in self._walk(target) if kind == "file"]
+        elif target.kind == "dir":
+            # Links are neither followed nor read: a hard-linked file may be an outside file.
+            files = [entry.path for entry in self._walk(target) if entry.kind == "file" and entry.nlink == 1]
         else:
             raise ToolFailure(f"{_shown(target)} is not a file or folder")
         needle = query.lower()
         matches: list[str] = []
+        skipped_large: list[str] = []
         for relative in files:
+            data = self._read_capped(relative)
+            if data is None:
+                skipped_large.append(relative)
+                continue
             try:
-                text = (self.root / relative).read_bytes().decode("utf-8")
+                text = data.decode("utf-8")
             except UnicodeDecodeError:
                 continue  # Binary files hold no text worth matching.
             for number, line in enumerate(text.splitlines(), start=1):
@@ -289,6 +323,8 @@ class MemoryFileTools:
                 if len(shown) > MAX_SEARCH_LINE_CHARS:
                     shown = shown[:MAX_SEARCH_LINE_CHARS] + " [line truncated]"
                 matches.append(f"{relative}:{number}: {shown}")
+        if skipped_large:
+            matches.append(f"[not searched, larger than {MAX_FILE_BYTES} bytes: {', '.join(skipped_large[:20])}]")
         if not matches:
             return f"no matches for {query!r} in {_shown(target)}"
         return "\n".join(matches)
@@ -297,13 +333,12 @@ class MemoryFileTools:
         target = self._resolve(path, for_change=True)
         if len(content) > MAX_WRITE_CHARS:
             raise ToolFailure(f"content is larger than {MAX_WRITE_CHARS} characters; split it into several files")
-        mode = _lstat_mode(target.absolute)
-        if mode is not None and not stat.S_ISREG(mode):
+        if target.kind is not None and target.kind != "file":
             raise ToolFailure(f"{target.relative} exists and is not a regular file")
-        self._make_parents(target)
-        _atomic_write(target.absolute, content)
+        data = content.encode("utf-8")
+        self.folder.write_bytes(target.relative, data, executable=False)
         _remember(self.files_written, target.relative)
-        return f"wrote {target.relative} ({len(content.encode('utf-8'))} bytes)"
+        return f"wrote {target.relative} ({len(data)} bytes)"
 
     def edit_file(self, path: str, old: str, new: str) -> str:
         target = self._resolve(path, for_change=True)
@@ -317,112 +352,117 @@ class MemoryFileTools:
             raise ToolFailure(
                 f"the old text occurs {occurrences} times in {target.relative}; include more context to make it unique"
             )
-        _atomic_write(target.absolute, text.replace(old, new, 1))
+        self.folder.write_bytes(target.relative, text.replace(old, new, 1).encode("utf-8"), executable=False)
         _remember(self.files_written, target.relative)
         return f"edited {target.relative}"
 
     def delete_file(self, path: str) -> str:
         target = self._resolve(path, for_change=True)
-        mode = _lstat_mode(target.absolute)
-        if mode is None:
+        if target.kind is None:
             raise ToolFailure(f"{target.relative} does not exist")
-        if not stat.S_ISREG(mode):
+        if target.kind != "file":
             raise ToolFailure(f"{target.relative} is not a file; only files can be deleted")
-        target.absolute.unlink()
+        self.folder.delete(target.relative)
         _remember(self.files_deleted, target.relative)
         if target.relative in self.files_written:
             self.files_written.remove(target.relative)
         return f"deleted {target.relative}"
 
-    # -- path rules -------------------------------------------------------------------------------
+    # -- path rules (policy only: the folder does the resolving and opening) ---------------------
 
     def _resolve(self, path: str, *, for_change: bool = False) -> _Resolved:
         if not isinstance(path, str) or not path.strip():
             raise PathRefused("a path relative to the memory root is required")
-        if "\x00" in path:
-            raise PathRefused("paths must not contain NUL characters")
-        if "\\" in path:
-            raise PathRefused(f"{path!r}: use '/' as the separator; backslashes are not allowed")
-        windows = PureWindowsPath(path)
-        if PurePosixPath(path).is_absolute() or windows.drive or windows.root:
-            raise PathRefused(f"{path!r} is absolute; paths must be relative to the memory root")
-        components = [part for part in path.split("/") if part not in ("", ".")]
-        if ".." in components:
-            raise PathRefused(f"{path!r} contains '..'; paths must stay inside the memory root")
+        try:
+            components = split_relative_path(path)
+        except UnsafePathError as error:
+            raise PathRefused(str(error)) from None
         if components and components[0] in FORBIDDEN_TOP_LEVEL or paths.GIT_DIR in components:
             raise PathRefused(f"{path!r} is workspace machinery (.git or workspace state) and is off limits")
         relative = "/".join(components)
-
-        current = self.root
-        for index, component in enumerate(components):
-            current = current / component
-            mode = _lstat_mode(current)
-            if mode is None:
-                break  # The rest does not exist yet; nothing further can be a symlink.
-            if stat.S_ISLNK(mode):
-                shown = "/".join(components[: index + 1])
-                raise PathRefused(f"{shown!r} is a symlink; symlinks are never followed")
-            if index < len(components) - 1 and not stat.S_ISDIR(mode):
-                raise ToolFailure(f"{'/'.join(components[: index + 1])!r} is a file, not a folder")
-        absolute = self.root.joinpath(*components)
-        if not absolute.resolve(strict=False).is_relative_to(self.root):
-            raise PathRefused(f"{path!r} resolves outside the memory root")
-
-        if for_change:
-            if not components:
-                raise PathRefused("the memory root itself cannot be written or deleted")
-            if relative in READ_ONLY_FILES:
-                raise PathRefused(f"{relative} is read-only: read it, never edit or delete it")
-            for folder in READ_ONLY_FOLDERS:
-                if relative == folder or relative.startswith(folder + "/"):
-                    raise PathRefused(f"{relative} is an ad-hoc note: notes are append-only and never edited or deleted")
-        return _Resolved(relative=relative, absolute=absolute)
+        if not components:
+            if for_change:
+                _check_writable(relative, components)
+            return _Resolved(relative="", kind="dir")
+        try:
+            kind = self.folder.kind(relative)
+        except SymlinkRefusedError as refusal:
+            raise PathRefused(str(refusal)) from None
+        except NotADirectoryError as error:
+            raise ToolFailure(f"{error.filename!r} is a file, not a folder") from None
+        if kind == "symlink":
+            raise PathRefused(f"{relative!r} is a symlink; symlinks are never followed")
+        if for_change and kind != "dir":
+            # A folder is never written or deleted; the tool says so as an ordinary error.
+            _check_writable(relative, components)
+        return _Resolved(relative=relative, kind=kind)
 
     def _read_text(self, target: _Resolved) -> str:
-        mode = _lstat_mode(target.absolute)
-        if mode is None:
+        if target.kind is None:
             raise ToolFailure(f"{_shown(target)} does not exist")
-        if not stat.S_ISREG(mode):
+        if target.kind != "file":
             raise ToolFailure(f"{_shown(target)} is not a regular file")
+        data = self._read_capped(target.relative)
+        if data is None:
+            raise ToolFailure(
+                f"{target.relative} is larger than {MAX_FILE_BYTES} bytes; it is not memory content this agent can read or edit"
+            )
         try:
-            return target.absolute.read_bytes().decode("utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError:
             raise ToolFailure(f"{target.relative} is not UTF-8 text") from None
 
-    def _make_parents(self, target: _Resolved) -> None:
-        current = self.root
-        for component in target.relative.split("/")[:-1]:
-            current = current / component
-            mode = _lstat_mode(current)
-            if mode is None:
-                current.mkdir()
-            elif stat.S_ISLNK(mode):
-                raise PathRefused(f"{current.relative_to(self.root)} is a symlink; symlinks are never followed")
-            elif not stat.S_ISDIR(mode):
-                raise ToolFailure(f"{current.relative_to(self.root)} is a file, not a folder")
+    def _read_capped(self, relative: str) -> bytes | None:
+        """The file's bytes, or None when it is larger than `MAX_FILE_BYTES` (never loaded whole)."""
+        with self.folder.open_file(relative) as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        return None if len(data) > MAX_FILE_BYTES else data
 
-    def _walk(self, target: _Resolved) -> list[tuple[str, str, int]]:
-        """(relative path, kind, size) under a folder, sorted, machinery folders left out."""
-        found: list[tuple[str, str, int]] = []
-        pending = [target.absolute]
-        while pending:
-            folder = pending.pop()
-            with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
-            for entry in entries:
-                relative = Path(entry.path).relative_to(self.root).as_posix()
-                if relative.split("/")[0] in FORBIDDEN_TOP_LEVEL:
-                    continue
-                entry_mode = entry.stat(follow_symlinks=False).st_mode
-                if stat.S_ISLNK(entry_mode):
-                    found.append((relative, "symlink", 0))
-                elif stat.S_ISDIR(entry_mode):
-                    found.append((relative, "dir", 0))
-                    pending.append(Path(entry.path))
-                elif stat.S_ISREG(entry_mode):
-                    found.append((relative, "file", entry.stat(follow_symlinks=False).st_size))
-        found.sort(key=lambda item: item[0])
-        return found
+    def _size(self, relative: str) -> int:
+        status = self.folder.lstat(relative)
+        return 0 if status is None else status.st_size
+
+    def _walk(self, target: _Resolved) -> list[FolderEntry]:
+        """Every entry under a folder, sorted by path, machinery folders left out, links not entered."""
+        entries = self.folder.walk(
+            target.relative or None,
+            skip=lambda entry: entry.path.split("/")[0] in FORBIDDEN_TOP_LEVEL or entry.kind == "other",
+        )
+        return sorted(entries, key=lambda entry: entry.path)
+
+
+def _check_writable(relative: str, components: list[str]) -> None:
+    """Refuse a change outside the layout Codex reads, to a read-only file, or with an odd name."""
+    if not components:
+        raise PathRefused("the memory root itself cannot be written or deleted")
+    if relative in READ_ONLY_FILES:
+        raise PathRefused(f"{relative} is read-only: read it, never edit or delete it")
+    for folder in READ_ONLY_FOLDERS:
+        if relative == folder or relative.startswith(folder + "/"):
+            raise PathRefused(f"{relative} is an ad-hoc note: notes are append-only and never edited or deleted")
+    for component in components:
+        try:
+            check_plain_name(component)
+        except UnsafeNameError as refusal:
+            raise PathRefused(str(refusal)) from None
+        if component.startswith("."):
+            raise PathRefused(f"{relative!r}: names starting with '.' are not part of the memory layout")
+    if not relative.endswith(WRITABLE_SUFFIX):
+        raise PathRefused(
+            f"{relative!r}: only Markdown files ({WRITABLE_SUFFIX}) are written; skills hold procedures, not scripts"
+        )
+    top = components[0]
+    if relative in WRITABLE_TOP_LEVEL_FILES:
+        return
+    if top == paths.ROLLOUT_SUMMARIES_DIR and len(components) == 2:
+        return
+    if top == paths.SKILLS_DIR and len(components) >= 3:
+        return
+    raise PathRefused(
+        f"{relative!r} is outside the memory layout Codex reads; write {paths.MEMORY_SUMMARY_FILE}, "
+        f"{paths.MEMORY_FILE}, {paths.SKILLS_DIR}/<skill>/SKILL.md (and Markdown next to it), "
+        f"{paths.RAW_MEMORIES_FILE} or {paths.ROLLOUT_SUMMARIES_DIR}/<name>.md"
+    )
 
 
 def _checked_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -448,13 +488,6 @@ def _checked_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return checked
 
 
-def _lstat_mode(path: Path) -> int | None:
-    try:
-        return path.lstat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-
-
 def _shown(target: _Resolved) -> str:
     return target.relative or "the memory root"
 
@@ -462,17 +495,3 @@ def _shown(target: _Resolved) -> str:
 def _remember(items: list[str], relative: str) -> None:
     if relative not in items:
         items.append(relative)
-
-
-def _atomic_write(destination: Path, content: str) -> None:
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, destination)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-

@@ -39,10 +39,8 @@ it ignores the prompt and runs `consolidate_heuristically`.
 
 from __future__ import annotations
 
-import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,6 +52,7 @@ from codex_memories.consolidate.consolidators import ConsolidationOutcome
 from codex_memories.llm.base import TokenUsage
 from codex_memories.prompts import RenderedPrompt
 from codex_memories.redact import redact_secrets
+from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 
 HEURISTIC_CONSOLIDATOR_NAME = "heuristic"
 GENERATED_BY = "codex-memories offline heuristic consolidator (rule-based, no model)"
@@ -368,15 +367,15 @@ def consolidate_heuristically(root_dir: Path, *, now: datetime) -> Consolidation
     """Rebuild `MEMORY.md` and `memory_summary.md` from the current inputs (see the module docstring)."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
-    root = Path(root_dir)
+    root = SandboxedFolder(root_dir)
 
     # 1. Read the inputs.
-    raw_text = _read_regular(root / paths.RAW_MEMORIES_FILE) or ""
+    raw_text = _read_regular(root, paths.RAW_MEMORIES_FILE) or ""
     threads = parse_raw_memories(raw_text)
     summaries = _read_rollout_summaries(root)
     notes = parse_ad_hoc_notes(_read_notes(root))
-    memory_user_blocks = extract_user_blocks(_read_regular(root / paths.MEMORY_FILE) or "")
-    summary_user_blocks = extract_user_blocks(_read_regular(root / paths.MEMORY_SUMMARY_FILE) or "")
+    memory_user_blocks = extract_user_blocks(_read_regular(root, paths.MEMORY_FILE) or "")
+    summary_user_blocks = extract_user_blocks(_read_regular(root, paths.MEMORY_SUMMARY_FILE) or "")
 
     # 2. Attach summaries: branch metadata, and summary-only threads (no raw memory section).
     threads = _merge_summaries(threads, summaries)
@@ -392,7 +391,7 @@ def consolidate_heuristically(root_dir: Path, *, now: datetime) -> Consolidation
     # 5. Write what changed.
     written = []
     for name, text in ((paths.MEMORY_FILE, memory_text), (paths.MEMORY_SUMMARY_FILE, summary_text)):
-        if _write_if_changed(root / name, text):
+        if _write_if_changed(root, name, text):
             written.append(name)
     return ConsolidationRun(
         files_written=written,
@@ -808,75 +807,44 @@ def _parse_time(value: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _read_regular(path: Path) -> str | None:
-    """Text of a regular file; None when it is missing, a symlink or not UTF-8."""
+def _read_regular(folder: SandboxedFolder, path: str) -> str | None:
+    """Text of a regular, singly linked file; None when it is missing, a link or not UTF-8."""
     try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        return None
-    if not stat.S_ISREG(mode):
-        return None
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
+        return folder.read_bytes(path).decode("utf-8")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePathError, UnicodeDecodeError):
+        # Inputs are optional and links are never followed: such an entry is simply not an input.
         return None
 
 
-def _regular_markdown_files(folder: Path) -> list[Path]:
+def _regular_markdown_files(folder: SandboxedFolder, directory: str) -> list[str]:
     try:
-        if not stat.S_ISDIR(folder.lstat().st_mode):
-            return []
-    except FileNotFoundError:
-        return []
-    found = []
-    with os.scandir(folder) as scan:
-        for entry in scan:
-            if entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                found.append(Path(entry.path))
-    return sorted(found, key=lambda path: path.name)
+        entries = folder.list_dir(directory)
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+        return []  # missing, a file, or a symlinked folder (the workspace removes those anyway)
+    return [entry.path for entry in entries if entry.name.endswith(".md") and entry.kind == "file"]
 
 
-def _read_rollout_summaries(root: Path) -> list[RolloutSummary]:
+def _read_rollout_summaries(root: SandboxedFolder) -> list[RolloutSummary]:
     summaries = []
-    for path in _regular_markdown_files(root / paths.ROLLOUT_SUMMARIES_DIR):
-        text = _read_regular(path)
+    for path in _regular_markdown_files(root, paths.ROLLOUT_SUMMARIES_DIR):
+        text = _read_regular(root, path)
         if text is not None:
-            summaries.append(parse_rollout_summary(path.name, text))
+            summaries.append(parse_rollout_summary(path.rsplit("/", 1)[-1], text))
     return summaries
 
 
-def _read_notes(root: Path) -> list[tuple[str, str]]:
-    notes_dir = root / paths.ad_hoc_notes_dir()
-    # A symlinked extensions/ or ad_hoc/ folder is not followed (the workspace removes them anyway).
-    for folder in (root / paths.EXTENSIONS_DIR, root / paths.extension_dir(paths.AD_HOC_EXTENSION)):
-        if folder.is_symlink():
-            return []
+def _read_notes(root: SandboxedFolder) -> list[tuple[str, str]]:
     notes = []
-    for path in _regular_markdown_files(notes_dir):
-        text = _read_regular(path)
+    for path in _regular_markdown_files(root, paths.ad_hoc_notes_dir()):
+        text = _read_regular(root, path)
         if text is not None:
-            notes.append((path.name, text))
+            notes.append((path.rsplit("/", 1)[-1], text))
     return notes
 
 
-def _write_if_changed(path: Path, text: str) -> bool:
-    data = text.encode("utf-8")
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and stat.S_ISREG(mode) and path.read_bytes() == data:
-        return False
-    if mode is not None and not stat.S_ISREG(mode):
-        path.unlink()  # A symlink or special file in place of an artifact is replaced, never followed.
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return True
+def _write_if_changed(folder: SandboxedFolder, path: str, text: str) -> bool:
+    status = folder.lstat(path)
+    if status is not None and (not stat.S_ISREG(status.st_mode) or status.st_nlink > 1):
+        # A link or special file in place of an artifact is replaced, never written through.
+        folder.delete(path)
+    return folder.write_if_changed(path, text.encode("utf-8"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +29,7 @@ from codex_memories.paths import (
     rollout_summary_path,
 )
 from codex_memories.state.records import Stage1Output, Stage1OutputRef
+from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.storage import MemoryRoot, open_memory_root
 
 RootLike = MemoryRoot | str | os.PathLike[str]
@@ -138,11 +140,7 @@ def render_raw_memories(selection: list[Stage1Output]) -> str:
 
 
 def _write_if_changed(root: MemoryRoot, path: str, text: str) -> bool:
-    data = text.encode("utf-8")
-    if root.is_file(path) and root.read_bytes(path) == data:
-        return False
-    root.write_bytes(path, data)
-    return True
+    return root.write_if_changed(path, text.encode("utf-8"))
 
 
 def sync_rollout_summaries(root: RootLike, selection: list[Stage1Output]) -> SyncResult:
@@ -202,58 +200,51 @@ def selection_fingerprint(refs: list[Stage1OutputRef]) -> str:
     return hashlib.sha256(json.dumps(ordered, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def _synced_inputs_path(root_dir: Path) -> Path:
-    return Path(root_dir) / WORKSPACE_STATE_DIR / SYNCED_INPUTS_FILE
+_SYNCED_INPUTS_PATH = f"{WORKSPACE_STATE_DIR}/{SYNCED_INPUTS_FILE}"
 
 
 def _synced_file_stats(root_dir: Path) -> dict[str, list[int]] | None:
-    """Size and mtime of raw_memories.md and every rollout summary; None if any is a symlink."""
+    """Size and mtime of raw_memories.md and every rollout summary; None if any is a link."""
+    folder = SandboxedFolder(root_dir)
     stats: dict[str, list[int]] = {}
-    raw = Path(root_dir) / RAW_MEMORIES_FILE
     try:
-        info = raw.lstat()
-    except FileNotFoundError:
-        return None
-    if not raw.is_file() or raw.is_symlink():
-        return None
-    stats[RAW_MEMORIES_FILE] = [info.st_size, info.st_mtime_ns]
-    summaries = Path(root_dir) / ROLLOUT_SUMMARIES_DIR
-    if summaries.is_symlink() or not summaries.is_dir():
-        return None
-    with os.scandir(summaries) as entries:
-        for entry in entries:
-            if entry.is_symlink():
-                return None
-            if entry.is_file(follow_symlinks=False):
-                info = entry.stat(follow_symlinks=False)
-                stats[f"{ROLLOUT_SUMMARIES_DIR}/{entry.name}"] = [info.st_size, info.st_mtime_ns]
-            else:  # a folder: recorded by name so one appearing or vanishing is a change
-                stats[f"{ROLLOUT_SUMMARIES_DIR}/{entry.name}/"] = [-1, -1]
+        raw = folder.lstat(RAW_MEMORIES_FILE)
+        if raw is None or not stat.S_ISREG(raw.st_mode) or raw.st_nlink > 1:
+            return None
+        stats[RAW_MEMORIES_FILE] = [raw.st_size, raw.st_mtime_ns]
+        if folder.kind(ROLLOUT_SUMMARIES_DIR) != "dir":
+            return None
+        entries = folder.list_dir(ROLLOUT_SUMMARIES_DIR)
+    except UnsafePathError:
+        return None  # a symlinked folder: nothing trustworthy to record or compare
+    for entry in entries:
+        if entry.kind == "symlink" or (entry.kind == "file" and entry.nlink > 1):
+            return None
+        if entry.kind == "file":
+            stats[entry.path] = [entry.size, entry.mtime_ns]
+        elif entry.kind == "dir":  # recorded by name so one appearing or vanishing is a change
+            stats[f"{entry.path}/"] = [-1, -1]
     return stats
 
 
 def forget_synced_inputs(root_dir: Path) -> None:
-    _synced_inputs_path(root_dir).unlink(missing_ok=True)
+    SandboxedFolder(root_dir).delete(_SYNCED_INPUTS_PATH, missing_ok=True)
 
 
 def record_synced_inputs(root_dir: Path, refs: list[Stage1OutputRef]) -> None:
     stats = _synced_file_stats(root_dir)
     if stats is None:
         return  # nothing trustworthy to record: the next sync simply does the full work
-    path = _synced_inputs_path(root_dir)
-    path.parent.mkdir(exist_ok=True)
     record = {"version": _SYNCED_INPUTS_VERSION, "selection": selection_fingerprint(refs), "files": stats}
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
-    os.replace(temporary, path)
+    SandboxedFolder(root_dir).write_bytes(_SYNCED_INPUTS_PATH, json.dumps(record, sort_keys=True).encode("utf-8"))
 
 
 def synced_inputs_unchanged(root_dir: Path, refs: list[Stage1OutputRef]) -> bool:
     """True when the files on disk are exactly what syncing `refs` wrote last time."""
     try:
-        record = json.loads(_synced_inputs_path(root_dir).read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
-        return False
+        record = json.loads(SandboxedFolder(root_dir).read_bytes(_SYNCED_INPUTS_PATH).decode("utf-8"))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePathError, json.JSONDecodeError, UnicodeDecodeError):
+        return False  # no trustworthy record (missing, linked, corrupt): the sync does the full work
     if not isinstance(record, dict) or record.get("version") != _SYNCED_INPUTS_VERSION:
         return False
     if record.get("selection") != selection_fingerprint(refs):

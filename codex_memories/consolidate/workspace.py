@@ -2,8 +2,12 @@
 
 Contract (all functions take the local directory phase 2 works in; see `storage.LocalWorkspace`
 for object-store roots):
+- All file access goes through `sandbox.SandboxedFolder` (or a `MemoryRoot` built on it); only git
+  itself reads the tree by path.
 - `ensure_layout` refuses a root that is itself a symlink, deletes every symlink inside the tree
-  (never following one, so nothing is created through a link) and creates the root and
+  (never following one, so nothing is created through a link), refuses (`UnsafeMemoryRootError`)
+  a tree holding a regular file with more than one hard link (a second name for a file that may be
+  outside the root, which git would snapshot into the baseline), and creates the root and
   `rollout_summaries/`. Idempotent.
 - `seed_ad_hoc_instructions` creates `extensions/ad_hoc/instructions.md` exclusively; a copy that
   exists (even user-edited) is never touched.
@@ -14,15 +18,14 @@ for object-store roots):
   index, leaving the real index, HEAD and refs untouched.
 - git always runs with an explicit `--git-dir`/`--work-tree`, no user or system config, no hooks,
   no pager, no ignore files (every file but `.git/` is content) and a fixed author.
-- `validate_artifacts` deletes every symlink in the tree and reports it, then checks the V1 outputs
-  the consolidation agent must leave behind.
+- `validate_artifacts` deletes every symlink in the tree and reports it, reports hard-linked files,
+  then checks the V1 outputs the consolidation agent must leave behind.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -40,6 +43,7 @@ from codex_memories.paths import (
     ad_hoc_instructions_path,
 )
 from codex_memories.prompts import load_template
+from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.storage import MemoryRoot, open_memory_root
 
 ChangeStatus = Literal["A", "M", "D"]
@@ -55,6 +59,7 @@ _TRACKED_PATHSPEC = ("--", ".", f":(exclude){WORKSPACE_STATE_DIR}")
 BASELINE_BRANCH = "main"
 
 WORKSPACE_DIFF_MAX_BYTES = 4_194_304
+_FIRST_LINE_MAX_BYTES = 4_096
 WORKSPACE_DIFF_HEADER = (
     "# Memory Workspace Diff\n"
     "\n"
@@ -87,6 +92,7 @@ _GIT_CONFIG = (
 )
 # In-tree .gitattributes must not convert line endings or run filters on memory files.
 _INFO_ATTRIBUTES = "* -text -filter -ident !eol !diff !working-tree-encoding\n"
+_INFO_ATTRIBUTES_PATH = f"{GIT_DIR}/info/attributes"
 
 
 class UnsafeMemoryRootError(RuntimeError):
@@ -180,9 +186,7 @@ def _initialise_baseline(root_dir: Path) -> None:
     # No --work-tree here: it would be written into .git/config and break the repository when the
     # folder moves (a pulled mirror) or when Codex itself opens it.
     _git(root_dir, "init", "--quiet", "--template=", str(root_dir), in_repository=False)
-    info_dir = root_dir / GIT_DIR / "info"
-    info_dir.mkdir(exist_ok=True)
-    (info_dir / "attributes").write_text(_INFO_ATTRIBUTES, encoding="utf-8")
+    SandboxedFolder(root_dir).write_bytes(_INFO_ATTRIBUTES_PATH, _INFO_ATTRIBUTES.encode("utf-8"))
     _git(root_dir, "add", "--all", "--force", *_TRACKED_PATHSPEC)
     tree = _git(root_dir, "write-tree").stdout.decode().strip()
     commit = _git(root_dir, "commit-tree", tree, "-m", BASELINE_COMMIT_MESSAGE).stdout.decode().strip()
@@ -217,10 +221,9 @@ def ensure_git_baseline(root_dir: Path) -> bool:
     root_dir = Path(root_dir)
     if _baseline_is_usable(root_dir):
         _refresh_index(root_dir)
-        attributes = root_dir / GIT_DIR / "info" / "attributes"
-        if not attributes.is_file():
-            attributes.parent.mkdir(exist_ok=True)
-            attributes.write_text(_INFO_ATTRIBUTES, encoding="utf-8")
+        folder = SandboxedFolder(root_dir)
+        if folder.kind(_INFO_ATTRIBUTES_PATH) != "file":
+            folder.write_bytes(_INFO_ATTRIBUTES_PATH, _INFO_ATTRIBUTES.encode("utf-8"))
         return False
     _initialise_baseline(root_dir)
     return True
@@ -331,20 +334,23 @@ def remove_symlinks(root_dir: Path) -> list[str]:
 
     `.git` itself is checked, its contents are not (git's own files are not memory content).
     """
-    root_dir = Path(root_dir)
-    removed = []
-    pending: list[tuple[str, str | None]] = [(str(root_dir), None)]
-    while pending:
-        directory, relative = pending.pop()
-        with os.scandir(directory) as scan:
-            for item in scan:
-                child = item.name if relative is None else f"{relative}/{item.name}"
-                if item.is_symlink():
-                    os.unlink(item.path)
-                    removed.append(child)
-                elif item.is_dir(follow_symlinks=False) and not (relative is None and item.name == GIT_DIR):
-                    pending.append((item.path, child))
-    return sorted(removed)
+    folder = SandboxedFolder(root_dir)
+    links = folder.walk(skip=lambda entry: entry.path == GIT_DIR and entry.kind == "dir")
+    removed = sorted(entry.path for entry in links if entry.kind == "symlink")
+    for path in removed:
+        folder.delete(path)
+    return removed
+
+
+def hard_linked_files(root_dir: Path) -> list[str]:
+    """Regular files under the root (`.git` left out) with more than one hard link, sorted.
+
+    Such a file may be a second name for a file outside the root: git would snapshot its bytes
+    into the baseline and the diff, so phase 2 refuses to start while one is there.
+    """
+    folder = SandboxedFolder(root_dir)
+    entries = folder.walk(skip=lambda entry: entry.path in (GIT_DIR, WORKSPACE_STATE_DIR) and entry.kind == "dir")
+    return sorted(entry.path for entry in entries if entry.kind == "file" and entry.nlink > 1)
 
 
 def ensure_layout(root_dir: Path) -> list[str]:
@@ -356,6 +362,12 @@ def ensure_layout(root_dir: Path) -> list[str]:
         raise UnsafeMemoryRootError(f"memory root {root_dir} exists and is not a directory")
     root_dir.mkdir(parents=True, exist_ok=True)
     removed = remove_symlinks(root_dir)
+    linked = hard_linked_files(root_dir)
+    if linked:
+        raise UnsafeMemoryRootError(
+            f"memory root {root_dir} holds files with more than one hard link ({', '.join(linked[:10])}); "
+            "they may be other names for files outside it. Replace them with plain copies or remove them"
+        )
     open_memory_root(root_dir).makedirs(ROLLOUT_SUMMARIES_DIR)
     return removed
 
@@ -401,18 +413,28 @@ def validate_artifacts(root_dir: Path) -> list[str]:
     """Problems with the consolidation outputs (empty means valid). Deletes symlinks as it goes."""
     root_dir = Path(root_dir)
     problems = [f"symlink {path} was removed" for path in remove_symlinks(root_dir)]
+    problems += [f"{path} has more than one hard link" for path in hard_linked_files(root_dir)]
+    folder = SandboxedFolder(root_dir)
 
-    memory_file = root_dir / MEMORY_FILE
-    if not os.path.lexists(memory_file):
+    memory_kind = folder.kind(MEMORY_FILE)
+    if memory_kind is None:
         problems.append(f"{MEMORY_FILE} is missing")
-    elif not stat.S_ISREG(os.lstat(memory_file).st_mode):
+    elif memory_kind != "file":
         problems.append(f"{MEMORY_FILE} is not a regular file")
 
-    summary_file = root_dir / MEMORY_SUMMARY_FILE
-    if not os.path.lexists(summary_file):
+    summary_kind = folder.kind(MEMORY_SUMMARY_FILE)
+    if summary_kind is None:
         problems.append(f"{MEMORY_SUMMARY_FILE} is missing")
-    elif not stat.S_ISREG(os.lstat(summary_file).st_mode):
+    elif summary_kind != "file":
         problems.append(f"{MEMORY_SUMMARY_FILE} is not a regular file")
-    elif _first_line(summary_file.read_bytes()) != SUMMARY_VERSION_LINE:
+    elif _first_line_of(folder, MEMORY_SUMMARY_FILE) != SUMMARY_VERSION_LINE:
         problems.append(f"{MEMORY_SUMMARY_FILE} does not start with {SUMMARY_VERSION_LINE}")
     return problems
+
+
+def _first_line_of(folder: SandboxedFolder, path: str) -> str | None:
+    try:
+        with folder.open_file(path) as handle:
+            return _first_line(handle.readline(_FIRST_LINE_MAX_BYTES))
+    except UnsafePathError:
+        return None  # a hard link: already reported above

@@ -21,6 +21,7 @@ Contract:
 
 from __future__ import annotations
 
+import errno
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from pathlib import Path
 from codex_memories import paths
 from codex_memories.prompts import render_prompt
 from codex_memories.scopes import scope_matches_cwd
+from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.tokens import count_tokens, truncate_middle
 
 READ_PATH_TEMPLATE = "read_path"
@@ -66,12 +68,18 @@ def build_developer_instructions(
 
 
 def read_memory_summary(memory_root: Path) -> str:
-    """The stripped summary text; empty when the file does not exist."""
-    summary_path = Path(memory_root) / paths.MEMORY_SUMMARY_FILE
+    """The stripped summary text; empty when the file does not exist.
+
+    Read through `sandbox.SandboxedFolder`: a summary that is a symlink or a hard link (possibly
+    an outside file) is never injected; it is a `PermissionError` naming the reason.
+    """
     try:
-        return summary_path.read_text(encoding="utf-8").strip()
+        data = SandboxedFolder(memory_root).read_bytes(paths.MEMORY_SUMMARY_FILE)
     except FileNotFoundError:
         return ""
+    except UnsafePathError as error:
+        raise PermissionError(errno.EACCES, f"refused to inject it: {error}", paths.MEMORY_SUMMARY_FILE) from error
+    return data.decode("utf-8").strip()
 
 
 def budget_memory_summary(summary: str, budget_tokens: int, *, cwd: str | None = None) -> str:

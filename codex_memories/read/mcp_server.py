@@ -51,6 +51,7 @@ READ_DESCRIPTION = (
 SEARCH_DESCRIPTION = (
     "Find lines containing query (exact, case-sensitive substring) in one memory file or every file "
     "under a memory folder. Results are sorted by path and line; context_lines adds surrounding lines. "
+    "Pages are bounded (at most 200 matches, 256 KiB, long lines cut); pass next_cursor back as cursor for more. "
     "With mode=semantic, query is a question in plain words: the answer is the memory passages relevant "
     "to it, best first, each with its line range and score, even when worded differently; none means "
     "memory holds nothing relevant."
@@ -95,7 +96,9 @@ def build_server(memory_root: Path, *, notes_enabled: bool = True) -> MCPServer:
             str | None, Field(description="File or folder to search, relative to the memory root; omit for all.")
         ] = None,
         cursor: CursorArgument = None,
-        context_lines: Annotated[int, Field(description="Lines of context before and after each match.")] = 0,
+        context_lines: Annotated[
+            int, Field(description=f"Lines of context before and after each match, at most {memory_tools.MAX_CONTEXT_LINES}.")
+        ] = 0,
         max_results: Annotated[
             int, Field(description=f"Page size, at most {memory_tools.MAX_SEARCH_RESULTS}.")
         ] = memory_tools.DEFAULT_SEARCH_MAX_RESULTS,

@@ -10,7 +10,8 @@ Contract:
 - `add_ad_hoc_note(root_dir, note, slug=…, now=…)` builds the name
   `<YYYY-MM-DDTHH-MM-SS>-<slug>.md` from `now` in UTC (the current time by default) and a slug
   (given, or derived from the note text), then calls `write_ad_hoc_note`.
-- Append-only: the target is opened with exclusive create, so an existing note is never
+- Written through `sandbox.SandboxedFolder` (descriptor-relative, `O_NOFOLLOW` on every
+  component). Append-only: the target is opened with exclusive create, so an existing note is never
   overwritten (`NoteAlreadyExists`); calling twice with the same name is an error, not a no-op.
 - Refuses (`UnsafeNotesDirectory`) when `extensions`, `extensions/ad_hoc` or
   `extensions/ad_hoc/notes` is a symlink or not a directory, so a note can never land outside the
@@ -21,14 +22,13 @@ Contract:
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.redact import redact_secrets
+from codex_memories.sandbox import SandboxedFolder, SymlinkRefusedError
 
 NOTE_FILENAME_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}-[a-z0-9][a-z0-9-]{0,79}\.md")
 NOTE_FILENAME_MIN_LENGTH = 24
@@ -105,37 +105,21 @@ def write_ad_hoc_note(root_dir: Path, filename: str, note: str) -> Path:
     validate_note_filename(filename)
     _require_note_text(note)
     text = redact_secrets(note)
-    notes_dir = _ensure_notes_dir(Path(root_dir))
-    target = notes_dir / filename
+    folder = SandboxedFolder(root_dir)
+    notes_dir = paths.ad_hoc_notes_dir()
     try:
+        folder.makedirs(notes_dir)
         # Exclusive create also refuses a dangling symlink planted at the target name.
-        with open(target, "x", encoding="utf-8", newline="") as handle:
-            try:
-                handle.write(text)
-            except BaseException:
-                target.unlink(missing_ok=True)
-                raise
+        folder.create_new_bytes(f"{notes_dir}/{filename}", text.encode("utf-8"))
     except FileExistsError as error:
         raise NoteAlreadyExists(f"ad-hoc note {filename!r} already exists") from error
-    return target
+    except SymlinkRefusedError as error:
+        raise UnsafeNotesDirectory(f"{error}: notes are never written through a link") from None
+    except NotADirectoryError as error:
+        raise UnsafeNotesDirectory(f"{error.filename} is not a directory") from None
+    return Path(root_dir) / notes_dir / filename
 
 
 def _require_note_text(note: str) -> None:
     if not note.strip():
         raise InvalidNote("note must not be empty")
-
-
-def _ensure_notes_dir(root_dir: Path) -> Path:
-    root_dir.mkdir(parents=True, exist_ok=True)
-    current = root_dir
-    for component in paths.ad_hoc_notes_dir().split("/"):
-        current = current / component
-        if not os.path.lexists(current):
-            # exist_ok covers a concurrent writer creating the same folder; the lstat decides.
-            current.mkdir(exist_ok=True)
-        mode = current.lstat().st_mode
-        if stat.S_ISLNK(mode):
-            raise UnsafeNotesDirectory(f"{current} is a symlink")
-        if not stat.S_ISDIR(mode):
-            raise UnsafeNotesDirectory(f"{current} is not a directory")
-    return current

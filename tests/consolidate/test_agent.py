@@ -243,8 +243,8 @@ def test_lost_ownership_stops_before_the_next_tool_call(layout: tuple[Path, Path
     answers = iter([True, True, False])
     script = Script(
         calls_reply(
-            call("write_file", "w1", path="first.md", content="one"),
-            call("write_file", "w2", path="second.md", content="two"),
+            call("write_file", "w1", path=paths.MEMORY_FILE, content="one"),
+            call("write_file", "w2", path=paths.MEMORY_SUMMARY_FILE, content="two"),
         )
     )
     with running_openai_server(script) as server:
@@ -252,9 +252,9 @@ def test_lost_ownership_stops_before_the_next_tool_call(layout: tuple[Path, Path
 
     assert run.stop_reason == AgentStopReason.ownership_lost
     assert run.steps == 1
-    assert (root / "first.md").exists()
-    assert not (root / "second.md").exists()
-    assert run.files_written == ["first.md"]
+    assert (root / paths.MEMORY_FILE).exists()
+    assert not (root / paths.MEMORY_SUMMARY_FILE).exists()
+    assert run.files_written == [paths.MEMORY_FILE]
 
 
 @pytest.mark.parametrize("api_mode", ["responses", "chat"])
@@ -478,3 +478,114 @@ def test_tool_definitions_fit_both_apis_and_offer_no_shell() -> None:
     assert [tool["name"] for tool in responses_tools()] == list(TOOL_NAMES)
     assert all(tool["type"] == "function" for tool in responses_tools() + chat_tools())
     assert [tool["function"]["name"] for tool in chat_tools()] == list(TOOL_NAMES)
+
+
+# -- side doors: hard links, swapped links, names outside the layout ---------------------------------
+
+
+def test_a_hard_link_to_an_outside_file_is_refused_for_reading_writing_and_searching(layout: tuple[Path, Path]) -> None:
+    root, sibling = layout
+    tools = MemoryFileTools(root)
+    os.link(sibling / "keep.txt", root / paths.MEMORY_FILE)
+    read = tools.dispatch("read_file", json.dumps({"path": paths.MEMORY_FILE}))
+    written = tools.dispatch("write_file", json.dumps({"path": paths.MEMORY_FILE, "content": "overwritten"}))
+    edited = tools.dispatch("edit_file", json.dumps({"path": paths.MEMORY_FILE, "old": "outside", "new": "inside"}))
+    assert read.startswith("refused: ") and "hard links" in read
+    assert written.startswith("refused: ") and edited.startswith("refused: ")
+    assert "outside the memory root" not in tools.search_files("outside")
+    assert f"{paths.MEMORY_FILE} (hard link, not read)" in tools.list_files()
+    assert (sibling / "keep.txt").read_text(encoding="utf-8") == "outside the memory root\n"
+    assert tools.files_written == []
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_checks_is_never_followed(
+    layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, sibling = layout
+    tools = MemoryFileTools(root)
+    write(root, "skills/tool/SKILL.md", "inside\n")
+    write(sibling, "tool/SKILL.md", "outside the memory root\n")
+    real_open = os.open
+
+    def open_after_swapping(path, flags, mode=0o777, *, dir_fd=None):
+        # `_resolve` has already checked every component; the swap lands just before the open.
+        if path == "skills" and dir_fd is not None and not (root / "skills").is_symlink():
+            os.rename(root / "skills", root / "skills-moved")
+            os.symlink(sibling, root / "skills", target_is_directory=True)
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "open", open_after_swapping)
+    result = tools.dispatch("read_file", json.dumps({"path": "skills/tool/SKILL.md"}))
+    assert result.startswith("refused: ") and "symlink" in result
+    assert "outside the memory root" not in result
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "notes.md",
+        "first.md",
+        "extensions/chronicle/resources/2025-10-16T10-00-00-x.md",
+        "extensions/ad_hoc/instructions.md",
+        "rollout_summaries/deeper/x.md",
+        "skills/SKILL.md",
+        "skills/tool/run.sh",
+        "skills/tool/scripts/build.py",
+        "skills/tool/scripts/deploy.js",
+        "skills/tool/SKILL",
+        "skills/.hidden/SKILL.md",
+        "skills/file:tool/SKILL.md",
+        "skills/~/SKILL.md",
+        "skills/\u2025/SKILL.md",
+        "skills/\uff0e\uff0e/SKILL.md",
+        "skills/lo\u202egp.md/SKILL.md",
+        "skills/tool\x07/SKILL.md",
+        "skills/tool/SKILL\u200b.md",
+        "MEMORY.md\x00.sh",
+    ],
+)
+def test_names_outside_the_layout_codex_reads_are_refused_for_writing(tools: MemoryFileTools, path: str) -> None:
+    before = snapshot(tools.root)
+    results = [
+        tools.dispatch("write_file", json.dumps({"path": path, "content": "x"})),
+        tools.dispatch("edit_file", json.dumps({"path": path, "old": "a", "new": "b"})),
+        tools.dispatch("delete_file", json.dumps({"path": path})),
+    ]
+    assert all(result.startswith("refused: ") for result in results), results
+    assert snapshot(tools.root) == before
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        paths.MEMORY_FILE,
+        paths.MEMORY_SUMMARY_FILE,
+        paths.RAW_MEMORIES_FILE,
+        "rollout_summaries/2025-10-16T10-00-00-abcd.md",
+        "skills/run-tests/SKILL.md",
+        "skills/run-tests/examples/pytest-output.md",
+        "skills/café/SKILL.md",
+    ],
+)
+def test_the_layout_codex_reads_stays_writable(tools: MemoryFileTools, path: str) -> None:
+    assert tools.dispatch("write_file", json.dumps({"path": path, "content": "x\n"})).startswith("wrote ")
+    assert tools.dispatch("delete_file", json.dumps({"path": path})) == f"deleted {path}"
+
+
+def test_nothing_the_agent_writes_is_executable(tools: MemoryFileTools) -> None:
+    write(tools.root, paths.MEMORY_FILE, "old\n")
+    os.chmod(tools.root / paths.MEMORY_FILE, 0o755)
+    tools.dispatch("write_file", json.dumps({"path": paths.MEMORY_FILE, "content": "new\n"}))
+    tools.dispatch("write_file", json.dumps({"path": "skills/tool/SKILL.md", "content": "x\n"}))
+    assert os.stat(tools.root / paths.MEMORY_FILE).st_mode & 0o777 == 0o644
+    assert not os.stat(tools.root / "skills/tool/SKILL.md").st_mode & 0o111
+
+
+def test_a_file_too_large_to_load_is_an_error_not_a_memory_spike(tools: MemoryFileTools, monkeypatch: pytest.MonkeyPatch) -> None:
+    from codex_memories.consolidate import agent_tools
+
+    monkeypatch.setattr(agent_tools, "MAX_FILE_BYTES", 1_000)
+    write(tools.root, paths.RAW_MEMORIES_FILE, "needle\n" * 1_000)
+    assert tools.dispatch("read_file", json.dumps({"path": paths.RAW_MEMORIES_FILE})).startswith("error: raw_memories.md is larger than 1000 bytes")
+    assert tools.dispatch("edit_file", json.dumps({"path": paths.RAW_MEMORIES_FILE, "old": "needle", "new": "x"})).startswith("error: ")
+    assert f"[not searched, larger than 1000 bytes: {paths.RAW_MEMORIES_FILE}]" in tools.search_files("needle")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 
 import pytest
 
@@ -208,3 +209,19 @@ def test_default_budget_is_ours_and_codex_budget_is_recorded():
 
     assert default == DEFAULT_SUMMARY_BUDGET_TOKENS == 5_000
     assert CODEX_SUMMARY_BUDGET_TOKENS == 2_500
+
+
+def test_a_symlinked_or_hard_linked_summary_is_never_injected(tmp_path) -> None:
+    from codex_memories.read.injection import read_memory_summary
+
+    outside = tmp_path / "outside.md"
+    outside.write_text("v1\n\nsecret instructions from outside\n", encoding="utf-8")
+    root = tmp_path / "memories"
+    root.mkdir()
+    (root / "memory_summary.md").symlink_to(outside)
+    with pytest.raises(PermissionError, match="symlink"):
+        read_memory_summary(root)
+    (root / "memory_summary.md").unlink()
+    os.link(outside, root / "memory_summary.md")
+    with pytest.raises(PermissionError, match="hard links"):
+        read_memory_summary(root)
