@@ -46,7 +46,10 @@ def load_config(**values: Any) -> tuple[SettingsOverrides, RuntimeConfig]:
 def prepare_prefect(verbose: bool) -> None:
     """Quiet Prefect's console logs for the CLI unless asked; keep its files in one place."""
     if not verbose:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        # Quiet the terminal only: the flow-run loggers keep INFO, so the runs the CLI starts
+        # still send their stage lines to the Prefect API (the flow-run page shows them).
+        # PREFECT_LOGGING_LEVEL=WARNING would drop them at the logger, API included.
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     # Without a server, Prefect starts a temporary one per command; its 20 s default start-up
     # budget was seen to run out on a loaded 2-core machine.

@@ -63,10 +63,12 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     """The numbered steps of phase 1, callable from any flow (phase1, run, backfill)."""
     report = Phase1Report(provider=config.provider_name, model=config.extract_model)
     started_at = int(time.time())
+    logger = get_run_logger()
 
     # 1. Gates: the feature flag and generate_memories.
     report.gate = check_phase1_gates(config)
     if report.gate is not None:
+        logger.info("gates: %s", report.gate.value)
         publish_phase1_report(report)
         return report
 
@@ -86,6 +88,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
         "newly polluted threads": len(discovery.polluted_thread_ids),
         "rollouts that disappeared": len(discovery.missing_thread_ids),
     }
+    logger.info("discovery: %s", report.discovery)
 
     # 4. Forget what discovery found deleted (route 4) and audit what it found polluted (route 5).
     report.discovery["memories forgotten (rollout deleted)"] = len(forget_deleted_threads(config))
@@ -99,6 +102,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     # 6. Claim: interactive, enabled, idle and recent threads, up to the per-run cap.
     claims = claim_stage1_jobs(config)
     report.claimed = len(claims)
+    logger.info("claimed %d thread(s) (provider %s, model %s)", report.claimed, report.provider, report.model)
 
     # 7-9. Extract (at most `concurrency` at once), check the batch's quality, finalize each job.
     extracted = extract_claims(claims, config)
@@ -107,7 +111,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     # 10. Report, with the forget-audit rows this run wrote.
     report.forget_audit = collect_forget_audit(config, started_at)
     publish_phase1_report(report)
-    get_run_logger().info("phase 1 outcomes: %s", dict(report.outcome_counts()))
+    logger.info("phase 1 outcomes: %s; token usage: %s", dict(report.outcome_counts()), dict(report.usage) or "none")
     return report
 
 

@@ -108,7 +108,14 @@ def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
             )
     report.forget_audit = collect_forget_audit(config, started_at)
     publish_phase2_report(report)
-    get_run_logger().info("phase 2: %s", report.outcome.value if report.outcome else "unknown")
+    get_run_logger().info(
+        "phase 2: %s%s; selected %d; files changed %d; token usage: %s",
+        report.outcome.value if report.outcome else "unknown",
+        f" ({report.reason})" if report.reason else "",
+        report.selected,
+        len(report.files_changed),
+        {key: value for key, value in report.usage.items() if value} or "none",
+    )
     return report
 
 
@@ -191,7 +198,9 @@ def _step(outcome: Outcome, task: Callable[..., T], *args: Any) -> T:
     except Phase2Failure:
         raise
     except Exception as error:  # noqa: BLE001 - every failure site maps to its outcome code
-        raise Phase2Failure(outcome, f"{type(error).__name__}: {error}") from error
+        failure = Phase2Failure(outcome, f"{type(error).__name__}: {error}")
+        get_run_logger().error("%s: %s", outcome.value, redact_secrets(failure.reason))
+        raise failure from error
 
 
 def _scratch_dir(config: RuntimeConfig) -> Path | None:

@@ -3,6 +3,8 @@ the CLI does not forward would be silently ignored (it was, for --api-mode and -
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import subprocess
 import sys
@@ -48,3 +50,19 @@ def test_settings_from_a_config_file_given_on_the_command_line_reach_the_flow(tm
         result = run_cli(tmp_path, codex_home, "--config-file", str(settings), "--base-url", server.base_url)
     assert result.returncode == 0, result.stderr[-2000:]
     assert [request.path for request in server.requests] == ["/v1/chat/completions"]
+
+
+def test_the_quiet_cli_keeps_flow_run_logs_at_info_for_the_prefect_api_and_quiets_only_the_terminal() -> None:
+    script = (
+        "from codex_memories_cli.options import prepare_prefect; prepare_prefect(False)\n"
+        "from prefect.logging.configuration import setup_logging; setup_logging()\n"
+        "import logging, json\n"
+        "console = [h.level for h in logging.getLogger('prefect').handlers + logging.getLogger().handlers"
+        " if type(h).__name__ == 'PrefectConsoleHandler']\n"
+        "print(json.dumps([logging.getLogger('prefect.flow_runs').getEffectiveLevel(), console]))\n"
+    )
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_LOGGING")}
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment, check=True)
+    flow_run_level, console_levels = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert flow_run_level == logging.INFO
+    assert console_levels and all(level == logging.WARNING for level in console_levels)
