@@ -59,7 +59,7 @@ _STOPWORDS = frozenset(
     the and for with that this from what when where which who why how are was were been being
     have has had not but you your yours our ours they them their there here its into onto out
     about over under again then than also just only very can could should would will shall may
-    might must does did doing done make made use used using get got let lets please thanks thank
+    might must does did doing done made use used using get got let lets please thanks thank
     tell give show want need like some any all each every more most other such own same too
     now new one two yes okay fine sure know think see look way thing things something anything
     remember remembered recall last time before earlier previous session sessions project

