@@ -96,7 +96,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     report = Phase1Report(provider=config.provider_name, model=config.extract_model)
     started_at = int(time.time())
 
-    # 1. Gates: the feature flag and generate_memories.
+    # 1. Gate: generate_memories (ours; Codex's [features] memories no longer gates phase 1).
     report.gate = check_phase1_gates(config)
     if report.gate is not None:
         publish_phase1_report(report)
