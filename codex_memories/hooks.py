@@ -10,7 +10,9 @@ Contract:
     (`relevant_memory_context`), labelled as memory with file and line numbers; `{}` when none.
   * `Stop`: harvests the citations of that one transcript (`transcript_path`) into usage counts
     with `harvest.harvest_citations`, which keeps a byte offset per rollout, so the Stop hook and
-    the phase-1 harvest never count one block twice. Prints `{}`.
+    the phase-1 harvest never count one block twice. Prints `{}`. With
+    `harvest_in_background` (the console script's default) the harvest runs in a detached child
+    process (`... Stop --inline`) and the hook returns at once (`started_background_harvest`).
 - Never blocks or breaks the session: bad JSON, an unknown event, a missing memory folder, a DB
   outage or any other error is a named `HookOutcome` (a `failed_*` code), `{}` on stdout and exit
   code 0. Every call appends one line to `$CODEX_HOME/codex-memories/hooks.log` (outcome, event,
@@ -81,6 +83,7 @@ class HookOutcome(StrEnum):
     injected_relevant_memory = "injected_relevant_memory"
     skipped_nothing_relevant = "skipped_nothing_relevant"
     harvested_citations = "harvested_citations"
+    started_background_harvest = "started_background_harvest"
     skipped_no_transcript = "skipped_no_transcript"
     failed_bad_input = "failed_bad_input"
     failed_unknown_event = "failed_unknown_event"
@@ -88,6 +91,7 @@ class HookOutcome(StrEnum):
     failed_settings = "failed_settings"
     failed_state_db = "failed_state_db"
     failed_transcript_unreadable = "failed_transcript_unreadable"
+    failed_start_background_harvest = "failed_start_background_harvest"
     failed_unexpected = "failed_unexpected"
 
     @property
@@ -102,6 +106,9 @@ class HookOptions:
     summary_budget_tokens: int = DEFAULT_SUMMARY_BUDGET_TOKENS
     prompt_budget_tokens: int = DEFAULT_PROMPT_BUDGET_TOKENS
     db_url: str | None = None  # None: resolved from our settings (Stop only)
+    # Stop: hand the harvest to a detached child process and return at once (the console
+    # script's default: importing SQLAlchemy and our settings costs about a second).
+    harvest_in_background: bool = False
 
     @property
     def log_path(self) -> Path:
@@ -324,6 +331,8 @@ def _stop(payload: dict[str, Any], options: HookOptions) -> HookResult:
     key = harvest_key(options.codex_home, Path(transcript))
     if not Path(key).is_file():
         return HookResult(event, HookOutcome.failed_transcript_unreadable, detail=f"{key}: no such file")
+    if options.harvest_in_background:
+        return _start_background_harvest(payload, options)
     db_url = options.db_url
     if db_url is None:
         try:
@@ -351,6 +360,30 @@ def _stop(payload: dict[str, Any], options: HookOptions) -> HookResult:
         detail=f"{report.citation_blocks} block(s), {report.usage_recorded} use(s) recorded",
         details={"blocks": report.citation_blocks, "usage_recorded": report.usage_recorded, "problems": len(report.problems)},
     )
+
+
+def _start_background_harvest(payload: dict[str, Any], options: HookOptions) -> HookResult:
+    """Run this same Stop hook, inline, in a detached process (its own session, so it outlives
+    the hook and Codex's process group); it logs its own outcome line when done."""
+    import subprocess
+
+    argv = [sys.executable, "-m", "codex_memories.hooks", "Stop", "--inline", *_option_argv(options)]
+    try:
+        child = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True
+        )
+        with child.stdin as pipe:  # type: ignore[union-attr] - stdin=PIPE: never None
+            pipe.write(json.dumps(payload).encode("utf-8"))
+    except OSError as error:
+        return HookResult("Stop", HookOutcome.failed_start_background_harvest, detail=f"{type(error).__name__}: {error}")
+    return HookResult("Stop", HookOutcome.started_background_harvest, detail=f"pid {child.pid}")
+
+
+def _option_argv(options: HookOptions) -> list[str]:
+    argv = ["--codex-home", str(options.codex_home), "--memory-root", str(options.memory_root)]
+    if options.db_url is not None:
+        argv += ["--db-url", options.db_url]
+    return argv
 
 
 def harvest_key(codex_home: Path, transcript_path: Path) -> str:
@@ -398,7 +431,8 @@ def write_log_line(log_path: Path, result: HookResult, seconds: float) -> None:
 
 
 def parse_hook_argv(argv: list[str]) -> tuple[str, HookOptions]:
-    """`<Event> --codex-home DIR --memory-root DIR [--budget N] [--prompt-budget N] [--db-url URL]`.
+    """`<Event> --codex-home DIR --memory-root DIR [--budget N] [--prompt-budget N] [--db-url URL]
+    [--inline]` (`--inline`: Stop harvests in this process instead of a detached one).
 
     Hand-rolled on purpose: argparse alone costs little, but this keeps the hook's import list
     to the standard library's basics. Missing options default from `CODEX_HOME` / `~/.codex`.
@@ -408,9 +442,14 @@ def parse_hook_argv(argv: list[str]) -> tuple[str, HookOptions]:
     event, rest = argv[0], argv[1:]
     values: dict[str, str] = {}
     known = {"--codex-home", "--memory-root", "--budget", "--prompt-budget", "--db-url"}
+    inline = False
     index = 0
     while index < len(rest):
         name = rest[index]
+        if name == "--inline":
+            inline = True
+            index += 1
+            continue
         if "=" in name and name.split("=", 1)[0] in known:
             name, value = name.split("=", 1)
             index += 1
@@ -429,7 +468,7 @@ def parse_hook_argv(argv: list[str]) -> tuple[str, HookOptions]:
         raise HookInputError(f"a budget must be an integer ({error})") from None
     if summary_budget < 1 or prompt_budget < 1:
         raise HookInputError("budgets must be at least 1")
-    return event, HookOptions(codex_home, memory_root, summary_budget, prompt_budget, values.get("--db-url"))
+    return event, HookOptions(codex_home, memory_root, summary_budget, prompt_budget, values.get("--db-url"), harvest_in_background=not inline)
 
 
 def run(argv: list[str], stdin_text: str) -> str:

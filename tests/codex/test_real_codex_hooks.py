@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,15 @@ def assert_memory_reached_the_turn(request: RecordedRequest, home: CodexHome, cw
     assert FACT in after and "MEMORY.md:" in after
 
 
+def wait_for_log(home: CodexHome, text: str, timeout: float = 60) -> None:
+    log = hook_log_path(home.path)
+    deadline = time.monotonic() + timeout
+    while not (log.exists() and text in log.read_text(encoding="utf-8")):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{text!r} not in {log} after {timeout}s:\n{log.read_text(encoding='utf-8') if log.exists() else '(no log)'}")
+        time.sleep(0.1)
+
+
 def other_requests(server: OpenAITestServer) -> list[str | None]:
     return [thread_source(r) for r in server.requests if r not in user_turn_requests(server)]
 
@@ -150,7 +160,9 @@ def test_memories_reach_exec_and_tui_sessions_through_our_hooks_and_the_folder_s
     assert other_requests(codex_server) == []  # no memory request of Codex's own: one request for the turn
     assert_memory_reached_the_turn(request, codex_home, codex_workdir, QUESTION)
 
-    # The Stop hook counted the citation; the next phase-1 harvest does not count it again.
+    # The Stop hook counted the citation (in a detached process, so the turn did not wait for
+    # it); the next phase-1 harvest does not count it again.
+    wait_for_log(codex_home, "Stop harvested_citations")
     store = open_store(default_db_url(codex_home))
     output = store.get_stage1_output(remembered_thread)
     assert output is not None and output.usage_count == 1
@@ -168,7 +180,12 @@ def test_memories_reach_exec_and_tui_sessions_through_our_hooks_and_the_folder_s
 
     assert folder_bytes(codex_home.memories_dir) == before
     log = hook_log_path(codex_home.path).read_text(encoding="utf-8")
-    for outcome in ("SessionStart injected_memory_summary", "UserPromptSubmit injected_relevant_memory", "Stop harvested_citations"):
+    for outcome in (
+        "SessionStart injected_memory_summary",
+        "UserPromptSubmit injected_relevant_memory",
+        "Stop started_background_harvest",
+        "Stop harvested_citations",
+    ):
         assert outcome in log
     assert "failed_" not in log
 

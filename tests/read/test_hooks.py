@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -170,3 +171,23 @@ def test_the_console_script_prints_json_and_exits_zero_on_garbage(home: Path) ->
     )
     assert (completed.returncode, completed.stdout.strip()) == (0, "{}")
     assert run(["SessionStart", "--no-such-option"], "{}") == "{}"
+
+
+def test_the_console_scripts_stop_returns_at_once_and_a_detached_process_harvests(home: Path, tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    store = MemoryStore.open(db_url)
+    remember(store, CITED)
+    reply = f"<oai-mem-citation>\n<citation_entries>\nMEMORY.md:2-2|note=[b]\n</citation_entries>\n<rollout_ids>\n{CITED}\n</rollout_ids>\n</oai-mem-citation>"
+    rollout = write_rollout(home, created_at=CREATED, user_messages=["build it"], assistant_messages=[reply])
+
+    printed = run(["Stop", "--codex-home", str(home), "--db-url", db_url], payload("Stop", transcript_path=str(rollout)))
+
+    assert printed == "{}"
+    log = hook_log_path(home)
+    deadline = time.monotonic() + 60
+    while "Stop harvested_citations" not in log.read_text(encoding="utf-8") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert [line.split()[2] for line in lines] == ["started_background_harvest", "harvested_citations"]
+    assert store.get_stage1_output(CITED).usage_count == 1
+    store.close()
