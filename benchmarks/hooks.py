@@ -95,7 +95,8 @@ def main() -> None:
         ("SessionStart", "small", "summary fits the budget"),
         ("SessionStart", "large", "summary cut to the budget"),
         ("UserPromptSubmit", "small", "keyword match over MEMORY.md + 50 summaries"),
-        ("Stop", "small", "harvest one rollout into SQLite"),
+        ("Stop", "small", "hands the harvest to a detached process"),
+        ("Stop --inline", "small", "harvests one rollout into SQLite itself"),
     ]
     samples: dict[tuple[str, str, str], list[float]] = {}
     outputs: dict[tuple[str, str, str], str] = {}
@@ -104,8 +105,8 @@ def main() -> None:
         samples.setdefault(("baseline", "", ""), []).append(time_call([python, "-c", "pass"], "")[0])
         for event, kind, _why in cases:
             home, rollout = homes[kind]
-            options = [event, "--codex-home", str(home), "--memory-root", str(home / "memories")]
-            stdin = stdin_for(event, rollout)
+            options = [*event.split(), "--codex-home", str(home), "--memory-root", str(home / "memories")]
+            stdin = stdin_for(event.split()[0], rollout)
             for variant, argv in (
                 ("codex-memories-hook", [str(VENV_BIN / "codex-memories-hook"), *options]),
                 ("codex-memories hook", [str(VENV_BIN / "codex-memories"), "hook", *options]),
