@@ -191,3 +191,19 @@ def test_the_console_scripts_stop_returns_at_once_and_a_detached_process_harvest
     assert [line.split()[2] for line in lines] == ["started_background_harvest", "harvested_citations"]
     assert store.get_stage1_output(CITED).usage_count == 1
     store.close()
+
+
+def test_session_start_and_user_prompt_submit_import_nothing_heavy(home: Path) -> None:
+    script = (
+        "import sys\n"
+        "from codex_memories.hooks import run\n"
+        f"root = {str(home)!r}\n"
+        "args = ['--codex-home', root, '--memory-root', root + '/memories']\n"
+        "assert run(['SessionStart', *args], '{\"cwd\": \"/work/atlas\"}') != '{}'\n"
+        "assert run(['UserPromptSubmit', *args], '{\"prompt\": \"build atlas\"}') != '{}'\n"
+        "heavy = ('prefect', 'sqlalchemy', 'openai', 'typer', 'rich', 'pydantic', 'pydantic_settings', 'bpe_openai.compat')\n"
+        "print(sorted(name for name in heavy if name in sys.modules))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "[]"
