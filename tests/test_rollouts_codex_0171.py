@@ -63,3 +63,22 @@ def test_the_citation_harvest_counts_the_cited_memory_once(tmp_path: Path) -> No
         assert store.get_stage1_output(CITED_THREAD).usage_count == 1
     finally:
         store.close()
+
+
+FORK_FOLDER = Path(__file__).parent / "fixtures" / "rollouts" / "codex-0.171-fork"
+
+
+def test_a_0171_fork_points_at_its_parent_and_holds_only_its_own_turns() -> None:
+    from tests.support.record_rollout_fixture import CHILD_WORDS, PARENT_WORDS
+
+    parent_path, child_path = sorted(FORK_FOLDER.glob("rollout-*.jsonl"))
+    parent, child = scan_rollout(parent_path), scan_rollout(child_path)
+
+    # 0.171 does not copy the parent's lines into the fork: `forked_from_id` (and
+    # `forked_from_ordinal_exclusive`) point at them, and the fork's ordinals continue the parent's.
+    assert child.forked_from_id == parent.thread_id and child.thread_id != parent.thread_id
+    assert child.first_user_message == CHILD_WORDS and parent.first_user_message == PARENT_WORDS
+    first = json.loads(child_path.read_text(encoding="utf-8").splitlines()[0])
+    assert first["payload"]["forked_from_ordinal_exclusive"] == first["ordinal"] > 0
+    transcript = build_memory_transcript(child_path, token_budget=20_000)
+    assert CHILD_WORDS in transcript.text and PARENT_WORDS not in transcript.text

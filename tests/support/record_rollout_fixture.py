@@ -1,15 +1,18 @@
 """Record a real Codex 0.171 TUI rollout as a test fixture (tests/fixtures/rollouts/).
 
     .venv/bin/python -m tests.support.record_rollout_fixture tests/fixtures/rollouts/codex-0.171-tui.jsonl
+    .venv/bin/python -m tests.support.record_rollout_fixture --fork tests/fixtures/rollouts/codex-0.171-fork
 
 One interactive session against the test server: the project has an AGENTS.md and the prompt
 uses a skill (harness text that must not reach phase 1), the model runs one shell command, and
 the final reply ends with an `<oai-mem-citation>` block. The file is copied byte for byte.
+`--fork`: a `codex exec` session and a `codex exec fork` of it (parent and child rollouts).
 """
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -59,5 +62,42 @@ def record(target: Path) -> Path:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+PARENT_WORDS = "PARENT-WORDS-0171 the first session"
+CHILD_WORDS = "CHILD-WORDS-0171 said only in the fork"
+
+
+def record_fork(folder: Path) -> list[Path]:
+    from tests.support.codex_cli import rollout_files, run_codex_exec, session_meta, text_reply
+
+    scratch = Path(tempfile.mkdtemp(prefix="record-0171-fork-"))
+    try:
+        with running_openai_server(text_reply("Noted.")) as server:
+            home = CodexHome.create(scratch / "home", server, binary=codex_binary(CODEX_NPM_VERSION))
+            home.write_config()
+            project = scratch / "project"
+            project.mkdir()
+            if run_codex_exec(home, PARENT_WORDS, cwd=project, server=server).returncode != 0:
+                raise RuntimeError("the parent session failed")
+            parent = session_meta(rollout_files(home)[0])["id"]
+            flags = ["--strict-config", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+            forked = subprocess.run(
+                [str(home.codex), "exec", *flags, "fork", parent, CHILD_WORDS],
+                cwd=project, env=home.env(), capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL,
+            )
+            if forked.returncode != 0:
+                raise RuntimeError(f"codex exec fork failed: {forked.stderr[-2000:]}")
+            folder.mkdir(parents=True, exist_ok=True)
+            copies = []
+            for path in rollout_files(home):
+                shutil.copyfile(path, folder / path.name)
+                copies.append(folder / path.name)
+            return copies
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    print(record(Path(sys.argv[1])))
+    if sys.argv[1] == "--fork":
+        print(record_fork(Path(sys.argv[2])))
+    else:
+        print(record(Path(sys.argv[1])))
