@@ -490,8 +490,15 @@ def main(argv: list[str] | None = None) -> None:
     except (OSError, UnicodeDecodeError) as error:
         stdin_text = ""
         sys.stderr.write(f"codex-memories hook: cannot read stdin: {error}\n")
-    sys.stdout.write(run(list(sys.argv[1:] if argv is None else argv), stdin_text) + "\n")
-    sys.stdout.flush()
+    answer = run(list(sys.argv[1:] if argv is None else argv), stdin_text)
+    try:
+        sys.stdout.write(answer + "\n")
+        sys.stdout.flush()
+    except OSError as error:  # Codex went away (BrokenPipeError): nobody to answer, still exit 0
+        sys.stderr.write(f"codex-memories hook: cannot write the answer: {error}\n")
+        # Python flushes stdout again at exit; point it at devnull so that flush cannot fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

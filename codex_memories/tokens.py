@@ -116,6 +116,21 @@ def _whole_chars(data: bytes, *, from_start: bool) -> str:
     return data[skip:].decode("utf-8")
 
 
+def _decode_whole_chars(ids: list[int], *, from_start: bool) -> str:
+    """`ids` decoded by the Rust binding, whose decoder refuses a sequence that splits a UTF-8
+    character; trimming tokens at the cut edge (at most 3: a character has at most 4 bytes) finds
+    one that does not. Only if that fails are the exact bytes decoded with the Python wrapper
+    (which costs the wrapper's rank tables, about a second)."""
+    tokenizer = _tokenizer()
+    for trim in range(0, min(4, len(ids) + 1)):
+        piece = ids[: len(ids) - trim] if from_start else ids[trim:]
+        try:
+            return tokenizer.decode(piece)
+        except ValueError:
+            continue
+    return _whole_chars(_encoding().decode_bytes(ids), from_start=from_start)
+
+
 def _ends_mid_char(data: bytes) -> bool:
     # Walk back over at most 3 continuation bytes to the lead byte and compare lengths.
     index = len(data) - 1
@@ -144,7 +159,7 @@ def _head(text: str, n_tokens: int) -> tuple[str, int]:
             break
         window *= 2
     kept = ids[:n_tokens]
-    head = _whole_chars(_encoding().decode_bytes(kept), from_start=True)
+    head = _decode_whole_chars(kept, from_start=True)
     return head, count_tokens(head)
 
 
@@ -160,7 +175,7 @@ def _tail(text: str, n_tokens: int) -> tuple[str, int]:
             break
         window *= 2
     kept = ids[-n_tokens:]
-    tail = _whole_chars(_encoding().decode_bytes(kept), from_start=False)
+    tail = _decode_whole_chars(kept, from_start=False)
     return tail, count_tokens(tail)
 
 
