@@ -135,6 +135,16 @@ def main() -> None:
             f"Machine: {machine_description()}",
             "",
             markdown_table(["command", "case → stdout", "wall time, median (range)", "× baseline"], rows),
+            "",
+            "What the numbers rest on: the hook script imports only the standard library, `read_path`",
+            "(prompts, tokenizer) for SessionStart and nothing more for UserPromptSubmit",
+            "(`tests/read/test_hooks.py` checks that no Prefect, SQLAlchemy, openai, typer, rich or pydantic",
+            "module is loaded). `codex_memories.tokens` loads `bpe_openai`'s Rust binding without the",
+            "package's `__init__`, whose tiktoken-compatible rank tables cost 0.6-1.2 s, and decodes cut",
+            "pieces with the binding too. Stop hands the harvest (SQLAlchemy, our settings: about a second",
+            "of imports) to a detached `codex-memories-hook Stop --inline` process, so the turn does not",
+            "wait; `--inline` rows show what that process costs. The typer path (`codex-memories hook`)",
+            "pays typer, rich and our settings on every call, which is why `install` writes the script.",
         ]
     )
     print(body)

@@ -26,6 +26,7 @@ import platform
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -444,7 +445,16 @@ def run_codex_tui(
         time.sleep(0.3)  # the composer is drawn a moment before it accepts keys
         tm("send-keys", "-t", "codex", "-l", prompt)
         wait_for("the prompt to appear in the composer", lambda: prompt[:40] in pane())
-        tm("send-keys", "-t", "codex", "Enter")
+        # Under load the TUI can drop an Enter pressed right after typing: press it again while
+        # no request has reached the server (a submitted turn always sends one).
+        requests_before = len(server.requests)
+        for _attempt in range(4):
+            tm("send-keys", "-t", "codex", "Enter")
+            submitted = time.monotonic() + 5
+            while len(server.requests) == requests_before and time.monotonic() < submitted:
+                time.sleep(0.1)
+            if len(server.requests) > requests_before:
+                break
 
         def new_rollout() -> Path | None:
             fresh = [p for p in rollout_files(codex_home) if p not in before]
@@ -469,6 +479,36 @@ def run_codex_tui(
     finally:
         tm("kill-server")  # only this private server (its own socket)
         shutil.rmtree(scratch, ignore_errors=True)
+        stop_app_server_daemon(codex_home)
+
+
+def stop_app_server_daemon(codex_home: CodexHome) -> None:
+    """0.171's TUI starts a managed app-server daemon for its CODEX_HOME
+    (`$CODEX_HOME/packages/app-server-daemon/...`, two processes) that outlives the TUI; stop it
+    with Codex's own `codex app-server daemon stop`, so tests leave no processes behind."""
+    if not (codex_home.path / "packages" / "app-server-daemon").exists():
+        return
+    stopped = subprocess.run(
+        [str(codex_home.codex), "app-server", "daemon", "stop"],
+        env=codex_home.env(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
+    )
+    if stopped.returncode != 0:
+        raise RuntimeError(f"`codex app-server daemon stop` failed: {stopped.stderr[-2000:]}")
+    # `daemon stop` ends the server but leaves its `daemon pid-update-loop` running (measured):
+    # end the processes whose executable lies in this home's package folder, by pid.
+    packages = str(codex_home.path / "packages") + os.sep
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv0 = (proc / "cmdline").read_bytes().split(b"\0", 1)[0].decode("utf-8", "replace")
+        except OSError:
+            continue  # the process ended while we looked
+        if argv0.startswith(packages):
+            try:
+                os.kill(int(proc.name), signal.SIGTERM)
+            except ProcessLookupError:
+                continue
 
 
 def _text(value: Any) -> str:
