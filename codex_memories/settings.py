@@ -253,10 +253,15 @@ class Settings(BaseSettings):
     max_rollout_age_days: int | None = Field(default=None, ge=0, le=90)
     max_rollouts_per_startup: int | None = Field(default=None, ge=1, le=128)
     min_rollout_idle_hours: int | None = Field(default=None, ge=0, le=48)
-    generate_memories: bool | None = Field(default=None)
+    generate_memories: bool | None = Field(
+        default=None,
+        description="Run phase 1 (our switch; unset: Codex's [memories] generate_memories, default true). "
+        "Codex's own [features] memories no longer gates it and should stay off.",
+    )
     disable_on_external_context: bool | None = Field(default=None)
     memories_feature: bool | None = Field(
-        default=None, description="Override [features] memories (e.g. to run on a home without it)."
+        default=None,
+        description="Override what we read of Codex's [features] memories (reported by status and doctor; it gates nothing).",
     )
 
     @classmethod

@@ -17,26 +17,64 @@ line `…N tokens truncated…`. It works on token ids, never splits a character
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
+import sys
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import bpe_openai
-from bpe_openai import _bindings
+if TYPE_CHECKING:
+    import bpe_openai
 
 ENCODING_NAME = "o200k_base"
 # Longest o200k token, in bytes: k tokens never cover more than this many characters times k.
 _MAX_TOKEN_BYTES = 128
 # First guess of characters per token when cutting a prefix / suffix to encode.
 _CHARS_PER_TOKEN_GUESS = 8
+_BINDINGS_MODULE = "bpe_openai._bindings"
 
 
 @cache
-def _tokenizer() -> _bindings.PyTokenizer:
-    return _bindings.tokenizer_for_encoding(ENCODING_NAME)
+def _bindings() -> ModuleType:
+    """The Rust binding, loaded without the `bpe_openai` package's `__init__`.
+
+    Importing the package builds the tiktoken-compatible rank tables in `bpe_openai.compat`
+    (0.6-1.2 s measured), which counting never uses; the Codex hooks count tokens on the user's
+    critical path. The binding is registered under its own name, so a later `import bpe_openai`
+    (for decoding) reuses this very module instead of initialising the extension twice.
+    """
+    loaded = sys.modules.get(_BINDINGS_MODULE)
+    if loaded is not None:
+        return loaded
+    package = importlib.util.find_spec("bpe_openai")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("the bpe-openai package is not installed")
+    for folder in package.submodule_search_locations:
+        for candidate in sorted(Path(folder).glob("_bindings*")):
+            if any(candidate.name.endswith(suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES):
+                loader = importlib.machinery.ExtensionFileLoader(_BINDINGS_MODULE, str(candidate))
+                spec = importlib.util.spec_from_file_location(_BINDINGS_MODULE, str(candidate), loader=loader)
+                if spec is None:
+                    continue
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[_BINDINGS_MODULE] = module
+                loader.exec_module(module)
+                return module
+    raise ImportError(f"no compiled {_BINDINGS_MODULE} in {package.submodule_search_locations}")
+
+
+@cache
+def _tokenizer() -> Any:
+    return _bindings().tokenizer_for_encoding(ENCODING_NAME)
 
 
 @cache
 def _encoding() -> bpe_openai.Encoding:
+    import bpe_openai
+
     return bpe_openai.get_encoding(ENCODING_NAME)
 
 
@@ -78,6 +116,21 @@ def _whole_chars(data: bytes, *, from_start: bool) -> str:
     return data[skip:].decode("utf-8")
 
 
+def _decode_whole_chars(ids: list[int], *, from_start: bool) -> str:
+    """`ids` decoded by the Rust binding, whose decoder refuses a sequence that splits a UTF-8
+    character; trimming tokens at the cut edge (at most 3: a character has at most 4 bytes) finds
+    one that does not. Only if that fails are the exact bytes decoded with the Python wrapper
+    (which costs the wrapper's rank tables, about a second)."""
+    tokenizer = _tokenizer()
+    for trim in range(0, min(4, len(ids) + 1)):
+        piece = ids[: len(ids) - trim] if from_start else ids[trim:]
+        try:
+            return tokenizer.decode(piece)
+        except ValueError:
+            continue
+    return _whole_chars(_encoding().decode_bytes(ids), from_start=from_start)
+
+
 def _ends_mid_char(data: bytes) -> bool:
     # Walk back over at most 3 continuation bytes to the lead byte and compare lengths.
     index = len(data) - 1
@@ -106,7 +159,7 @@ def _head(text: str, n_tokens: int) -> tuple[str, int]:
             break
         window *= 2
     kept = ids[:n_tokens]
-    head = _whole_chars(_encoding().decode_bytes(kept), from_start=True)
+    head = _decode_whole_chars(kept, from_start=True)
     return head, count_tokens(head)
 
 
@@ -122,7 +175,7 @@ def _tail(text: str, n_tokens: int) -> tuple[str, int]:
             break
         window *= 2
     kept = ids[-n_tokens:]
-    tail = _whole_chars(_encoding().decode_bytes(kept), from_start=False)
+    tail = _decode_whole_chars(kept, from_start=False)
     return tail, count_tokens(tail)
 
 

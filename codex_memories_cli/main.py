@@ -279,6 +279,10 @@ from codex_memories_cli.backfill import backfill_app  # noqa: E402 - registers a
 
 app.add_typer(backfill_app)
 
+from codex_memories_cli.codex import codex_app  # noqa: E402 - registers after the core commands
+
+app.add_typer(codex_app)
+
 
 def main() -> None:
     try:

@@ -64,7 +64,7 @@ def run_backfill(
     report = BackfillReport(source=source or "archived", since=since, until=until, batch_size=batch_size)
     report.phase1.provider, report.phase1.model = config.provider_name, config.extract_model
 
-    # 1. Gates: the feature flag and generate_memories, as for phase 1.
+    # 1. Gate: generate_memories, as for phase 1.
     report.phase1.gate = check_phase1_gates(config)
     if report.phase1.gate is not None:
         publish_backfill_report(report)

@@ -65,7 +65,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     started_at = int(time.time())
     logger = get_run_logger()
 
-    # 1. Gates: the feature flag and generate_memories.
+    # 1. Gate: generate_memories (ours; Codex's [features] memories no longer gates phase 1).
     report.gate = check_phase1_gates(config)
     if report.gate is not None:
         logger.info("gates: %s", report.gate.value)

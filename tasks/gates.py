@@ -14,5 +14,5 @@ from codex_memories.settings import RuntimeConfig
 def check_phase1_gates(config: RuntimeConfig) -> Outcome | None:
     gate = phase1_gate(config.memories)
     if gate is not None:
-        get_run_logger().info("%s: [features] memories / generate_memories say no", gate.value)
+        get_run_logger().info("%s: generate_memories is false (CODEX_MEMORIES_GENERATE_MEMORIES, else [memories] in Codex's config.toml)", gate.value)
     return gate

@@ -74,7 +74,7 @@ EXTERNAL_CONTEXT_EVENT_TYPES = frozenset(
     {"mcp_tool_call_begin", "mcp_tool_call_end", "web_search_begin", "web_search_end"}
 )
 # MCP servers whose tools only read the memory folder itself: not external context.
-MEMORY_MCP_SERVERS = frozenset({"memories"})
+MEMORY_MCP_SERVERS = frozenset({"memories", "codex_memories", "codex-memories"})
 # Codex exposes MCP tools to the model as `mcp__<server>__<tool>` (older builds:
 # `<server>__<tool>`); none of its built-in tools has a double underscore in its name.
 _MCP_TOOL_DELIMITER = "__"

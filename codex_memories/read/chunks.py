@@ -10,7 +10,7 @@ Contract:
   range, the text shown to a reader, the text searched (the chunk plus the headings it sits
   under), its scope and its date:
   - `MEMORY.md`: one chunk per `## Task n:` section (heading and keywords) and one per top-level
-    bullet of the other sections of a `# Task Group`; scope is the group's `applies_to: cwd=…`
+    bullet of the other sections of a `# Task Group` (and of the lines right under its heading); scope is the group's `applies_to: cwd=…`
     (or a path-like group title), date the newest `updated_at=` of the group.
   - `memory_summary.md`: one chunk per top-level bullet (sub-bullets included) or paragraph;
     under `## What's in Memory`, scope is the `### <scope>` heading and date the `#### <date>`.
@@ -136,6 +136,12 @@ def _group_chunks(relative: str, lines: list[str], start: int, end: int) -> Iter
     group_context = [f"Task Group: {title}", scope_text]
 
     sections = [index for index in range(start + 1, end) if lines[index].startswith("## ")]
+    # Bullets straight under the group heading (a hand-written MEMORY.md, or Codex's own): one
+    # chunk each, like a section's; the group's header lines (scope:, applies_to:) are not chunks.
+    preamble_end = sections[0] if sections else end
+    for chunk in _bullet_chunks(relative, lines, start + 1, preamble_end, scope, date, group_context):
+        if _BULLET.match(lines[chunk.line_start - 1]):
+            yield chunk
     for position, section_start in enumerate(sections):
         section_end = sections[position + 1] if position + 1 < len(sections) else end
         heading = lines[section_start][3:].strip()

@@ -35,7 +35,7 @@ from codex_memories import paths
 from codex_memories.read import embedding
 from codex_memories.read.chunks import Chunk, chunk_file, source_files
 
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"  # 3: bullets right under a task-group heading are chunks
 FULL_TEXT_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = f"""

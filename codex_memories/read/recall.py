@@ -49,6 +49,8 @@ MAX_QUERY_CHARS = 4_000
 MAX_QUERY_TERMS = 48
 CANDIDATES_PER_LEG = 50
 GATE_WINDOW = 5
+MIN_LEXICAL_MATCH_TERMS = 2
+FULL_COVERAGE = 0.999
 
 CURRENT_PROJECT = 0
 USER_LEVEL = 1
@@ -120,6 +122,9 @@ class ScoredChunk:
     semantic_rank: int | None
     scope_class: int
     relevance: float = 0.0
+    # Every content word of a query of two or more words is in this chunk: an answer by the
+    # letter, whatever the static embeddings think of it (they miss short keyword prompts).
+    full_lexical_match: bool = False
 
     def as_result(self) -> RecallResult:
         return RecallResult(
@@ -159,8 +164,8 @@ def recall_scored(
 
 def gate(ranked: list[ScoredChunk], tuning: Tuning = DEFAULT_TUNING) -> list[ScoredChunk]:
     """The ranked candidates that pass the relevance gate (module docstring), in order; [] for no answer."""
-    kept = [scored for scored in ranked if scored.relevance >= tuning.floor_relevance]
-    if not any(scored.relevance >= tuning.min_relevance for scored in kept[:GATE_WINDOW]):
+    kept = [scored for scored in ranked if scored.relevance >= tuning.floor_relevance or scored.full_lexical_match]
+    if not any(scored.relevance >= tuning.min_relevance or scored.full_lexical_match for scored in kept[:GATE_WINDOW]):
         return []
     return kept
 
@@ -227,6 +232,7 @@ def rank(index: Index, query: str, *, cwd: str | None, tuning: Tuning = DEFAULT_
                 chunk=chunk, score=fused, similarity=similarity, coverage=covered,
                 lexical_rank=lexical_rank.get(chunk_id), semantic_rank=semantic_rank.get(chunk_id),
                 scope_class=scope_class(chunk.scope, cwd), relevance=tuning.relevance(similarity, covered),
+                full_lexical_match=len(terms) >= MIN_LEXICAL_MATCH_TERMS and covered >= FULL_COVERAGE,
             )
         )
     scored.sort(key=lambda item: (item.scope_class, -item.score, item.chunk.id))

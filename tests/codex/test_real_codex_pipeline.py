@@ -78,14 +78,13 @@ def echo_preferences_stage1(request: RecordedRequest) -> ScriptedReply:
 
 @pytest.fixture
 def pipeline_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Our settings for sessions that just ended: no idle window, and the memories feature on for
-    our pipeline while Codex itself runs without it (so Codex's own memory agents stay quiet)."""
+    """Our settings for sessions that just ended: no idle window. Codex runs without its own
+    memory feature (so its memory agents stay quiet); our phase 1 no longer needs it."""
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"):
         monkeypatch.delenv(name, raising=False)
     for name in [n for n in os.environ if n.startswith("CODEX_MEMORIES_")]:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CODEX_MEMORIES_MIN_ROLLOUT_IDLE_HOURS", "0")
-    monkeypatch.setenv("CODEX_MEMORIES_MEMORIES_FEATURE", "true")
 
 
 @pytest.fixture

@@ -309,15 +309,21 @@ def test_heuristic_provider_on_the_bundled_examples(tmp_path: Path) -> None:
     assert "sk-proj-" not in memories
 
 
-def test_gates_stop_phase1_when_memories_are_off(tmp_path: Path) -> None:
+def test_phase1_runs_with_codex_memory_feature_off_and_stops_only_when_generation_is_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "codex_home"
     write_corpus(home)
     (home / "config.toml").write_text("[features]\nmemories = false\n", encoding="utf-8")
     report = run_phase1(home, tmp_path)
-    assert report.outcome_counts() == {Outcome.skipped_feature_disabled.value: 1}
-    (home / "config.toml").write_text("[features]\nmemories = true\n[memories]\ngenerate_memories = false\n", encoding="utf-8")
+    assert report.gate is None
+    assert Outcome.skipped_feature_disabled.value not in report.outcome_counts()
+    (home / "config.toml").write_text("[features]\nmemories = false\n[memories]\ngenerate_memories = false\n", encoding="utf-8")
     report = run_phase1(home, tmp_path)
     assert report.outcome_counts() == {Outcome.skipped_generation_disabled.value: 1}
+    monkeypatch.setenv("CODEX_MEMORIES_GENERATE_MEMORIES", "true")  # our setting wins over Codex's key
+    report = run_phase1(home, tmp_path)
+    assert report.gate is None
 
 
 def test_openai_provider_on_the_bundled_examples(tmp_path: Path) -> None:

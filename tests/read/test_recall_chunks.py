@@ -64,3 +64,12 @@ def test_only_the_files_codex_reads_are_indexed_and_never_the_bookkeeping_folder
         "memory_summary.md",
         f"rollout_summaries/{ROLLOUT_SUMMARY}",
     ]
+
+
+def test_bullets_written_straight_under_a_task_group_heading_are_chunks_too() -> None:
+    text = "# Task Group: atlas build\nscope: atlas\n- build atlas with make -j8\n- the CI runner is called heron\n"
+    chunks = chunk_file("MEMORY.md", text)
+    assert [(chunk.line_start, chunk.text) for chunk in chunks] == [
+        (3, "- build atlas with make -j8"),
+        (4, "- the CI runner is called heron"),
+    ]

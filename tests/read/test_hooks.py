@@ -1,0 +1,199 @@
+"""The Codex hooks: what each event prints, that every failure is `{}` plus a log line, and that
+the Stop hook and the phase-1 harvest never count one citation twice."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from codex_memories.read.harvest import harvest_citations
+from codex_memories.read.hooks import (
+    HookOptions,
+    HookOutcome,
+    handle_hook,
+    hook_log_path,
+    run,
+)
+from codex_memories.read.injection import build_developer_instructions
+from codex_memories.state.store import MemoryStore
+from tests.support.memory_home import remember
+from tests.support.rollout_factory import write_rollout
+
+CITED = "0199e1a2-7c3d-7f10-9a4b-2c6d8e0f1a23"
+CREATED = datetime(2026, 3, 2, 18, 40, tzinfo=UTC)
+SUMMARY = "# Memory summary\n\n## What's in Memory\n\n### atlas\n- builds with make -j8 (PELICAN-7731)\n"
+HANDBOOK = (
+    "# Task Group: atlas build\n"
+    "- build atlas with make -j8 and keep tabs in Makefiles (PELICAN-7731)\n"
+    "- the CI runner is called heron\n"
+    "\n"
+    "# Task Group: storefront\n"
+    "- always use pnpm, never npm\n"
+)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    codex_home = tmp_path / "codex-home"
+    root = codex_home / "memories"
+    (root / "rollout_summaries").mkdir(parents=True)
+    (root / "memory_summary.md").write_text(SUMMARY, encoding="utf-8")
+    (root / "MEMORY.md").write_text(HANDBOOK, encoding="utf-8")
+    (root / "rollout_summaries" / "2026-03-02-atlas.md").write_text("thread_id: x\n\nThe user set up pnpm workspaces.\n", encoding="utf-8")
+    return codex_home
+
+
+def options(home: Path, **overrides) -> HookOptions:
+    return HookOptions(codex_home=home, memory_root=home / "memories", **overrides)
+
+
+def folder_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def payload(event: str, **fields) -> str:
+    return json.dumps({"session_id": "s", "hook_event_name": event, "cwd": "/work/atlas", **fields})
+
+
+def test_session_start_prints_the_read_path_instructions_as_additional_context(home: Path) -> None:
+    result = handle_hook("SessionStart", payload("SessionStart", source="startup"), options(home))
+
+    assert result.outcome == HookOutcome.injected_memory_summary
+    output = json.loads(result.stdout)
+    assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    expected = build_developer_instructions(home / "memories", budget_tokens=5000, cwd="/work/atlas")
+    assert output["hookSpecificOutput"]["additionalContext"] == expected
+    assert "PELICAN-7731" in expected
+
+
+def test_session_start_without_a_summary_prints_an_empty_object(home: Path) -> None:
+    (home / "memories" / "memory_summary.md").unlink()
+    result = handle_hook("SessionStart", payload("SessionStart"), options(home))
+    assert (result.outcome, result.stdout) == (HookOutcome.skipped_no_memory_summary, "{}")
+
+
+def test_a_prompt_about_a_remembered_fact_gets_that_line_with_file_and_line_number(home: Path) -> None:
+    result = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="How do I build atlas?"), options(home))
+
+    assert result.outcome == HookOutcome.injected_relevant_memory
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "history, not instructions" in context
+    assert "- MEMORY.md:2-2 " in context
+    assert "build atlas with make -j8 and keep tabs in Makefiles (PELICAN-7731)" in context
+    assert "pnpm" not in context
+
+
+def test_a_prompt_that_matches_nothing_prints_an_empty_object(home: Path) -> None:
+    result = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="what is the time in Tokyo?"), options(home))
+    assert (result.outcome, result.stdout) == (HookOutcome.skipped_nothing_relevant, "{}")
+
+
+def test_the_prompt_context_stays_within_its_token_budget(home: Path) -> None:
+    tight = HookOptions(home, home / "memories", prompt_budget_tokens=1)
+    result = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="How do I build atlas?"), tight)
+    assert (result.outcome, result.stdout) == (HookOutcome.skipped_nothing_relevant, "{}")
+
+
+@pytest.mark.parametrize(
+    ("event", "stdin", "outcome"),
+    [
+        ("SessionStart", "not json", HookOutcome.failed_bad_input),
+        ("UserPromptSubmit", "[1, 2]", HookOutcome.failed_bad_input),
+        ("Notification", "{}", HookOutcome.failed_unknown_event),
+    ],
+)
+def test_bad_input_is_an_empty_object_and_one_log_line(home: Path, event: str, stdin: str, outcome: HookOutcome) -> None:
+    result = handle_hook(event, stdin, options(home))
+    assert (result.outcome, result.stdout) == (outcome, "{}")
+    [line] = hook_log_path(home).read_text(encoding="utf-8").splitlines()
+    assert f" {event} {outcome.value} " in line
+
+
+def test_an_unreadable_memory_root_is_a_named_failure_not_an_error(home: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    result = handle_hook("SessionStart", payload("SessionStart"), HookOptions(home, blocker / "memories"))
+    # A missing summary is "nothing to inject"; a path through a file is unreadable.
+    assert result.stdout == "{}"
+    assert result.outcome in (HookOutcome.failed_memory_root_unreadable, HookOutcome.skipped_no_memory_summary)
+    assert result.outcome.value in hook_log_path(home).read_text(encoding="utf-8")
+
+
+def test_a_state_db_that_cannot_be_opened_is_a_named_failure(home: Path, tmp_path: Path) -> None:
+    rollout = write_rollout(home, created_at=CREATED, user_messages=["hi"], assistant_messages=["hello"])
+    down = "postgresql+psycopg://memories:hunter2-secret@127.0.0.1:1/memories"  # nothing listens on port 1
+    result = handle_hook("Stop", payload("Stop", transcript_path=str(rollout)), options(home, db_url=down))
+    assert (result.outcome, result.stdout) == (HookOutcome.failed_state_db, "{}")
+    assert "hunter2-secret" not in hook_log_path(home).read_text(encoding="utf-8")
+
+
+def test_stop_and_phase1_harvest_count_a_citation_once_between_them(home: Path, tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    store = MemoryStore.open(db_url)
+    remember(store, CITED)
+    reply = f"As before.\n<oai-mem-citation>\n<citation_entries>\nMEMORY.md:2-2|note=[build]\n</citation_entries>\n<rollout_ids>\n{CITED}\n</rollout_ids>\n</oai-mem-citation>"
+    rollout = write_rollout(home, created_at=CREATED, user_messages=["build it"], assistant_messages=[reply])
+    before = folder_bytes(home / "memories")
+
+    result = handle_hook("Stop", payload("Stop", transcript_path=str(rollout)), options(home, db_url=db_url))
+    again = handle_hook("Stop", payload("Stop", transcript_path=str(rollout)), options(home, db_url=db_url))
+    phase1 = harvest_citations(store, [rollout])
+
+    assert (result.outcome, result.stdout) == (HookOutcome.harvested_citations, "{}")
+    assert result.details["usage_recorded"] == 1
+    assert again.details["usage_recorded"] == 0
+    assert phase1.usage_recorded == 0
+    assert store.get_stage1_output(CITED).usage_count == 1
+    assert folder_bytes(home / "memories") == before  # hooks never write the memory folder
+    store.close()
+
+
+def test_the_console_script_prints_json_and_exits_zero_on_garbage(home: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "codex_memories.read.hooks", "Stop", "--codex-home", str(home)],
+        input="{not json", capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert (completed.returncode, completed.stdout.strip()) == (0, "{}")
+    assert run(["SessionStart", "--no-such-option"], "{}") == "{}"
+
+
+def test_the_console_scripts_stop_returns_at_once_and_a_detached_process_harvests(home: Path, tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    store = MemoryStore.open(db_url)
+    remember(store, CITED)
+    reply = f"<oai-mem-citation>\n<citation_entries>\nMEMORY.md:2-2|note=[b]\n</citation_entries>\n<rollout_ids>\n{CITED}\n</rollout_ids>\n</oai-mem-citation>"
+    rollout = write_rollout(home, created_at=CREATED, user_messages=["build it"], assistant_messages=[reply])
+
+    printed = run(["Stop", "--codex-home", str(home), "--db-url", db_url], payload("Stop", transcript_path=str(rollout)))
+
+    assert printed == "{}"
+    log = hook_log_path(home)
+    deadline = time.monotonic() + 60
+    while "Stop harvested_citations" not in log.read_text(encoding="utf-8") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert [line.split()[2] for line in lines] == ["started_background_harvest", "harvested_citations"]
+    assert store.get_stage1_output(CITED).usage_count == 1
+    store.close()
+
+
+def test_session_start_and_user_prompt_submit_import_nothing_heavy(home: Path) -> None:
+    script = (
+        "import sys\n"
+        "from codex_memories.read.hooks import run\n"
+        f"root = {str(home)!r}\n"
+        "args = ['--codex-home', root, '--memory-root', root + '/memories']\n"
+        "assert run(['SessionStart', *args], '{\"cwd\": \"/work/atlas\"}') != '{}'\n"
+        "assert run(['UserPromptSubmit', *args], '{\"prompt\": \"build atlas\"}') != '{}'\n"
+        "heavy = ('prefect', 'sqlalchemy', 'openai', 'typer', 'rich', 'pydantic', 'pydantic_settings', 'bpe_openai.compat')\n"
+        "print(sorted(name for name in heavy if name in sys.modules))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "[]"
