@@ -51,11 +51,14 @@ def close_stores() -> None:
 def rate_limit_guard(config: RuntimeConfig, *, rollout_snapshot: RateLimitSnapshot | None = None) -> GuardDecision:
     """Spec 1.3 for every provider: the freshest of our last response's headers (the provider
     keeps them) and the newest rollout snapshot (pass it in to avoid rescanning) decides."""
-    provider = extraction_provider(config) if config.provider_name != "heuristic" else None
-    own = provider.last_rate_limits() if provider is not None and hasattr(provider, "last_rate_limits") else None
+    minimum = config.memories.min_rate_limit_remaining_percent
+    if config.provider_name == "heuristic":
+        return GuardDecision(True, "the heuristic provider spends no model quota", minimum)
+    provider = extraction_provider(config)
+    own = provider.last_rate_limits() if hasattr(provider, "last_rate_limits") else None
     if rollout_snapshot is None:
         rollout_snapshot = newest_rollout_snapshot(config.settings.codex_home_path)
-    return decide([own, rollout_snapshot], config.memories.min_rate_limit_remaining_percent, time.time())
+    return decide([own, rollout_snapshot], minimum, time.time())
 
 
 def memory_root(config: RuntimeConfig) -> MemoryRoot:

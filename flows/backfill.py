@@ -47,7 +47,7 @@ def backfill(
     codex_home: str | None = None,
     db_url: str | None = None,
     memory_root: str | None = None,
-    provider: Literal["auto", "openai", "heuristic"] | None = None,
+    provider: Literal["auto", "openai", "codex", "heuristic"] | None = None,
     base_url: str | None = None,
     api_mode: Literal["responses", "chat"] | None = None,
     config_file: str | None = None,
