@@ -24,6 +24,7 @@ consolidation prompt on stdin. Around it:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -99,6 +100,10 @@ class CodexConsolidator:
             reasoning_effort=self.reasoning_effort,
             last_message=last_message,
         )
+        # Marked untrusted for this call only: Codex then loads no project config from the memory
+        # folder, and (measured on 0.147 with full access) does not record the folder as trusted
+        # in the user's config.toml, which it otherwise does.
+        args[args.index("-") : args.index("-")] = ["-c", f"projects={{{json.dumps(str(root_dir))}={{trust_level=\"untrusted\"}}}}"]
         if self.sandbox == "external":
             # The machine is the sandbox: Codex's own would fail (no bubblewrap) and block every call.
             at = args.index("--sandbox")

@@ -106,8 +106,9 @@ def find_codex_binary(explicit: str | None = None) -> str | None:
     if explicit:
         candidate = Path(explicit).expanduser()
         if candidate.is_file():
-            return str(candidate)
-        return shutil.which(explicit)
+            return os.path.abspath(candidate)  # Codex runs with another cwd
+        found = shutil.which(explicit)
+        return os.path.abspath(found) if found else None
     beside = Path(sys.executable).parent / ("codex.exe" if os.name == "nt" else "codex")
     if beside.is_file():
         return str(beside)
