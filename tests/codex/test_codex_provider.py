@@ -29,7 +29,7 @@ from codex_memories.llm.codex_runner import CodexRunner, codex_sandbox_works
 from codex_memories.llm.schema import stage1_output_schema
 from codex_memories.outcomes import Outcome
 from codex_memories.prompts import render_stage_one_prompts
-from codex_memories.state.records import Stage1Claim
+from codex_memories.state.records import GLOBAL_JOB_KEY, JobKind, Stage1Claim
 from tests.support.codex_cli import (
     API_KEY_ENV,
     CodexHome,
@@ -375,7 +375,7 @@ def test_response_headers_stop_the_next_wave_and_its_claims_are_released(flow_en
     assert len(codex_server.requests) == 1  # the second extraction was never sent
     [released] = [line.thread_id for line in report.extractions if line.outcome is Outcome.skipped_rate_limited]
     store = open_store(db_url(flow_env))
-    job = store.get_job("stage1", released)
+    job = store.get_job(JobKind.stage1, released)
     assert (job.status, job.retry_at, job.last_error, job.ownership_token) == ("pending", None, None, None)
     again = store.claim_stage1_jobs_for_startup(
         worker_id="next-run", current_thread_id=None, scan_limit=100, max_claimed=5, max_age_days=None,
@@ -387,8 +387,7 @@ def test_response_headers_stop_the_next_wave_and_its_claims_are_released(flow_en
 @pytest.mark.usefixtures("prefect_harness")
 def test_phase2_does_not_start_the_agent_when_rate_limited_and_gives_the_lease_back(flow_env, codex_server, tmp_path):
     from codex_memories.runtime import open_store
-    from codex_memories_flows.phase2 import run_phase2
-    from codex_memories.settings import load_runtime_config
+    from codex_memories_flows.phase2 import phase2
 
     secret_session(
         flow_env,
@@ -397,12 +396,11 @@ def test_phase2_does_not_start_the_agent_when_rate_limited_and_gives_the_lease_b
             "secondary": {"used_percent": 80.0, "window_minutes": 10080, "resets_at": time.time() + 86400},
             "rate_limit_reached_type": None}}}],
     )
-    config = load_runtime_config(codex_home=str(flow_env.path), db_url=db_url(flow_env), memory_root=str(tmp_path / "mem"))
-
-    report = run_phase2(config, force=True)
+    state = phase2(codex_home=str(flow_env.path), db_url=db_url(flow_env), memory_root=str(tmp_path / "mem"), force=True, return_state=True)
+    report = state.result()
 
     assert report.outcome is Outcome.skipped_rate_limited
     assert "secondary 80.0% used (20.0% left, minimum 25%)" in (report.rate_limit or "")
     assert report.provider == "codex" and codex_server.requests == []
-    job = open_store(db_url(flow_env)).get_job("consolidate_global", "global")
+    job = open_store(db_url(flow_env)).get_job(JobKind.consolidate_global, GLOBAL_JOB_KEY)
     assert job.status == "pending" and job.retry_at is None and job.ownership_token is None
