@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from codex_memories.consolidate.codex_consolidator import CodexConsolidator, SandboxUnavailable
 from codex_memories.consolidate.consolidators import build_consolidation_prompt
@@ -350,7 +351,13 @@ def test_a_fresh_snapshot_in_a_real_codex_rollout_stops_phase1_before_any_claim(
     assert report.outcome_counts() == {"skipped_rate_limited": 1}
     assert "primary 90.0% used (10.0% left, minimum 25%)" in (report.rate_limit or "")
     assert len(codex_server.requests) == sent_before  # nothing sent
-    assert open_store(db_url(flow_env)).status_summary() is not None
+    # The figure is in the run artifact and the CLI's text as well as in the report.
+    from codex_memories.reports import render_phase1_markdown, render_phase1_text
+
+    assert "skipped_rate_limited`: primary 90.0% used" in render_phase1_markdown(report)
+    assert "rate limited: primary 90.0% used" in render_phase1_text(report)
+    with open_store(db_url(flow_env)).engine.connect() as conn:  # nothing was claimed
+        assert conn.execute(text("SELECT count(*) FROM jobs WHERE kind = :k"), {"k": JobKind.stage1.value}).scalar_one() == 0
 
 
 @pytest.mark.usefixtures("prefect_harness")
@@ -404,3 +411,23 @@ def test_phase2_does_not_start_the_agent_when_rate_limited_and_gives_the_lease_b
     assert report.provider == "codex" and codex_server.requests == []
     job = open_store(db_url(flow_env)).get_job(JobKind.consolidate_global, GLOBAL_JOB_KEY)
     assert job.status == "pending" and job.retry_at is None and job.ownership_token is None
+
+
+def test_no_hook_runs_inside_our_codex_calls(cli, codex_home, codex_server, codex_workdir, tmp_path):
+    """Our hooks are installed in the user's hooks.json; a Codex call of ours must not run them
+    (no recursion). Control: the same hooks do run in a plain `codex exec` when trust is bypassed."""
+    marker = tmp_path / "hook-ran"
+    command = f"sh -c 'echo $0 >> {marker}; echo {{}}' hook"
+    hook = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
+    (codex_home.path / "hooks.json").write_text(json.dumps({"hooks": {"SessionStart": [{"matcher": "startup|resume", **hook}], "UserPromptSubmit": [hook], "Stop": [hook]}}))
+    codex_server.set_handler(text_reply("ok"))
+    control = run_codex_exec(codex_home, "hello", cwd=codex_workdir, server=codex_server, extra_args=["--ephemeral", "--dangerously-bypass-hook-trust"])
+    assert control.returncode == 0 and marker.exists()
+    marker.unlink()
+
+    codex_server.set_handler(default_handler)
+    runner = CodexRunner(binary=cli, codex_home=codex_home.path, extra_flags=("--strict-config", "--dangerously-bypass-hook-trust"), env=codex_home.env())
+    result = extract_memory(claim_for(secret_session(codex_home)), CodexExtractionProvider(runner, model=None), model="x", token_budget=20_000)
+
+    assert result.outcome is Outcome.succeeded, result.reason
+    assert not marker.exists()
