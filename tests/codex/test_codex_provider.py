@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+from contextlib import closing
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -69,7 +71,15 @@ def runner_for(cli: str, home: CodexHome, *, strict: bool = True) -> CodexRunner
 
 
 def home_files(home: CodexHome) -> set[str]:
-    return {str(path) for path in [*rollout_files(home), *rollout_files(home, archived=True)]}
+    """Rollout files, plus any thread row in Codex's state DB without a rollout file (Codex indexes
+    the user's own sessions there at start-up; an ephemeral run of ours must add no thread)."""
+    files = {str(path) for path in [*rollout_files(home), *rollout_files(home, archived=True)]}
+    db = home.path / "state_5.sqlite"
+    if db.exists():
+        with closing(sqlite3.connect(db)) as connection:
+            ids = [row[0] for row in connection.execute("SELECT id FROM threads")]
+        files |= {f"thread without rollout:{thread}" for thread in ids if not any(thread in name for name in files)}
+    return files
 
 
 def request_text(request: RecordedRequest) -> str:
