@@ -325,10 +325,19 @@ def db_url(home: CodexHome) -> str:
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_auto_picks_the_logged_in_codex_and_phase1_extracts_through_it(flow_env, codex_server):
+def test_auto_picks_the_logged_in_codex_and_both_phases_run_through_it(flow_env, codex_server, cli, tmp_path, monkeypatch):
+    from codex_memories.consolidate.workspace import validate_artifacts as artifacts_problems
     from codex_memories_flows.phase1 import phase1
+    from codex_memories_flows.phase2 import phase2
 
-    codex_server.set_handler(default_handler)
+    consolidate = shell_script_reply(WRITE_ARTIFACTS)
+
+    def handler(request: RecordedRequest) -> ScriptedReply:
+        if "# Memory consolidation (phase 2)" in request.input_text:
+            return consolidate(request)
+        return default_handler(request)
+
+    codex_server.set_handler(handler)
     secret_session(flow_env)
     before = home_files(flow_env)
 
@@ -339,7 +348,19 @@ def test_auto_picks_the_logged_in_codex_and_phase1_extracts_through_it(flow_env,
     assert [line.outcome for line in report.extractions] == [Outcome.succeeded], report.extractions
     assert len(codex_server.requests) == 1
     assert_no_secret(codex_server.requests)
-    assert home_files(flow_env) == before
+
+    root = tmp_path / "memories"
+    root.mkdir()
+    monkeypatch.setenv("CODEX_MEMORIES_CODEX_SANDBOX", sandbox_mode(cli, flow_env, root))
+    state = phase2(codex_home=str(flow_env.path), db_url=db_url(flow_env), memory_root=str(root), force=True, return_state=True)
+    result = state.result(raise_on_failure=False)
+
+    assert result.outcome is Outcome.succeeded, (result.outcome, result.reason)
+    assert result.consolidator == "codex" and result.provider == "codex"
+    assert artifacts_problems(root) == []
+    assert (root / "MEMORY.md").read_text().startswith("# Task Group: app")  # written by the scripted agent
+    assert_no_secret(codex_server.requests)
+    assert home_files(flow_env) == before  # neither phase left a rollout or a thread of ours
 
 
 @pytest.mark.usefixtures("prefect_harness")
