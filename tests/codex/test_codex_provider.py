@@ -118,6 +118,21 @@ def claim_for(path: Path) -> Stage1Claim:
     return Stage1Claim(thread_id="t-" + path.stem[-12:], ownership_token="tok", source_updated_at=1, rollout_path=str(path), cwd="/home/dana/src/app")
 
 
+def processes_with_home(home: CodexHome) -> list[int]:
+    """Live processes whose environment has this CODEX_HOME (Codex and anything it spawned)."""
+    needle = f"CODEX_HOME={home.path}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0") and b"Z" not in (entry / "stat").read_bytes().split(b")")[-1][:3]:
+                found.append(int(entry.name))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return found
+
+
 def assert_no_secret(requests: list[RecordedRequest]) -> None:
     for request in requests:
         text = request_text(request)
@@ -202,6 +217,7 @@ def test_a_hung_codex_is_killed_at_the_timeout(cli, codex_home, codex_server):
     with pytest.raises(ModelTimeoutError, match="timed out"):
         extract_memory(claim_for(secret_session(codex_home)), provider, model="x", token_budget=20_000)
     assert time.monotonic() - started < 15  # 2 s + the kill grace, not the server's 30 s
+    assert processes_with_home(codex_home) == []  # the whole process group is gone
 
 
 # -- phase 2 -------------------------------------------------------------------------------------
@@ -298,6 +314,7 @@ def test_a_lost_lease_kills_codex(cli, codex_home, codex_server, tmp_path):
     outcome = consolidator.consolidate(root, prompt=build_consolidation_prompt(root), should_continue=lambda: time.monotonic() < deadline)
     assert not outcome.completed and outcome.stop_reason == "lease lost: codex killed"
     assert time.monotonic() - started < 12
+    assert processes_with_home(codex_home) == []
 
 
 # -- the flows: auto picks codex, the guard trips and releases -----------------------------------
