@@ -15,9 +15,11 @@ consolidation prompt on stdin. Around it:
   `--json` stream).
 * After, in every sandbox mode (we do not only trust the sandbox): `.git/` and our bookkeeping
   folder are compared file by file (mode, size, SHA-256) with a snapshot taken before; the
-  directory around the workspace and the Codex home's config/auth/hooks files likewise; no rollout
-  may have appeared under `$CODEX_HOME/sessions`. Any difference fails the run with the paths
-  named. The token budget is checked against the usage Codex reports. Artifact validation is the
+  directory around the workspace (top level, minus the files Codex keeps in its home) and the
+  Codex home's config/auth/hooks files likewise; no rollout may have appeared under
+  `$CODEX_HOME/sessions`. Any difference fails the run as `failed_sandbox_policy` with the paths
+  named (`SandboxViolation`). This cannot prove that nothing else on the machine changed; with
+  `workspace-write` Codex's sandbox is what prevents that, and `.git` is also read-only inside it. The token budget is checked against the usage Codex reports. Artifact validation is the
   flow's next step, as for every consolidator.
 """
 
@@ -60,6 +62,14 @@ Snapshot = dict[str, tuple[int, int, str]]
 
 class SandboxUnavailable(Phase2Failure):
     """Codex's sandbox cannot run here: the flow records `failed_sandbox_policy` with the reason."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(Outcome.failed_sandbox_policy, reason)
+
+
+class SandboxViolation(Phase2Failure):
+    """The after-checks found a change outside the memory files: `failed_sandbox_policy`, and the
+    baseline is not reset (the next run sees the same diff)."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(Outcome.failed_sandbox_policy, reason)
@@ -156,7 +166,7 @@ class CodexConsolidator:
         # The after-checks run whatever happened: a killed agent may have written already.
         violations = _violations(root, protected, around, self.codex_home, rollouts)
         if violations:
-            return outcome(False, "sandbox violation: " + "; ".join(violations[:5]), "changed outside the memory files")
+            raise SandboxViolation("sandbox violation: " + "; ".join(violations[:5]))
         if run.stopped:
             return outcome(False, "lease lost: codex killed")
         if run.step_limit_hit:
@@ -272,4 +282,4 @@ def _tree_state(root: Path) -> Snapshot:
     return {key: value for key, value in found.items() if not stat.S_ISDIR(value[0])}
 
 
-__all__ = ["CODEX_CONSOLIDATOR_NAME", "CodexConsolidator", "SANDBOX_MODES", "SandboxUnavailable", "TokenUsage"]
+__all__ = ["CODEX_CONSOLIDATOR_NAME", "CodexConsolidator", "SANDBOX_MODES", "SandboxUnavailable", "SandboxViolation", "TokenUsage"]

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from codex_memories.consolidate.codex_consolidator import CodexConsolidator, SandboxUnavailable
+from codex_memories.consolidate.codex_consolidator import CodexConsolidator, SandboxUnavailable, SandboxViolation
 from codex_memories.consolidate.consolidators import build_consolidation_prompt
 from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout, validate_artifacts
 from codex_memories.extract.extraction import extract_memory
@@ -298,11 +298,12 @@ def test_changes_under_git_or_outside_the_workspace_fail_the_consolidation(cli, 
     codex_server.set_handler(shell_script_reply(f"echo x >> .git/config; echo changed > {outside}; " + WRITE_ARTIFACTS))
     consolidator = CodexConsolidator(runner_for(cli, codex_home), model=None, sandbox="external", timeout_seconds=60)
 
-    outcome = consolidator.consolidate(root, prompt=build_consolidation_prompt(root), should_continue=lambda: True)
+    with pytest.raises(SandboxViolation) as raised:
+        consolidator.consolidate(root, prompt=build_consolidation_prompt(root), should_continue=lambda: True)
 
-    assert not outcome.completed
-    assert outcome.stop_reason.startswith("sandbox violation")
-    assert ".git/config" in outcome.stop_reason and "outside the workspace" in outcome.stop_reason
+    assert raised.value.outcome is Outcome.failed_sandbox_policy
+    assert raised.value.reason.startswith("sandbox violation")
+    assert ".git/config" in raised.value.reason and "outside the workspace" in raised.value.reason
 
 
 def test_a_lost_lease_kills_codex(cli, codex_home, codex_server, tmp_path):
