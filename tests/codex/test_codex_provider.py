@@ -480,3 +480,19 @@ def test_no_hook_runs_inside_our_codex_calls(cli, codex_home, codex_server, code
 
     assert result.outcome is Outcome.succeeded, result.reason
     assert not marker.exists()
+
+
+def test_the_step_budget_kills_an_agent_that_keeps_calling_tools(cli, codex_home, codex_server, tmp_path):
+    root = workspace(tmp_path)
+
+    def endless(request: RecordedRequest) -> ScriptedReply:
+        done = len(_function_outputs(request))
+        return ScriptedReply.function_calls(ToolCall("exec_command", json.dumps({"cmd": f"echo step {done}"}), f"call_step_{done}"))
+
+    codex_server.set_handler(endless)
+    consolidator = CodexConsolidator(runner_for(cli, codex_home), model=None, sandbox="external", max_steps=2, timeout_seconds=60)
+    outcome = consolidator.consolidate(root, prompt=build_consolidation_prompt(root), should_continue=lambda: True)
+    assert not outcome.completed
+    assert outcome.stop_reason == "step budget exhausted (2 tool calls): codex killed"
+    assert outcome.tool_calls >= 3
+    assert processes_with_home(codex_home) == []
