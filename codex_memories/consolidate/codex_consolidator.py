@@ -16,7 +16,7 @@ consolidation prompt on stdin. Around it:
 * After, in every sandbox mode (we do not only trust the sandbox): `.git/` and our bookkeeping
   folder are compared file by file (mode, size, SHA-256) with a snapshot taken before; the
   directory around the workspace (top level, minus the files Codex keeps in its home) and the
-  Codex home's config/auth/hooks files likewise; no rollout may have appeared under
+  Codex home's config/hooks files likewise; no rollout may have appeared under
   `$CODEX_HOME/sessions`. Any difference fails the run as `failed_sandbox_policy` with the paths
   named (`SandboxViolation`). This cannot prove that nothing else on the machine changed; with
   `workspace-write` Codex's sandbox is what prevents that, and `.git` is also read-only inside it. The token budget is checked against the usage Codex reports. Artifact validation is the
@@ -49,11 +49,12 @@ from codex_memories.prompts import RenderedPrompt
 
 CODEX_CONSOLIDATOR_NAME = "codex"
 SANDBOX_MODES = ("workspace-write", "external")
-_CODEX_HOME_FILES = ("config.toml", "auth.json", "hooks.json", "AGENTS.md")
+_CODEX_HOME_FILES = ("config.toml", "hooks.json", "AGENTS.md")
 # What Codex itself writes into its home during any run (it is the memory root's usual parent).
 _CODEX_MANAGED_SUFFIXES = (".sqlite", ".sqlite-wal", ".sqlite-shm", ".sqlite-journal")
 _CODEX_MANAGED_NAMES = frozenset(
-    {"installation_id", ".sandbox_migration", "models_cache.json", "version.json", "log", "shell_snapshots", "skills", "tmp", ".tmp", "cache", "plugins", "sessions", "archived_sessions"}
+    # auth.json: Codex refreshes a ChatGPT login's tokens into it during a run (and we never read it).
+    {"auth.json", "installation_id", ".sandbox_migration", "models_cache.json", "version.json", "log", "shell_snapshots", "skills", "tmp", ".tmp", "cache", "plugins", "sessions", "archived_sessions"}
 )
 _TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
 

@@ -315,7 +315,8 @@ def test_a_lost_lease_kills_codex(cli, codex_home, codex_server, tmp_path):
     outcome = consolidator.consolidate(root, prompt=build_consolidation_prompt(root), should_continue=lambda: time.monotonic() < deadline)
     assert not outcome.completed and outcome.stop_reason == "lease lost: codex killed"
     assert time.monotonic() - started < 12
-    assert processes_with_home(codex_home) == []
+    left = processes_with_home(codex_home)
+    assert left == [], [(pid, Path(f"/proc/{pid}/stat").read_text()[:80], Path(f"/proc/{pid}/cmdline").read_bytes()[:120]) for pid in left]
 
 
 # -- the flows: auto picks codex, the guard trips and releases -----------------------------------
