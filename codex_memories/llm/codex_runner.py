@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import tomllib
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,9 @@ ISOLATION_OVERRIDES: tuple[str, ...] = (
     "features.computer_use=false",
     "features.browser_use=false",
     "features.tool_suggest=false",
+    # No login-shell snapshot at start-up: it runs the user's shell profile in a process of its
+    # own, which is slow and can outlive a killed run.
+    "features.shell_snapshot=false",
     "skills.include_instructions=false",
     "project_doc_max_bytes=0",
     "notify=[]",
@@ -245,11 +249,11 @@ class CodexRunner:
     env: Mapping[str, str] | None = None
     _version: str | None = field(default=None, repr=False)
 
-    def environment(self) -> dict[str, str]:
+    def environment(self, call_id: str = "1") -> dict[str, str]:
         base = dict(os.environ if self.env is None else self.env)
         if self.codex_home is not None:
             base["CODEX_HOME"] = str(self.codex_home)
-        base[INTERNAL_CALL_ENV] = "1"
+        base[INTERNAL_CALL_ENV] = call_id
         base.setdefault("NO_COLOR", "1")
         return base
 
@@ -310,6 +314,7 @@ class CodexRunner:
         `step_limit = (n, item types)` tool items appeared on the `--json` stream; all but the
         first kill the whole process group. Output goes to temporary files (no pipe can fill up)."""
         started = time.monotonic()
+        call_id = uuid.uuid4().hex  # marks every process of this call, for the sweep after a kill
         with tempfile.TemporaryDirectory(prefix="codex-memories-run-") as scratch:
             stdin_path = Path(scratch) / "stdin"
             stdin_path.write_text(stdin_text, encoding="utf-8")
@@ -319,7 +324,7 @@ class CodexRunner:
                     process = subprocess.Popen(
                         list(args),
                         cwd=cwd,
-                        env=self.environment(),
+                        env=self.environment(call_id),
                         stdin=stdin,
                         stdout=stdout,
                         stderr=stderr,
@@ -343,6 +348,7 @@ class CodexRunner:
                         over_steps = True
                     if timed_out or stopped or over_steps:
                         kill_process_group(process)
+                        kill_marked_processes(f"{INTERNAL_CALL_ENV}={call_id}")
                         break
             return CodexRun(
                 returncode=process.returncode,
@@ -358,6 +364,27 @@ class CodexRunner:
 def _count_tool_items(stdout_path: Path, kinds: Sequence[str]) -> int:
     run = CodexRun(0, stdout_path.read_text(encoding="utf-8", errors="replace"), "", 0.0)
     return sum(run.count_items(kind) for kind in kinds)
+
+
+def kill_marked_processes(marker: str) -> list[int]:
+    """Linux: SIGKILL any process still carrying `marker` in its environment (a descendant that
+    left Codex's process group, e.g. with its own session). Elsewhere a no-op."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    needle = marker.encode()
+    killed = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            os.kill(int(entry.name), signal.SIGKILL)
+            killed.append(int(entry.name))
+        except (OSError, ValueError):
+            continue  # exited meanwhile, or not readable: not one of ours to stop
+    return killed
 
 
 def kill_process_group(process: subprocess.Popen[bytes]) -> None:
