@@ -497,3 +497,30 @@ def test_the_step_budget_kills_an_agent_that_keeps_calling_tools(cli, codex_home
     assert outcome.stop_reason == "step budget exhausted (2 tool calls): codex killed"
     assert outcome.tool_calls >= 3
     assert processes_with_home(codex_home) == []
+
+
+def test_extractions_run_concurrently_on_one_codex_home(cli, codex_home, codex_server):
+    """Phase 1 runs up to `concurrency` extractions at once; each is its own `codex exec`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import threading
+
+    active, peak, lock = [0], [0], threading.Lock()
+
+    def slow(request: RecordedRequest) -> ScriptedReply:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(1.0)  # the answer is being "generated"; other calls may arrive meanwhile
+        with lock:
+            active[0] -= 1
+        return default_handler(request)
+
+    codex_server.set_handler(slow)
+    rollouts = [secret_session(codex_home, minutes_ago=10 + index) for index in range(4)]
+    provider = CodexExtractionProvider(runner_for(cli, codex_home), model=None, timeout_seconds=60)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda path: extract_memory(claim_for(path), provider, model="x", token_budget=20_000), rollouts))
+    assert [result.outcome for result in results] == [Outcome.succeeded] * 4, [result.reason for result in results]
+    assert len(codex_server.requests) == 4
+    assert peak[0] >= 2  # the calls overlapped
