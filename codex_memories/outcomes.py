@@ -19,6 +19,8 @@ class Outcome(StrEnum):
     skipped_running = "skipped_running"
     skipped_retry_backoff = "skipped_retry_backoff"
     skipped_retry_exhausted = "skipped_retry_exhausted"
+    # The rate-limit guard (spec 1.3): too little quota left; claims released, not failed.
+    skipped_rate_limited = "skipped_rate_limited"
 
     # Stage-1 results.
     succeeded = "succeeded"

@@ -30,6 +30,9 @@ class Phase1Report:
     gate: Outcome | None = None
     provider: str | None = None
     model: str | None = None
+    provider_reason: str | None = None
+    # The rate-limit guard's figure when it stopped claims (spec 1.3), e.g. "primary 90.0% used ...".
+    rate_limit: str | None = None
     discovery: dict[str, Any] = field(default_factory=dict)
     pruned_thread_ids: list[str] = field(default_factory=list)
     claimed: int = 0
@@ -54,9 +57,13 @@ def render_phase1_markdown(report: Phase1Report) -> str:
     lines = ["# codex-memories phase 1", ""]
     if report.provider:
         lines.append(f"Provider: `{report.provider}`, model `{report.model}`.")
+        if report.provider_reason:
+            lines.append(f"Provider choice: {report.provider_reason}.")
         if report.provider == "heuristic":
             lines.append("Memories were extracted by the offline heuristic extractor (rule-based, no model).")
         lines.append("")
+    if report.rate_limit:
+        lines += [f"Rate-limit guard: `skipped_rate_limited`: {report.rate_limit}.", ""]
     lines += ["## Outcomes", "", "| outcome | count |", "|---|---|"]
     for outcome, count in sorted(report.outcome_counts().items()):
         lines.append(f"| `{outcome}` | {count} |")
@@ -99,6 +106,10 @@ def render_phase1_text(report: Phase1Report) -> str:
     counts = report.outcome_counts()
     parts = [f"{outcome}={count}" for outcome, count in sorted(counts.items())]
     text = "phase 1: " + (", ".join(parts) if parts else "nothing to do")
+    if report.provider:
+        text += f"\n  provider {report.provider}: {report.provider_reason or ''}"
+    if report.rate_limit:
+        text += f"\n  rate limited: {report.rate_limit}"
     for line in report.failures():
         text += f"\n  {line.thread_id}: {line.outcome.value}: {line.reason or ''}"
     return text
@@ -109,6 +120,9 @@ class Phase2Report:
     outcome: Outcome | None = None
     reason: str | None = None
     consolidator: str | None = None
+    provider: str | None = None
+    provider_reason: str | None = None
+    rate_limit: str | None = None
     selected: int = 0
     diff_status: list[str] = field(default_factory=list)
     forgotten: list[tuple[ForgetRoute, str]] = field(default_factory=list)  # (route, path)
@@ -129,6 +143,10 @@ def render_phase2_markdown(report: Phase2Report) -> str:
     lines = ["# codex-memories phase 2", "", f"Outcome: `{outcome}`"]
     if report.reason:
         lines.append(f"Reason: {report.reason}")
+    if report.provider:
+        lines.append(f"Provider: `{report.provider}` ({report.provider_reason or 'no reason recorded'})")
+    if report.rate_limit:
+        lines.append(f"Rate-limit guard: {report.rate_limit}")
     if report.consolidator:
         lines.append(f"Consolidator: `{report.consolidator}`")
         if report.consolidator == "heuristic":

@@ -10,6 +10,7 @@ phase-1 map 0.13 of its efficiency, benchmarks/README.md).
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from codex_memories.settings import RuntimeConfig
@@ -17,6 +18,8 @@ from codex_memories.settings import RuntimeConfig
 if TYPE_CHECKING:
     from codex_memories.consolidate.consolidators import Consolidator
     from codex_memories.llm.base import ExtractionProvider
+    from codex_memories.llm.codex_runner import CodexRunner
+    from codex_memories.ratelimit import GuardDecision, RateLimitSnapshot
     from codex_memories.state.store import MemoryStore
     from codex_memories.storage import MemoryRoot
 
@@ -47,6 +50,21 @@ def close_stores() -> None:
         _stores.clear()
 
 
+def rate_limit_guard(config: RuntimeConfig, *, rollout_snapshot: RateLimitSnapshot | None = None) -> GuardDecision:
+    """Spec 1.3 for every provider: the freshest of our last response's headers (the provider
+    keeps them) and the newest rollout snapshot (pass it in to avoid rescanning) decides."""
+    from codex_memories.ratelimit import GuardDecision, decide, newest_rollout_snapshot
+
+    minimum = config.memories.min_rate_limit_remaining_percent
+    if config.provider_name == "heuristic":
+        return GuardDecision(True, "the heuristic provider spends no model quota", minimum)
+    provider = extraction_provider(config)
+    own = provider.last_rate_limits() if hasattr(provider, "last_rate_limits") else None
+    if rollout_snapshot is None:
+        rollout_snapshot = newest_rollout_snapshot(config.settings.codex_home_path)
+    return decide([own, rollout_snapshot], minimum, time.time())
+
+
 def memory_root(config: RuntimeConfig) -> MemoryRoot:
     """The configured memory folder: a local path, or an object store with our endpoint."""
     from codex_memories.storage import object_store_options, open_memory_root
@@ -55,10 +73,37 @@ def memory_root(config: RuntimeConfig) -> MemoryRoot:
     return open_memory_root(url, **object_store_options(url, s3_endpoint_url=config.settings.s3_endpoint_url))
 
 
-def extraction_provider(config: RuntimeConfig) -> ExtractionProvider:
-    from codex_memories.llm import build_extraction_provider
+def codex_runner(config: RuntimeConfig) -> CodexRunner:
+    """The user's Codex CLI with their own home (their login, their model provider)."""
+    from codex_memories.llm.codex_runner import CodexRunner, find_codex_binary
 
     settings = config.settings
+    binary = find_codex_binary(settings.codex_binary)
+    if binary is None:
+        raise ValueError("the codex provider needs the Codex CLI: none on PATH (set codex_binary)")
+    return CodexRunner(binary=binary, codex_home=settings.codex_home_path)
+
+
+def extraction_provider(config: RuntimeConfig) -> ExtractionProvider:
+    from codex_memories.llm import CODEX_PROVIDER, build_extraction_provider
+
+    settings = config.settings
+    if config.provider_name == CODEX_PROVIDER:
+        from codex_memories.llm.codex_provider import CodexExtractionProvider
+
+        key = (CODEX_PROVIDER, settings.codex_binary, str(settings.codex_home_path), config.extract_model_explicit,
+               settings.model_timeout_seconds, settings.reasoning_effort)
+        with _providers_lock:
+            provider = _providers.get(key)
+            if provider is None:
+                provider = CodexExtractionProvider(
+                    codex_runner(config),
+                    model=config.extract_model_explicit,
+                    timeout_seconds=settings.model_timeout_seconds,
+                    reasoning_effort=settings.reasoning_effort,
+                )
+                _providers[key] = provider
+            return provider
     options = {
         "api_key": settings.api_key,
         "base_url": settings.base_url,
@@ -78,7 +123,7 @@ def extraction_provider(config: RuntimeConfig) -> ExtractionProvider:
 
 
 def consolidator(config: RuntimeConfig) -> Consolidator:
-    """The heuristic consolidator offline; the sandboxed agent for the openai provider."""
+    """The heuristic consolidator offline; the user's Codex for codex; our sandboxed agent for openai."""
     if config.provider_name == "heuristic":
         from codex_memories.consolidate.heuristic import HeuristicConsolidator
 
@@ -86,8 +131,21 @@ def consolidator(config: RuntimeConfig) -> Consolidator:
     from openai import OpenAI
 
     from codex_memories.consolidate.consolidators import AgentConsolidator
+    from codex_memories.llm import CODEX_PROVIDER
 
     settings = config.settings
+    if config.provider_name == CODEX_PROVIDER:
+        from codex_memories.consolidate.codex_consolidator import CodexConsolidator
+
+        return CodexConsolidator(
+            codex_runner(config),
+            model=config.consolidation_model_explicit,
+            sandbox=settings.codex_sandbox,
+            max_steps=settings.agent_max_steps,
+            max_total_tokens=settings.agent_max_tokens,
+            timeout_seconds=settings.agent_timeout_seconds,
+            codex_home=settings.codex_home_path,
+        )
     client = OpenAI(
         api_key=settings.api_key.get_secret_value() if settings.api_key else "not-needed",
         base_url=settings.base_url,

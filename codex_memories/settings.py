@@ -19,6 +19,7 @@ rejects them instead: a bad value is one clear line naming the key and its allow
 from __future__ import annotations
 
 import os
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -32,6 +33,9 @@ from pydantic_settings import (
 )
 
 from codex_memories import paths
+from codex_memories.llm import ProviderChoice, resolve_provider
+from codex_memories.llm.codex_provider import CODEX_DEFAULT_MODEL
+from codex_memories.llm.codex_runner import CodexLogin, detect_codex_login, find_codex_binary
 
 ENV_PREFIX = "CODEX_MEMORIES_"
 DEFAULT_CODEX_HOME = Path("~/.codex")
@@ -158,9 +162,21 @@ class Settings(BaseSettings):
         default=None,
         description="Our own optional TOML settings file (default $CODEX_HOME/codex-memories.toml).",
     )
-    provider: Literal["auto", "openai", "heuristic"] = Field(
+    provider: Literal["auto", "openai", "codex", "heuristic"] = Field(
         default="auto",
-        description="Model provider; auto = openai when an API key or base URL is set, else heuristic.",
+        description="Model provider; auto = openai when an API key or base URL is set, else codex when "
+        "a logged-in Codex CLI is found, else heuristic.",
+    )
+    codex_binary: str | None = Field(
+        default=None,
+        description="The Codex CLI for the codex provider (a path or a name on PATH); default: `codex` "
+        "next to this Python, else on PATH.",
+    )
+    codex_sandbox: Literal["workspace-write", "external"] = Field(
+        default="workspace-write",
+        description="Phase 2 with the codex provider: workspace-write = Codex's own sandbox (needs "
+        "bubblewrap on Linux); external = the machine is itself a sandbox (a container), Codex runs "
+        "unsandboxed and our after-checks alone guard the folder.",
     )
     api_key: SecretStr | None = Field(
         default=None,
@@ -326,20 +342,65 @@ class RuntimeConfig(BaseModel):
     memories: CodexMemoriesConfig
 
     @property
+    def provider_choice(self) -> ProviderChoice:
+        """Which provider runs and why (the one resolver is `llm.resolve_provider`)."""
+        settings = self.settings
+        requested = settings.provider
+        login = None
+        if requested == "auto" and settings.api_key is None and not settings.base_url:
+            login = _codex_login(settings.codex_binary, settings.codex_home_path)
+        return resolve_provider(requested, settings.api_key, settings.base_url, login)
+
+    @property
     def provider_name(self) -> str:
-        if self.settings.provider != "auto":
-            return self.settings.provider
-        if self.settings.api_key is not None or self.settings.base_url:
-            return "openai"
-        return "heuristic"
+        return self.provider_choice.name
+
+    @property
+    def provider_reason(self) -> str:
+        return self.provider_choice.reason
+
+    @property
+    def extract_model_explicit(self) -> str | None:
+        """The configured phase-1 model, if any (the codex provider then passes `-m`)."""
+        return self.settings.extract_model or self.memories.extract_model or None
+
+    @property
+    def consolidation_model_explicit(self) -> str | None:
+        return self.settings.consolidation_model or self.memories.consolidation_model or None
 
     @property
     def extract_model(self) -> str:
-        return self.settings.extract_model or self.memories.extract_model or "gpt-5.4-mini"
+        if self.extract_model_explicit:
+            return self.extract_model_explicit
+        return CODEX_DEFAULT_MODEL if self.provider_name == "codex" else "gpt-5.4-mini"
 
     @property
     def consolidation_model(self) -> str:
-        return self.settings.consolidation_model or self.memories.consolidation_model or "gpt-5.4"
+        if self.consolidation_model_explicit:
+            return self.consolidation_model_explicit
+        return CODEX_DEFAULT_MODEL if self.provider_name == "codex" else "gpt-5.4"
+
+
+# `codex login status` costs a process start: probed once per (binary, home) and process.
+_codex_logins: dict[tuple[str | None, str], CodexLogin] = {}
+_codex_logins_lock = threading.Lock()
+
+
+def _codex_login(binary_setting: str | None, codex_home: Path) -> CodexLogin:
+    key = (binary_setting, str(codex_home))
+    with _codex_logins_lock:
+        found = _codex_logins.get(key)
+    if found is None:
+        found = detect_codex_login(find_codex_binary(binary_setting), codex_home)
+        with _codex_logins_lock:
+            _codex_logins[key] = found
+    return found
+
+
+def forget_codex_login_probes() -> None:
+    """Drop the memoised login probes (tests; a long-running server after `codex login`)."""
+    with _codex_logins_lock:
+        _codex_logins.clear()
 
 
 _OVERRIDABLE = (
@@ -368,7 +429,7 @@ class SettingsOverrides(BaseModel):
     codex_home: str | None = Field(default=None, description="Codex home to read (sessions/, config.toml).")
     db_url: str | None = Field(default=None, description="SQLAlchemy URL of the state DB.")
     memory_root: str | None = Field(default=None, description="Memory folder: a path or s3://bucket/prefix.")
-    provider: Literal["auto", "openai", "heuristic"] | None = Field(default=None, description="Model provider.")
+    provider: Literal["auto", "openai", "codex", "heuristic"] | None = Field(default=None, description="Model provider.")
     base_url: str | None = Field(default=None, description="An OpenAI-compatible server's URL.")
     api_mode: Literal["responses", "chat"] | None = Field(default=None, description="responses or chat.")
     config_file: str | None = Field(default=None, description="Our own TOML settings file.")

@@ -13,7 +13,7 @@ from codex_memories.settings import RuntimeConfig, SettingsOverrides
 CodexHome = Annotated[Optional[Path], typer.Option("--codex-home", help="Codex home (default $CODEX_HOME or ~/.codex).")]
 DbUrl = Annotated[Optional[str], typer.Option("--db", help="State DB SQLAlchemy URL.")]
 MemoryRoot = Annotated[Optional[str], typer.Option("--memory-root", help="Memory folder path or s3:// URL.")]
-Provider = Annotated[Optional[str], typer.Option("--provider", help="openai | heuristic | auto.")]
+Provider = Annotated[Optional[str], typer.Option("--provider", help="auto | openai | codex | heuristic.")]
 BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible base URL.")]
 ApiMode = Annotated[Optional[str], typer.Option("--api-mode", help="responses | chat.")]
 ExtractModel = Annotated[Optional[str], typer.Option("--extract-model", help="Phase-1 model.")]

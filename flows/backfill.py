@@ -24,6 +24,7 @@ from codex_memories.reports import ExtractionLine
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_flows.phase1 import MAX_EXTRACTION_WORKERS, extract_claims
 from codex_memories_flows.phase2 import run_phase2
+from codex_memories_tasks.rate_limit import check_rate_limits
 from codex_memories_tasks.backfill_report import publish_backfill_report, start_backfill_progress, update_backfill_progress
 from codex_memories_tasks.claim_backfill import claim_backfill, list_backfill_candidates
 from codex_memories_tasks.discover_backfill_source import discover_backfill_source
@@ -63,6 +64,7 @@ def run_backfill(
     batch_size = config.settings.backfill_batch_size
     report = BackfillReport(source=source or "archived", since=since, until=until, batch_size=batch_size)
     report.phase1.provider, report.phase1.model = config.provider_name, config.extract_model
+    report.phase1.provider_reason = config.provider_reason
 
     # 1. Gate: generate_memories, as for phase 1.
     report.phase1.gate = check_phase1_gates(config)
@@ -111,8 +113,14 @@ def run_backfill(
     # 6. Per batch: claim, then phase 1's extract / quality / finalize steps; report progress.
     done = 0
     for start in range(0, len(candidates), batch_size):
+        # Rate-limit guard before each claim batch (spec 1.3): the rest waits for the next run.
+        guard = check_rate_limits(config)
+        if not guard.allowed:
+            report.phase1.rate_limit = guard.reason
+            break
         batch = claim_backfill(config, candidates[start : start + batch_size])
         extracted = extract_claims(batch.claims, config)
+        report.phase1.rate_limit = extracted.rate_limit or report.phase1.rate_limit
         report.batches += 1
         report.phase1.claimed += len(batch.claims)
         report.phase1.extractions += extracted.lines
@@ -126,6 +134,8 @@ def run_backfill(
             report.batches, done, len(candidates),
             dict(Counter(line.outcome.value for line in extracted.lines)) or "nothing claimed",
         )
+        if extracted.rate_limit:
+            break  # the guard stopped this batch's waves: no further batch this run
 
     # 7. One phase 2 for everything the batches produced.
     phase2 = run_phase2(config, force=True)

@@ -21,6 +21,7 @@ from codex_memories import progress
 from codex_memories.extract import quality
 from codex_memories.extract.extraction import ExtractionResult, failed_extraction
 from codex_memories.outcomes import Outcome
+from codex_memories.ratelimit import GuardDecision
 from codex_memories.reports import ExtractionLine, Phase1Report
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1Claim
@@ -34,6 +35,7 @@ from codex_memories_tasks.forget_deleted_threads import forget_deleted_threads
 from codex_memories_tasks.gates import check_phase1_gates
 from codex_memories_tasks.harvest_citations import harvest_citations
 from codex_memories_tasks.quality import check_extraction_quality
+from codex_memories_tasks.rate_limit import check_rate_limits, release_claims
 from codex_memories_tasks.report import publish_phase1_report
 from codex_memories_tasks.retention import prune_retention
 
@@ -61,7 +63,7 @@ def phase1(overrides: SettingsOverrides | None = None) -> Phase1Report:
 
 def run_phase1(config: RuntimeConfig) -> Phase1Report:
     """The numbered steps of phase 1, callable from any flow (phase1, run, backfill)."""
-    report = Phase1Report(provider=config.provider_name, model=config.extract_model)
+    report = Phase1Report(provider=config.provider_name, model=config.extract_model, provider_reason=config.provider_reason)
     started_at = int(time.time())
     logger = get_run_logger()
 
@@ -99,6 +101,13 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     report.discovery["citation blocks harvested"] = harvest.citation_blocks
     report.discovery["citation uses recorded"] = harvest.usage_recorded
 
+    # 6a. Rate-limit guard (spec 1.3): too little quota left means no claims this run.
+    guard = check_rate_limits(config)
+    if not guard.allowed:
+        report.gate, report.rate_limit = Outcome.skipped_rate_limited, guard.reason
+        publish_phase1_report(report)
+        return report
+
     # 6. Claim: interactive, enabled, idle and recent threads, up to the per-run cap.
     claims = claim_stage1_jobs(config)
     report.claimed = len(claims)
@@ -107,6 +116,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     # 7-9. Extract (at most `concurrency` at once), check the batch's quality, finalize each job.
     extracted = extract_claims(claims, config)
     report.extractions, report.quality, report.usage = extracted.lines, extracted.quality, extracted.usage
+    report.rate_limit = extracted.rate_limit
 
     # 10. Report, with the forget-audit rows this run wrote.
     report.forget_audit = collect_forget_audit(config, started_at)
@@ -120,6 +130,7 @@ class ExtractedBatch:
     lines: list[ExtractionLine]
     quality: list[dict[str, Any]]
     usage: Counter[str]
+    rate_limit: str | None = None
 
 
 def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig) -> ExtractedBatch:
@@ -133,16 +144,22 @@ def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig) -> Extracte
         retries=config.settings.model_retries,
         retry_delay_seconds=_backoff(config),
     )
-    futures = _submit_bounded(extract, claims, config)
-    results = _collect(claims, futures)
+    futures, guard = _submit_bounded(extract, claims, config)
+    # The rate-limit guard stopped the waves: the claims never sent go back, unfailed.
+    sent, unsent = claims[: len(futures)], claims[len(futures) :]
+    if unsent:
+        release_claims(config, unsent)
+    results = _collect(sent, futures)
 
     # 8. Data quality on the batch (great-expectations).
     verdict = check_extraction_quality(results)
 
     # 9. Finalize each job with one of the three outcomes.
     lines = finalize_extractions(results, verdict.failed_expectations, config)
+    reason = guard.reason if guard is not None else None
+    lines += [ExtractionLine(thread_id=claim.thread_id, outcome=Outcome.skipped_rate_limited, reason=reason) for claim in unsent]
     usage = sum((Counter(result.usage) for result in results), Counter())
-    return ExtractedBatch(lines=lines, quality=verdict.summary, usage=usage)
+    return ExtractedBatch(lines=lines, quality=verdict.summary, usage=usage, rate_limit=reason)
 
 
 def _backoff(config: RuntimeConfig) -> list[float]:
@@ -152,8 +169,10 @@ def _backoff(config: RuntimeConfig) -> list[float]:
 
 def _submit_bounded(
     extract: Task[..., ExtractionResult], claims: list[Stage1Claim], config: RuntimeConfig
-) -> list[PrefectFuture[ExtractionResult]]:
-    """Submit every claim, never more than `concurrency` in flight; results keep claim order."""
+) -> tuple[list[PrefectFuture[ExtractionResult]], GuardDecision | None]:
+    """Submit claims, never more than `concurrency` in flight; results keep claim order. Between
+    waves (each slot freed after the first `concurrency`) the rate-limit guard may stop it; the
+    decision that stopped it is returned with the futures of the claims sent."""
     limit = config.settings.concurrency
     futures: list[PrefectFuture[ExtractionResult]] = []
     in_flight: set[PrefectFuture[ExtractionResult]] = set()
@@ -161,10 +180,13 @@ def _submit_bounded(
         if len(in_flight) >= limit:
             finished = next(as_completed(list(in_flight)))
             in_flight.discard(finished)
+            guard = check_rate_limits(config)  # rate-limit guard between waves
+            if not guard.allowed:
+                return futures, guard
         future = extract.submit(claim, config=config)
         futures.append(future)
         in_flight.add(future)
-    return futures
+    return futures, None
 
 
 def _collect(

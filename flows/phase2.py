@@ -43,6 +43,7 @@ from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
 from codex_memories_tasks.mark_succeeded import mark_succeeded
 from codex_memories_tasks.prepare_workspace import prepare_workspace
 from codex_memories_tasks.prune_extension_resources import prune_extension_resources
+from codex_memories_tasks.rate_limit import check_rate_limits, release_phase2_lease
 from codex_memories_tasks.refresh_recall_index import refresh_recall_index
 from codex_memories_tasks.report import publish_phase2_report
 from codex_memories_tasks.reset_baseline import reset_baseline
@@ -76,7 +77,9 @@ def phase2(overrides: SettingsOverrides | None = None, force: bool = False) -> S
 
 
 def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
-    report = Phase2Report(memory_root=config.settings.resolved_memory_root)
+    report = Phase2Report(
+        memory_root=config.settings.resolved_memory_root, provider=config.provider_name, provider_reason=config.provider_reason
+    )
     started_at = int(time.time())
     with _prefect_singleton_slot():
         # 1. Claim the global lock (the DB lease; --force skips only the cooldown). A DB that
@@ -153,6 +156,13 @@ def _consolidate_in_workspace(
         return
     # 8. Write the diff file the consolidator reads first.
     _step(Outcome.failed_workspace_diff_file, write_workspace_diff, workspace, diff)
+    # 8a. Rate-limit guard (spec 1.3): too little quota left means the agent does not start;
+    #     the lease is given back (no failure, no backoff) for the next run.
+    guard = check_rate_limits(config)
+    if not guard.allowed:
+        release_phase2_lease(config, lease)
+        report.outcome, report.reason, report.rate_limit = Outcome.skipped_rate_limited, guard.reason, guard.reason
+        return
     # 9. Consolidate (the lease is renewed meanwhile; a lost lease stops it).
     step = _step(Outcome.failed_spawn_agent, consolidate, workspace, config, lease)
     report.consolidator, report.agent_stop_reason = step.consolidator, step.stop_reason

@@ -1,14 +1,21 @@
 """Model providers for stage-1 extraction, chosen in one place.
 
 - `openai`: the official client against OpenAI or any OpenAI-compatible server (vLLM, Ollama, ...).
-- `heuristic`: the offline, rule-based extractor, used automatically when neither an API key nor a
-  base URL is configured, so the pipeline runs end to end with no network.
+- `codex`: the user's own Codex CLI (`codex exec --ephemeral --output-schema`): their ChatGPT
+  login or their configured `model_provider`, no API key of ours.
+- `heuristic`: the offline, rule-based extractor, used automatically when neither of the others
+  is available, so the pipeline runs end to end with no network.
 
-`resolve_provider_name` decides which one; `build_extraction_provider` builds it from plain values
-(the caller reads them from the settings tree; nothing here reads the environment).
+`resolve_provider` is the one resolver (`RuntimeConfig.provider_choice` calls it): an explicit
+request wins; `auto` is `openai` when an API key or a base URL is set, else `codex` when a
+logged-in Codex was detected (`codex_runner.detect_codex_login`), else `heuristic`; the choice
+carries a one-line reason. `build_extraction_provider` builds openai/heuristic from plain values
+(nothing here reads the environment); the codex provider is built by `runtime.py`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from pydantic import SecretStr
 
@@ -24,11 +31,17 @@ from codex_memories.llm.base import (
 )
 from codex_memories.llm.schema import STAGE1_OUTPUT_SCHEMA, Stage1Extraction
 
+from codex_memories.llm.codex_runner import CodexLogin
+
 OPENAI_PROVIDER = "openai"
+CODEX_PROVIDER = "codex"
 HEURISTIC_PROVIDER = "heuristic"
-PROVIDER_NAMES = (OPENAI_PROVIDER, HEURISTIC_PROVIDER)
+PROVIDER_NAMES = (OPENAI_PROVIDER, CODEX_PROVIDER, HEURISTIC_PROVIDER)
 
 __all__ = [
+    "CODEX_PROVIDER",
+    "ProviderChoice",
+    "resolve_provider",
     "HEURISTIC_PROVIDER",
     "OPENAI_PROVIDER",
     "PROVIDER_NAMES",
@@ -47,16 +60,43 @@ __all__ = [
 ]
 
 
-def resolve_provider_name(requested: str | None, api_key: SecretStr | str | None, base_url: str | None) -> str:
-    """An explicit request wins; otherwise `openai` when a key or a base URL is configured, else `heuristic`."""
-    if requested:
+@dataclass(frozen=True)
+class ProviderChoice:
+    name: str
+    reason: str
+
+
+def resolve_provider(
+    requested: str | None,
+    api_key: SecretStr | str | None,
+    base_url: str | None,
+    codex_login: CodexLogin | None = None,
+) -> ProviderChoice:
+    """The one provider resolver. `codex_login` is the result of `detect_codex_login` (None: not
+    probed, i.e. no usable Codex)."""
+    if requested and requested.strip().lower() != "auto":
         name = requested.strip().lower()
         if name not in PROVIDER_NAMES:
             raise ValueError(f"unknown model provider {requested!r}; expected one of {', '.join(PROVIDER_NAMES)}")
-        return name
-    if _has_value(api_key) or (base_url and base_url.strip()):
-        return OPENAI_PROVIDER
-    return HEURISTIC_PROVIDER
+        return ProviderChoice(name, f"requested explicitly (provider={name})")
+    if _has_value(api_key):
+        return ProviderChoice(OPENAI_PROVIDER, "auto: an API key is set")
+    if base_url and base_url.strip():
+        return ProviderChoice(OPENAI_PROVIDER, "auto: a base URL is set")
+    if codex_login is not None and codex_login.available:
+        return ProviderChoice(CODEX_PROVIDER, f"auto: no API key or base URL; logged-in Codex found ({codex_login.reason})")
+    why = codex_login.reason if codex_login is not None else "Codex not probed"
+    return ProviderChoice(HEURISTIC_PROVIDER, f"auto: no API key, base URL or logged-in Codex ({why})")
+
+
+def resolve_provider_name(
+    requested: str | None,
+    api_key: SecretStr | str | None,
+    base_url: str | None,
+    codex_login: CodexLogin | None = None,
+) -> str:
+    """An explicit request wins; otherwise openai, codex, heuristic in that order of availability."""
+    return resolve_provider(requested, api_key, base_url, codex_login).name
 
 
 def build_extraction_provider(
@@ -70,6 +110,8 @@ def build_extraction_provider(
     reasoning_effort: str | None = None,
 ) -> ExtractionProvider:
     name = resolve_provider_name(provider, api_key, base_url)
+    if name == CODEX_PROVIDER:
+        raise ValueError("the codex provider is built by codex_memories.runtime (it needs a Codex runner)")
     if name == HEURISTIC_PROVIDER:
         from codex_memories.llm.heuristic import HeuristicProvider
 

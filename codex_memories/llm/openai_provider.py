@@ -14,6 +14,8 @@ the prompt or the model's text. No state besides the client; safe to share betwe
 
 from __future__ import annotations
 
+import threading
+import time
 from enum import StrEnum
 from typing import Any
 
@@ -32,6 +34,7 @@ from codex_memories.llm.base import (
 )
 from codex_memories.llm.schema import STAGE1_SCHEMA_NAME, Stage1OutputError, parse_stage1_output, stage1_output_schema
 from codex_memories.llm.usage import chat_usage, responses_usage
+from codex_memories.ratelimit import RateLimitSnapshot, snapshot_from_headers
 
 PROVIDER_NAME = "openai"
 
@@ -64,12 +67,29 @@ class OpenAIExtractionProvider:
         self.model = model
         self.api_mode = ApiMode(api_mode)
         self.reasoning_effort = reasoning_effort or None
+        self._rate_limits: RateLimitSnapshot | None = None
+        self._rate_limits_lock = threading.Lock()
         self._client = openai.OpenAI(
             api_key=api_key.get_secret_value() if api_key is not None else LOCAL_SERVER_PLACEHOLDER_KEY,
             base_url=base_url or None,
             timeout=timeout_seconds,
             max_retries=0,
         )
+
+    def last_rate_limits(self) -> RateLimitSnapshot | None:
+        """The rate limits the server reported with our newest response (the guard's first signal)."""
+        with self._rate_limits_lock:
+            return self._rate_limits
+
+    def _record_rate_limits(self, headers: Any) -> None:
+        if not headers:
+            return
+        snapshot = snapshot_from_headers(dict(headers.items()), time.time())
+        if snapshot is None:
+            return
+        with self._rate_limits_lock:
+            if self._rate_limits is None or snapshot.observed_at >= self._rate_limits.observed_at:
+                self._rate_limits = snapshot
 
     def extract(self, request: ExtractionRequest) -> ExtractionResponse:
         model = request.model or self.model
@@ -88,7 +108,7 @@ class OpenAIExtractionProvider:
         if self.reasoning_effort:
             optional["reasoning"] = {"effort": self.reasoning_effort}
         try:
-            response = self._client.responses.create(
+            raw = self._client.responses.with_raw_response.create(
                 model=model,
                 instructions=request.system_prompt.text,
                 input=[
@@ -110,7 +130,10 @@ class OpenAIExtractionProvider:
                 store=False,
                 **optional,
             )
+            self._record_rate_limits(raw.headers)
+            response = raw.parse()
         except openai.APIError as error:
+            self._record_rate_limits(getattr(getattr(error, "response", None), "headers", None))
             raise classify_api_error(error, "responses") from None
         except ValueError:
             # The client could not decode the body (an HTML error page behind a proxy, say).
@@ -122,7 +145,7 @@ class OpenAIExtractionProvider:
         if self.reasoning_effort:
             optional["reasoning_effort"] = self.reasoning_effort
         try:
-            completion = self._client.chat.completions.create(
+            raw = self._client.chat.completions.with_raw_response.create(
                 model=model,
                 messages=[
                     {"role": "system", "content": request.system_prompt.text},
@@ -138,7 +161,10 @@ class OpenAIExtractionProvider:
                 },
                 **optional,
             )
+            self._record_rate_limits(raw.headers)
+            completion = raw.parse()
         except openai.APIError as error:
+            self._record_rate_limits(getattr(getattr(error, "response", None), "headers", None))
             raise classify_api_error(error, "chat.completions") from None
         except ValueError:
             # The client could not decode the body (an HTML error page behind a proxy, say).

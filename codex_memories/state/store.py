@@ -520,6 +520,52 @@ class MemoryStore:
 
         return self._write(run)
 
+    def release_stage1_claims(self, claims: Sequence[tuple[str, str]]) -> int:
+        """Give back claims whose extraction was never sent (the rate-limit guard).
+
+        Query behaviour: for each `(thread_id, ownership_token)` still owned, `status='pending'`,
+        lease, token, worker and `started_at` cleared; `retry_at`, `retry_remaining`,
+        `last_error` and `finished_at` untouched (not a failure, no backoff). The claim's
+        `input_watermark` stays, so the next run claims the thread as usual. Returns the number
+        released (a claim whose lease was taken meanwhile is not touched)."""
+
+        def run(conn: Connection) -> int:
+            released = 0
+            for thread_id, ownership_token in claims:
+                released += conn.execute(
+                    update(_jobs)
+                    .where(*_stage1_owner(thread_id, ownership_token))
+                    .values(
+                        status=JobStatus.pending.value,
+                        ownership_token=None,
+                        worker_id=None,
+                        started_at=None,
+                        lease_until=None,
+                    )
+                ).rowcount
+            return released
+
+        return self._write(run)
+
+    def release_global_phase2_job(self, *, ownership_token: str) -> bool:
+        """Give back the global phase-2 lease without running the agent (the rate-limit guard).
+
+        Query behaviour: while still owner, `status='pending'`, lease, token and worker cleared;
+        `retry_at`, `retry_remaining`, `last_error`, `finished_at` and the watermarks untouched
+        (no backoff, no cooldown: the next run claims it). False when ownership was lost."""
+
+        def run(conn: Connection) -> bool:
+            return (
+                conn.execute(
+                    update(_jobs)
+                    .where(*_global_owner(ownership_token))
+                    .values(status=JobStatus.pending.value, ownership_token=None, worker_id=None, lease_until=None)
+                ).rowcount
+                == 1
+            )
+
+        return self._write(run, locks=(JobKind.consolidate_global,))
+
     def prune_stage1_outputs_for_retention(self, *, max_unused_days: int, limit: int) -> list[str]:
         """Query behaviour (spec 2.5, forgetting route 1):
         - delete up to `limit` output rows with `selected_for_phase2 = 0` and

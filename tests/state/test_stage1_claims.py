@@ -249,3 +249,28 @@ def test_startup_claim_skips_archived_missing_and_foreign_source_threads_unless_
         include_archived=True,
     )
     assert [c.thread_id for c in backfill] == ["archived"]
+
+
+def test_released_claims_are_not_failures_and_the_next_run_claims_them_again(store):
+    """The rate-limit guard gives back claims it never sent: no error, no backoff, no retry spent."""
+    store.upsert_threads([make_thread(T)])
+    first = claim(store, T, 100)
+    assert first.outcome is Stage1ClaimOutcome.claimed
+    retry_before = scalar_sql(store, "SELECT retry_remaining FROM jobs WHERE job_key = :k", k=T)
+
+    assert store.release_stage1_claims([(T, first.ownership_token), (T, "not-the-owner")]) == 1
+    row = store.get_job(JobKind.stage1, T)
+    assert (row.status, row.ownership_token, row.lease_until, row.retry_at, row.last_error) == ("pending", None, None, None, None)
+    assert row.retry_remaining == retry_before
+
+    again = claim(store, T, 100, worker="next-run")
+    assert again.outcome is Stage1ClaimOutcome.claimed
+    assert store.release_stage1_claims([(T, first.ownership_token)]) == 0  # the old token owns nothing now
+
+
+def test_a_released_phase2_lease_is_claimable_at_once(store):
+    claimed = store.try_claim_global_phase2_job(worker_id="w1", lease_seconds=3600)
+    assert store.release_global_phase2_job(ownership_token=claimed.ownership_token)
+    assert not store.release_global_phase2_job(ownership_token=claimed.ownership_token)
+    again = store.try_claim_global_phase2_job(worker_id="w2", lease_seconds=3600)
+    assert again.outcome.value == "claimed"

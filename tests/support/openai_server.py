@@ -25,6 +25,7 @@ anything else with a short plain answer.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import itertools
@@ -138,6 +139,11 @@ class ScriptedReply:
     raw_body: str | None = None
     delay_seconds: float = 0.0
     usage: dict[str, int] | None = None
+    # Extra response headers for this reply (e.g. `codex_rate_limit_headers(...)`).
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def with_headers(self, headers: dict[str, str]) -> ScriptedReply:
+        return dataclasses.replace(self, headers=(*self.headers, *headers.items()))
 
     @classmethod
     def output_text(cls, text: str, *, delay_seconds: float = 0.0) -> ScriptedReply:
@@ -233,6 +239,47 @@ def stage1_extraction_for(request: RecordedRequest) -> dict[str, str]:
     return {"rollout_summary": summary, "rollout_slug": slug, "raw_memory": raw_memory}
 
 
+def codex_rate_limit_headers(
+    primary_used_percent: float,
+    secondary_used_percent: float | None = None,
+    *,
+    primary_window_minutes: int = 300,
+    secondary_window_minutes: int = 10080,
+    reset_after_seconds: int = 3600,
+    now: float | None = None,
+) -> dict[str, str]:
+    """The headers Codex turns into a rollout `token_count.rate_limits` (codex-hooks.md)."""
+    moment = int(now if now is not None else time.time())
+    headers = {}
+    for name, used, minutes in (
+        ("primary", primary_used_percent, primary_window_minutes),
+        ("secondary", secondary_used_percent, secondary_window_minutes),
+    ):
+        if used is None:
+            continue
+        headers |= {
+            f"x-codex-{name}-used-percent": str(float(used)),
+            f"x-codex-{name}-window-minutes": str(minutes),
+            f"x-codex-{name}-reset-at": str(moment + reset_after_seconds),
+            f"x-codex-{name}-reset-after-seconds": str(reset_after_seconds),
+        }
+    return headers
+
+
+def openai_rate_limit_headers(
+    *, limit_requests: int, remaining_requests: int, limit_tokens: int, remaining_tokens: int, reset: str = "6m0s"
+) -> dict[str, str]:
+    """The OpenAI API's `x-ratelimit-*` headers."""
+    return {
+        "x-ratelimit-limit-requests": str(limit_requests),
+        "x-ratelimit-remaining-requests": str(remaining_requests),
+        "x-ratelimit-limit-tokens": str(limit_tokens),
+        "x-ratelimit-remaining-tokens": str(remaining_tokens),
+        "x-ratelimit-reset-requests": reset,
+        "x-ratelimit-reset-tokens": reset,
+    }
+
+
 class OpenAITestServer:
     """Owns the HTTP server and its thread. Use `running_openai_server()` rather than this directly."""
 
@@ -240,6 +287,8 @@ class OpenAITestServer:
         self.latency_seconds = latency_seconds
         self.stream_chunk_chars = max(1, stream_chunk_chars)
         self._handler: Handler = handler or default_handler
+        # Headers sent with every answer (rate-limit headers for the guard tests).
+        self.response_headers: dict[str, str] = {}
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._handler_errors: list[BaseException] = []
@@ -360,6 +409,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         delay = owner.latency_seconds + reply.delay_seconds
         if delay > 0:
             time.sleep(delay)
+        self._extra_headers = {**owner.response_headers, **dict(reply.headers)}
         if reply.raw_body is not None:
             self._send_bytes(reply.status, reply.raw_body.encode("utf-8"), "application/json")
             return
@@ -406,10 +456,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     # -- writing ---------------------------------------------------------------------------------
 
+    def _send_extra_headers(self) -> None:
+        for name, value in getattr(self, "_extra_headers", {}).items():
+            self.send_header(name, value)
+
     def _send_bytes(self, status: int, payload: bytes, content_type: str) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
+        self._send_extra_headers()
         self.end_headers()
         self.wfile.write(payload)
 
@@ -426,6 +481,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         # No Content-Length: the stream ends when the connection closes.
         self.send_header("Connection", "close")
+        self._send_extra_headers()
         self.end_headers()
         self.close_connection = True
         for event in _response_stream_events(response, owner.stream_chunk_chars):
