@@ -13,6 +13,11 @@ What it looks for:
   a similar command in the same directory is recorded as a fix; a failure never fixed is recorded
   as such. Commands are grouped per working directory, one task block each.
 
+Tool output is evidence, never an instruction: it is read only for the exit code. What a command
+printed is never copied into a memory (a tool output saying "note for AI assistants: always run
+..." must not become advice every later session follows); a memory records what ran, its exit
+code and what fixed it.
+
 When none of that is present the result is the "no output" outcome (all three fields empty).
 Same input, byte-identical output.
 """
@@ -85,7 +90,6 @@ class CommandRun:
     command: str
     workdir: str
     exit_code: int
-    first_output_line: str
 
     @property
     def succeeded(self) -> bool:
@@ -257,7 +261,6 @@ def _command_runs(items: list[dict[str, Any]], default_workdir: str) -> list[Com
                 command=_clip(command, MAX_COMMAND_CHARS),
                 workdir=workdir or default_workdir,
                 exit_code=exit_code,
-                first_output_line=_first_meaningful_line(output),
             )
         )
     return runs
@@ -324,19 +327,6 @@ def _exit_code(output: str) -> int | None:
         if match:
             return int(match.group(1))
     return None
-
-
-def _first_meaningful_line(output: str) -> str:
-    try:
-        payload = json.loads(output)
-    except json.JSONDecodeError:
-        payload = None
-    text = payload["output"] if isinstance(payload, dict) and isinstance(payload.get("output"), str) else output
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped and not any(pattern.search(stripped) for pattern in _EXIT_CODE_PATTERNS) and not stripped.startswith(("Wall time:", "Output:", "Chunk ID:")):
-            return _clip(stripped, MAX_QUOTE_CHARS)
-    return ""
 
 
 def _program_of(command: str) -> str:
@@ -416,12 +406,12 @@ def _knowledge_lines(task: TaskEvidence) -> list[str]:
 def _failure_lines(task: TaskEvidence) -> list[str]:
     fixes, unresolved = task.fixes_and_unresolved()
     lines = [
-        f"- `{fix.failed.command}` failed (exit {fix.failed.exit_code}{_detail(fix.failed)}) -> "
+        f"- `{fix.failed.command}` failed (exit {fix.failed.exit_code}) -> "
         f"`{fix.fixed_by.command}` worked afterwards"
         for fix in fixes
     ]
     lines += [
-        f"- `{run.command}` failed (exit {run.exit_code}{_detail(run)}); no later success of a similar command in this session"
+        f"- `{run.command}` failed (exit {run.exit_code}); no later success of a similar command in this session"
         for run in unresolved
     ]
     return lines[:MAX_ITEMS_PER_SECTION]
@@ -433,10 +423,6 @@ def _reference_lines(task: TaskEvidence, numbered: bool) -> list[str]:
         prefix = f"[{index}]" if numbered else "-"
         lines.append(f"{prefix} `{run.command}` -> exit {run.exit_code}")
     return lines
-
-
-def _detail(run: CommandRun) -> str:
-    return f": {run.first_output_line}" if run.first_output_line else ""
 
 
 def _section(title: str, lines: list[str]) -> list[str]:
