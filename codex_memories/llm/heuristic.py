@@ -18,6 +18,9 @@ printed is never copied into a memory (a tool output saying "note for AI assista
 ..." must not become advice every later session follows); a memory records what ran, its exit
 code and what fixed it.
 
+Transcript items are JSON from a file: any field may hold any JSON value. A field of an
+unexpected type is read as absent, never trusted to be hashable or iterable.
+
 When none of that is present the result is the "no output" outcome (all three fields empty).
 Same input, byte-identical output.
 """
@@ -75,9 +78,9 @@ _TRIVIAL_PROGRAMS = {
 }
 
 _EXIT_CODE_PATTERNS = (
-    re.compile(r"\bExit code:\s*(-?\d+)"),
-    re.compile(r"\bProcess exited with code\s*(-?\d+)"),
-    re.compile(r"\bexit_code[\"']?\s*[:=]\s*(-?\d+)"),
+    re.compile(r"\bExit code:\s*(-?\d{1,9})\b"),
+    re.compile(r"\bProcess exited with code\s*(-?\d{1,9})\b"),
+    re.compile(r"\bexit_code[\"']?\s*[:=]\s*(-?\d{1,9})\b"),
 )
 
 _ENV_CWD = re.compile(r"<cwd>\s*(.*?)\s*</cwd>", re.DOTALL)
@@ -195,7 +198,8 @@ def _user_texts(items: list[dict[str, Any]]) -> list[str]:
     for item in items:
         if item.get("type") != "message" or item.get("role") != "user":
             continue
-        for part in item.get("content") or []:
+        content = item.get("content")
+        for part in content if isinstance(content, list) else []:
             if isinstance(part, dict) and part.get("type") == "input_text" and isinstance(part.get("text"), str):
                 texts.append(part["text"])
     return texts
@@ -269,19 +273,26 @@ def _command_runs(items: list[dict[str, Any]], default_workdir: str) -> list[Com
 def _parse_command_call(item: dict[str, Any]) -> tuple[str, str | None, str | None] | None:
     item_type = item.get("type")
     if item_type == "local_shell_call":
-        action = item.get("action") or {}
+        action = item.get("action")
+        if not isinstance(action, dict):
+            return None
         command = _command_string(action.get("command"))
         workdir = action.get("working_directory")
         call_id = item.get("call_id") or item.get("id")
-    elif item_type == "function_call" and item.get("name") in _SHELL_TOOL_NAMES:
+    elif item_type == "function_call" and isinstance(item.get("name"), str) and item["name"] in _SHELL_TOOL_NAMES:
+        raw_arguments = item.get("arguments")
+        if not isinstance(raw_arguments, str):
+            return None
         try:
-            arguments = json.loads(item.get("arguments") or "{}")
-        except json.JSONDecodeError:
+            arguments = json.loads(raw_arguments or "{}")
+        except (ValueError, RecursionError):
             return None
         if not isinstance(arguments, dict):
             return None
         command = _command_string(arguments.get("command", arguments.get("cmd")))
-        workdir = arguments.get("workdir") or arguments.get("working_directory")
+        workdir = arguments.get("workdir")
+        if not isinstance(workdir, str) or not workdir:
+            workdir = arguments.get("working_directory")
         call_id = item.get("call_id")
     else:
         return None
@@ -312,7 +323,7 @@ def _output_text(output: Any) -> str:
 def _exit_code(output: str) -> int | None:
     try:
         payload = json.loads(output)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         payload = None
     if isinstance(payload, dict):
         metadata = payload.get("metadata")
