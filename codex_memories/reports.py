@@ -120,6 +120,10 @@ class Phase2Report:
     storage_bytes: int | None = None
     memory_root: str | None = None
     forget_audit: list[ForgetAuditRecord] = field(default_factory=list)
+    # The injection gate's findings (redacted, capped excerpts) when it refused the folder.
+    injection_findings: list[str] = field(default_factory=list)
+    # A failed run put back the folder it found (None: it failed before touching the folder).
+    folder_restored: bool | None = None
 
 
 def render_phase2_markdown(report: Phase2Report) -> str:
@@ -154,6 +158,11 @@ def render_phase2_markdown(report: Phase2Report) -> str:
     if report.files_changed:
         lines += ["", "## Files changed by consolidation", ""]
         lines += [f"- `{path}`" for path in report.files_changed]
+    if report.injection_findings:
+        lines += ["", "## Injection gate: refused lines (redacted)", ""]
+        lines += [f"- {_cell(finding)}" for finding in report.injection_findings]
+    if report.folder_restored:
+        lines += ["", "The memory folder was restored to what this run found: nothing it wrote went live."]
     lines += render_forget_audit(report.forget_audit)
     return "\n".join(lines) + "\n"
 
@@ -167,6 +176,10 @@ def render_phase2_text(report: Phase2Report) -> str:
         text += f"; {len(report.diff_status)} input change(s)"
     if report.agent_stop_reason:
         text += f"; {report.consolidator} consolidator {report.agent_stop_reason} in {report.agent_steps} step(s)"
+    for finding in report.injection_findings:
+        text += f"\n  refused: {finding}"
+    if report.folder_restored:
+        text += "\n  memory folder restored to what this run found"
     return text
 
 

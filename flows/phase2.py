@@ -27,7 +27,9 @@ from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.states import Completed, Failed, State
 
 from codex_memories.outcomes import Outcome
+from codex_memories.consolidate.injection_gate import describe_findings
 from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_failed
+from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.redact import redact_secrets
 from codex_memories.reports import Phase2Report
 from codex_memories.runtime import memory_root, open_store
@@ -40,10 +42,12 @@ from codex_memories_tasks.collect_forget_audit import collect_forget_audit
 from codex_memories_tasks.confirm_ownership import confirm_ownership
 from codex_memories_tasks.consolidate import consolidate
 from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
+from codex_memories_tasks.injection_gate import injection_gate
 from codex_memories_tasks.mark_succeeded import mark_succeeded
 from codex_memories_tasks.prepare_workspace import prepare_workspace
 from codex_memories_tasks.prune_extension_resources import prune_extension_resources
 from codex_memories_tasks.reset_baseline import reset_baseline
+from codex_memories_tasks.restore_folder import restore_folder
 from codex_memories_tasks.report import publish_phase2_report
 from codex_memories_tasks.select import select
 from codex_memories_tasks.sync import sync
@@ -160,6 +164,24 @@ def _consolidate_in_workspace(
     if settled:
         _finish(config, lease, selection, report, Outcome.succeeded_no_workspace_changes)
         return
+    try:
+        _consolidate_and_publish(config, lease, report, workspace, diff, selection)
+    except Phase2Failure as failure:
+        # The folder the diff step found goes back: never a half-consolidated or rejected one.
+        try:
+            report.folder_restored = _step(failure.outcome, restore_folder, workspace, diff)
+        except Phase2Failure as restore_failure:
+            report.folder_restored = False
+            raise Phase2Failure(
+                failure.outcome, f"{failure.reason}; restoring the folder failed: {restore_failure.reason}"
+            ) from restore_failure
+        raise
+
+
+def _consolidate_and_publish(
+    config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, workspace: LocalWorkspace,
+    diff: WorkspaceDiff, selection: Any,
+) -> None:
     # 8. Write the diff file the consolidator reads first.
     _step(Outcome.failed_workspace_diff_file, write_workspace_diff, workspace, diff)
     # 9. Consolidate (the lease is renewed meanwhile; a lost lease stops it).
@@ -176,15 +198,21 @@ def _consolidate_in_workspace(
     problems = _step(Outcome.failed_invalid_artifacts, validate_artifacts, workspace)
     if problems:
         raise Phase2Failure(Outcome.failed_invalid_artifacts, "; ".join(problems))
-    # 11. Confirm ownership before anything irreversible.
+    # 11. The injection gate: no line that looks injected goes live.
+    findings = _step(Outcome.failed_injection_gate, injection_gate, workspace)
+    if findings:
+        report.injection_findings = describe_findings(findings)
+        places = ", ".join(sorted({f"{finding.path} [{finding.rule}]" for finding in findings}))
+        raise Phase2Failure(Outcome.failed_injection_gate, f"{len(findings)} line(s) look injected: {places}")
+    # 12. Confirm ownership before anything irreversible.
     if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before the baseline reset"
         return
-    # 12. Audit the ad-hoc notes and user edits this consolidation integrated (route 7).
+    # 13. Audit the ad-hoc notes and user edits this consolidation integrated (route 7).
     _step(Outcome.failed_forget_audit, audit_manual_changes, workspace, diff, config)
-    # 13. Reset the baseline (and publish object-store roots).
+    # 14. Reset the baseline (and publish object-store roots).
     _step(Outcome.failed_workspace_commit, reset_baseline, workspace)
-    # 14. Mark success: exact-snapshot selection flags and the watermark.
+    # 15. Mark success: exact-snapshot selection flags and the watermark.
     _finish(config, lease, selection, report, Outcome.succeeded)
 
 

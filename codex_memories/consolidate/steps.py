@@ -7,6 +7,11 @@ irreversible, and the baseline is never reset without a confirmed lease.
 
 Idempotency: inputs are regenerated from the DB every run, so "no git diff" means nothing new;
 such a run finishes as `succeeded_no_workspace_changes` without any model call.
+
+Nothing hostile goes live: the consolidated files pass the injection gate before the baseline
+reset, and a run that fails once the consolidator may have written restores the folder it found
+(`restore_folder`, from the tree the diff step staged). An object-store root is never written
+before the final publish, so only its local mirror would need restoring; it is discarded instead.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from codex_memories.consolidate.inputs import (
     sync_rollout_summaries,
 )
 from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
+from codex_memories.consolidate.injection_gate import InjectionFinding, check_injection_gate
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.redact import redact_secrets
 from codex_memories.state.records import Phase2ClaimResult, Stage1OutputRef
@@ -41,6 +47,7 @@ from codex_memories.consolidate.workspace import (
     ensure_layout,
     remove_workspace_diff_file,
     reset_baseline,
+    restore_workspace,
     seed_ad_hoc_instructions,
     validate_artifacts,
     workspace_diff,
@@ -168,6 +175,20 @@ def workspace_is_settled(root_dir: Path, diff: WorkspaceDiff) -> bool:
 
 def write_diff_file(root_dir: Path, diff: WorkspaceDiff) -> None:
     write_workspace_diff_file(root_dir, diff)
+
+
+def gate_consolidated_files(root_dir: Path) -> list[InjectionFinding]:
+    """The injection gate over memory_summary.md, MEMORY.md and skills/ (empty: they may go live)."""
+    return check_injection_gate(root_dir)
+
+
+def restore_folder(workspace: LocalWorkspace, diff: WorkspaceDiff) -> bool:
+    """Put back the folder as the diff step found it. False when there was nothing to restore
+    (a mirror of an object-store root: the root itself was never written)."""
+    if workspace.is_mirror or diff.tree is None:
+        return False
+    restore_workspace(workspace.path, diff.tree)
+    return True
 
 
 class LeaseHeartbeat:
