@@ -124,6 +124,8 @@ class Phase2Report:
     injection_findings: list[str] = field(default_factory=list)
     # A failed run put back the folder it found (None: it failed before touching the folder).
     folder_restored: bool | None = None
+    # Stage-1 outputs arrived while this run consolidated: the job stays dirty, no cooldown.
+    work_left: bool = False
 
 
 def render_phase2_markdown(report: Phase2Report) -> str:
@@ -163,6 +165,8 @@ def render_phase2_markdown(report: Phase2Report) -> str:
         lines += [f"- {_cell(finding)}" for finding in report.injection_findings]
     if report.folder_restored:
         lines += ["", "The memory folder was restored to what this run found: nothing it wrote went live."]
+    if report.work_left:
+        lines += ["", "Stage-1 outputs arrived while this run consolidated: the job stays dirty and no cooldown started."]
     lines += render_forget_audit(report.forget_audit)
     return "\n".join(lines) + "\n"
 
@@ -180,6 +184,8 @@ def render_phase2_text(report: Phase2Report) -> str:
         text += f"\n  refused: {finding}"
     if report.folder_restored:
         text += "\n  memory folder restored to what this run found"
+    if report.work_left:
+        text += "\n  stage-1 outputs arrived meanwhile: left dirty, no cooldown"
     return text
 
 

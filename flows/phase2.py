@@ -57,6 +57,8 @@ PREFECT_SLOT_NAME = "codex-memories-phase2"
 PREFECT_SLOT_WAIT_SECONDS = 5.0
 # The shortest lease the server accepts; renewed while the run holds the slot.
 PREFECT_SLOT_LEASE_SECONDS = 60.0
+# Consolidations one flow run may make when stage-1 outputs keep arriving while it consolidates.
+PHASE2_MAX_PASSES = 3
 
 T = TypeVar("T")
 
@@ -104,10 +106,22 @@ def phase2(
 
 
 def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
+    report = _run_phase2_once(config, force=force)
+    # A consolidation that missed stage-1 outputs (they arrived while it ran) started no cooldown
+    # and left the job dirty: consolidate again now rather than leave them to the next schedule.
+    for _ in range(PHASE2_MAX_PASSES - 1):
+        if not report.work_left:
+            break
+        report = _run_phase2_once(config, force=force)
+    return report
+
+
+def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
     report = Phase2Report(memory_root=config.settings.resolved_memory_root)
     started_at = int(time.time())
     with _prefect_singleton_slot():
-        # 1. Claim the global lock (the DB lease; --force skips only the cooldown).
+        # 1. Claim the global lock (the DB lease; --force skips only the cooldown), after waiting a
+    #    bounded time for stage-1 extractions in flight.
         claim, worker = claim_lock(config, force)
         if claim.outcome is not Phase2ClaimOutcome.claimed:
             report.outcome = Outcome(claim.outcome.value)
@@ -217,8 +231,9 @@ def _consolidate_and_publish(
 
 
 def _finish(config: RuntimeConfig, lease: Phase2Lease, selection: Any, report: Phase2Report, outcome: Outcome) -> None:
-    if mark_succeeded(config, lease, selection, report.usage or None):
-        report.outcome = outcome
+    mark = mark_succeeded(config, lease, selection, report.usage or None)
+    if mark.owned:
+        report.outcome, report.work_left = outcome, mark.work_left
     else:
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before marking success"
 
