@@ -75,7 +75,7 @@ _I = re.IGNORECASE
 _DOWNLOADER = r"(?:curl|wget|fetch|aria2c|http(?:ie)?|iwr|irm|invoke-webrequest|invoke-restmethod|lwp-request|GET)"
 _INTERPRETER = (
     r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?"
-    r"(?:(?:ba|z|k|c|tc|da|fi|a|mk)?sh|python[0-9.]*|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell|source|osascript)\b"
+    r"(?:(?:ba|z|k|c|tc|da|fi|a|mk)?sh|python[0-9.]*(?!\s+-m\s+json\.tool)|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell|source|osascript)\b"
 )
 
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -90,6 +90,34 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"|\b(?:eval|(?:ba|z)?sh\s+-c|exec)\s*[\"']?\s*\$\(\s*{_DOWNLOADER}\b"
             rf"|\b(?:iex|invoke-expression)\b[^\n]*\b(?:downloadstring|iwr|irm|invoke-webrequest|invoke-restmethod|net\.webclient)\b"
             rf"|\bbase64\s+(?:-d|--decode|-D)\b[^\n]*\|\s*{_INTERPRETER}",
+            _I,
+        ),
+    ),
+    (
+        "download_piped_to_shell",
+        re.compile(
+            # Downloaded and run at once, with no look at it in between.
+            rf"\b(?:curl|wget)\b[^\n&;|]*(?:&&|;)\s*(?:sudo\s+)?(?:(?:ba|z)?sh\s+\S|chmod\s+\+?[0-7]*x|\./)"
+            r"|\b(?:exec|eval)\s*\([^\n]*\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|fetch)\b",
+            _I,
+        ),
+    ),
+    (
+        "override_instructions",
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override|bypass|pay\s+no\s+attention\s+to|do\s+not\s+follow|don'?t\s+follow|stop\s+following)\b"
+            r"[^.\n]{0,40}?\b(?:agents\.md|system\s+prompt|developer\s+(?:message|instructions?)|safety\s+(?:checks?|rules|guidelines|policies))"
+            r"|\b(?:ignore|disregard|forget)\s+(?:everything|anything|all)\s+(?:you\s+(?:were|have\s+been|'ve\s+been)\s+(?:told|given|shown)|above|before|else)"
+            r"|\bpay\s+no\s+attention\s+to\b[^.\n]{0,30}\b(?:instructions?|rules|guidance)\b"
+            r"|\boverride\s*:|\b(?:assistant|agent|ai|llm|model)\s+(?:instruction|directive|note)s?\s*:"
+            r"|\b(?:text|note|message|instructions?|notice)\s+(?:for|to)\s+(?:llms?|language\s+models?|ais?)\b"
+            r"|\b(?:any|all|every)\s+(?:ai|llms?|assistants?|agents?|models?)\s+(?:reading|processing|seeing|parsing)\s+this\b"
+            r"|\b(?:has|have)\s+(?:authori[sz]ed|allowed|permitted)\s+you\s+to\b|\byou\s+are\s+(?:now\s+)?(?:authori[sz]ed|permitted)\s+to\b"
+            r"|\byou\s+are\s+(?:now\s+)?allowed\s+to\s+(?:push|delete|skip|bypass|disable|run\s+any)"
+            r"|\byour\s+(?:new|real|actual|true)\s+(?:goal|task|instructions?|objective|purpose|job)\b|\bthe\s+(?:real|actual|true)\s+task\s+is\b"
+            r"|\b(?:hide|hidden|conceal(?:ed)?|secret)\b[^.\n]{0,20}\bfrom\s+(?:the\s+)?user\b"
+            r"|\b(?:not|never)\s+(?:reveal|disclose|mention|tell|show|report)\b[^.\n]{0,30}\bto\s+(?:the\s+)?user\b"
+            r"|^[\s>*-]*(?-i:SYSTEM)\s*:|</?(?:system|assistant|developer|instructions?)>",
             _I,
         ),
     ),
@@ -129,15 +157,29 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "exfiltration",
         re.compile(
             r"\b(?:send|upload|post|exfiltrate|forward|transmit|leak|paste|e-?mail|report|submit|append|copy)\b[^\n]{0,80}?"
-            r"\b(?:secrets?|tokens?|api[ _-]?keys?|credentials?|passwords?|environment\s+variables|env\s+vars?|ssh\s+keys?|"
-            r"private\s+keys?|cookies|session\s+(?:ids?|tokens?)|\.env|auth\.json|id_rsa)\b[^\n]{0,80}?"
-            r"(?:https?://|\bwebhook|\bpastebin|\bngrok|\brequestbin|\b(?:this|that|the\s+following|an?\s+external|a\s+remote)\s+(?:url|endpoint|server|address))",
+            r"(?:\b(?:secrets?|tokens?|api[ _-]?keys?|credentials?|passwords?|environment\s+variables|env\s+vars?|ssh\s+keys?|"
+            r"private\s+keys?|cookies|session\s+(?:ids?|tokens?)|auth\.json|id_rsa)\b|(?<![\w.])\.env\b)[^\n]{0,80}?"
+            r"(?:https?://|\bwebhook|\bpastebin|\bngrok|\brequestbin|\b(?:this|that|the\s+following|an?\s+external|a\s+remote)\s+(?:url|endpoint|server|address)"
+            r"|\b[\w.+-]+@[\w-]+\.[\w.-]+\b)",
+            _I,
+        ),
+    ),
+    (
+        "exfiltration",
+        re.compile(
+            # A dotfile of the home folder sent somewhere.
+            r"\b(?:send|upload|post|exfiltrate|forward|transmit|leak|paste|e-?mail|submit|append|copy)\b[^\n]{0,60}?"
+            r"(?:~|\$HOME|/root|/home/[^/\s]+)/\.[^\s/]+[^\n]{0,80}?(?:https?://|\b[\w.+-]+@[\w-]+\.[\w.-]+\b)",
             _I,
         ),
     ),
     (
         "remote_shell",
-        re.compile(r"/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n]*\s-[a-z]*e\s", _I),
+        re.compile(
+            r"/dev/(?:tcp|udp)/|\b(?:nc|ncat|netcat)\b[^\n]*\s-[a-z]*e\s|\bsocat\b[^\n]*\bexec:"
+            r"|\bsockaddr_in\b|\bpty\.spawn\b|\bexec\s*\(\s*[\"']/bin/(?:ba)?sh\s+-i",
+            _I,
+        ),
     ),
     (
         "hidden_characters",

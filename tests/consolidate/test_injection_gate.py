@@ -73,6 +73,7 @@ ORDINARY = [
     "- `scp ~/.ssh/id_ed25519.pub deploy@host:` installs the public key",
     "- `git log --oneline | head` shows recent commits",
     "- `kubectl logs deploy/api | grep ERROR` finds the failing pod",
+    "- `curl -s https://api.example.com/v1/status | python -m json.tool` pretty-prints the status",
     "- emoji in commit messages are fine: 👩‍💻 ✅",
     "- Note: the assistant's answers are cited with oai-mem-citation blocks",
     "v1",
