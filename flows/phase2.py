@@ -120,8 +120,8 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
     report = Phase2Report(memory_root=config.settings.resolved_memory_root)
     started_at = int(time.time())
     with _prefect_singleton_slot():
-        # 1. Claim the global lock (the DB lease; --force skips only the cooldown), after waiting a
-    #    bounded time for stage-1 extractions in flight.
+        # 1. Claim the global lock (the DB lease; --force skips only the cooldown), after waiting
+        #    a bounded time for stage-1 extractions in flight under live leases.
         claim, worker = claim_lock(config, force)
         if claim.outcome is not Phase2ClaimOutcome.claimed:
             report.outcome = Outcome(claim.outcome.value)
