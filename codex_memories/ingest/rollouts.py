@@ -9,7 +9,7 @@ Inputs are the append-only JSONL session files Codex writes under `$CODEX_HOME/s
   `not_an_object`, `partial_last_line` for an unterminated last line that does not parse,
   `line_too_long`, and `type_not_a_string`, `payload_not_an_object`, `payload_type_not_a_string`,
   `role_not_a_string` for a line whose envelope `type`, `payload`, `payload.type` or message
-  `role` is some other JSON value); blank lines are ignored, and every other line is counted as
+  `role` is some other JSON value, `too_deeply_nested` beyond `MAX_JSON_DEPTH`); blank lines are ignored, and every other line is counted as
   parsed or skipped (`lines_parsed + lines_skipped == lines_total`). Unknown line types and
   unknown fields are ignored, so newer Codex builds (world state, token-usage records, ...) do not
   break us; a field of an unexpected JSON type is read as absent. Bad input never raises; only
@@ -51,6 +51,9 @@ except ImportError:
 # A single JSONL line larger than this is skipped (counted as `line_too_long`) instead of being
 # parsed: one pathological tool output must not decide the memory use of the whole job.
 MAX_LINE_BYTES = 64 * 1024 * 1024
+# A line nested deeper than this is skipped (`too_deeply_nested`): Python's JSON decoder accepts
+# nesting its encoder (and every recursive walk here) cannot handle. Codex lines nest < 20 deep.
+MAX_JSON_DEPTH = 200
 
 FIRST_USER_MESSAGE_MAX_CHARS = 200
 CITATION_OPEN = "<oai-mem-citation>"
@@ -291,7 +294,7 @@ class _LineParser:
             # An unterminated last line is most likely a session still being written.
             self.skipped["partial_last_line" if not line.complete else reason] += 1
             return None
-        damage = _envelope_damage(obj)
+        damage = "too_deeply_nested" if _nested_deeper_than(obj, MAX_JSON_DEPTH) else _envelope_damage(obj)
         if damage is not None:
             self.skipped[damage] += 1
             return None
@@ -305,6 +308,20 @@ class _LineParser:
             lines_skipped=sum(self.skipped.values()),
             skipped_by_reason=dict(self.skipped),
         )
+
+
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether containers nest more than `limit` deep (iterative: no recursion on hostile input)."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        current, depth = pending.pop()
+        if depth > limit:
+            return True
+        if isinstance(current, dict):
+            pending.extend((child, depth + 1) for child in current.values() if isinstance(child, (dict, list)))
+        elif isinstance(current, list):
+            pending.extend((child, depth + 1) for child in current if isinstance(child, (dict, list)))
+    return False
 
 
 def _envelope_damage(obj: dict[str, Any]) -> str | None:

@@ -187,6 +187,24 @@ def test_a_line_whose_envelope_fields_hold_other_json_is_skipped_with_its_reason
     assert scan.has_user_message
 
 
+@pytest.mark.parametrize("depth", [150, 990, 5000])
+def test_deeply_nested_json_is_used_or_skipped_never_a_recursion_error(tmp_path: Path, depth: int) -> None:
+    nested = "[" * depth + "]" * depth
+    line = '{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":' + nested + "}}"
+    path = tmp_path / "rollout.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+
+    scan = scan_rollout(path)
+    transcript = build_memory_transcript(path, token_budget=100_000)
+
+    assert scan.stats == transcript.stats and scan.stats.lines_total == 1
+    if depth < 200:
+        assert scan.stats.lines_parsed == 1 and len(transcript.items) == 1
+    else:
+        assert scan.stats.lines_skipped == 1
+        assert set(scan.stats.skipped_by_reason) <= {"too_deeply_nested", "invalid_json"}
+
+
 def test_an_unreadable_rollout_is_the_documented_oserror(tmp_path: Path) -> None:
     missing = tmp_path / "gone.jsonl"
     with pytest.raises(OSError):
