@@ -22,7 +22,8 @@ What is refused (rule codes):
   assistants, "do not tell the user", chat-template role markers.
 - `exfiltration`: secrets, key files or the environment sent over the network, or prose that says
   to send secrets to a URL.
-- `remote_shell`: `/dev/tcp/` redirections, `nc -e`.
+- `remote_shell`: `/dev/tcp/` redirections, `nc -e`, `socat ... exec:`, socket-and-exec one-liners.
+- `persistence`: SSH keys or git hooks fetched from a URL.
 - `hidden_characters`: Unicode tag characters and bidirectional overrides (text a reader cannot
   see but a model reads).
 - `executable_file`: any gated file with an exec bit; `binary_file`: bytes that are not text.
@@ -98,7 +99,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             # Downloaded and run at once, with no look at it in between.
             rf"\b(?:curl|wget)\b[^\n&;|]*(?:&&|;)\s*(?:sudo\s+)?(?:(?:ba|z)?sh\s+\S|chmod\s+\+?[0-7]*x|\./)"
-            r"|\b(?:exec|eval)\s*\([^\n]*\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|fetch)\b",
+            r"|\b(?:exec|eval)\s*\([^\n]*\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|fetch)\b"
+            # Any interpreter fed a download by process or command substitution.
+            rf"|\b(?:python[0-9.]*|ruby|perl|node|php|(?:ba|z|k)?sh)\b(?:\s+-\S+)*\s*<\(\s*{_DOWNLOADER}\b"
+            rf"|\b(?:python[0-9.]*|ruby|perl|node|php|(?:ba|z|k)?sh)\s+-[ce]\s*[\"']?\$\(\s*{_DOWNLOADER}\b",
             _I,
         ),
     ),
@@ -117,7 +121,16 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\byour\s+(?:new|real|actual|true)\s+(?:goal|task|instructions?|objective|purpose|job)\b|\bthe\s+(?:real|actual|true)\s+task\s+is\b"
             r"|\b(?:hide|hidden|conceal(?:ed)?|secret)\b[^.\n]{0,20}\bfrom\s+(?:the\s+)?user\b"
             r"|\b(?:not|never)\s+(?:reveal|disclose|mention|tell|show|report)\b[^.\n]{0,30}\bto\s+(?:the\s+)?user\b"
-            r"|^[\s>*-]*(?-i:SYSTEM)\s*:|</?(?:system|assistant|developer|instructions?)>",
+            r"|^[\s>*-]*(?-i:SYSTEM)\s*:|</?(?:system|assistant|developer|instructions?)>"
+            r"|\b(?:instruct|order|command|direct)s?\s+(?:any|all|every|the)\s+(?:automated\s+)?(?:ai|assistants?|agents?|bots?|models?|llms?)\b"
+            r"|\b(?:previous|prior|earlier|above|existing|original|system|other)\s+(?:guidance|instructions?|rules|directions|policies|prompts?)"
+            r"\s+(?:is|are)\s+(?:now\s+)?(?:obsolete|void|invalid|cancel+ed|revoked|superseded|lifted|no\s+longer\s+(?:valid|in\s+effect))"
+            r"|\b(?:policies|rules|instructions|guidelines|restrictions|guardrails)\s+(?:above\s+)?no\s+longer\s+apply\b"
+            r"|\b(?:supersedes?|overrides?|replaces?|takes\s+precedence\s+over)\s+(?:your|all|any)\s+(?:system\s+|previous\s+|prior\s+|other\s+)?(?:instructions?|prompts?|rules|guidance)\b"
+            r"|\bwithout\s+(?:any\s+)?(?:restrictions|guardrails)\b"
+            r"|\b(?:never|don'?t|do\s+not)\s+let\s+(?:the\s+)?(?:user|human|operator|developer)s?\s+(?:know|see|find\s+out)\b"
+            r"|\bfrom\s+(?:this\s+point|now)\s+(?:forward|on)\b[^.\n]{0,20}\b(?:respond|reply|answer|output)\b"
+            r"|\b(?:secretly|silently|covertly|quietly)\s+(?:add|run|install|modify|change|send|upload|copy|delete|disable|commit|push|execute|replace)\b",
             _I,
         ),
     ),
@@ -170,6 +183,14 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # A dotfile of the home folder sent somewhere.
             r"\b(?:send|upload|post|exfiltrate|forward|transmit|leak|paste|e-?mail|submit|append|copy)\b[^\n]{0,60}?"
             r"(?:~|\$HOME|/root|/home/[^/\s]+)/\.[^\s/]+[^\n]{0,80}?(?:https?://|\b[\w.+-]+@[\w-]+\.[\w.-]+\b)",
+            _I,
+        ),
+    ),
+    (
+        "persistence",
+        re.compile(
+            # Keys or git hooks fetched from somewhere: a way back in for whoever wrote the line.
+            r"https?://[^\n]*(?:authorized_keys|\.git/hooks|core\.hookspath)|(?:authorized_keys|\.git/hooks|core\.hookspath)[^\n]*https?://",
             _I,
         ),
     ),
