@@ -121,7 +121,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\byour\s+(?:new|real|actual|true)\s+(?:goal|task|instructions?|objective|purpose|job)\b|\bthe\s+(?:real|actual|true)\s+task\s+is\b"
             r"|\b(?:hide|hidden|conceal(?:ed)?|secret)\b[^.\n]{0,20}\bfrom\s+(?:the\s+)?user\b"
             r"|\b(?:not|never)\s+(?:reveal|disclose|mention|tell|show|report)\b[^.\n]{0,30}\bto\s+(?:the\s+)?user\b"
-            r"|^[\s>*-]*(?-i:SYSTEM)\s*:|</?(?:system|assistant|developer|instructions?)>"
+            r"|^[\s>*-]*(?-i:SYSTEM)\s*:|</?(?:system|assistant|developer)>"
             r"|\b(?:instruct|order|command|direct)s?\s+(?:any|all|every|the)\s+(?:automated\s+)?(?:ai|assistants?|agents?|bots?|models?|llms?)\b"
             r"|\b(?:previous|prior|earlier|above|existing|original|system|other)\s+(?:guidance|instructions?|rules|directions|policies|prompts?)"
             r"\s+(?:is|are)\s+(?:now\s+)?(?:obsolete|void|invalid|cancel+ed|revoked|superseded|lifted|no\s+longer\s+(?:valid|in\s+effect))"

@@ -75,6 +75,7 @@ ORDINARY = [
     "- `kubectl logs deploy/api | grep ERROR` finds the failing pod",
     "- `curl -s https://api.example.com/v1/status | python -m json.tool` pretty-prints the status",
     "- emoji in commit messages are fine: 👩‍💻 ✅",
+    "- AGENTS.md wraps its rules in <INSTRUCTIONS> tags",
     "- Note: the assistant's answers are cited with oai-mem-citation blocks",
     "v1",
     "## What's in Memory",
