@@ -9,10 +9,14 @@ import multiprocessing
 import threading
 import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from codex_memories.state import MemoryStore, Stage1ClaimOutcome
 from tests.state import concurrency_worker
 from tests.state.support import HOUR, LEASE, make_thread, scalar_sql
+from tests.support.rollout_factory import write_rollout
 
 ROUNDS = 10
 
@@ -132,17 +136,11 @@ def test_processes_opening_a_fresh_database_together_migrate_it_once(db_url):
         assert scalar_sql(store, "SELECT COUNT(*) FROM codex_memories_alembic_version") == 1
 
 
+@pytest.mark.flow
 def test_two_runs_started_together_bring_every_extracted_session_into_the_folder(db_url, tmp_path):
     """Issue 11 item 5: the second run's phase 2 used to start while the first run was still
     extracting, consolidate none of its sessions, and its cooldown then kept the first run's
     phase 2 out: 0 of 40 sessions reached the folder for 6 hours."""
-    from datetime import UTC, datetime, timedelta
-
-    import pytest
-
-    from tests.support.rollout_factory import write_rollout
-
-    pytest.importorskip("prefect")
     sessions = 40
     codex_home = tmp_path / "codex_home"
     codex_home.mkdir()
