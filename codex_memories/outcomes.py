@@ -44,6 +44,11 @@ class Outcome(StrEnum):
     failed_spawn_agent = "failed_spawn_agent"
     failed_agent = "failed_agent"
     failed_invalid_artifacts = "failed_invalid_artifacts"
+    # Ours: the consolidated files hold lines that look injected (spec 12.1 has no gate).
+    failed_injection_gate = "failed_injection_gate"
+    # Ours: another run's stage-1 extractions are in flight under live leases; the global job
+    # stays dirty for the next run (no consolidation, no cooldown).
+    skipped_stage1_in_flight = "skipped_stage1_in_flight"
     failed_confirm_ownership = "failed_confirm_ownership"
     failed_workspace_commit = "failed_workspace_commit"
     failed_forget_audit = "failed_forget_audit"

@@ -136,6 +136,12 @@ class Phase2Report:
     recall_index: str | None = None
     memory_root: str | None = None
     forget_audit: list[ForgetAuditRecord] = field(default_factory=list)
+    # The injection gate's findings (redacted, capped excerpts) when it refused the folder.
+    injection_findings: list[str] = field(default_factory=list)
+    # A failed run put back the folder it found (None: it failed before touching the folder).
+    folder_restored: bool | None = None
+    # Stage-1 outputs arrived while this run consolidated: the job stays dirty, no cooldown.
+    work_left: bool = False
 
 
 def render_phase2_markdown(report: Phase2Report) -> str:
@@ -176,6 +182,13 @@ def render_phase2_markdown(report: Phase2Report) -> str:
     if report.files_changed:
         lines += ["", "## Files changed by consolidation", ""]
         lines += [f"- `{path}`" for path in report.files_changed]
+    if report.injection_findings:
+        lines += ["", "## Injection gate: refused lines (redacted)", ""]
+        lines += [f"- {_cell(finding)}" for finding in report.injection_findings]
+    if report.folder_restored:
+        lines += ["", "The memory folder was restored to what this run found: nothing it wrote went live."]
+    if report.work_left:
+        lines += ["", "Stage-1 outputs arrived while this run consolidated: the job stays dirty and no cooldown started."]
     lines += render_forget_audit(report.forget_audit)
     return "\n".join(lines) + "\n"
 
@@ -189,6 +202,12 @@ def render_phase2_text(report: Phase2Report) -> str:
         text += f"; {len(report.diff_status)} input change(s)"
     if report.agent_stop_reason:
         text += f"; {report.consolidator} consolidator {report.agent_stop_reason} in {report.agent_steps} step(s)"
+    for finding in report.injection_findings:
+        text += f"\n  refused: {finding}"
+    if report.folder_restored:
+        text += "\n  memory folder restored to what this run found"
+    if report.work_left:
+        text += "\n  stage-1 outputs arrived meanwhile: left dirty, no cooldown"
     return text
 
 

@@ -233,6 +233,15 @@ class Settings(BaseSettings):
     phase2_cooldown_seconds: int = Field(
         default=21_600, ge=0, le=604_800, description="Minimum gap between successful consolidations."
     )
+    phase2_stage1_wait_seconds: float = Field(
+        default=600.0,
+        ge=0,
+        le=3600,
+        description=(
+            "How long phase 2 waits for stage-1 extractions in flight (live leases) before it gives up "
+            "as skipped_stage1_in_flight, leaving the consolidation for the next run."
+        ),
+    )
     agent_max_steps: int = Field(default=60, ge=1, le=1000, description="Consolidation agent step limit.")
     agent_max_tokens: int = Field(
         default=2_000_000, ge=1_000, le=100_000_000, description="Consolidation agent token budget."

@@ -89,6 +89,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
         "unreadable files": len(discovery.unreadable),
         "newly polluted threads": len(discovery.polluted_thread_ids),
         "rollouts that disappeared": len(discovery.missing_thread_ids),
+        **{f"damaged lines skipped: {reason}": count for reason, count in sorted(discovery.skipped_by_reason.items())},
     }
     logger.info("discovery: %s", report.discovery)
 

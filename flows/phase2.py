@@ -28,6 +28,8 @@ from prefect.states import Completed, Failed, State
 
 from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_failed, memory_storage_bytes
 from codex_memories.outcomes import Outcome
+from codex_memories.consolidate.injection_gate import describe_findings
+from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.redact import redact_secrets
 from codex_memories.reports import Phase2Report
 from codex_memories.runtime import memory_root, open_store
@@ -40,11 +42,13 @@ from codex_memories_tasks.collect_forget_audit import collect_forget_audit
 from codex_memories_tasks.confirm_ownership import confirm_ownership
 from codex_memories_tasks.consolidate import consolidate
 from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
+from codex_memories_tasks.injection_gate import injection_gate
 from codex_memories_tasks.mark_succeeded import mark_succeeded
 from codex_memories_tasks.prepare_workspace import prepare_workspace
 from codex_memories_tasks.prune_extension_resources import prune_extension_resources
 from codex_memories_tasks.rate_limit import check_rate_limits, release_phase2_lease
 from codex_memories_tasks.refresh_recall_index import refresh_recall_index
+from codex_memories_tasks.restore_folder import restore_folder
 from codex_memories_tasks.report import publish_phase2_report
 from codex_memories_tasks.reset_baseline import reset_baseline
 from codex_memories_tasks.select import select
@@ -55,6 +59,8 @@ PREFECT_SLOT_NAME = "codex-memories-phase2"
 PREFECT_SLOT_WAIT_SECONDS = 5.0
 # The shortest lease the server accepts; renewed while the run holds the slot.
 PREFECT_SLOT_LEASE_SECONDS = 60.0
+# Consolidations one flow run may make when stage-1 outputs keep arriving while it consolidates.
+PHASE2_MAX_PASSES = 3
 
 T = TypeVar("T")
 
@@ -77,13 +83,25 @@ def phase2(overrides: SettingsOverrides | None = None, force: bool = False) -> S
 
 
 def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
+    report = _run_phase2_once(config, force=force)
+    # A consolidation that missed stage-1 outputs (they arrived while it ran) started no cooldown
+    # and left the job dirty: consolidate again now rather than leave them to the next schedule.
+    for _ in range(PHASE2_MAX_PASSES - 1):
+        if not report.work_left:
+            break
+        report = _run_phase2_once(config, force=force)
+    return report
+
+
+def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
     report = Phase2Report(
         memory_root=config.settings.resolved_memory_root, provider=config.provider_name, provider_reason=config.provider_reason
     )
     started_at = int(time.time())
     with _prefect_singleton_slot():
-        # 1. Claim the global lock (the DB lease; --force skips only the cooldown). A DB that
-        #    cannot be reached is this step's own outcome, reported like any other.
+        # 1. Claim the global lock (the DB lease; --force skips only the cooldown), after waiting
+        #    a bounded time for stage-1 extractions in flight under live leases. A DB that cannot
+        #    be reached is this step's own outcome, reported like any other.
         try:
             claim, worker = _step(Outcome.failed_claim, claim_lock, config, force)
         except Phase2Failure as failure:
@@ -154,6 +172,24 @@ def _consolidate_in_workspace(
         report.storage_bytes = memory_storage_bytes(workspace.path)
         _finish(config, lease, selection, report, Outcome.succeeded_no_workspace_changes)
         return
+    try:
+        _consolidate_and_publish(config, lease, report, workspace, diff, selection)
+    except Phase2Failure as failure:
+        # The folder the diff step found goes back: never a half-consolidated or rejected one.
+        try:
+            report.folder_restored = _step(failure.outcome, restore_folder, workspace, diff)
+        except Phase2Failure as restore_failure:
+            report.folder_restored = False
+            raise Phase2Failure(
+                failure.outcome, f"{failure.reason}; restoring the folder failed: {restore_failure.reason}"
+            ) from restore_failure
+        raise
+
+
+def _consolidate_and_publish(
+    config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, workspace: LocalWorkspace,
+    diff: WorkspaceDiff, selection: Any,
+) -> None:
     # 8. Write the diff file the consolidator reads first.
     _step(Outcome.failed_workspace_diff_file, write_workspace_diff, workspace, diff)
     # 8a. Rate-limit guard (spec 1.3): too little quota left means the agent does not start;
@@ -177,26 +213,33 @@ def _consolidate_in_workspace(
     problems = _step(Outcome.failed_invalid_artifacts, validate_artifacts, workspace)
     if problems:
         raise Phase2Failure(Outcome.failed_invalid_artifacts, "; ".join(problems))
-    # 11. Confirm ownership before anything irreversible.
+    # 11. The injection gate: no line that looks injected goes live.
+    findings = _step(Outcome.failed_injection_gate, injection_gate, workspace)
+    if findings:
+        report.injection_findings = describe_findings(findings)
+        places = ", ".join(sorted({f"{finding.path} [{finding.rule}]" for finding in findings}))
+        raise Phase2Failure(Outcome.failed_injection_gate, f"{len(findings)} line(s) look injected: {places}")
+    # 12. Confirm ownership before anything irreversible.
     if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before the baseline reset"
         return
-    # 12. Audit the ad-hoc notes and user edits this consolidation integrated (route 7).
+    # 13. Audit the ad-hoc notes and user edits this consolidation integrated (route 7).
     _step(Outcome.failed_forget_audit, audit_manual_changes, workspace, diff, config)
-    # 13. Reset the baseline (and publish object-store roots).
+    # 14. Reset the baseline (and publish object-store roots).
     _step(Outcome.failed_workspace_commit, reset_baseline, workspace)
-    # 14. Mark success: exact-snapshot selection flags and the watermark.
+    # 15. Mark success: exact-snapshot selection flags and the watermark.
     report.storage_bytes = memory_storage_bytes(workspace.path)
     _finish(config, lease, selection, report, Outcome.succeeded)
-    # 15. Refresh the recall index the hooks and the memory tools search (derived data: a
+    # 16. Refresh the recall index the hooks and the memory tools search (derived data: a
     #     failure is reported, never a failed consolidation).
     if report.outcome is Outcome.succeeded:
         report.recall_index = refresh_recall_index(workspace)
 
 
 def _finish(config: RuntimeConfig, lease: Phase2Lease, selection: Any, report: Phase2Report, outcome: Outcome) -> None:
-    if mark_succeeded(config, lease, selection, report.usage or None):
-        report.outcome = outcome
+    mark = mark_succeeded(config, lease, selection, report.usage or None)
+    if mark.owned:
+        report.outcome, report.work_left = outcome, mark.work_left
     else:
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before marking success"
 

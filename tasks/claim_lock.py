@@ -23,5 +23,6 @@ def claim_lock(config: RuntimeConfig, force: bool) -> tuple[Phase2ClaimResult, s
         lease_seconds=settings.phase2_lease_seconds,
         cooldown_seconds=settings.phase2_cooldown_seconds,
         force=force,
+        stage1_wait_seconds=settings.phase2_stage1_wait_seconds,
     )
     return result, worker

@@ -7,12 +7,18 @@ irreversible, and the baseline is never reset without a confirmed lease.
 
 Idempotency: inputs are regenerated from the DB every run, so "no git diff" means nothing new;
 such a run finishes as `succeeded_no_workspace_changes` without any model call.
+
+Nothing hostile goes live: the consolidated files pass the injection gate before the baseline
+reset, and a run that fails once the consolidator may have written restores the folder it found
+(`restore_folder`, from the tree the diff step staged). An object-store root is never written
+before the final publish, so only its local mirror would need restoring; it is discarded instead.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,15 +38,18 @@ from codex_memories.consolidate.consolidators import Consolidator, build_consoli
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.forget.extension_expiry import expire_extension_resources
 from codex_memories.forget.selection_window import selection_window_actions
+from codex_memories.consolidate.injection_gate import InjectionFinding, check_injection_gate
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.redact import redact_secrets
-from codex_memories.state.records import Phase2ClaimResult, Stage1OutputRef
+from codex_memories.state import GLOBAL_JOB_KEY, JobKind
+from codex_memories.state.records import Phase2ClaimOutcome, Phase2ClaimResult, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import LocalWorkspace
 from codex_memories.consolidate.workspace import (
     WorkspaceDiff,
     prepare_workspace,
     reset_baseline,
+    restore_workspace,
     validate_artifacts,
     workspace_diff,
     write_workspace_diff_file,
@@ -81,6 +90,9 @@ class SyncReport:
     reused: bool = False
 
 
+STAGE1_WAIT_POLL_SECONDS = 1.0
+
+
 def claim_global_lock(
     store: MemoryStore,
     *,
@@ -88,14 +100,28 @@ def claim_global_lock(
     lease_seconds: int,
     cooldown_seconds: int,
     force: bool,
+    stage1_wait_seconds: float = 0.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Phase2ClaimResult:
-    """`force` skips the cooldown only; a live lease or a retry backoff still wins."""
-    return store.try_claim_global_phase2_job(
-        worker_id=worker_id,
-        lease_seconds=lease_seconds,
-        cooldown_seconds=cooldown_seconds,
-        ignore_cooldown=force,
-    )
+    """`force` skips the cooldown only; a live lease or a retry backoff still wins.
+
+    While stage-1 extractions are in flight under live leases (another run's, typically), the
+    claim is retried for up to `stage1_wait_seconds`: a consolidation that started now would not
+    see their outputs. After that the skip stands (`skipped_stage1_in_flight`) and the job stays
+    dirty for the next run; no cooldown starts."""
+    deadline = clock() + stage1_wait_seconds
+    while True:
+        result = store.try_claim_global_phase2_job(
+            worker_id=worker_id,
+            lease_seconds=lease_seconds,
+            cooldown_seconds=cooldown_seconds,
+            ignore_cooldown=force,
+            defer_to_stage1_in_flight=True,
+        )
+        if result.outcome is not Phase2ClaimOutcome.skipped_stage1_in_flight or clock() >= deadline:
+            return result
+        sleep(min(STAGE1_WAIT_POLL_SECONDS, max(0.0, deadline - clock())))
 
 
 def pull_and_prepare_workspace(workspace: LocalWorkspace) -> list[str]:
@@ -148,6 +174,20 @@ def workspace_is_settled(root_dir: Path, diff: WorkspaceDiff) -> bool:
 
 def write_diff_file(root_dir: Path, diff: WorkspaceDiff) -> None:
     write_workspace_diff_file(root_dir, diff)
+
+
+def gate_consolidated_files(root_dir: Path) -> list[InjectionFinding]:
+    """The injection gate over memory_summary.md, MEMORY.md and skills/ (empty: they may go live)."""
+    return check_injection_gate(root_dir)
+
+
+def restore_folder(workspace: LocalWorkspace, diff: WorkspaceDiff) -> bool:
+    """Put back the folder as the diff step found it. False when there was nothing to restore
+    (a mirror of an object-store root: the root itself was never written)."""
+    if workspace.is_mirror or diff.tree is None:
+        return False
+    restore_workspace(workspace.path, diff.tree)
+    return True
 
 
 class LeaseHeartbeat:
@@ -210,19 +250,32 @@ def publish_workspace(workspace: LocalWorkspace) -> None:
     workspace.push()
 
 
+@dataclass(frozen=True)
+class SuccessMark:
+    owned: bool  # False: the lease was lost, nothing was recorded
+    # Stage-1 work arrived while this run consolidated: the job stays dirty, no cooldown starts.
+    work_left: bool = False
+
+
 def mark_succeeded(
     store: MemoryStore,
     *,
     lease: Phase2Lease,
     selection: Selection,
     usage: dict[str, int] | None,
-) -> bool:
-    return store.mark_global_phase2_job_succeeded(
+) -> SuccessMark:
+    owned = store.mark_global_phase2_job_succeeded(
         ownership_token=lease.ownership_token,
         completed_watermark=selection.new_watermark,
         selected=selection.refs,
         usage=usage,
+        claimed_input_watermark=lease.input_watermark,
     )
+    if not owned:
+        return SuccessMark(owned=False)
+    job = store.get_job(JobKind.consolidate_global, GLOBAL_JOB_KEY)
+    # Only the dirty finish leaves `pending` without a `finished_at` (a later enqueue keeps it).
+    return SuccessMark(owned=True, work_left=job is not None and job.status == "pending" and job.finished_at is None)
 
 
 def mark_failed(

@@ -15,7 +15,12 @@ for object-store roots):
   of the last successful consolidation. `ensure_git_baseline` re-creates it when it is missing or
   unusable; `reset_baseline` replaces it (no history is kept, so deleted memory text does not
   survive in git objects); `workspace_diff` compares it with the working tree through a temporary
-  index, leaving the real index, HEAD and refs untouched.
+  index, leaving the real index, HEAD and refs untouched, and names the tree it staged
+  (`WorkspaceDiff.tree`): the folder as it was before the consolidator ran.
+  `restore_workspace(root, tree)` makes the working tree exactly that tree again (files the
+  consolidator added are deleted, changed ones rewritten with their modes): a failed phase 2
+  leaves the folder it found, never a half-consolidated or rejected one. The tree's objects are
+  dropped with `.git` at the next baseline reset, so no history is kept.
 - git always runs with an explicit `--git-dir`/`--work-tree`, no user or system config, no hooks,
   no pager, no ignore files (every file but `.git/` is content) and a fixed author.
 - `validate_artifacts` deletes every symlink in the tree and reports it, reports hard-linked files,
@@ -28,7 +33,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -117,6 +122,9 @@ class Change:
 class WorkspaceDiff:
     changes: list[Change]
     unified_diff: str
+    # The git tree of the working tree as diffed (None when not recorded); what a failed run
+    # restores. Not part of equality: two diffs with the same changes are the same diff.
+    tree: str | None = field(default=None, compare=False)
 
     @property
     def has_changes(self) -> bool:
@@ -273,6 +281,7 @@ def workspace_diff(root_dir: Path) -> WorkspaceDiff:
         _git(root_dir, "add", "--all", "--force", *_TRACKED_PATHSPEC, index_file=temporary_index)
         names = _git(root_dir, "diff", "--cached", "--name-status", "-z", "--no-renames", "HEAD", index_file=temporary_index)
         changes = _parse_name_status(names.stdout)
+        tree = _git(root_dir, "write-tree", index_file=temporary_index).stdout.decode().strip()
         unified = ""
         if changes:
             patch = _git(
@@ -281,10 +290,40 @@ def workspace_diff(root_dir: Path) -> WorkspaceDiff:
                 index_file=temporary_index,
             )
             unified = patch.stdout.decode("utf-8", "replace")
-        return WorkspaceDiff(changes=changes, unified_diff=unified)
+        return WorkspaceDiff(changes=changes, unified_diff=unified, tree=tree)
     finally:
         temporary_index.unlink(missing_ok=True)
         Path(str(temporary_index) + ".lock").unlink(missing_ok=True)
+
+
+def restore_workspace(root_dir: Path, tree: str) -> None:
+    """Make the working tree (everything but `.git/` and our bookkeeping folder) equal `tree`.
+
+    Untracked files and folders are deleted first (ignore rules do not apply, nested
+    repositories included; `phase2_workspace_diff.md` is kept), then every file of the tree is
+    written back with its mode. The real
+    index, HEAD and refs are not modified; the index's stat cache is refreshed afterwards.
+    """
+    root_dir = Path(root_dir)
+    remove_symlinks(root_dir)
+    git_dir = root_dir / GIT_DIR
+    descriptor, name = tempfile.mkstemp(prefix="codex-memories-restore-index-", dir=git_dir)
+    os.close(descriptor)
+    temporary_index = Path(name)
+    temporary_index.unlink()  # git creates a missing index, but refuses an empty file
+    try:
+        _git(root_dir, "read-tree", tree, index_file=temporary_index)
+        # The diff file stays, as spec 3 step 10 leaves it after a failure (never served, and
+        # rewritten by the next run).
+        _git(
+            root_dir, "clean", "-d", "-f", "-f", "-x", "-q", *_TRACKED_PATHSPEC, f":(exclude){WORKSPACE_DIFF_FILE}",
+            index_file=temporary_index,
+        )
+        _git(root_dir, "checkout-index", "--all", "--force", index_file=temporary_index)
+    finally:
+        temporary_index.unlink(missing_ok=True)
+        Path(str(temporary_index) + ".lock").unlink(missing_ok=True)
+    _refresh_index(root_dir)
 
 
 # --------------------------------------------------------------------------------------------

@@ -236,7 +236,7 @@ class _FolderScanner:
             try:
                 scan = scan_rollout(path)
             except OSError as error:
-                report.unreadable.append((key, f"read failed: {error.strerror}"))
+                report.unreadable.append((key, f"read failed: {error.strerror or error}"))
                 continue
             report.files_read += 1
             report.read_paths.append(key)

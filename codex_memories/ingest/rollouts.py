@@ -7,9 +7,14 @@ Inputs are the append-only JSONL session files Codex writes under `$CODEX_HOME/s
   longer than `MAX_LINE_BYTES` is skipped without being held either.
 * A line that cannot be used is skipped and counted by reason (`invalid_utf8`, `invalid_json`,
   `not_an_object`, `partial_last_line` for an unterminated last line that does not parse,
-  `line_too_long`); blank lines are ignored. Unknown line types and unknown fields are ignored,
-  so newer Codex builds (world state, token-usage records, ...) do not break us. Bad input never
-  raises; only I/O errors do (`OSError`, including `UnsupportedRolloutCompression`).
+  `line_too_long`, and `type_not_a_string`, `payload_not_an_object`, `payload_type_not_a_string`,
+  `role_not_a_string` for a line whose envelope `type`, `payload`, `payload.type` or message
+  `role` is some other JSON value, `too_deeply_nested` beyond `MAX_JSON_DEPTH`); blank lines are ignored, and every other line is counted as
+  parsed or skipped (`lines_parsed + lines_skipped == lines_total`). Unknown line types and
+  unknown fields are ignored, so newer Codex builds (world state, token-usage records, ...) do not
+  break us; a field of an unexpected JSON type is read as absent. Bad input never raises; only
+  I/O errors do (`OSError`, including `UnsupportedRolloutCompression`): the caller turns that into
+  one named failure for that file.
 * `.jsonl.zst` files are read when the optional `zstandard` module is importable and are
   otherwise not listed by `iter_rollout_files`.
 
@@ -46,6 +51,9 @@ except ImportError:
 # A single JSONL line larger than this is skipped (counted as `line_too_long`) instead of being
 # parsed: one pathological tool output must not decide the memory use of the whole job.
 MAX_LINE_BYTES = 64 * 1024 * 1024
+# A line nested deeper than this is skipped (`too_deeply_nested`): Python's JSON decoder accepts
+# nesting its encoder (and every recursive walk here) cannot handle. Codex lines nest < 20 deep.
+MAX_JSON_DEPTH = 200
 
 FIRST_USER_MESSAGE_MAX_CHARS = 200
 CITATION_OPEN = "<oai-mem-citation>"
@@ -118,7 +126,8 @@ class LineStats:
     lines_total: int = 0
     lines_parsed: int = 0
     lines_skipped: int = 0
-    # invalid_json, invalid_utf8, not_an_object, partial_last_line, line_too_long
+    # invalid_json, invalid_utf8, not_an_object, partial_last_line, line_too_long,
+    # type_not_a_string, payload_not_an_object, payload_type_not_a_string, role_not_a_string
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
 
 
@@ -285,6 +294,10 @@ class _LineParser:
             # An unterminated last line is most likely a session still being written.
             self.skipped["partial_last_line" if not line.complete else reason] += 1
             return None
+        damage = "too_deeply_nested" if _nested_deeper_than(obj, MAX_JSON_DEPTH) else _envelope_damage(obj)
+        if damage is not None:
+            self.skipped[damage] += 1
+            return None
         self.parsed += 1
         return obj
 
@@ -297,8 +310,51 @@ class _LineParser:
         )
 
 
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether containers nest more than `limit` deep (iterative: no recursion on hostile input)."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        current, depth = pending.pop()
+        if depth > limit:
+            return True
+        if isinstance(current, dict):
+            pending.extend((child, depth + 1) for child in current.values() if isinstance(child, (dict, list)))
+        elif isinstance(current, list):
+            pending.extend((child, depth + 1) for child in current if isinstance(child, (dict, list)))
+    return False
+
+
+def _envelope_damage(obj: dict[str, Any]) -> str | None:
+    """Why a parsed line cannot be read as a rollout line, or None.
+
+    The fields every consumer branches on (`type`, `payload`, `payload.type`, a message's
+    `role`) must be strings (or an object, for `payload`) when present; any other JSON value
+    makes the line damaged, so no consumer ever hashes or compares a list or an object there.
+    """
+    kind = obj.get("type")
+    if kind is not None and not isinstance(kind, str):
+        return "type_not_a_string"
+    if "payload" in obj:
+        payload = obj["payload"]
+        if not isinstance(payload, dict):
+            return "payload_not_an_object" if kind is not None else None
+    elif kind in _LEGACY_RESPONSE_ITEM_TYPES:
+        payload = obj
+    else:
+        return None
+    item_type = payload.get("type")
+    if item_type is not None and not isinstance(item_type, str):
+        return "payload_type_not_a_string"
+    role = payload.get("role")
+    if role is not None and not isinstance(role, str):
+        return "role_not_a_string"
+    return None
+
+
 def _envelope(obj: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
-    """(line type, payload) of a rollout line; legacy bare lines are mapped onto the envelope."""
+    """(line type, payload) of a rollout line; legacy bare lines are mapped onto the envelope.
+
+    Only called on lines `_envelope_damage` accepted: `type` is a string or absent."""
     kind = obj.get("type")
     payload = obj.get("payload")
     if isinstance(kind, str) and isinstance(payload, dict):
@@ -328,9 +384,9 @@ def _parse_timestamp(value: Any) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(value)
-    except ValueError:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):  # OverflowError: a year-1 or year-9999 time with an offset
         return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def normalize_source(value: Any) -> str:
@@ -412,6 +468,8 @@ def external_context_kind(line_type: str | None, payload: dict[str, Any]) -> str
     `_end`). Calls to the memory server itself (`MEMORY_MCP_SERVERS`) are not external.
     """
     kind = payload.get("type")
+    if not isinstance(kind, str):
+        return None
     if line_type == "response_item":
         if kind in EXTERNAL_CONTEXT_ITEM_TYPES:
             return kind
@@ -423,7 +481,7 @@ def external_context_kind(line_type: str | None, payload: dict[str, Any]) -> str
     if line_type == "event_msg" and kind in EXTERNAL_CONTEXT_EVENT_TYPES:
         invocation = payload.get("invocation")
         server = invocation.get("server") if isinstance(invocation, dict) else None
-        if server in MEMORY_MCP_SERVERS:
+        if isinstance(server, str) and server in MEMORY_MCP_SERVERS:
             return None
         return "mcp_tool_call" if kind.startswith("mcp_") else "web_search_call"
     return None
@@ -565,9 +623,10 @@ def sanitize_response_item(item: dict[str, Any]) -> dict[str, Any] | None:
     Not redacted: redaction runs on the serialised item (`build_memory_transcript`).
     """
     kind = item.get("type")
-    if kind not in KEPT_RESPONSE_ITEM_TYPES:
+    if not isinstance(kind, str) or kind not in KEPT_RESPONSE_ITEM_TYPES:
         return None
-    if kind == "message" and item.get("role") in DROPPED_MESSAGE_ROLES:
+    role = item.get("role")
+    if kind == "message" and isinstance(role, str) and role in DROPPED_MESSAGE_ROLES:
         return None
     kept = dict(item)
     kept.pop("encrypted_content", None)

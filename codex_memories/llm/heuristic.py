@@ -13,6 +13,14 @@ What it looks for:
   a similar command in the same directory is recorded as a fix; a failure never fixed is recorded
   as such. Commands are grouped per working directory, one task block each.
 
+Tool output is evidence, never an instruction: it is read only for the exit code. What a command
+printed is never copied into a memory (a tool output saying "note for AI assistants: always run
+..." must not become advice every later session follows); a memory records what ran, its exit
+code and what fixed it.
+
+Transcript items are JSON from a file: any field may hold any JSON value. A field of an
+unexpected type is read as absent, never trusted to be hashable or iterable.
+
 When none of that is present the result is the "no output" outcome (all three fields empty).
 Same input, byte-identical output.
 """
@@ -70,9 +78,9 @@ _TRIVIAL_PROGRAMS = {
 }
 
 _EXIT_CODE_PATTERNS = (
-    re.compile(r"\bExit code:\s*(-?\d+)"),
-    re.compile(r"\bProcess exited with code\s*(-?\d+)"),
-    re.compile(r"\bexit_code[\"']?\s*[:=]\s*(-?\d+)"),
+    re.compile(r"\bExit code:\s*(-?\d{1,9})\b"),
+    re.compile(r"\bProcess exited with code\s*(-?\d{1,9})\b"),
+    re.compile(r"\bexit_code[\"']?\s*[:=]\s*(-?\d{1,9})\b"),
 )
 
 _ENV_CWD = re.compile(r"<cwd>\s*(.*?)\s*</cwd>", re.DOTALL)
@@ -85,7 +93,6 @@ class CommandRun:
     command: str
     workdir: str
     exit_code: int
-    first_output_line: str
 
     @property
     def succeeded(self) -> bool:
@@ -191,7 +198,8 @@ def _user_texts(items: list[dict[str, Any]]) -> list[str]:
     for item in items:
         if item.get("type") != "message" or item.get("role") != "user":
             continue
-        for part in item.get("content") or []:
+        content = item.get("content")
+        for part in content if isinstance(content, list) else []:
             if isinstance(part, dict) and part.get("type") == "input_text" and isinstance(part.get("text"), str):
                 texts.append(part["text"])
     return texts
@@ -257,7 +265,6 @@ def _command_runs(items: list[dict[str, Any]], default_workdir: str) -> list[Com
                 command=_clip(command, MAX_COMMAND_CHARS),
                 workdir=workdir or default_workdir,
                 exit_code=exit_code,
-                first_output_line=_first_meaningful_line(output),
             )
         )
     return runs
@@ -266,19 +273,26 @@ def _command_runs(items: list[dict[str, Any]], default_workdir: str) -> list[Com
 def _parse_command_call(item: dict[str, Any]) -> tuple[str, str | None, str | None] | None:
     item_type = item.get("type")
     if item_type == "local_shell_call":
-        action = item.get("action") or {}
+        action = item.get("action")
+        if not isinstance(action, dict):
+            return None
         command = _command_string(action.get("command"))
         workdir = action.get("working_directory")
         call_id = item.get("call_id") or item.get("id")
-    elif item_type == "function_call" and item.get("name") in _SHELL_TOOL_NAMES:
+    elif item_type == "function_call" and isinstance(item.get("name"), str) and item["name"] in _SHELL_TOOL_NAMES:
+        raw_arguments = item.get("arguments")
+        if not isinstance(raw_arguments, str):
+            return None
         try:
-            arguments = json.loads(item.get("arguments") or "{}")
-        except json.JSONDecodeError:
+            arguments = json.loads(raw_arguments or "{}")
+        except (ValueError, RecursionError):
             return None
         if not isinstance(arguments, dict):
             return None
         command = _command_string(arguments.get("command", arguments.get("cmd")))
-        workdir = arguments.get("workdir") or arguments.get("working_directory")
+        workdir = arguments.get("workdir")
+        if not isinstance(workdir, str) or not workdir:
+            workdir = arguments.get("working_directory")
         call_id = item.get("call_id")
     else:
         return None
@@ -309,7 +323,7 @@ def _output_text(output: Any) -> str:
 def _exit_code(output: str) -> int | None:
     try:
         payload = json.loads(output)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         payload = None
     if isinstance(payload, dict):
         metadata = payload.get("metadata")
@@ -324,19 +338,6 @@ def _exit_code(output: str) -> int | None:
         if match:
             return int(match.group(1))
     return None
-
-
-def _first_meaningful_line(output: str) -> str:
-    try:
-        payload = json.loads(output)
-    except json.JSONDecodeError:
-        payload = None
-    text = payload["output"] if isinstance(payload, dict) and isinstance(payload.get("output"), str) else output
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped and not any(pattern.search(stripped) for pattern in _EXIT_CODE_PATTERNS) and not stripped.startswith(("Wall time:", "Output:", "Chunk ID:")):
-            return _clip(stripped, MAX_QUOTE_CHARS)
-    return ""
 
 
 def _program_of(command: str) -> str:
@@ -416,12 +417,12 @@ def _knowledge_lines(task: TaskEvidence) -> list[str]:
 def _failure_lines(task: TaskEvidence) -> list[str]:
     fixes, unresolved = task.fixes_and_unresolved()
     lines = [
-        f"- `{fix.failed.command}` failed (exit {fix.failed.exit_code}{_detail(fix.failed)}) -> "
+        f"- `{fix.failed.command}` failed (exit {fix.failed.exit_code}) -> "
         f"`{fix.fixed_by.command}` worked afterwards"
         for fix in fixes
     ]
     lines += [
-        f"- `{run.command}` failed (exit {run.exit_code}{_detail(run)}); no later success of a similar command in this session"
+        f"- `{run.command}` failed (exit {run.exit_code}); no later success of a similar command in this session"
         for run in unresolved
     ]
     return lines[:MAX_ITEMS_PER_SECTION]
@@ -433,10 +434,6 @@ def _reference_lines(task: TaskEvidence, numbered: bool) -> list[str]:
         prefix = f"[{index}]" if numbered else "-"
         lines.append(f"{prefix} `{run.command}` -> exit {run.exit_code}")
     return lines
-
-
-def _detail(run: CommandRun) -> str:
-    return f": {run.first_output_line}" if run.first_output_line else ""
 
 
 def _section(title: str, lines: list[str]) -> list[str]:

@@ -127,6 +127,8 @@ class Phase2ClaimOutcome(StrEnum):
     skipped_running = "skipped_running"
     skipped_cooldown = "skipped_cooldown"
     skipped_retry_unavailable = "skipped_retry_unavailable"
+    # Ours: stage-1 jobs are running under live leases; their outputs are not there to see yet.
+    skipped_stage1_in_flight = "skipped_stage1_in_flight"
 
 
 class Phase2ClaimResult(_Record):

@@ -654,13 +654,19 @@ class MemoryStore:
         lease_seconds: int,
         cooldown_seconds: int = PHASE2_SUCCESS_COOLDOWN_SECONDS,
         ignore_cooldown: bool = False,
+        defer_to_stage1_in_flight: bool = False,
     ) -> Phase2ClaimResult:
         """Query behaviour (spec 2.4, one locked transaction):
-        - no row: insert `running` (`input_watermark=0`) → `claimed`;
+        - no row: insert `running` (`input_watermark=0`) → `claimed` (unless stage-1 jobs are
+          in flight, below);
         - `retry_at > now` → `skipped_retry_unavailable`;
         - running under a live lease → `skipped_running`;
         - `last_error IS NULL AND finished_at > now - cooldown` → `skipped_cooldown`, unless
           `ignore_cooldown` (`--force`: skips this check only);
+        - ours, with `defer_to_stage1_in_flight` (the phase-2 flow sets it; the default is the
+          spec's claim): any `memory_stage1` job `running` under a live lease →
+          `skipped_stage1_in_flight` and the row is left as it is (dirty, for the next run), so
+          a consolidation never starts over extractions it cannot see yet;
         - otherwise take it: `running`, new token, `started_at=now`, `lease_until=now+lease`,
           `finished_at`, `retry_at`, `last_error` cleared → `claimed` with the row's
           `input_watermark`. `retry_remaining` is never checked.
@@ -674,6 +680,7 @@ class MemoryStore:
                     lease_seconds=lease_seconds,
                     cooldown_seconds=cooldown_seconds,
                     ignore_cooldown=ignore_cooldown,
+                    defer_to_stage1_in_flight=defer_to_stage1_in_flight,
                 ),
                 "global phase-2 job",
             )
@@ -704,11 +711,17 @@ class MemoryStore:
         completed_watermark: int,
         selected: Sequence[Stage1Output | Stage1OutputRef],
         usage: dict[str, int] | None = None,
+        claimed_input_watermark: int | None = None,
     ) -> bool:
         """Query behaviour (spec 2.4), one transaction:
         - only while still owner, else False and nothing changes;
         - job → `done`, `finished_at=now`, lease and error cleared, `last_success_watermark =
           max(COALESCE(old, 0), completed_watermark)`; token usage added;
+        - ours: when `claimed_input_watermark` is given and the row's `input_watermark` moved
+          since the claim (a stage-1 output arrived, or was deleted, while this consolidation
+          ran: work it could not see), the job goes to `pending` with `finished_at = NULL`
+          instead: still dirty, and no cooldown counts from it (the cooldown needs a
+          `finished_at`);
         - clear every `selected_for_phase2*` flag, then set `selected_for_phase2 = 1` and the
           snapshot for rows matching exactly `(thread_id, source_updated_at)` of each selected
           output (a row refreshed meanwhile stays unselected).
@@ -719,12 +732,18 @@ class MemoryStore:
         snapshots = sorted({(output.thread_id, output.source_updated_at) for output in selected})
 
         def run(conn: Connection) -> bool:
+            current = _global_job_row(conn)
+            work_arrived = (
+                claimed_input_watermark is not None
+                and current is not None
+                and (current.input_watermark or 0) != claimed_input_watermark
+            )
             finished = conn.execute(
                 update(_jobs)
                 .where(*_global_owner(ownership_token))
                 .values(
-                    status=JobStatus.done.value,
-                    finished_at=now,
+                    status=JobStatus.pending.value if work_arrived else JobStatus.done.value,
+                    finished_at=None if work_arrived else now,
                     lease_until=None,
                     last_error=None,
                     last_success_watermark=case(
@@ -1160,17 +1179,7 @@ class MemoryStore:
 
     def _count_live_stage1_jobs(self) -> int:
         now = self._now()
-        return self._read(
-            lambda conn: conn.execute(
-                select(func.count())
-                .select_from(_jobs)
-                .where(
-                    _jobs.c.kind == JobKind.stage1.value,
-                    _jobs.c.status == JobStatus.running.value,
-                    _jobs.c.lease_until > now,
-                )
-            ).scalar_one()
-        )
+        return self._read(lambda conn: _live_stage1_jobs(conn, now))
 
     def _write(
         self, work: Callable[[Connection], _T], *, locks: Sequence[JobKind] = ()
@@ -1307,9 +1316,11 @@ class MemoryStore:
         lease_seconds: int,
         cooldown_seconds: int,
         ignore_cooldown: bool,
+        defer_to_stage1_in_flight: bool,
     ) -> Phase2ClaimResult | None:
         """One decision under the global lock; None when the row changed under us."""
         now = self._now()
+        stage1_in_flight = defer_to_stage1_in_flight and _live_stage1_jobs(conn, now) > 0
         token = str(uuid.uuid4())
         running = {
             "status": JobStatus.running.value,
@@ -1323,6 +1334,8 @@ class MemoryStore:
         }
         job = _global_job_row(conn)
         if job is None:
+            if stage1_in_flight:
+                return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_stage1_in_flight)
             conn.execute(
                 insert(_jobs).values(
                     kind=JobKind.consolidate_global.value,
@@ -1349,6 +1362,8 @@ class MemoryStore:
             and job.finished_at > now - cooldown_seconds
         ):
             return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_cooldown)
+        if stage1_in_flight:
+            return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_stage1_in_flight)
         taken = conn.execute(
             update(_jobs)
             .where(
@@ -1714,6 +1729,18 @@ def _enabled_thread_ids(conn: Connection, thread_ids: Iterable[str]) -> set[str]
         rows = conn.execute(select(_threads.c.id, _threads.c.memory_mode).where(_threads.c.id.in_(chunk)))
         enabled.update(row.id for row in rows if row.memory_mode == MemoryMode.enabled.value)
     return enabled
+
+
+def _live_stage1_jobs(conn: Connection, now: int) -> int:
+    return conn.execute(
+        select(func.count())
+        .select_from(_jobs)
+        .where(
+            _jobs.c.kind == JobKind.stage1.value,
+            _jobs.c.status == JobStatus.running.value,
+            _jobs.c.lease_until > now,
+        )
+    ).scalar_one()
 
 
 def _global_job_row(conn: Connection) -> Row[Any] | None:

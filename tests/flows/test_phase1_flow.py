@@ -382,3 +382,54 @@ def test_secrets_in_the_model_output_reach_neither_the_db_nor_the_memory_folder(
     for name, value in SECRET_VALUES.items():
         assert value not in stored, f"{name} reached the DB"
         assert value not in written, f"{name} reached the memory folder"
+
+
+def test_one_line_with_a_list_or_object_where_a_string_belongs_costs_that_line_only(tmp_path: Path) -> None:
+    """Issue 11 item 6: one such line used to stop phase 1 (30 of 30 sessions without memory),
+    and inside a transcript it became `failed_model_request: TypeError: unhashable type: 'list'`."""
+    home = tmp_path / "codex_home"
+    enable_memories(home)
+    damaged = [
+        {"type": ["response_item"], "payload": {"type": "message", "role": "user", "content": []}},
+        {"type": "response_item", "payload": {"type": {"nested": "message"}, "role": "user"}},
+        {"type": "response_item", "payload": {"type": "message", "role": ["user"], "content": []}},
+        {"type": "event_msg", "payload": {"type": ["agent_message"], "message": "x"}},
+        # Model-visible items whose fields hold lists: kept for the model, and usable offline.
+        {"type": "response_item", "payload": {"type": "function_call", "name": ["shell"], "arguments": "{}", "call_id": "x1"}},
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "function_call", "name": "shell", "call_id": "x2",
+                "arguments": json.dumps({"command": ["bash", "-lc", "make lint"], "workdir": ["/src"]}),
+            },
+        },
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "x2", "output": "Exit code: 0"}},
+        {"type": "response_item", "payload": {"type": "local_shell_call", "call_id": ["x3"], "action": ["ls"]}},
+    ]
+    for number in range(30):
+        write_rollout(
+            home,
+            created_at=NOW - timedelta(hours=20 + number),
+            cwd=f"/home/dana/src/project-{number}",
+            user_messages=[f"Always run make check in project {number}."],
+            tool_calls=[("make check", "ok", 0)],
+            extra_lines=damaged if number == 7 else (),
+        )
+
+    report = run_phase1(home, tmp_path)
+
+    assert report.outcome_counts() == {"succeeded": 30}
+    assert report.discovery["damaged lines skipped"] == 4
+    assert report.discovery["damaged lines skipped: type_not_a_string"] == 1
+    assert report.discovery["damaged lines skipped: payload_type_not_a_string"] == 2
+    assert report.discovery["damaged lines skipped: role_not_a_string"] == 1
+    store = open_store(tmp_path)
+    try:
+        assert scalar_count(store, "SELECT COUNT(*) FROM stage1_outputs") == 30
+    finally:
+        store.close()
+
+
+def scalar_count(store: MemoryStore, sql: str) -> int:
+    with store.engine.connect() as connection:
+        return connection.execute(text(sql)).scalar_one()

@@ -64,3 +64,49 @@ def _sleep_until(start_at: float) -> None:
     delay = start_at - time.time()
     if delay > 0:
         time.sleep(delay)
+
+
+def run_pipeline(
+    codex_home: str,
+    db_url: str,
+    memory_root: str,
+    prefect_home: str,
+    extraction_delay: float,
+    extracted_log: str,
+    start_at: float,
+) -> int:
+    """`codex-memories run` (phase 1 then phase 2, offline provider) in this process.
+
+    Each heuristic extraction takes `extraction_delay` seconds (as a model call would) and
+    appends its thread id to `extracted_log`, so the test can tell who extracted what. Prefect
+    runs its own temporary server under `prefect_home`. Returns the command's exit code."""
+    import os
+
+    os.environ["PREFECT_HOME"] = prefect_home
+    os.environ.pop("PREFECT_API_URL", None)
+    for name in list(os.environ):
+        if name.startswith("CODEX_MEMORIES_") or name in {"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"}:
+            del os.environ[name]
+
+    from codex_memories.llm.heuristic import HeuristicProvider
+    from codex_memories_cli.main import app
+
+    original_extract = HeuristicProvider.extract
+
+    def slow_extract(self, request):
+        time.sleep(extraction_delay)
+        with open(extracted_log, "a", encoding="utf-8") as log:
+            log.write(request.thread_id + "\n")
+        return original_extract(self, request)
+
+    HeuristicProvider.extract = slow_extract
+    arguments = [
+        "run", "--codex-home", codex_home, "--db", db_url, "--memory-root", memory_root,
+        "--provider", "heuristic", "--max-rollouts", "64", "--ignore-age-windows", "--concurrency", "4",
+    ]
+    _sleep_until(start_at)
+    try:
+        app(arguments, standalone_mode=False)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    return 0

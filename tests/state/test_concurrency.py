@@ -9,10 +9,14 @@ import multiprocessing
 import threading
 import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from codex_memories.state import MemoryStore, Stage1ClaimOutcome
 from tests.state import concurrency_worker
 from tests.state.support import HOUR, LEASE, make_thread, scalar_sql
+from tests.support.rollout_factory import write_rollout
 
 ROUNDS = 10
 
@@ -130,3 +134,48 @@ def test_processes_opening_a_fresh_database_together_migrate_it_once(db_url):
     assert results == [0] * 4
     with MemoryStore.open(db_url) as store:
         assert scalar_sql(store, "SELECT COUNT(*) FROM codex_memories_alembic_version") == 1
+
+
+@pytest.mark.flow
+def test_two_runs_started_together_bring_every_extracted_session_into_the_folder(db_url, tmp_path):
+    """Issue 11 item 5: the second run's phase 2 used to start while the first run was still
+    extracting, consolidate none of its sessions, and its cooldown then kept the first run's
+    phase 2 out: 0 of 40 sessions reached the folder for 6 hours."""
+    sessions = 40
+    codex_home = tmp_path / "codex_home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text("[features]\nmemories = true\n", encoding="utf-8")
+    now = datetime.now(UTC)
+    thread_ids = []
+    for number in range(sessions):
+        path = write_rollout(
+            codex_home,
+            created_at=now - timedelta(hours=20 + number),
+            cwd=f"/home/dana/src/project-{number}",
+            user_messages=[f"Always run make check-{number} before pushing."],
+            tool_calls=[(f"make check-{number}", "ok", 0)],
+        )
+        thread_ids.append(path.stem.split("-", 6)[-1])
+    memory_root = tmp_path / "memories"
+    context = multiprocessing.get_context("spawn")
+    start_at = time.time() + 5.0
+    arguments = [
+        (str(codex_home), db_url, str(memory_root), str(tmp_path / f"prefect-{n}"), 0.4, str(tmp_path / f"extracted-{n}.log"), start_at)
+        for n in range(2)
+    ]
+    with context.Pool(2) as pool:
+        exit_codes = pool.starmap_async(concurrency_worker.run_pipeline, arguments).get(timeout=280)
+
+    assert exit_codes == [0, 0]
+    extracted = Counter(
+        line
+        for n in range(2)
+        if (tmp_path / f"extracted-{n}.log").exists()
+        for line in (tmp_path / f"extracted-{n}.log").read_text(encoding="utf-8").split()
+    )
+    assert sorted(extracted) == sorted(thread_ids) and set(extracted.values()) == {1}  # each exactly once
+    raw_memories = (memory_root / "raw_memories.md").read_text(encoding="utf-8")
+    handbook = (memory_root / "MEMORY.md").read_text(encoding="utf-8")
+    missing = [thread_id for thread_id in thread_ids if thread_id not in raw_memories or thread_id not in handbook]
+    assert missing == [], f"{len(missing)} of {sessions} extracted sessions never reached the folder"
+    assert len(list((memory_root / "rollout_summaries").glob("*.md"))) == sessions

@@ -157,3 +157,98 @@ def test_enqueueing_keeps_a_running_job_running_and_refills_the_retry_budget(sto
     assert store.mark_global_phase2_job_succeeded(
         ownership_token=running.ownership_token, completed_watermark=20, selected=[]
     )
+
+
+# ---- no consolidation, and no cooldown, over work it could not see (issue 11 item 5) -------
+
+
+def start_extraction(store: MemoryStore, thread_id: str, source_updated_at: int = 100) -> str:
+    from tests.state.support import make_thread
+
+    store.upsert_threads([make_thread(thread_id)])
+    claim = store.try_claim_stage1_job(
+        thread_id=thread_id, worker_id="run-1", source_updated_at=source_updated_at,
+        lease_seconds=LEASE, max_running_jobs=64,
+    )
+    return claim.ownership_token
+
+
+def deferring(store: MemoryStore, worker: str = "worker-a", **options):
+    return p2claim(store, worker, defer_to_stage1_in_flight=True, **options)
+
+
+def test_phase2_is_not_claimed_while_an_extraction_runs_under_a_live_lease(store, clock: FakeClock):
+    token = start_extraction(store, "thread-a")
+    assert deferring(store).outcome is Phase2ClaimOutcome.skipped_stage1_in_flight
+    assert global_job(store) is None  # nothing written: the skip leaves the job as it was
+    assert deferring(store, ignore_cooldown=True).outcome is Phase2ClaimOutcome.skipped_stage1_in_flight
+
+    store.mark_stage1_job_succeeded(
+        thread_id="thread-a", ownership_token=token, source_updated_at=100,
+        raw_memory="raw", rollout_summary="summary", rollout_slug=None,
+    )
+    assert global_job(store).status == "pending"  # dirty, waiting for a consolidation
+    assert deferring(store).outcome is Phase2ClaimOutcome.claimed
+
+
+def test_an_expired_stage1_lease_does_not_hold_phase2_back(store, clock: FakeClock):
+    start_extraction(store, "thread-a")
+    clock.advance(LEASE + 1)
+    assert deferring(store).outcome is Phase2ClaimOutcome.claimed
+
+
+def test_the_spec_claim_does_not_look_at_stage1_jobs(store):
+    start_extraction(store, "thread-a")
+    assert p2claim(store).outcome is Phase2ClaimOutcome.claimed
+
+
+def test_a_consolidation_that_missed_an_output_stays_dirty_and_starts_no_cooldown(store):
+    store.enqueue_global_consolidation(100)
+    lock = p2claim(store)
+    store.enqueue_global_consolidation(150)  # a stage-1 output arrives while it consolidates
+    assert store.mark_global_phase2_job_succeeded(
+        ownership_token=lock.ownership_token, completed_watermark=100, selected=[],
+        claimed_input_watermark=lock.input_watermark,
+    )
+    job = global_job(store)
+    assert (job.status, job.finished_at, job.last_error, job.lease_until) == ("pending", None, None, None)
+    assert job.last_success_watermark == 100
+
+    again = p2claim(store)
+    assert again.outcome is Phase2ClaimOutcome.claimed and again.input_watermark == 150
+    assert store.mark_global_phase2_job_succeeded(
+        ownership_token=again.ownership_token, completed_watermark=150, selected=[],
+        claimed_input_watermark=again.input_watermark,
+    )
+    assert global_job(store).status == "done"
+    assert p2claim(store).outcome is Phase2ClaimOutcome.skipped_cooldown  # this one saw everything
+
+
+def test_waiting_for_extractions_in_flight_is_bounded(store, clock: FakeClock):
+    from codex_memories.consolidate.steps import claim_global_lock
+
+    token = start_extraction(store, "thread-a")
+    waited: list[float] = []
+    ticks = iter(range(1000))
+
+    def fake_sleep(seconds: float) -> None:
+        waited.append(seconds)
+        if len(waited) == 3:  # the other run's extraction finishes during the wait
+            store.mark_stage1_job_succeeded(
+                thread_id="thread-a", ownership_token=token, source_updated_at=100,
+                raw_memory="raw", rollout_summary="summary", rollout_slug=None,
+            )
+
+    claimed = claim_global_lock(
+        store, worker_id="run-2", lease_seconds=LEASE, cooldown_seconds=3600, force=False,
+        stage1_wait_seconds=30, sleep=fake_sleep, clock=lambda: float(next(ticks)),
+    )
+    assert claimed.outcome is Phase2ClaimOutcome.claimed and len(waited) == 3
+
+    start_extraction(store, "thread-b", source_updated_at=200)
+    store.mark_global_phase2_job_failed(ownership_token=claimed.ownership_token, reason="x", retry_delay_seconds=0)
+    gave_up = claim_global_lock(
+        store, worker_id="run-2", lease_seconds=LEASE, cooldown_seconds=3600, force=False,
+        stage1_wait_seconds=5, sleep=lambda seconds: None, clock=lambda: float(next(ticks)),
+    )
+    assert gave_up.outcome is Phase2ClaimOutcome.skipped_stage1_in_flight
