@@ -403,6 +403,16 @@ def check_memory_feature(codex_home: Path, memory_root: Path) -> Check:
     )
 
 
+def codex_rewrite_warning(codex_home: Path, memory_root: str) -> str | None:
+    """The one warning line `run`, `phase1`, `phase2` and the deployments print when Codex's own
+    memory pipeline would rewrite the folder we write; None when it would not (an `s3://` root is
+    never Codex's folder)."""
+    if "://" in memory_root:
+        return None
+    check = check_memory_feature(Path(codex_home), Path(memory_root).expanduser())
+    return None if check.ok else f"warning: Codex's own memory feature is {check.message}"
+
+
 def doctor(
     codex_home: Path,
     memory_root: Path,

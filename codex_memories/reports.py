@@ -31,6 +31,8 @@ class Phase1Report:
     provider: str | None = None
     model: str | None = None
     provider_reason: str | None = None
+    # Codex's own memory pipeline would rewrite the folder we write (codex_home.codex_rewrite_warning).
+    warning: str | None = None
     # The rate-limit guard's figure when it stopped claims (spec 1.3), e.g. "primary 90.0% used ...".
     rate_limit: str | None = None
     discovery: dict[str, Any] = field(default_factory=dict)
@@ -55,6 +57,8 @@ class Phase1Report:
 
 def render_phase1_markdown(report: Phase1Report) -> str:
     lines = ["# codex-memories phase 1", ""]
+    if report.warning:
+        lines += [f"**{report.warning}**", ""]
     if report.provider:
         lines.append(f"Provider: `{report.provider}`, model `{report.model}`.")
         if report.provider_reason:
@@ -106,6 +110,8 @@ def render_phase1_text(report: Phase1Report) -> str:
     counts = report.outcome_counts()
     parts = [f"{outcome}={count}" for outcome, count in sorted(counts.items())]
     text = "phase 1: " + (", ".join(parts) if parts else "nothing to do")
+    if report.warning:
+        text += f"\n  {report.warning}"
     if report.provider:
         text += f"\n  provider {report.provider}: {report.provider_reason or ''}"
     if report.rate_limit:
@@ -122,6 +128,8 @@ class Phase2Report:
     consolidator: str | None = None
     provider: str | None = None
     provider_reason: str | None = None
+    # Codex's own memory pipeline would rewrite the folder we write (codex_home.codex_rewrite_warning).
+    warning: str | None = None
     rate_limit: str | None = None
     selected: int = 0
     diff_status: list[str] = field(default_factory=list)
@@ -147,6 +155,8 @@ class Phase2Report:
 def render_phase2_markdown(report: Phase2Report) -> str:
     outcome = report.outcome.value if report.outcome else "unknown"
     lines = ["# codex-memories phase 2", "", f"Outcome: `{outcome}`"]
+    if report.warning:
+        lines.append(f"**{report.warning}**")
     if report.reason:
         lines.append(f"Reason: {report.reason}")
     if report.provider:
@@ -196,6 +206,8 @@ def render_phase2_markdown(report: Phase2Report) -> str:
 def render_phase2_text(report: Phase2Report) -> str:
     outcome = report.outcome.value if report.outcome else "unknown"
     text = f"phase 2: {outcome}"
+    if report.warning:
+        text = f"{report.warning}\n{text}"
     if report.reason:
         text += f" ({report.reason})"
     if report.diff_status:

@@ -47,15 +47,6 @@ def _our_command() -> Path:
     _fail("cannot find the `codex-memories` executable (install the package with pip first)")
 
 
-def provider_and_reason(config: RuntimeConfig) -> tuple[str, str]:
-    name = config.provider_name
-    if config.settings.provider != "auto":
-        return name, "set explicitly (CODEX_MEMORIES_PROVIDER, --provider or our settings file)"
-    if name == "openai":
-        return name, "auto: an API key or base URL is set"
-    return name, "auto: no API key or base URL is set, so the offline rule-based provider"
-
-
 @codex_app.command()
 def install(
     dry_run: DryRun = False,
@@ -118,7 +109,7 @@ def doctor(
         config.settings.codex_home_path.absolute(),
         _local_memory_root(config),
         config.settings.resolved_db_url,
-        provider_and_reason(config),
+        (config.provider_name, config.provider_reason),
         codex_binary=codex_binary,
     )
     for line in report.lines():

@@ -38,6 +38,7 @@ from codex_memories_tasks.quality import check_extraction_quality
 from codex_memories_tasks.rate_limit import check_rate_limits, release_claims
 from codex_memories_tasks.report import publish_phase1_report
 from codex_memories_tasks.retention import prune_retention
+from codex_memories_tasks.warn_codex_rewrites import warn_if_codex_rewrites_folder
 
 # The pool is sized for the largest allowed `concurrency`; the flow keeps at most `concurrency`
 # extractions in flight (measured: Prefect's global and tag concurrency limits poll for slots
@@ -66,6 +67,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     report = Phase1Report(provider=config.provider_name, model=config.extract_model, provider_reason=config.provider_reason)
     started_at = int(time.time())
     logger = get_run_logger()
+    report.warning = warn_if_codex_rewrites_folder(config)
 
     # 1. Gate: generate_memories (ours; Codex's [features] memories no longer gates phase 1).
     report.gate = check_phase1_gates(config)

@@ -54,6 +54,7 @@ from codex_memories_tasks.reset_baseline import reset_baseline
 from codex_memories_tasks.select import select
 from codex_memories_tasks.sync import sync
 from codex_memories_tasks.validate_artifacts import validate_artifacts
+from codex_memories_tasks.warn_codex_rewrites import warn_if_codex_rewrites_folder
 
 PREFECT_SLOT_NAME = "codex-memories-phase2"
 PREFECT_SLOT_WAIT_SECONDS = 5.0
@@ -98,6 +99,7 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
         memory_root=config.settings.resolved_memory_root, provider=config.provider_name, provider_reason=config.provider_reason
     )
     started_at = int(time.time())
+    report.warning = warn_if_codex_rewrites_folder(config)
     with _prefect_singleton_slot():
         # 1. Claim the global lock (the DB lease; --force skips only the cooldown), after waiting
         #    a bounded time for stage-1 extractions in flight under live leases. A DB that cannot

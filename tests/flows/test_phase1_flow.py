@@ -19,6 +19,7 @@ from codex_memories.outcomes import Outcome
 from codex_memories.runtime import close_stores
 from codex_memories.state.store import MemoryStore
 from codex_memories_flows.phase1 import phase1
+from codex_memories.reports import render_phase1_text
 from codex_memories.settings import SettingsOverrides
 from tests.support.openai_server import (
     OpenAITestServer,
@@ -433,3 +434,16 @@ def test_one_line_with_a_list_or_object_where_a_string_belongs_costs_that_line_o
 def scalar_count(store: MemoryStore, sql: str) -> int:
     with store.engine.connect() as connection:
         return connection.execute(text(sql)).scalar_one()
+
+
+def test_a_run_warns_when_codex_own_memory_feature_would_rewrite_our_folder(tmp_path: Path) -> None:
+    home = tmp_path / "codex_home"
+    write_corpus(home)
+    enable_memories(home)  # [features] memories = true, and our folder is Codex's own
+    report = run_phase1(home, tmp_path, memory_root=str(home / "memories"))
+    assert report.warning is not None and "ON for the folder we write" in report.warning
+    assert "memories = false" in report.warning
+    assert report.warning in render_phase1_text(report)
+
+    (home / "config.toml").write_text("[features]\nmemories = false\n", encoding="utf-8")
+    assert run_phase1(home, tmp_path, memory_root=str(home / "memories")).warning is None
