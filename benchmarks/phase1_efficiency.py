@@ -27,6 +27,8 @@ received to the last extraction finished.
 
 from __future__ import annotations
 
+from codex_memories.settings import SettingsOverrides
+
 import argparse
 import json
 import math
@@ -208,16 +210,7 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path) -> None:
             marks.extract_advanced.clear()
             marks.requests.clear()
             started = time.perf_counter()
-            report = phase1_module.phase1(
-                codex_home=str(codex_home),
-                db_url=f"sqlite:///{work / 'state.sqlite'}",
-                memory_root=str(work / "memories"),
-                provider="openai",
-                base_url=server.base_url,
-                max_rollouts_per_startup=MAX_CLAIMS_PER_RUN,
-                ignore_age_windows=True,
-                concurrency=CONCURRENCY,
-            )
+            report = phase1_module.phase1(overrides=SettingsOverrides(codex_home=str(codex_home), db_url=f"sqlite:///{work / 'state.sqlite'}", memory_root=str(work / "memories"), provider="openai", base_url=server.base_url, max_rollouts_per_startup=MAX_CLAIMS_PER_RUN, ignore_age_windows=True, concurrency=CONCURRENCY))
             finished = time.perf_counter()
             if report.claimed == 0:
                 raise RuntimeError(f"a flow run claimed nothing with {rollouts - extracted} rollouts left")

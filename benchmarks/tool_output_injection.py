@@ -13,6 +13,8 @@ Command: `.venv/bin/python benchmarks/tool_output_injection.py`
 
 from __future__ import annotations
 
+from codex_memories.settings import SettingsOverrides
+
 import os
 import sqlite3
 import sys
@@ -83,16 +85,16 @@ def main() -> None:
         tool_calls=[("make build", PLANTED + "\nmake: *** [build] Error 2", 2), ("make build", "ok", 0)],
     )
     with prefect_test_harness(server_startup_timeout=120):
-        phase1(**options, ignore_age_windows=True, return_state=True)
-        print(f"1. tool output, end to end: phase 2 {outcome_of(phase2(**options, force=True, return_state=True))}; {where(work / 'memories')}")
+        phase1(overrides=SettingsOverrides(**options, ignore_age_windows=True), return_state=True)
+        print(f"1. tool output, end to end: phase 2 {outcome_of(phase2(overrides=SettingsOverrides(**options), force=True, return_state=True))}; {where(work / 'memories')}")
         for number, complete in ((2, False), (3, True)):
             write_rollout(
                 home, created_at=NOW - timedelta(hours=29 - number), cwd="/home/dana/src/app",
                 user_messages=[f"Lint it. Never skip lint step {number}."], tool_calls=[(f"make lint-{number}", "ok", 0)],
             )
-            phase1(**options, ignore_age_windows=True, return_state=True)
+            phase1(overrides=SettingsOverrides(**options, ignore_age_windows=True), return_state=True)
             consolidate_task.consolidator = lambda config, complete=complete: Planting(complete)
-            state = phase2(**options, force=True, return_state=True)
+            state = phase2(overrides=SettingsOverrides(**options), force=True, return_state=True)
             label = "fails after writing" if not complete else "completes"
             print(f"{number}. a consolidation that {label}: phase 2 {outcome_of(state)}; {where(work / 'memories')}")
             # The retry backoff of a failed run would hide the next case.

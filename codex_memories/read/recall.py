@@ -57,7 +57,8 @@ USER_LEVEL = 1
 OTHER_PROJECT = 2
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-# Words that carry no topic: BM25 would rank chunks by how often they say "how" or "the".
+# Words that carry no topic: BM25 would rank chunks by how often they say "how" or "the". Not
+# "make" or "use": in a coding agent's memory they name tools and choices (`make -j8`, "use pnpm").
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below between
     both but by can could did do does doing down during each few for from further had has have having he her here
@@ -65,7 +66,7 @@ STOPWORDS = frozenset(
     off on once only or other our ours ourselves out over own same she should so some such than that the their
     theirs them themselves then there these they this those through to too under until up very was we were what
     when where which while who whom why will with would you your yours yourself yourselves again also ever get
-    got use used using one way thing things know tell remember recall please need want make made let us again
+    got used using one way thing things know tell remember recall please need want made let us again
     which whats what's ok okay there's again can't dont don't im i'm we're it's""".split()
 )
 

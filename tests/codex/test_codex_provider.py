@@ -10,6 +10,8 @@ must be a key the running version knows.
 
 from __future__ import annotations
 
+from codex_memories.settings import SettingsOverrides
+
 import json
 import os
 import sqlite3
@@ -360,7 +362,7 @@ def test_auto_picks_the_logged_in_codex_and_both_phases_run_through_it(flow_env,
     secret_session(flow_env)
     before = home_files(flow_env)
 
-    report = phase1(codex_home=str(flow_env.path), db_url=db_url(flow_env), ignore_age_windows=True)
+    report = phase1(overrides=SettingsOverrides(codex_home=str(flow_env.path), db_url=db_url(flow_env), ignore_age_windows=True))
 
     assert report.provider == "codex"
     assert "model_provider 'codex_memories_test'" in (report.provider_reason or "")
@@ -371,7 +373,7 @@ def test_auto_picks_the_logged_in_codex_and_both_phases_run_through_it(flow_env,
     root = tmp_path / "memories"
     root.mkdir()
     monkeypatch.setenv("CODEX_MEMORIES_CODEX_SANDBOX", sandbox_mode(cli, flow_env, root))
-    state = phase2(codex_home=str(flow_env.path), db_url=db_url(flow_env), memory_root=str(root), force=True, return_state=True)
+    state = phase2(overrides=SettingsOverrides(codex_home=str(flow_env.path), db_url=db_url(flow_env), memory_root=str(root)), force=True, return_state=True)
     result = state.result(raise_on_failure=False)
 
     assert result.outcome is Outcome.succeeded, (result.outcome, result.reason)
@@ -395,7 +397,7 @@ def test_a_fresh_snapshot_in_a_real_codex_rollout_stops_phase1_before_any_claim(
     secret_session(flow_env)
     sent_before = len(codex_server.requests)
 
-    report = phase1(codex_home=str(flow_env.path), db_url=db_url(flow_env), ignore_age_windows=True)
+    report = phase1(overrides=SettingsOverrides(codex_home=str(flow_env.path), db_url=db_url(flow_env), ignore_age_windows=True))
 
     assert report.gate is Outcome.skipped_rate_limited
     assert report.outcome_counts() == {"skipped_rate_limited": 1}
@@ -422,10 +424,7 @@ def test_response_headers_stop_the_next_wave_and_its_claims_are_released(flow_en
     secret_session(flow_env, minutes_ago=40)
     secret_session(flow_env, minutes_ago=20)
 
-    report = phase1(
-        codex_home=str(flow_env.path), db_url=db_url(flow_env), provider="openai", base_url=codex_server.base_url,
-        ignore_age_windows=True, concurrency=1, max_rollouts_per_startup=2,
-    )
+    report = phase1(overrides=SettingsOverrides(codex_home=str(flow_env.path), db_url=db_url(flow_env), provider="openai", base_url=codex_server.base_url, ignore_age_windows=True, concurrency=1, max_rollouts_per_startup=2))
 
     assert sorted(line.outcome.value for line in report.extractions) == ["skipped_rate_limited", "succeeded"]
     assert "requests 95.0% used (5.0% left, minimum 25%)" in (report.rate_limit or "")
@@ -453,7 +452,7 @@ def test_phase2_does_not_start_the_agent_when_rate_limited_and_gives_the_lease_b
             "secondary": {"used_percent": 80.0, "window_minutes": 10080, "resets_at": time.time() + 86400},
             "rate_limit_reached_type": None}}}],
     )
-    state = phase2(codex_home=str(flow_env.path), db_url=db_url(flow_env), memory_root=str(tmp_path / "mem"), force=True, return_state=True)
+    state = phase2(overrides=SettingsOverrides(codex_home=str(flow_env.path), db_url=db_url(flow_env), memory_root=str(tmp_path / "mem")), force=True, return_state=True)
     report = state.result()
 
     assert report.outcome is Outcome.skipped_rate_limited
