@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine_description, markdown_table, median, scratch_dir, spread, update_readme_section  # noqa: E402
-
 import psycopg  # noqa: E402
+from _common import machine_description, markdown_table, median, scratch_dir, spread, update_readme_section  # noqa: E402
 from sqlalchemy import event, insert, text, update  # noqa: E402
 
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES  # noqa: E402

@@ -27,8 +27,6 @@ received to the last extraction finished.
 
 from __future__ import annotations
 
-from codex_memories.settings import SettingsOverrides
-
 import argparse
 import json
 import math
@@ -39,6 +37,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from codex_memories.settings import SettingsOverrides
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -175,8 +175,9 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path) -> None:
         return default_handler(request)
 
     started = time.perf_counter()
-    import codex_memories_flows.phase1 as phase1_module
     from prefect import flow
+
+    import codex_memories_flows.phase1 as phase1_module
 
     import_seconds = time.perf_counter() - started
 

@@ -13,14 +13,14 @@ Command: `.venv/bin/python benchmarks/tool_output_injection.py`
 
 from __future__ import annotations
 
-from codex_memories.settings import SettingsOverrides
-
 import os
 import sqlite3
 import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from codex_memories.settings import SettingsOverrides
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support: the rollout writer
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="codex-memories-bench-prefect-")

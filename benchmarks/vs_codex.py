@@ -54,7 +54,6 @@ from tests.support.codex_cli import (  # noqa: E402
     codex_version,
     is_codex_stage1_request,
     reasoning_item,
-    rollout_files,
     run_codex_exec,
     run_codex_tui,
     session_meta,

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from codex_memories_cli.errors import EXIT_USER_ERROR, fail
 from codex_memories_cli.options import (
     ApiMode,
     BaseUrl,
@@ -26,7 +27,6 @@ from codex_memories_cli.options import (
     load_config,
     prepare_prefect,
 )
-from codex_memories_cli.errors import EXIT_USER_ERROR, fail
 
 backfill_app = typer.Typer()
 

@@ -56,7 +56,8 @@ def install(
     config_file: ConfigFile = None,
 ) -> None:
     """Add our SessionStart, UserPromptSubmit and Stop hooks and register the MCP server."""
-    from codex_memories.codex_home import CodexHomeError, install as install_into
+    from codex_memories.codex_home import CodexHomeError
+    from codex_memories.codex_home import install as install_into
 
     _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
     try:
@@ -82,7 +83,8 @@ def uninstall(
     config_file: ConfigFile = None,
 ) -> None:
     """Remove our hooks from hooks.json and unregister the MCP server (the memory folder stays)."""
-    from codex_memories.codex_home import CodexHomeError, uninstall as uninstall_from
+    from codex_memories.codex_home import CodexHomeError
+    from codex_memories.codex_home import uninstall as uninstall_from
 
     _, config = load_config(codex_home=codex_home, config_file=config_file)
     try:

@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
+from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, say_error
 from codex_memories_cli.options import (
     ApiMode,
     BaseUrl,
@@ -36,8 +38,6 @@ from codex_memories_cli.options import (
     load_config,
     prepare_prefect,
 )
-from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
-from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, say_error
 
 if TYPE_CHECKING:
     from codex_memories.reports import Phase1Report

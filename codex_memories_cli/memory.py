@@ -12,8 +12,8 @@ one line on stderr and exit 1, never a traceback.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -105,7 +105,8 @@ def recall(
     """The memory lines that answer a question (lexical and semantic search fused); nothing when none does."""
     import json
 
-    from codex_memories.read.recall import RecallError, recall as recall_memories, results_as_json
+    from codex_memories.read.recall import RecallError, results_as_json
+    from codex_memories.read.recall import recall as recall_memories
 
     _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
     root = _local_memory_root(config, "recall")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -24,13 +25,17 @@ from codex_memories.reports import ExtractionLine
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_flows.phase1 import MAX_EXTRACTION_WORKERS, extract_claims
 from codex_memories_flows.phase2 import run_phase2
-from codex_memories_tasks.rate_limit import check_rate_limits
-from codex_memories_tasks.backfill_report import publish_backfill_report, start_backfill_progress, update_backfill_progress
+from codex_memories_tasks.backfill_report import (
+    publish_backfill_report,
+    start_backfill_progress,
+    update_backfill_progress,
+)
 from codex_memories_tasks.claim_backfill import claim_backfill, list_backfill_candidates
 from codex_memories_tasks.discover_backfill_source import discover_backfill_source
 from codex_memories_tasks.fetch_backfill_source import fetch_backfill_source
 from codex_memories_tasks.gates import check_phase1_gates
 from codex_memories_tasks.harvest_citations import harvest_citations
+from codex_memories_tasks.rate_limit import check_rate_limits
 
 
 @flow(

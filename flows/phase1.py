@@ -17,7 +17,6 @@ from prefect.futures import PrefectFuture, as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from codex_memories import progress
-
 from codex_memories.extract import quality
 from codex_memories.extract.extraction import ExtractionResult, failed_extraction
 from codex_memories.outcomes import Outcome

@@ -26,10 +26,10 @@ from prefect.concurrency.sync import concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.states import Completed, Failed, State
 
-from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_failed, memory_storage_bytes
-from codex_memories.outcomes import Outcome
 from codex_memories.consolidate.injection_gate import describe_findings
+from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_failed, memory_storage_bytes
 from codex_memories.consolidate.workspace import WorkspaceDiff
+from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
 from codex_memories.reports import Phase2Report
 from codex_memories.runtime import memory_root, open_store
@@ -48,9 +48,9 @@ from codex_memories_tasks.prepare_workspace import prepare_workspace
 from codex_memories_tasks.prune_extension_resources import prune_extension_resources
 from codex_memories_tasks.rate_limit import check_rate_limits, release_phase2_lease
 from codex_memories_tasks.refresh_recall_index import refresh_recall_index
-from codex_memories_tasks.restore_folder import restore_folder
 from codex_memories_tasks.report import publish_phase2_report
 from codex_memories_tasks.reset_baseline import reset_baseline
+from codex_memories_tasks.restore_folder import restore_folder
 from codex_memories_tasks.select import select
 from codex_memories_tasks.sync import sync
 from codex_memories_tasks.validate_artifacts import validate_artifacts

@@ -12,8 +12,8 @@ from prefect import task
 from prefect.cache_policies import RUN_ID
 from prefect.context import get_run_context
 
-from codex_memories.settings import INTERACTIVE_SESSION_SOURCES, RuntimeConfig
 from codex_memories.runtime import open_store
+from codex_memories.settings import INTERACTIVE_SESSION_SOURCES, RuntimeConfig
 from codex_memories.state.records import Stage1Claim
 
 

@@ -5,7 +5,8 @@ Output: True while this run still owns the global job. Read-only (renews nothing
 
 from prefect import task
 
-from codex_memories.consolidate.steps import Phase2Lease, confirm_ownership as confirm
+from codex_memories.consolidate.steps import Phase2Lease
+from codex_memories.consolidate.steps import confirm_ownership as confirm
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 

@@ -8,7 +8,11 @@ from prefect import get_run_logger, task
 
 from codex_memories.ingest.backfill import BackfillSource, FetchReport, fetch_object_store_source
 from codex_memories.settings import RuntimeConfig
-from codex_memories_tasks.storage_retries import STORAGE_RETRIES, STORAGE_RETRY_DELAYS_SECONDS, retry_transient_storage_errors
+from codex_memories_tasks.storage_retries import (
+    STORAGE_RETRIES,
+    STORAGE_RETRY_DELAYS_SECONDS,
+    retry_transient_storage_errors,
+)
 
 
 @task(

@@ -7,8 +7,8 @@ then `phase2_workspace_diff.md` written into the workspace.
 from prefect import task
 
 from codex_memories.consolidate.steps import diff_workspace, workspace_is_settled, write_diff_file
-from codex_memories.storage import LocalWorkspace
 from codex_memories.consolidate.workspace import WorkspaceDiff
+from codex_memories.storage import LocalWorkspace
 
 
 @task(name="git-diff", cache_policy=None)

@@ -6,7 +6,8 @@ Output: True when this run still owned the job. Side effects: selection flags on
 
 from prefect import task
 
-from codex_memories.consolidate.steps import Phase2Lease, Selection, SuccessMark, mark_succeeded as mark
+from codex_memories.consolidate.steps import Phase2Lease, Selection, SuccessMark
+from codex_memories.consolidate.steps import mark_succeeded as mark
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 

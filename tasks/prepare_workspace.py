@@ -8,7 +8,11 @@ from prefect import get_run_logger, task
 
 from codex_memories.consolidate.steps import pull_and_prepare_workspace
 from codex_memories.storage import LocalWorkspace
-from codex_memories_tasks.storage_retries import STORAGE_RETRIES, STORAGE_RETRY_DELAYS_SECONDS, retry_transient_storage_errors
+from codex_memories_tasks.storage_retries import (
+    STORAGE_RETRIES,
+    STORAGE_RETRY_DELAYS_SECONDS,
+    retry_transient_storage_errors,
+)
 
 
 @task(

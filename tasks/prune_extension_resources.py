@@ -6,7 +6,8 @@ Deletes the timestamped extension resources older than 7 days from the workspace
 
 from prefect import task
 
-from codex_memories.consolidate.steps import prune_extension_resources as prune, utc_now
+from codex_memories.consolidate.steps import prune_extension_resources as prune
+from codex_memories.consolidate.steps import utc_now
 from codex_memories.forget.audit import ForgetAction
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig

@@ -10,8 +10,8 @@ from typing import Any
 from prefect import get_run_logger, task
 
 from codex_memories.extract.extraction import ExtractionResult
-from codex_memories.outcomes import Outcome
 from codex_memories.extract.quality import QualityRow, check_extraction_batch
+from codex_memories.outcomes import Outcome
 
 
 @dataclass

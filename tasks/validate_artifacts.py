@@ -5,8 +5,8 @@ Output: the problems found (empty when valid); symlinks found are removed and re
 
 from prefect import task
 
-from codex_memories.storage import LocalWorkspace
 from codex_memories.consolidate.workspace import validate_artifacts as validate
+from codex_memories.storage import LocalWorkspace
 
 
 @task(name="validate-artifacts", cache_policy=None)

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codex_memories.consolidate.consolidators import ConsolidationOutcome, build_consolidation_prompt
+from codex_memories.consolidate.steps import Phase2Failure
 from codex_memories.llm.base import ModelProviderError, TokenUsage
 from codex_memories.llm.codex_runner import (
     CONSOLIDATION_OVERRIDES,
@@ -42,7 +43,6 @@ from codex_memories.llm.codex_runner import (
     classify_codex_failure,
     codex_sandbox_works,
 )
-from codex_memories.consolidate.steps import Phase2Failure
 from codex_memories.outcomes import Outcome
 from codex_memories.paths import GIT_DIR, WORKSPACE_STATE_DIR
 from codex_memories.prompts import RenderedPrompt

@@ -28,8 +28,8 @@ from codex_memories.paths import (
     WORKSPACE_STATE_DIR,
     rollout_summary_path,
 )
-from codex_memories.state.records import Stage1Output, Stage1OutputRef
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
+from codex_memories.state.records import Stage1Output, Stage1OutputRef
 from codex_memories.storage import MemoryRoot, open_memory_root
 
 RootLike = MemoryRoot | str | os.PathLike[str]

@@ -24,27 +24,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
+from codex_memories.consolidate.injection_gate import InjectionFinding, check_injection_gate
 from codex_memories.consolidate.inputs import (
     SyncResult,
     forget_synced_inputs,
     output_ref,
-    record_synced_inputs,
-    synced_inputs_unchanged,
     rebuild_raw_memories,
+    record_synced_inputs,
     storage_bytes,
     sync_rollout_summaries,
+    synced_inputs_unchanged,
 )
-from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
-from codex_memories.forget.audit import ForgetAction, record_actions
-from codex_memories.forget.extension_expiry import expire_extension_resources
-from codex_memories.forget.selection_window import selection_window_actions
-from codex_memories.consolidate.injection_gate import InjectionFinding, check_injection_gate
-from codex_memories.outcomes import Outcome, failure_reason
-from codex_memories.redact import redact_secrets
-from codex_memories.state import GLOBAL_JOB_KEY, JobKind
-from codex_memories.state.records import Phase2ClaimOutcome, Phase2ClaimResult, Stage1OutputRef
-from codex_memories.state.store import MemoryStore
-from codex_memories.storage import LocalWorkspace
 from codex_memories.consolidate.workspace import (
     WorkspaceDiff,
     prepare_workspace,
@@ -54,6 +45,15 @@ from codex_memories.consolidate.workspace import (
     workspace_diff,
     write_workspace_diff_file,
 )
+from codex_memories.forget.audit import ForgetAction, record_actions
+from codex_memories.forget.extension_expiry import expire_extension_resources
+from codex_memories.forget.selection_window import selection_window_actions
+from codex_memories.outcomes import Outcome, failure_reason
+from codex_memories.redact import redact_secrets
+from codex_memories.state import GLOBAL_JOB_KEY, JobKind
+from codex_memories.state.records import Phase2ClaimOutcome, Phase2ClaimResult, Stage1OutputRef
+from codex_memories.state.store import MemoryStore
+from codex_memories.storage import LocalWorkspace
 
 
 class Phase2Failure(Exception):

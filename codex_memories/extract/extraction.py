@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from codex_memories.forget.audit import record_actions
 from codex_memories.forget.empty_reextraction import empty_reextraction_actions
+from codex_memories.ingest.rollouts import build_memory_transcript
 from codex_memories.llm.base import (
     ExtractionProvider,
     ExtractionRequest,
@@ -29,7 +30,6 @@ from codex_memories.llm.base import (
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.prompts import render_stage_one_prompts
 from codex_memories.redact import redact_secrets
-from codex_memories.ingest.rollouts import build_memory_transcript
 from codex_memories.state.records import Stage1Claim
 from codex_memories.state.store import MemoryStore
 

@@ -29,9 +29,8 @@ from codex_memories.llm.base import (
     TokenUsage,
     TransientModelError,
 )
-from codex_memories.llm.schema import STAGE1_OUTPUT_SCHEMA, Stage1Extraction
-
 from codex_memories.llm.codex_runner import CodexLogin
+from codex_memories.llm.schema import STAGE1_OUTPUT_SCHEMA, Stage1Extraction
 
 OPENAI_PROVIDER = "openai"
 CODEX_PROVIDER = "codex"

@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codex_memories.read.citations import parse_citation_block
 from codex_memories.ingest.rollouts import scan_rollout
+from codex_memories.read.citations import parse_citation_block
 from codex_memories.state.store import MemoryStore
 
 

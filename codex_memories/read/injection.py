@@ -28,8 +28,8 @@ from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.prompts import render_prompt
-from codex_memories.scopes import scope_matches_cwd
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
+from codex_memories.scopes import scope_matches_cwd
 from codex_memories.tokens import count_tokens, truncate_middle
 
 READ_PATH_TEMPLATE = "read_path"

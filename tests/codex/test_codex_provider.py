@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from contextlib import closing
 import time
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,13 @@ from sqlalchemy import text
 from codex_memories.consolidate.codex_consolidator import CodexConsolidator, SandboxUnavailable, SandboxViolation
 from codex_memories.consolidate.consolidators import build_consolidation_prompt
 from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout, validate_artifacts
-from codex_memories.settings import SettingsOverrides
 from codex_memories.extract.extraction import extract_memory
 from codex_memories.llm.base import ModelTimeoutError
 from codex_memories.llm.codex_provider import CodexExtractionProvider
 from codex_memories.llm.codex_runner import CodexRunner, codex_sandbox_works
 from codex_memories.llm.schema import stage1_output_schema
 from codex_memories.outcomes import Outcome
+from codex_memories.settings import SettingsOverrides
 from codex_memories.state.records import GLOBAL_JOB_KEY, JobKind, Stage1Claim
 from tests.support.codex_cli import (
     API_KEY_ENV,
@@ -385,8 +385,8 @@ def test_auto_picks_the_logged_in_codex_and_both_phases_run_through_it(flow_env,
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_a_fresh_snapshot_in_a_real_codex_rollout_stops_phase1_before_any_claim(flow_env, codex_server, codex_workdir):
-    from codex_memories_flows.phase1 import phase1
     from codex_memories.runtime import open_store
+    from codex_memories_flows.phase1 import phase1
 
     # A real Codex session whose server said 90 % of the 5-hour window is used.
     codex_server.response_headers = codex_rate_limit_headers(90.0, 40.0)
@@ -499,9 +499,8 @@ def test_the_step_budget_kills_an_agent_that_keeps_calling_tools(cli, codex_home
 
 def test_extractions_run_concurrently_on_one_codex_home(cli, codex_home, codex_server):
     """Phase 1 runs up to `concurrency` extractions at once; each is its own `codex exec`."""
-    from concurrent.futures import ThreadPoolExecutor
-
     import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     active, peak, lock = [0], [0], threading.Lock()
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from codex_memories.runtime import open_store
-from codex_memories.state.records import ForgetRoute
 from codex_memories.settings import SettingsOverrides
+from codex_memories.state.records import ForgetRoute
 from tests.support.codex_cli import (
     MEMORY_SUMMARY_BYTE_BUDGET,
     CodexHome,

@@ -11,7 +11,13 @@ from openai import OpenAI
 
 from codex_memories import paths
 from codex_memories.consolidate.agent import AgentStopReason, run_consolidation_agent
-from codex_memories.consolidate.agent_tools import TOOL_DEFINITIONS, TOOL_NAMES, MemoryFileTools, chat_tools, responses_tools
+from codex_memories.consolidate.agent_tools import (
+    TOOL_DEFINITIONS,
+    TOOL_NAMES,
+    MemoryFileTools,
+    chat_tools,
+    responses_tools,
+)
 from codex_memories.consolidate.consolidators import AgentConsolidator, Consolidator, build_consolidation_prompt
 from codex_memories.prompts import RenderedPrompt
 from tests.support.openai_server import RecordedRequest, ScriptedReply, ToolCall, running_openai_server

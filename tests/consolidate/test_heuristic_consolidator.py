@@ -517,8 +517,8 @@ def test_the_prompt_states_the_formats_and_the_safety_rules(tmp_path: Path) -> N
 
 def test_summary_stays_within_what_codex_injects_unchanged(tmp_path: Path) -> None:
     from codex_memories.consolidate.heuristic import SUMMARY_MAX_BYTES, consolidate_heuristically
-    from codex_memories.state.records import Stage1Output
     from codex_memories.consolidate.inputs import rebuild_raw_memories
+    from codex_memories.state.records import Stage1Output
 
     outputs = []
     for index in range(300):

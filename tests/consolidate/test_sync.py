@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from codex_memories.consolidate.steps import Phase2Lease, select_inputs, sync_inputs
+from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout, reset_baseline, workspace_diff
 from codex_memories.state.records import ThreadRecord
 from codex_memories.state.store import MemoryStore
-from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout, reset_baseline, workspace_diff
 
 NOW = int(time.time())
 LEASE = Phase2Lease(ownership_token="token", input_watermark=0, worker_id="test")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.state.records import JobKind, MemoryMode
 from codex_memories.settings import SettingsOverrides
+from codex_memories.state.records import JobKind, MemoryMode
 from tests.support.memory_home import MemoryHome
 from tests.support.rollout_factory import rollout_file_name, write_rollout
 from tests.support.s3 import S3Endpoint, moto_endpoint, s3  # noqa: F401 - fixtures

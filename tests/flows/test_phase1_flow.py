@@ -16,11 +16,11 @@ import pytest
 from sqlalchemy import text
 
 from codex_memories.outcomes import Outcome
+from codex_memories.reports import render_phase1_text
 from codex_memories.runtime import close_stores
+from codex_memories.settings import SettingsOverrides
 from codex_memories.state.store import MemoryStore
 from codex_memories_flows.phase1 import phase1
-from codex_memories.reports import render_phase1_text
-from codex_memories.settings import SettingsOverrides
 from tests.support.openai_server import (
     OpenAITestServer,
     RecordedRequest,

@@ -22,18 +22,18 @@ from sqlalchemy import text as sql_text
 
 import codex_memories_tasks.consolidate as consolidate_task
 from codex_memories.consolidate import heuristic
-from codex_memories.consolidate.inputs import rollout_summary_stem
 from codex_memories.consolidate.consolidators import ConsolidationOutcome
+from codex_memories.consolidate.inputs import rollout_summary_stem
+from codex_memories.consolidate.workspace import workspace_diff
 from codex_memories.llm.base import TokenUsage
 from codex_memories.outcomes import Outcome
 from codex_memories.read.injection import build_developer_instructions
 from codex_memories.reports import Phase2Report, render_phase2_markdown
 from codex_memories.runtime import close_stores
+from codex_memories.settings import SettingsOverrides
 from codex_memories.state.records import Phase2ClaimOutcome, ThreadRecord
 from codex_memories.state.store import MemoryStore
-from codex_memories.consolidate.workspace import workspace_diff
 from codex_memories_flows.phase2 import phase2
-from codex_memories.settings import SettingsOverrides
 from tests.support.openai_server import RecordedRequest, ScriptedReply, ToolCall, running_openai_server
 from tests.support.rollout_factory import uuid7_at
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.ingest.discovery import discover_rollouts
 from codex_memories.forget.threads import forget_deleted_threads
+from codex_memories.ingest.discovery import discover_rollouts
 from tests.support.memory_home import MemoryHome, remember
 from tests.support.rollout_factory import write_rollout
 

@@ -21,8 +21,8 @@ from codex_memories.forget.threads import (
     disable_thread,
     forget_deleted_threads,
     forget_thread,
-    polluted_thread_actions,
     pollute_thread,
+    polluted_thread_actions,
 )
 from codex_memories.state.records import ForgetRoute, JobKind, MemoryMode, Stage1Output
 from codex_memories.state.store import MemoryStore

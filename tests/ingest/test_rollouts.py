@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.redact import REDACTED, find_secret_kinds
 from codex_memories.ingest.rollouts import (
     MAX_LINE_BYTES,
     UnsupportedRolloutCompression,
@@ -18,6 +17,7 @@ from codex_memories.ingest.rollouts import (
     thread_id_from_filename,
     zstd_supported,
 )
+from codex_memories.redact import REDACTED, find_secret_kinds
 from codex_memories.tokens import count_tokens
 from tests.support.rollout_factory import uuid7_at, write_large_rollout, write_rollout
 from tests.support.secrets import PLANTED_SECRETS, SECRET_VALUES

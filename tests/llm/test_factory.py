@@ -69,8 +69,8 @@ def test_unknown_api_mode_is_rejected():
 # -- the one resolver, with the codex provider -------------------------------------------------
 
 from codex_memories.llm import resolve_provider  # noqa: E402
-from codex_memories.llm.codex_runner import CodexLogin, CodexRun, classify_codex_failure, detect_codex_login  # noqa: E402
 from codex_memories.llm.base import ModelRequestError, ModelTimeoutError, TransientModelError  # noqa: E402
+from codex_memories.llm.codex_runner import CodexLogin, CodexRun, classify_codex_failure, detect_codex_login  # noqa: E402
 
 LOGGED_IN = CodexLogin(True, "`codex login status` exit 0 (Logged in using ChatGPT)", "/usr/bin/codex")
 LOGGED_OUT = CodexLogin(False, "`codex login status` exit 1 (not logged in)", "/usr/bin/codex")

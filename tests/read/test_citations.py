@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from codex_memories.read.citations import CitationEntry, find_citation_blocks, parse_citation_block, record_citation_usage
+from codex_memories.read.citations import (
+    CitationEntry,
+    find_citation_blocks,
+    parse_citation_block,
+    record_citation_usage,
+)
 
 ID_A = "0199e1a2-7c3d-7f10-9a4b-2c6d8e0f1a23"
 ID_B = "00000000-0000-4000-8000-000000000002"

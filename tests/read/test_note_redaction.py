@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-
 from codex_memories.read import memory_tools, notes
 from tests.support.secrets import PLANTED_SECRETS, SECRET_VALUES
 

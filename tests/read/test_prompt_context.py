@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from codex_memories import paths
-from codex_memories.read.prompt_context import BLOCK_CLOSE, BLOCK_OPEN, PREAMBLE, estimate_tokens, memory_context_for_prompt
+from codex_memories.read.prompt_context import (
+    BLOCK_CLOSE,
+    BLOCK_OPEN,
+    PREAMBLE,
+    estimate_tokens,
+    memory_context_for_prompt,
+)
 from tests.support.memory_folder import ATLAS, BILLING, line_of, write_memory_folder
 
 

@@ -6,7 +6,16 @@ import pytest
 
 from codex_memories import paths
 from codex_memories.read.chunks import chunk_file, source_files
-from tests.support.memory_folder import ATLAS, BILLING, MEMORY, NOTE_FILE, ROLLOUT, ROLLOUT_SUMMARY, SUMMARY, write_memory_folder
+from tests.support.memory_folder import (
+    ATLAS,
+    BILLING,
+    MEMORY,
+    NOTE_FILE,
+    ROLLOUT,
+    ROLLOUT_SUMMARY,
+    SUMMARY,
+    write_memory_folder,
+)
 
 
 def _chunk_containing(relative: str, text: str, needle: str):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.read import memory_tools
 from codex_memories.read import index as recall_index
+from codex_memories.read import memory_tools
 from codex_memories.read.index import build_index, index_file, open_index
 from codex_memories.read.recall import recall
 from tests.support.memory_folder import ATLAS, write_memory_folder

@@ -18,8 +18,8 @@ from typing import Any
 
 from codex_memories import paths
 from codex_memories.reports import Phase1Report, Phase2Report
-from codex_memories.settings import SettingsOverrides
 from codex_memories.runtime import open_store
+from codex_memories.settings import SettingsOverrides
 from codex_memories.state.store import MemoryStore
 from tests.support.rollout_factory import write_rollout
 
