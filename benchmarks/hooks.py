@@ -94,7 +94,7 @@ def main() -> None:
     cases: list[tuple[str, str, str]] = [
         ("SessionStart", "small", "summary fits the budget"),
         ("SessionStart", "large", "summary cut to the budget"),
-        ("UserPromptSubmit", "small", "keyword match over MEMORY.md + 50 summaries"),
+        ("UserPromptSubmit", "small", "hybrid recall over MEMORY.md + 50 summaries (index up to date)"),
         ("Stop", "small", "hands the harvest to a detached process"),
         ("Stop --inline", "small", "harvests one rollout into SQLite itself"),
     ]
@@ -137,7 +137,7 @@ def main() -> None:
             markdown_table(["command", "case → stdout", "wall time, median (range)", "× baseline"], rows),
             "",
             "What the numbers rest on: the hook script imports only the standard library, `read_path`",
-            "(prompts, tokenizer) for SessionStart and nothing more for UserPromptSubmit",
+            "(prompts, tokenizer) for SessionStart and the recall index (sqlite3, numpy, tokenizers, the packaged static embeddings) for UserPromptSubmit",
             "(`tests/read/test_hooks.py` checks that no Prefect, SQLAlchemy, openai, typer, rich or pydantic",
             "module is loaded). `codex_memories.tokens` loads `bpe_openai`'s Rust binding without the",
             "package's `__init__`, whose tiktoken-compatible rank tables cost 0.6-1.2 s, and decodes cut",
