@@ -136,7 +136,7 @@ def main() -> None:
             "",
             markdown_table(["command", "case → stdout", "wall time, median (range)", "× baseline"], rows),
             "",
-            "What the numbers rest on: the hook script imports only the standard library, `read_path`",
+            "What the numbers rest on: the hook script imports only the standard library, `read.injection`",
             "(prompts, tokenizer) for SessionStart and the recall index (sqlite3, numpy, tokenizers, the packaged static embeddings) for UserPromptSubmit",
             "(`tests/read/test_hooks.py` checks that no Prefect, SQLAlchemy, openai, typer, rich or pydantic",
             "module is loaded). `codex_memories.tokens` loads `bpe_openai`'s Rust binding without the",

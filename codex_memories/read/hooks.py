@@ -4,7 +4,7 @@ Contract:
 - `handle_hook(event_name, stdin_text, options) -> HookResult` answers one Codex hook call.
   `HookResult.stdout` is what the hook prints: Codex's hook output JSON, or `{}`.
   * `SessionStart`: `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext":
-    <read_path.build_developer_instructions(memory_root, cwd=<the session's cwd>,
+    <read.injection.build_developer_instructions(memory_root, cwd=<the session's cwd>,
     budget_tokens=options.summary_budget_tokens)>}}`; `{}` when there is no summary.
   * `UserPromptSubmit`: the memory passages relevant to the prompt and cwd
     (`read.prompt_context.memory_context_for_prompt`: hybrid recall with a relevance gate, the
@@ -20,8 +20,9 @@ Contract:
   code 0. Every call appends one line to `$CODEX_HOME/codex-memories/hooks.log` (outcome, event,
   duration, detail); the log is rotated once it passes `LOG_ROTATE_BYTES`.
 - Never writes the memory folder. The Stop hook writes the state DB only.
-- Fast start: this module imports only the standard library at import time. SessionStart and
-  UserPromptSubmit import `read_path` (prompts, tokenizer); only Stop imports the state store
+- Fast start: this module imports only the standard library at import time. SessionStart imports
+  `read.injection` (prompts, tokenizer), UserPromptSubmit `read.prompt_context` (the recall index:
+  sqlite3, numpy, the packaged static embeddings); only Stop imports the state store
   (SQLAlchemy) and our settings (to resolve the DB URL, which never appears in `hooks.json`).
 - `main(argv)` is the `codex-memories-hook` console script: `codex-memories-hook <Event>
   --codex-home DIR --memory-root DIR [--budget N] [--prompt-budget N]`, stdin in, JSON out,
