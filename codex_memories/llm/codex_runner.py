@@ -334,12 +334,7 @@ class CodexRunner:
                     raise ModelRequestError(f"codex exec could not start ({type(error).__name__}: {error.strerror or error})") from None
                 timed_out = stopped = over_steps = False
                 deadline = started + timeout_seconds
-                while True:
-                    try:
-                        process.wait(timeout=POLL_SECONDS)
-                        break
-                    except subprocess.TimeoutExpired:
-                        pass
+                while not _exited_within(process, POLL_SECONDS):
                     if time.monotonic() >= deadline:
                         timed_out = True
                     elif should_continue is not None and not should_continue():
@@ -359,6 +354,15 @@ class CodexRunner:
                 stopped=stopped,
                 step_limit_hit=over_steps,
             )
+
+
+def _exited_within(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Whether the process ended within `seconds` (the loop above checks its limits in between)."""
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _count_tool_items(stdout_path: Path, kinds: Sequence[str]) -> int:
