@@ -108,8 +108,7 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
             claim, worker = _step(Outcome.failed_claim, claim_lock, config, force)
         except Phase2Failure as failure:
             report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
-            publish_phase2_report(report)
-            get_run_logger().error("phase 2: %s: %s", report.outcome.value, report.reason)
+            publish_phase2_report(report)  # `_step` logged the failure with its outcome code
             return report
         if claim.outcome is not Phase2ClaimOutcome.claimed:
             report.outcome = Outcome(claim.outcome.value)
