@@ -1257,17 +1257,7 @@ class MemoryStore:
         ).scalar_one()
         below_cap = running_elsewhere < max_running_jobs
         token = str(uuid.uuid4())
-        running = {
-            "status": JobStatus.running.value,
-            "worker_id": worker_id,
-            "ownership_token": token,
-            "started_at": now,
-            "finished_at": None,
-            "lease_until": now + lease_seconds,
-            "retry_at": None,
-            "last_error": None,
-            "input_watermark": source_updated_at,
-        }
+        running = {**_running_values(worker_id, token, now, lease_seconds), "input_watermark": source_updated_at}
         claimed = Stage1ClaimResult(outcome=Stage1ClaimOutcome.claimed, ownership_token=token)
         if job is None:
             if not below_cap:
@@ -1322,16 +1312,7 @@ class MemoryStore:
         now = self._now()
         stage1_in_flight = defer_to_stage1_in_flight and _live_stage1_jobs(conn, now) > 0
         token = str(uuid.uuid4())
-        running = {
-            "status": JobStatus.running.value,
-            "worker_id": worker_id,
-            "ownership_token": token,
-            "started_at": now,
-            "finished_at": None,
-            "lease_until": now + lease_seconds,
-            "retry_at": None,
-            "last_error": None,
-        }
+        running = _running_values(worker_id, token, now, lease_seconds)
         job = _global_job_row(conn)
         if job is None:
             if stage1_in_flight:
@@ -1588,6 +1569,20 @@ def _unchanged_job(job: Row[Any]) -> tuple[ColumnElement[bool], ...]:
         else _jobs.c.ownership_token == job.ownership_token
     )
     return (_jobs.c.status == job.status, token_condition)
+
+
+def _running_values(worker_id: str, token: str, now: int, lease_seconds: int) -> dict[str, Any]:
+    """A job row taken by `worker_id` under a fresh ownership token and lease (both claims)."""
+    return {
+        "status": JobStatus.running.value,
+        "worker_id": worker_id,
+        "ownership_token": token,
+        "started_at": now,
+        "finished_at": None,
+        "lease_until": now + lease_seconds,
+        "retry_at": None,
+        "last_error": None,
+    }
 
 
 def _failure_values(now: int, reason: str, retry_delay_seconds: int) -> dict[str, Any]:
