@@ -7,7 +7,6 @@ flow parameter, which Prefect would store).
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1Claim
 from codex_memories_tasks.audit_pollution import audit_polluted_threads
 from codex_memories_tasks.claim import claim_stage1_jobs
-from codex_memories_tasks.collect_forget_audit import collect_forget_audit
+from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.discover import discover
 from codex_memories_tasks.extract import extract_rollout
 from codex_memories_tasks.finalize import finalize_extractions
@@ -64,7 +63,7 @@ def phase1(overrides: SettingsOverrides | None = None) -> Phase1Report:
 def run_phase1(config: RuntimeConfig) -> Phase1Report:
     """The numbered steps of phase 1, callable from any flow (phase1, run, backfill)."""
     report = Phase1Report(provider=config.provider_name, model=config.extract_model, provider_reason=config.provider_reason)
-    started_at = int(time.time())
+    audit_start = mark_forget_audit(config)
     logger = get_run_logger()
     report.warning = warn_if_codex_rewrites_folder(config)
 
@@ -121,7 +120,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     report.rate_limit = extracted.rate_limit
 
     # 10. Report, with the forget-audit rows this run wrote.
-    report.forget_audit = collect_forget_audit(config, started_at)
+    report.forget_audit = collect_forget_audit(config, audit_start)
     publish_phase1_report(report)
     logger.info("phase 1 outcomes: %s; token usage: %s", dict(report.outcome_counts()), dict(report.usage) or "none")
     return report

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,7 +37,7 @@ from codex_memories.state.records import Phase2ClaimOutcome
 from codex_memories.storage import LocalWorkspace
 from codex_memories_tasks.audit_manual_changes import audit_manual_changes
 from codex_memories_tasks.claim_lock import claim_lock
-from codex_memories_tasks.collect_forget_audit import collect_forget_audit
+from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.confirm_ownership import confirm_ownership
 from codex_memories_tasks.consolidate import consolidate
 from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
@@ -98,13 +97,13 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
     report = Phase2Report(
         memory_root=config.settings.resolved_memory_root, provider=config.provider_name, provider_reason=config.provider_reason
     )
-    started_at = int(time.time())
     report.warning = warn_if_codex_rewrites_folder(config)
     with _prefect_singleton_slot():
         # 1. Claim the global lock (the DB lease; --force skips only the cooldown), after waiting
         #    a bounded time for stage-1 extractions in flight under live leases. A DB that cannot
         #    be reached is this step's own outcome, reported like any other.
         try:
+            audit_start = _step(Outcome.failed_claim, mark_forget_audit, config)
             claim, worker = _step(Outcome.failed_claim, claim_lock, config, force)
         except Phase2Failure as failure:
             report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
@@ -128,7 +127,7 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
                 retry_delay_seconds=config.settings.phase2_retry_delay_seconds,
                 usage=report.usage or None,
             )
-    report.forget_audit = collect_forget_audit(config, started_at)
+    report.forget_audit = collect_forget_audit(config, audit_start)
     publish_phase2_report(report)
     get_run_logger().info(
         "phase 2: %s%s; selected %d; files changed %d; token usage: %s",

@@ -7,7 +7,9 @@ Contract:
 - `record_actions(store, actions)` is the only code that writes `forget_audit` rows: one row per
   action, in order, and returns the same actions so a caller can write
   `return record_actions(store, route_block(...))`. An empty list writes nothing.
-- `audit_rows_since(store, since)` reads the rows back for a run's report.
+- `audit_mark(store)` / `audit_rows_after(store, mark)`: a run takes the mark when it starts and
+  reads back the rows written after it for its report (by row id: a row of a run that ended in
+  the same second is not this run's).
 
 Side effects: `record_actions` appends rows (never updates or deletes). Not idempotent by
 itself: recording the same actions twice writes two rows, which is why the route blocks return
@@ -41,8 +43,13 @@ def record_actions(store: MemoryStore, actions: Sequence[ForgetAction]) -> list[
     return list(actions)
 
 
-def audit_rows_since(store: MemoryStore, since: int) -> list[ForgetAuditRecord]:
-    """Audit rows written at or after `since` (Unix seconds): what a run forgot, for its report.
+def audit_mark(store: MemoryStore) -> int:
+    """Where the audit stands now: the id of its newest row (0 when empty)."""
+    return store.last_forget_audit_id()
 
-    Rows that other runs wrote in the same window are included; the audit has no run id."""
-    return store.list_forget_audit(since=since)
+
+def audit_rows_after(store: MemoryStore, mark: int) -> list[ForgetAuditRecord]:
+    """Audit rows written after `mark` (see `audit_mark`): what a run forgot, for its report.
+
+    Rows that another run wrote while this one ran are included; the audit has no run id."""
+    return store.list_forget_audit(after_id=mark)

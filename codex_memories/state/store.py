@@ -1046,15 +1046,24 @@ class MemoryStore:
         }
         self._write(lambda conn: conn.execute(insert(_audit).values(**row)))
 
-    def list_forget_audit(self, since: int | None = None) -> list[ForgetAuditRecord]:
+    def last_forget_audit_id(self) -> int:
         """Query behaviour:
-        - audit rows with `created_at >= since` (all when None), oldest first.
+        - the id of the newest audit row, 0 when there is none (a run's starting mark).
+        """
+        return self._read(lambda conn: conn.execute(select(func.coalesce(func.max(_audit.c.id), 0))).scalar_one())
+
+    def list_forget_audit(self, since: int | None = None, after_id: int | None = None) -> list[ForgetAuditRecord]:
+        """Query behaviour:
+        - audit rows with `created_at >= since` and `id > after_id` (each filter only when
+          given), oldest first.
         """
 
         def run(conn: Connection) -> list[ForgetAuditRecord]:
             query = select(_audit).order_by(_audit.c.id.asc())
             if since is not None:
                 query = query.where(_audit.c.created_at >= since)
+            if after_id is not None:
+                query = query.where(_audit.c.id > after_id)
             return [
                 ForgetAuditRecord(
                     id=row.id,

@@ -11,7 +11,7 @@ from typing import Any, get_args
 import pytest
 
 from codex_memories.consolidate.workspace import Change
-from codex_memories.forget.audit import ForgetAction, audit_rows_since, record_actions
+from codex_memories.forget.audit import ForgetAction, audit_mark, audit_rows_after, record_actions
 from codex_memories.forget.empty_reextraction import empty_reextraction_actions
 from codex_memories.forget.manual import ResetRefused, manual_change_actions, reset_memories
 from codex_memories.forget.retention import prune_stale_outputs
@@ -100,8 +100,11 @@ def test_record_actions_writes_one_row_per_action_in_order_and_returns_them(stor
     assert all(isinstance(row.route, ForgetRoute) for row in rows)
     clock.advance(10)
     assert record_actions(store, []) == []
-    assert audit_rows_since(store, NOW + 1) == []
-    assert len(audit_rows_since(store, NOW)) == 2
+    mark = audit_mark(store)
+    assert audit_rows_after(store, mark) == []
+    assert len(audit_rows_after(store, 0)) == 2
+    record_actions(store, [ForgetAction(ForgetRoute.manual_reset, "all", "reset", {})])
+    assert [row.route for row in audit_rows_after(store, mark)] == [ForgetRoute.manual_reset]
 
 
 # ---- route 1: retention prune --------------------------------------------------------------
