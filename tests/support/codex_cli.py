@@ -284,10 +284,25 @@ class CodexHome:
         target.write_text(text, encoding="utf-8")
         return target
 
+    @property
+    def user_home(self) -> Path:
+        """The `HOME` Codex and the shells it starts see: an empty directory beside this home."""
+        home = self.path.parent / f"{self.path.name}-user-home"
+        home.mkdir(exist_ok=True)
+        return home
+
     def env(self) -> dict[str, str]:
-        """The process environment for Codex: no real credentials, this home, the dummy key."""
+        """The process environment for Codex: no real credentials, this home, the dummy key.
+
+        `HOME` is an empty directory of its own: Codex runs every shell command as a login shell,
+        which sources the machine's dotfiles. This machine's `~/.bashrc` runs `pyenv init`, whose
+        rehash waits 60 s on a lock file that a shell killed mid-rehash leaves behind (our tests
+        kill Codex on purpose), so one killed run made every later `echo` take a minute (CI saw
+        "Process running" after 10 s instead of the output)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
-        env.update({"CODEX_HOME": str(self.path), API_KEY_ENV: "sk-test-not-a-real-key", "NO_COLOR": "1"})
+        env.update(
+            {"CODEX_HOME": str(self.path), "HOME": str(self.user_home), API_KEY_ENV: "sk-test-not-a-real-key", "NO_COLOR": "1"}
+        )
         return env
 
 
