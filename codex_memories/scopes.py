@@ -1,9 +1,11 @@
-"""Whether a memory's scope (a cwd, a project name, a summary heading) is about a working folder.
+"""Scopes: whether a memory (a cwd, a project name, a summary heading) is about a working folder,
+and the key of the project a session or a directory belongs to (see "project keys" below).
 
 One rule shared by the read path (which summary sections to keep whole) and recall (which
 memories rank first): a scope is about `cwd` when a path in it is `cwd` or one of its parents, or
 when it names `cwd`'s last folder as a word. Pure string logic; the only environment read is the
-home folder, so that `~` and the home folder itself never claim every project. Light on purpose:
+home folder, so that `~` and the home folder itself never claim every project. Project keys read a
+repository's `.git/config` at most, never a git process. Light on purpose:
 the prompt hook imports it in a fresh process on every prompt.
 """
 
@@ -47,3 +49,103 @@ def _normalise_path(text: str) -> PurePosixPath | None:
 
 def _home() -> PurePosixPath:
     return PurePosixPath(Path.home().as_posix())
+
+
+# -- project keys -------------------------------------------------------------------------------
+#
+# A project-level memory belongs to one repository. Its key is what every clone of that repository
+# agrees on: the normalised git origin (host and path, lower-case host, no scheme, no credentials,
+# no `.git`), so `git@github.com:Org/Repo.git` and `https://user:token@github.com/Org/Repo` are one
+# project. Without an origin the key is the repository root, and without a repository the cwd.
+
+_SCP_REMOTE = re.compile(r"^(?:[\w.+-]+@)?(?P<host>[\w.-]+):(?!//)(?P<path>.+)$")
+_URL_REMOTE = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^/@]*@)?(?P<host>[^/:]+)(?::\d+)?/(?P<path>.+)$", re.IGNORECASE)
+# Redaction may already have replaced a token in a stored origin; the marker is not part of a key.
+_REDACTION_MARKER = re.compile(r"\[REDACTED[^\]]*\]@?")
+
+
+def normalise_git_origin(url: str | None) -> str | None:
+    """`host/owner/repo` for a git remote URL (https, ssh, scp-like, git://), or None when `url`
+    names no remote host (a local path, a file:// URL, empty)."""
+    if not url:
+        return None
+    text = _REDACTION_MARKER.sub("", url.strip())
+    match = _URL_REMOTE.match(text) or _SCP_REMOTE.match(text)
+    if match is None or text.lower().startswith("file:"):
+        return None
+    path = match.group("path").strip("/")
+    if path.endswith(".git"):
+        path = path[: -len(".git")]
+    path = path.strip("/")
+    if not path:
+        return None
+    return f"{match.group('host').lower()}/{path}"
+
+
+def project_key(*, git_origin_url: str | None = None, repository_root: str | None = None, cwd: str | None = None) -> str | None:
+    """The key of the project a session or a directory belongs to: the normalised origin, else the
+    repository root, else the cwd (paths without a trailing slash); None when nothing is known."""
+    origin = normalise_git_origin(git_origin_url)
+    if origin is not None:
+        return origin
+    for path in (repository_root, cwd):
+        if path and path.strip():
+            return path.strip().rstrip("/") or "/"
+    return None
+
+
+def project_key_for_directory(directory: str | Path) -> str | None:
+    """The project key of a directory on this machine: its repository's origin (read from the
+    repository's `config` file, no git process: the prompt hook calls this on every prompt), else
+    the repository root, else the directory itself."""
+    start = Path(directory).expanduser().absolute()
+    root = _repository_root(start)
+    origin = _origin_from_config(root) if root is not None else None
+    return project_key(git_origin_url=origin, repository_root=str(root) if root else None, cwd=str(start))
+
+
+def _repository_root(start: Path) -> Path | None:
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+_REMOTE_SECTION = re.compile(r'^\s*\[\s*remote\s+"(?P<name>[^"]+)"\s*\]\s*$')
+_SECTION = re.compile(r"^\s*\[")
+_URL_KEY = re.compile(r"^\s*url\s*=\s*(?P<url>.+?)\s*$", re.IGNORECASE)
+
+
+def _origin_from_config(root: Path) -> str | None:
+    """`remote.origin.url` (else the first remote's url) of the repository at `root`; a worktree's
+    or submodule's `.git` file points at its git dir with `gitdir: ...`."""
+    git_path = root / ".git"
+    try:
+        if git_path.is_file():
+            pointer = git_path.read_text(encoding="utf-8", errors="replace").strip()
+            if not pointer.startswith("gitdir:"):
+                return None
+            git_dir = (root / pointer[len("gitdir:") :].strip()).resolve()
+            # A linked worktree's git dir holds `commondir`; the config lives there.
+            common = git_dir / "commondir"
+            if common.is_file():
+                git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+        else:
+            git_dir = git_path
+        lines = (git_dir / "config").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None  # an unreadable repository is keyed by its root, never an error on the read path
+    urls: dict[str, str] = {}
+    remote: str | None = None
+    for line in lines:
+        section = _REMOTE_SECTION.match(line)
+        if section:
+            remote = section.group("name")
+            continue
+        if _SECTION.match(line):
+            remote = None
+            continue
+        url = _URL_KEY.match(line)
+        if remote is not None and url and remote not in urls:
+            urls[remote] = url.group("url").strip('"')
+    return urls.get("origin") or next(iter(urls.values()), None)
