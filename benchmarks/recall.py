@@ -17,9 +17,12 @@ Method:
   - literal: what a model does with Codex's search tool: one literal (case-insensitive, as
     `rg -i`) search per content word of the question, lines ranked by how many distinct words
     they contain.
-- `--tune` searches the fusion weights and the gate thresholds on the tune split only and
-  prints the best; the defaults in `recall.Tuning` were set from that, and the tables report
-  tune and test separately.
+- `--tune` fits the gate model (`relevance.GATE_MODEL`: a logistic regression over the query's
+  similarity margin, term coverage and vocabulary coverage, and its threshold) and chooses the
+  chunk floor on the tune split only, and prints the fits; the constants in
+  `codex_memories/read/relevance.py` and `recall.Tuning` were copied from that. The tables
+  report tune and test separately; the test split (55 paraphrases, 38 unanswerable) was never
+  used to choose anything.
 - Speed: `recall` in a fresh `python -c` process (as a prompt hook runs it) next to
   `python -c pass` in the same run; per query in a warm process; index build time and size for
   synthetic folders of 100 and 10,000 MEMORY.md blocks, and the rebuild after a one-line edit.
@@ -30,7 +33,6 @@ Command: `.venv/bin/python benchmarks/recall.py [--tune] [--update-readme]`
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import random
@@ -43,6 +45,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine_description, markdown_table, scratch_dir, spread, update_readme_section  # noqa: E402
@@ -52,6 +56,7 @@ from codex_memories.read import index as recall_index  # noqa: E402
 from codex_memories.read.chunks import source_files  # noqa: E402
 from codex_memories.read.recall import (  # noqa: E402
     DEFAULT_TUNING,
+    GATE_WINDOW,
     ScoredChunk,
     Tuning,
     clean_query,
@@ -60,6 +65,7 @@ from codex_memories.read.recall import (  # noqa: E402
     query_terms,
     rank,
 )
+from codex_memories.read.relevance import GateModel, QueryEvidence  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "recall"
 SECTION = "recall"
@@ -296,25 +302,58 @@ def evaluate(results: dict[str, Ranked], questions: list[dict[str, Any]], keys: 
 
 
 def tune(index: recall_index.Index, questions: list[dict[str, Any]], keys: dict[str, str], cwds: dict[str, str]) -> list[tuple[tuple[float, ...], Tuning, Scores]]:
-    """Every grid point on the tune split, best first: answerable hit@5 among the points that leave
-    at least 80 % of unanswerable questions empty (the goal), then MRR; points below 80 % after."""
+    """Fit the gate model on the tune split only, one fit per chunk floor, best first.
+
+    For each floor: the gate's features (similarity margin, best term coverage in the gate
+    window, vocabulary coverage) of every tune question, a logistic regression of "answerable"
+    on them (Newton's method, L2 on standardised features), then the lowest probability
+    threshold that leaves >= GATE_NO_ANSWER_TARGET of the tune split's unanswerable questions
+    empty. Ranked by tune hit@5 of all answerable questions, then MRR. The fusion weights stay
+    as they are: with the gate off the ranking already finds the answer (README)."""
     tuning_questions = [question for question in questions if question["split"] == "tune"]
+    candidates = {q["id"]: hybrid_candidates(index, q["question"], cwd_of(q, cwds), DEFAULT_TUNING) for q in tuning_questions}
     outcomes = []
-    for rrf_k, lexical_weight in itertools.product((5.0, 10.0, 30.0, 60.0), (0.5, 1.0, 1.5, 2.0)):
-        ranking = replace(DEFAULT_TUNING, rrf_k=rrf_k, lexical_weight=lexical_weight, semantic_weight=1.0)
-        candidates = {q["id"]: hybrid_candidates(index, q["question"], cwd_of(q, cwds), ranking) for q in tuning_questions}
-        for coverage_weight, min_relevance, floor_relevance in itertools.product(
-            (0.0, 0.25, 0.5, 1.0), [step / 100 for step in range(15, 81, 2)], (0.0, 0.1, 0.15, 0.2, 0.25)
-        ):
-            if floor_relevance >= min_relevance:
-                continue
-            tuning = replace(ranking, coverage_weight=coverage_weight, min_relevance=min_relevance, floor_relevance=floor_relevance)
-            results = {qid: gated(found, tuning) for qid, found in candidates.items()}
-            scores = evaluate(results, tuning_questions, keys)
-            mrr = scores.reciprocal / scores.answerable
-            outcomes.append(((float(scores.no_answer >= 0.8), scores.hit5, mrr, scores.no_answer), tuning, scores))
+    for floor_relevance in (0.0, 0.1, 0.15, 0.2):
+        floored = replace(DEFAULT_TUNING, floor_relevance=floor_relevance)
+        features, answerable, by_letter = [], [], []
+        for question in tuning_questions:
+            window = [c for c in candidates[question["id"]] if c.relevance >= floor_relevance or c.full_lexical_match][:GATE_WINDOW]
+            evidence = window[0].evidence if window and window[0].evidence else QueryEvidence(0.0, 0.0)
+            features.append([evidence.margin, max((c.coverage for c in window), default=0.0), evidence.vocabulary])
+            answerable.append(question["expect"] is not None)
+            by_letter.append(any(c.full_lexical_match for c in window))
+        model = fit_gate_model(np.array(features), np.array(answerable, dtype=float), np.array(by_letter))
+        tuning = replace(floored, gate_model=model)
+        results = {qid: gated(found, tuning) for qid, found in candidates.items()}
+        scores = evaluate(results, tuning_questions, keys)
+        outcomes.append(((scores.hit5, scores.reciprocal / scores.answerable, scores.no_answer), tuning, scores))
     outcomes.sort(key=lambda item: tuple(-value for value in item[0]))
     return outcomes
+
+
+GATE_NO_ANSWER_TARGET = 0.9  # On the tune split: a margin over the issue's 80 % for unseen questions.
+
+
+def fit_gate_model(features: np.ndarray, answerable: np.ndarray, by_letter: np.ndarray, l2: float = 1.0) -> GateModel:
+    """Logistic regression (coefficients on the raw features) and its threshold (see `tune`)."""
+    mean, deviation = features.mean(axis=0), features.std(axis=0) + 1e-9
+    design = np.c_[np.ones(len(features)), (features - mean) / deviation]
+    penalty = np.diag([0.0] + [l2] * features.shape[1])
+    weights = np.zeros(design.shape[1])
+    for _ in range(50):
+        probability = 1 / (1 + np.exp(-design @ weights))
+        gradient = design.T @ (probability - answerable) + penalty @ weights
+        hessian = design.T @ (design * (probability * (1 - probability))[:, None]) + penalty
+        weights -= np.linalg.solve(hessian, gradient)
+    raw = weights[1:] / deviation
+    intercept = float(weights[0] - (raw * mean).sum())
+    model = GateModel(intercept=intercept, margin_weight=float(raw[0]), coverage_weight=float(raw[1]), vocabulary_weight=float(raw[2]), threshold=0.0)
+    probabilities = np.array([model.probability(*row) for row in features])
+    # Questions the full-match rule opens cannot be kept empty by any threshold.
+    negatives = np.sort(probabilities[(answerable == 0) & ~by_letter])
+    needed = int(np.ceil(GATE_NO_ANSWER_TARGET * (answerable == 0).sum()))
+    threshold = float(negatives[needed - 1]) + 1e-6 if 0 < needed <= len(negatives) else 1.0
+    return replace(model, threshold=round(threshold, 6))
 
 
 def cwd_of(question: dict[str, Any], cwds: dict[str, str]) -> str | None:
@@ -403,8 +442,8 @@ def main() -> None:
 
         if arguments.tune:
             outcomes = tune(index, questions, keys, cwds)
-            for _objective, tuning, scores in outcomes[:15]:
-                print(f"hit@5={scores.hit5:.2f} no-answer={scores.no_answer:.2f} {tuning}")
+            for _objective, tuning, scores in outcomes:
+                print(f"hit@5={scores.hit5:.2f} no-answer={scores.no_answer:.2f} floor={tuning.floor_relevance} {tuning.gate_model}")
 
         lines = folder_lines(root)
         hybrid: dict[str, Ranked] = {}
