@@ -47,7 +47,14 @@ import numpy as np
 from codex_memories.read import embedding
 from codex_memories.read.chunks import is_user_level
 from codex_memories.read.index import Index, IndexedChunk, build_index, open_index
-from codex_memories.read.relevance import GATE_MODEL, MARGIN_DEPTH, GateModel, QueryEvidence, answer_probability, margin_of
+from codex_memories.read.relevance import (
+    GATE_MODEL,
+    MARGIN_DEPTH,
+    GateModel,
+    QueryEvidence,
+    answer_probability,
+    margin_of,
+)
 from codex_memories.scopes import scope_matches_cwd
 
 MAX_QUERY_CHARS = 4_000
