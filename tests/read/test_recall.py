@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ from codex_memories.read.recall import (
     results_as_json,
     similarity_margin,
 )
-from codex_memories.read.relevance import MARGIN_DEPTH, GateModel, QueryEvidence, answer_probability
+from codex_memories.read.relevance import GATE_MODEL, MARGIN_DEPTH, GateModel, QueryEvidence, answer_probability
 from tests.support.memory_folder import ATLAS, BILLING, line_of, write_memory_folder
 
 
@@ -145,12 +146,13 @@ def _scored(relevance: float, number: int, *, coverage: float = 0.0, full: bool 
     chunk = IndexedChunk(id=number, path="MEMORY.md", line_start=number, line_end=number, text=f"chunk {number}", scope=None, date=None)
     return ScoredChunk(
         chunk=chunk, score=1 / number, similarity=relevance, coverage=coverage, lexical_rank=None, semantic_rank=number,
-        scope_class=USER_LEVEL, relevance=relevance, full_lexical_match=full, evidence=QueryEvidence(margin=margin, vocabulary=1.0),
+        scope_class=USER_LEVEL, relevance=relevance, full_lexical_match=full,
+        evidence=QueryEvidence(top_similarity=0.5, margin=margin, vocabulary=1.0),
     )
 
 
 # Only the margin counts here, and the gate opens at margin > 0.1 (logit 10 * margin - 1 >= 0).
-GATE = Tuning(floor_relevance=0.2, gate_model=GateModel(intercept=-1.0, margin_weight=10.0, coverage_weight=0.0, vocabulary_weight=0.0, threshold=0.5))
+GATE = Tuning(floor_relevance=0.2, gate_model=GateModel(intercept=-1.0, weights=(("margin", 10.0),), threshold=0.5))
 
 
 @pytest.mark.parametrize(
@@ -175,13 +177,21 @@ def test_a_chunk_holding_every_query_word_opens_the_gate_whatever_the_model_says
     assert [scored.chunk.id for scored in gate(ranked, GATE)] == [1, 2]
 
 
-def test_lexical_coverage_and_vocabulary_raise_the_answer_probability():
-    evidence = QueryEvidence(margin=0.1, vocabulary=0.5)
+def test_a_gate_model_combines_the_features_it_names():
+    model = GateModel(intercept=-2.0, weights=(("top_similarity", 4.0), ("coverage", 2.0), ("vocabulary", 1.0)), threshold=0.5)
+    evidence = QueryEvidence(top_similarity=0.4, margin=0.1, vocabulary=0.5)
 
-    assert answer_probability(evidence, 0.8) > answer_probability(evidence, 0.1)
-    assert answer_probability(QueryEvidence(margin=0.1, vocabulary=1.0), 0.1) > answer_probability(evidence, 0.1)
-    assert answer_probability(QueryEvidence(margin=0.3, vocabulary=0.5), 0.1) > answer_probability(evidence, 0.1)
-    assert 0.0 < answer_probability(QueryEvidence(margin=-5.0, vocabulary=0.0), 0.0) < 1e-6  # Extreme inputs stay finite.
+    assert answer_probability(evidence, 0.5, model) == pytest.approx(1 / (1 + math.exp(-(-2.0 + 1.6 + 1.0 + 0.5))))
+    assert answer_probability(evidence, 0.8, model) > answer_probability(evidence, 0.1, model)
+    assert 0.0 < answer_probability(QueryEvidence(-5.0, 0.0, 0.0), 0.0, model) < 1e-6  # Extreme inputs stay finite.
+    with pytest.raises(ValueError, match="unknown gate features"):
+        GateModel(intercept=0.0, weights=(("cosine", 1.0),), threshold=0.5)
+
+
+def test_the_shipped_gate_model_is_monotone_in_the_top_similarity():
+    low, high = QueryEvidence(0.2, 0.05, 0.5), QueryEvidence(0.6, 0.05, 0.5)
+
+    assert answer_probability(low, 0.2) < GATE_MODEL.threshold <= answer_probability(high, 0.2)
 
 
 @pytest.mark.parametrize(("similarities", "margin"), [([], 0.0), ([0.5], 0.0), ([0.2, 0.6, 0.4], 0.6 - 0.4)])
