@@ -379,7 +379,7 @@ def trade_off_report(questions: list[dict[str, Any]], keys: dict[str, str], cand
     settings += [
         ("logistic model (shipped)" if threshold == DEFAULT_TUNING.gate_model.threshold else "logistic model", f"{threshold:.2f}",
          lambda found, t=threshold: gated(found, replace(DEFAULT_TUNING, gate_model=replace(DEFAULT_TUNING.gate_model, threshold=t))))
-        for threshold in (0.5, 0.6, 0.7, DEFAULT_TUNING.gate_model.threshold, 0.9)
+        for threshold in sorted({0.5, 0.6, 0.7, 0.9, DEFAULT_TUNING.gate_model.threshold})
     ]
     for label, threshold, decide in settings:
         results = {question["id"]: decide(candidates[question["id"]]) for question in questions}

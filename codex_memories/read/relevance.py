@@ -59,8 +59,8 @@ class GateModel:
 # unanswerable questions): the threshold leaves >= 85 % of its unanswerable questions empty (a
 # margin over the 80 % for unseen ones); of all feature subsets, top cosine + vocabulary
 # found the most answers there (all answerable hit@5 0.68 at no-answer 0.88, against 0.58 for the
-# top cosine alone, with or without the margin), fewest features first on ties. benchmarks/README.md has the figures, held-out
-# split included.
+# top cosine alone, with or without the margin), fewest features first on ties.
+# benchmarks/README.md has the figures, held-out split included.
 GATE_MODEL = GateModel(intercept=-2.868067, weights=(("top_similarity", 7.713752), ("vocabulary", 2.435007)), threshold=0.652219)
 
 
