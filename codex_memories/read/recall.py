@@ -11,11 +11,15 @@ Contract:
   comparable within one query only).
 - Relevance gate (`gate`), in two steps. A chunk's relevance is its cosine similarity plus
   `Tuning.coverage_weight` times its term coverage (the share of the query's IDF mass carried by
-  the query words it contains). Chunks under `Tuning.floor_relevance` are dropped; then, if none
-  of the first `GATE_WINDOW` survivors reaches `Tuning.min_relevance`, the folder is taken to
-  hold no answer and the result is []. One strong match thus lets its weaker neighbours through,
-  which a per-chunk threshold would drop. Static embeddings separate "no answer" from "worded
-  differently" poorly, so the gate trades recall for silence; benchmarks/README.md has the
+  the query words it contains). Chunks under `Tuning.floor_relevance` are dropped; then the
+  question is decided once for the whole folder: it has an answer when one of the first
+  `GATE_WINDOW` survivors contains every content word of the query, or when
+  `relevance.answer_probability` (a logistic model over signals of the whole query: its best
+  cosine, how far that stands out from its other neighbours, term coverage; chosen and fitted
+  offline on the benchmark's tune split) reaches `Tuning.gate_model.threshold`; otherwise [].
+  A per-query decision lets weak neighbours of a clear answer through, which a per-chunk
+  threshold would drop. Static embeddings separate "no answer" from "worded differently"
+  imperfectly, so the gate still trades some recall for silence; benchmarks/README.md has the
   measured trade-off.
 - Scope order: results about `cwd` (`scopes.scope_matches_cwd` on the chunk's scope) come
   first, then user-level ones (no scope), then other projects'; by score within each class.
@@ -43,6 +47,14 @@ import numpy as np
 from codex_memories.read import embedding
 from codex_memories.read.chunks import is_user_level
 from codex_memories.read.index import Index, IndexedChunk, build_index, open_index
+from codex_memories.read.relevance import (
+    GATE_MODEL,
+    MARGIN_DEPTH,
+    GateModel,
+    QueryEvidence,
+    answer_probability,
+    margin_of,
+)
 from codex_memories.scopes import scope_matches_cwd
 
 MAX_QUERY_CHARS = 4_000
@@ -91,8 +103,10 @@ class Tuning:
     semantic_weight: float = 1.0
     rrf_k: float = 30.0
     coverage_weight: float = 0.0
-    min_relevance: float = 0.29
-    floor_relevance: float = 0.2
+    # 0.0 and 0.1 tie on every tune-split figure; 0.1 keeps near-orthogonal chunks out of the prompt.
+    floor_relevance: float = 0.1
+    # The "is there an answer at all" decision; `replace(GATE_MODEL, threshold=0.0)` turns it off.
+    gate_model: GateModel = GATE_MODEL
 
     def relevance(self, similarity: float, coverage: float) -> float:
         return similarity + self.coverage_weight * coverage
@@ -126,6 +140,8 @@ class ScoredChunk:
     # Every content word of a query of two or more words is in this chunk: an answer by the
     # letter, whatever the static embeddings think of it (they miss short keyword prompts).
     full_lexical_match: bool = False
+    # What was measured about the query as a whole (shared by all its candidates), for the gate.
+    evidence: QueryEvidence | None = None
 
     def as_result(self) -> RecallResult:
         return RecallResult(
@@ -166,7 +182,14 @@ def recall_scored(
 def gate(ranked: list[ScoredChunk], tuning: Tuning = DEFAULT_TUNING) -> list[ScoredChunk]:
     """The ranked candidates that pass the relevance gate (module docstring), in order; [] for no answer."""
     kept = [scored for scored in ranked if scored.relevance >= tuning.floor_relevance or scored.full_lexical_match]
-    if not any(scored.relevance >= tuning.min_relevance or scored.full_lexical_match for scored in kept[:GATE_WINDOW]):
+    window = kept[:GATE_WINDOW]
+    if not window:
+        return []
+    if any(scored.full_lexical_match for scored in window):
+        return kept
+    evidence = window[0].evidence or QueryEvidence(top_similarity=0.0, margin=0.0, vocabulary=0.0)
+    coverage = max(scored.coverage for scored in window)
+    if answer_probability(evidence, coverage, tuning.gate_model) < tuning.gate_model.threshold:
         return []
     return kept
 
@@ -212,7 +235,11 @@ def rank(index: Index, query: str, *, cwd: str | None, tuning: Tuning = DEFAULT_
     lexical = lexical_ranking(index, terms)
     similarities = semantic_similarities(index, query)
     semantic = [int(i) + 1 for i in np.argsort(-similarities, kind="stable")[:CANDIDATES_PER_LEG]] if len(similarities) else []
-    coverage = term_coverage(index, terms, set(lexical) | set(semantic))
+    coverage, vocabulary = term_coverage(index, terms, set(lexical) | set(semantic))
+    evidence = QueryEvidence(
+        top_similarity=float(similarities.max()) if len(similarities) else 0.0,
+        margin=similarity_margin(similarities), vocabulary=vocabulary,
+    )
 
     lexical_rank = {chunk_id: position for position, chunk_id in enumerate(lexical, start=1)}
     semantic_rank = {chunk_id: position for position, chunk_id in enumerate(semantic, start=1)}
@@ -234,6 +261,7 @@ def rank(index: Index, query: str, *, cwd: str | None, tuning: Tuning = DEFAULT_
                 lexical_rank=lexical_rank.get(chunk_id), semantic_rank=semantic_rank.get(chunk_id),
                 scope_class=scope_class(chunk.scope, cwd), relevance=tuning.relevance(similarity, covered),
                 full_lexical_match=len(terms) >= MIN_LEXICAL_MATCH_TERMS and covered >= FULL_COVERAGE,
+                evidence=evidence,
             )
         )
     scored.sort(key=lambda item: (item.scope_class, -item.score, item.chunk.id))
@@ -270,13 +298,24 @@ def semantic_similarities(index: Index, query: str) -> np.ndarray:
     return index.vectors @ query_vector
 
 
-def term_coverage(index: Index, terms: list[str], candidates: set[int]) -> dict[int, float]:
-    """For each candidate, the share of the query terms' IDF weight that the chunk contains."""
+def similarity_margin(similarities: np.ndarray) -> float:
+    """`relevance.margin_of` over the query's MARGIN_DEPTH best similarities."""
+    if len(similarities) == 0:
+        return 0.0
+    depth = min(MARGIN_DEPTH, len(similarities))
+    best = np.partition(similarities, len(similarities) - depth)[len(similarities) - depth :]
+    return margin_of(sorted(best.tolist(), reverse=True))
+
+
+def term_coverage(index: Index, terms: list[str], candidates: set[int]) -> tuple[dict[int, float], float]:
+    """For each candidate, the share of the query terms' IDF weight that the chunk contains; and the
+    share carried by terms found anywhere in the index (the query's vocabulary coverage)."""
     if not terms or not candidates or index.chunk_count == 0:
-        return {}
+        return {}, 0.0
     total = index.chunk_count
     listed = ",".join(str(int(chunk_id)) for chunk_id in candidates)
     weights: list[tuple[float, list[int]]] = []
+    present: list[bool] = []
     for term in terms:
         expression = f'"{term}"'
         # Counted inside SQLite: a common word can match most of a large index.
@@ -288,9 +327,11 @@ def term_coverage(index: Index, terms: list[str], candidates: set[int]) -> dict[
             )
         ]
         weights.append((math.log(1 + (total - frequency + 0.5) / (frequency + 0.5)), containing))
+        present.append(frequency > 0)
     mass = sum(weight for weight, _ in weights)
     coverage: dict[int, float] = {}
     for weight, containing in weights:
         for chunk_id in containing:
             coverage[chunk_id] = coverage.get(chunk_id, 0.0) + weight / mass
-    return coverage
+    vocabulary = sum(weight for (weight, _), found in zip(weights, present, strict=True) if found) / mass
+    return coverage, vocabulary

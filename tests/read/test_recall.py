@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 
+import numpy as np
 import pytest
 
 from codex_memories import paths
@@ -21,7 +23,9 @@ from codex_memories.read.recall import (
     gate,
     recall,
     results_as_json,
+    similarity_margin,
 )
+from codex_memories.read.relevance import GATE_MODEL, MARGIN_DEPTH, GateModel, QueryEvidence, answer_probability
 from tests.support.memory_folder import ATLAS, BILLING, line_of, write_memory_folder
 
 
@@ -138,26 +142,64 @@ def test_the_recall_path_imports_no_heavy_dependency():
     assert output == ""
 
 
-def _scored(relevance: float, number: int) -> ScoredChunk:
+def _scored(relevance: float, number: int, *, coverage: float = 0.0, full: bool = False, margin: float = 0.0) -> ScoredChunk:
     chunk = IndexedChunk(id=number, path="MEMORY.md", line_start=number, line_end=number, text=f"chunk {number}", scope=None, date=None)
-    return ScoredChunk(chunk=chunk, score=1 / number, similarity=relevance, coverage=0.0, lexical_rank=None, semantic_rank=number, scope_class=USER_LEVEL, relevance=relevance)
+    return ScoredChunk(
+        chunk=chunk, score=1 / number, similarity=relevance, coverage=coverage, lexical_rank=None, semantic_rank=number,
+        scope_class=USER_LEVEL, relevance=relevance, full_lexical_match=full,
+        evidence=QueryEvidence(top_similarity=0.5, margin=margin, vocabulary=1.0),
+    )
 
 
-GATE = Tuning(min_relevance=0.5, floor_relevance=0.2)
+# Only the margin counts here, and the gate opens at margin > 0.1 (logit 10 * margin - 1 >= 0).
+GATE = Tuning(floor_relevance=0.2, gate_model=GateModel(intercept=-1.0, weights=(("margin", 10.0),), threshold=0.5))
 
 
 @pytest.mark.parametrize(
-    ("relevances", "kept"),
+    ("relevances", "margin", "kept"),
     [
-        ([0.6, 0.3, 0.1], [1, 2]),  # One strong match lets a weaker neighbour through; the floor still applies.
-        ([0.3, 0.6], [1, 2]),  # The strong match need not rank first (scope order may put it second).
-        ([0.45, 0.4, 0.3], []),  # Nothing strong: the folder holds no answer.
-        ([0.1, 0.1, 0.1, 0.1, 0.1, 0.9], [6]),  # Below-floor chunks do not use up the window.
-        ([0.3, 0.3, 0.3, 0.3, 0.3, 0.9], []),  # A strong match beyond the window does not open the gate.
-        ([], []),
+        ([0.6, 0.3, 0.1], 0.2, [1, 2]),  # An answer stands out: weaker neighbours come along; the floor still applies.
+        ([0.6, 0.3, 0.1], 0.05, []),  # A high cosine that does not stand out from the query's neighbourhood: no answer.
+        ([0.1, 0.1, 0.1, 0.1, 0.1, 0.9], 0.3, [6]),  # Below-floor chunks are dropped before the decision.
+        ([0.1, 0.1], 0.3, []),  # Nothing above the floor: nothing to return.
+        ([], 0.3, []),
     ],
 )
-def test_the_gate_opens_on_one_strong_match_and_keeps_the_floor(relevances, kept):
-    ranked = [_scored(relevance, number) for number, relevance in enumerate(relevances, start=1)]
+def test_the_gate_decides_once_per_query_and_keeps_the_floor(relevances, margin, kept):
+    ranked = [_scored(relevance, number, margin=margin) for number, relevance in enumerate(relevances, start=1)]
 
     assert [scored.chunk.id for scored in gate(ranked, GATE)] == kept
+
+
+def test_a_chunk_holding_every_query_word_opens_the_gate_whatever_the_model_says():
+    ranked = [_scored(0.3, 1, margin=0.0), _scored(0.25, 2, margin=0.0, coverage=1.0, full=True)]
+
+    assert [scored.chunk.id for scored in gate(ranked, GATE)] == [1, 2]
+
+
+def test_a_gate_model_combines_the_features_it_names():
+    model = GateModel(intercept=-2.0, weights=(("top_similarity", 4.0), ("coverage", 2.0), ("vocabulary", 1.0)), threshold=0.5)
+    evidence = QueryEvidence(top_similarity=0.4, margin=0.1, vocabulary=0.5)
+
+    assert answer_probability(evidence, 0.5, model) == pytest.approx(1 / (1 + math.exp(-(-2.0 + 1.6 + 1.0 + 0.5))))
+    assert answer_probability(evidence, 0.8, model) > answer_probability(evidence, 0.1, model)
+    assert 0.0 < answer_probability(QueryEvidence(-5.0, 0.0, 0.0), 0.0, model) < 1e-6  # Extreme inputs stay finite.
+    with pytest.raises(ValueError, match="unknown gate features"):
+        GateModel(intercept=0.0, weights=(("cosine", 1.0),), threshold=0.5)
+
+
+def test_the_shipped_gate_model_is_monotone_in_the_top_similarity():
+    low, high = QueryEvidence(0.2, 0.05, 0.5), QueryEvidence(0.6, 0.05, 0.5)
+
+    assert answer_probability(low, 0.2) < GATE_MODEL.threshold <= answer_probability(high, 0.2)
+
+
+@pytest.mark.parametrize(("similarities", "margin"), [([], 0.0), ([0.5], 0.0), ([0.2, 0.6, 0.4], 0.6 - 0.4)])
+def test_the_similarity_margin_is_the_best_minus_the_mean_of_the_best(similarities, margin):
+    assert similarity_margin(np.array(similarities, dtype=np.float32)) == pytest.approx(margin, abs=1e-6)
+
+
+def test_the_margin_looks_only_at_the_best_similarities():
+    similarities = np.array([0.9] + [0.4] * (MARGIN_DEPTH - 1) + [-1.0] * 1000, dtype=np.float32)
+
+    assert similarity_margin(similarities) == pytest.approx(0.9 - (0.9 + 0.4 * (MARGIN_DEPTH - 1)) / MARGIN_DEPTH, abs=1e-6)
