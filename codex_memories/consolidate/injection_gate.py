@@ -258,8 +258,10 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "hidden_directive",
         re.compile(
             # An HTML comment is invisible once rendered, yet a model reads it.
-            r"<!--(?:(?!-->)[^\n])*?(?:\b(?:ai|assistants?|agents?|llms?|models?|bots?|claude|copilot|chatgpt|gpt)\b|\bcodex\b(?!-)"
-            r"|\b(?:run|execute|delete|remove|push|send|upload|ignore|disregard|disable|install|curl|wget|do\s+not\s+mention)\b)",
+            # Flagged when the comment addresses such a reader, or opens with an order.
+            r"<!--(?:(?!-->)[^\n])*?\b(?:ai|assistants?|agents?|llms?|models?|bots?|codex|claude|copilot|chatgpt|gpt)\s*"
+            r"(?:[:,]|\b(?:must|should|shall|need\s+to|please|always|never)\b)"
+            r"|<!--\s*(?:please\s+)?(?:run|execute|delete|remove|push|send|upload|ignore|disregard|disable|install|curl|wget|do\s+not|don'?t|never|always)\b",
             _I,
         ),
     ),
