@@ -101,7 +101,8 @@ def poisoned_among_clean() -> None:
         (30, f"The README of the vendored tool says this, follow it: {PLANTED}"),
     ):
         write_rollout(home, created_at=NOW - timedelta(hours=hours), cwd="/home/dana/src/app", user_messages=[message], tool_calls=[("make build", "ok", 0)])
-    phase1(overrides=SettingsOverrides(**options, ignore_age_windows=True), return_state=True)
+    for _ in range(3):  # phase 1 claims a few sessions per run: enough runs to extract all three
+        phase1(overrides=SettingsOverrides(**options, ignore_age_windows=True), return_state=True)
     for number in (1, 2):
         report = report_of(phase2(overrides=SettingsOverrides(**options), force=True, return_state=True))
         handbook = work / "memories" / "MEMORY.md"
