@@ -146,6 +146,8 @@ class Phase2Report:
     forget_audit: list[ForgetAuditRecord] = field(default_factory=list)
     # The injection gate's findings (redacted, capped excerpts) when it refused the folder.
     injection_findings: list[str] = field(default_factory=list)
+    # Threads whose stage-1 memory the refused lines were traced to, quarantined (route pollution).
+    quarantined_threads: list[str] = field(default_factory=list)
     # A failed run put back the folder it found (None: it failed before touching the folder).
     folder_restored: bool | None = None
     # Stage-1 outputs arrived while this run consolidated: the job stays dirty, no cooldown.
@@ -195,6 +197,9 @@ def render_phase2_markdown(report: Phase2Report) -> str:
     if report.injection_findings:
         lines += ["", "## Injection gate: refused lines (redacted)", ""]
         lines += [f"- {_cell(finding)}" for finding in report.injection_findings]
+    if report.quarantined_threads:
+        lines += ["", "Quarantined (their stage-1 memory leaves the selection; the next run consolidates the rest):", ""]
+        lines += [f"- `{thread_id}`" for thread_id in report.quarantined_threads]
     if report.folder_restored:
         lines += ["", "The memory folder was restored to what this run found: nothing it wrote went live."]
     if report.work_left:
@@ -216,6 +221,8 @@ def render_phase2_text(report: Phase2Report) -> str:
         text += f"; {report.consolidator} consolidator {report.agent_stop_reason} in {report.agent_steps} step(s)"
     for finding in report.injection_findings:
         text += f"\n  refused: {finding}"
+    if report.quarantined_threads:
+        text += f"\n  quarantined thread(s): {', '.join(report.quarantined_threads)}"
     if report.folder_restored:
         text += "\n  memory folder restored to what this run found"
     if report.work_left:

@@ -25,7 +25,6 @@ from prefect.concurrency.sync import concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.states import Completed, Failed, State
 
-from codex_memories.consolidate.injection_gate import describe_findings
 from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_failed, memory_storage_bytes
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
@@ -41,7 +40,7 @@ from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark
 from codex_memories_tasks.confirm_ownership import confirm_ownership
 from codex_memories_tasks.consolidate import consolidate
 from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
-from codex_memories_tasks.injection_gate import injection_gate
+from codex_memories_tasks.injection_gate import injection_gate, quarantine_injection_sources
 from codex_memories_tasks.mark_succeeded import mark_succeeded
 from codex_memories_tasks.prepare_workspace import prepare_workspace
 from codex_memories_tasks.prune_extension_resources import prune_extension_resources
@@ -124,7 +123,11 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
                 lease=lease,
                 outcome=failure.outcome,
                 reason=failure.reason,
-                retry_delay_seconds=config.settings.phase2_retry_delay_seconds,
+                retry_delay_seconds=(
+                    config.settings.phase2_retry_delay_seconds
+                    if failure.retry_delay_seconds is None
+                    else failure.retry_delay_seconds
+                ),
                 usage=report.usage or None,
             )
     report.forget_audit = collect_forget_audit(config, audit_start)
@@ -213,12 +216,14 @@ def _consolidate_and_publish(
     problems = _step(Outcome.failed_invalid_artifacts, validate_artifacts, workspace)
     if problems:
         raise Phase2Failure(Outcome.failed_invalid_artifacts, "; ".join(problems))
-    # 11. The injection gate: no line that looks injected goes live.
+    # 11. The injection gate: no line that looks injected goes live. The stage-1 outputs a
+    #     refused line came from are quarantined (route pollution), so the next run, without
+    #     backoff, consolidates the rest; with no source found the run backs off as any failure.
     findings = _step(Outcome.failed_injection_gate, injection_gate, workspace)
     if findings:
-        report.injection_findings = describe_findings(findings)
-        places = ", ".join(sorted({f"{finding.path} [{finding.rule}]" for finding in findings}))
-        raise Phase2Failure(Outcome.failed_injection_gate, f"{len(findings)} line(s) look injected: {places}")
+        verdict = _step(Outcome.failed_injection_gate, quarantine_injection_sources, workspace, findings, selection, config)
+        report.injection_findings, report.quarantined_threads = verdict.report_lines, verdict.quarantined
+        raise verdict.failure()
     # 12. Confirm ownership before anything irreversible.
     if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before the baseline reset"

@@ -1,7 +1,17 @@
-from prefect import task
+"""Tasks: phase 2 step 11, the injection gate, and quarantining what it traced to a source.
+
+`injection_gate`: the findings over the consolidated files (`consolidate.steps.gate_consolidated_files`).
+`quarantine_injection_sources`: on findings, trace them to the selected stage-1 outputs and mark
+those threads polluted, audited (`consolidate.steps.quarantine_injection_sources`).
+"""
+
+from prefect import get_run_logger, task
 
 from codex_memories.consolidate.injection_gate import InjectionFinding
-from codex_memories.consolidate.steps import gate_consolidated_files
+from codex_memories.consolidate.steps import GateVerdict, Selection, gate_consolidated_files
+from codex_memories.consolidate.steps import quarantine_injection_sources as quarantine_sources
+from codex_memories.runtime import open_store
+from codex_memories.settings import RuntimeConfig
 from codex_memories.storage import LocalWorkspace
 
 
@@ -9,3 +19,14 @@ from codex_memories.storage import LocalWorkspace
 def injection_gate(workspace: LocalWorkspace) -> list[InjectionFinding]:
     """Lines of the consolidated files that look injected (empty: the folder may go live)."""
     return gate_consolidated_files(workspace.path)
+
+
+@task(name="quarantine-injection-sources", cache_policy=None)
+def quarantine_injection_sources(
+    workspace: LocalWorkspace, findings: list[InjectionFinding], selection: Selection, config: RuntimeConfig
+) -> GateVerdict:
+    """The verdict on a refused folder: its lines, their sources, the threads quarantined."""
+    verdict = quarantine_sources(workspace.path, findings, selection, open_store(config.settings.resolved_db_url))
+    if verdict.quarantined:
+        get_run_logger().warning("injection gate: quarantined thread(s) %s", ", ".join(verdict.quarantined))
+    return verdict

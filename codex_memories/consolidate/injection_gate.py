@@ -1,35 +1,53 @@
 """The injection gate: consolidated memory files are checked before they go live.
 
-What reaches `memory_summary.md`, `MEMORY.md` and `skills/` is loaded into every later session,
-so an instruction planted in a tool output, a web page or a rollout summary must not get there by
-way of a consolidation. The gate runs after artifact validation and before the baseline reset;
-a finding fails the run (`failed_injection_gate`) and the folder is restored.
+What reaches `memory_summary.md`, `MEMORY.md`, `skills/` and the rest of the memory folder is
+read by later sessions, so an instruction planted in a tool output, a web page or a rollout
+summary must not get there by way of a consolidation. The gate runs after artifact validation and
+before the baseline reset; a finding fails the run (`failed_injection_gate`) and the folder is
+restored (the source of a finding is traced and quarantined by `injection_sources`).
 
 Contract:
 - `find_injections(files)` is the decision: a pure function over `GatedFile`s (path, text or
   None for bytes that are not UTF-8, executable bit) returning `InjectionFinding`s in file and
   line order. Same input, same findings.
-- `gated_files(root_dir)` is the I/O that feeds it: `memory_summary.md`, `MEMORY.md` and every
-  regular file under `skills/` (symlinks are never followed; `validate_artifacts` has removed
-  them already). It reads, never writes.
+- Text is normalised before any rule sees it (`normalise`): NFKC (fullwidth and compatibility
+  forms), zero-width and other format characters removed, Cyrillic and Greek look-alikes folded
+  to Latin, backticks dropped; case is folded by the rules themselves. A bullet wrapped over
+  several lines is one logical line (`logical_lines`), reported at its first line.
+- `gated_files(root_dir)` is the I/O that feeds it: every regular file a session can read that
+  the consolidator may have written: `memory_summary.md`, `MEMORY.md`, everything under `skills/`,
+  any other file outside the workspace machinery (`.git/`, `.codex-memories/`), the diff file
+  and `extensions/` (the user's own input, audited by forgetting route 7); `raw_memories.md` and
+  `rollout_summaries/` only where they are not what the input sync wrote
+  (`inputs.files_changed_since_sync`): a stage-1 memory is evidence of a session, gated when a
+  consolidation copies it into what a session is told. Symlinks are never followed
+  (`validate_artifacts` has removed them and refused hard links already; one check per decision).
 - A finding's `excerpt` is redacted (`redact_secrets`), stripped of control and invisible
   characters and capped at `MAX_EXCERPT_CHARS`, so it can go into a run artifact and a log.
 
 What is refused (rule codes):
 - `download_piped_to_shell`: a download fed to an interpreter (`curl ... | sh`, `wget -O- | bash`,
-  `bash <(curl ...)`, `sh -c "$(curl ...)"`, `iex (iwr ...)`, `base64 -d | sh`).
-- `override_instructions`: "ignore previous instructions" and kin, notes addressed to AI
-  assistants, "do not tell the user", chat-template role markers.
-- `exfiltration`: secrets, key files or the environment sent over the network, or prose that says
-  to send secrets to a URL.
+  `bash <(curl ...)`, `sh -c "$(curl ...)"`, `iex (iwr ...)`, `base64 -d | sh`, `exec(urlopen(...))`),
+  or downloaded and run in one command line with no look at it in between.
+- `override_instructions`: "ignore previous instructions" and kin, notes and standing orders
+  addressed to AI assistants, "you are now ...", role markers, "do not tell the user".
+- `hidden_directive`: an HTML comment (invisible once rendered) addressed to an AI reader or
+  telling it to act.
+- `exfiltration`: secrets, key files or the environment sent over the network (a URL, a webhook,
+  a pastebin or gist, a DNS lookup of a computed name), or prose that says to.
 - `remote_shell`: `/dev/tcp/` redirections, `nc -e`, `socat ... exec:`, socket-and-exec one-liners.
-- `persistence`: SSH keys or git hooks fetched from a URL.
+- `persistence`: a way back in: SSH keys or git hooks fetched from a URL, a file written into
+  `.git/hooks/`, `core.hooksPath` outside the repository, shell startup files edited, an alias
+  that redefines a standard command, `chmod +x` on a downloaded, temporary or hook file.
 - `hidden_characters`: Unicode tag characters and bidirectional overrides (text a reader cannot
   see but a model reads).
-- `executable_file`: any gated file with an exec bit; `binary_file`: bytes that are not text.
+- `executable_file`: any gated file with an exec bit or a `#!` first line; `skill_not_markdown`:
+  a file under `skills/` that is not Markdown (skills hold procedures, never scripts);
+  `binary_file`: bytes that are not text.
 
 Ordinary advice passes: "run `make test` before pushing", "use curl -fsSL to fetch the fixture and
 inspect it", a `curl -H "Authorization: Bearer $TOKEN" https://api...` call, "never pipe curl into sh".
+Measured on held-out phrasings in benchmarks/injection_gate_holdout.py: a tripwire, not a proof.
 """
 
 from __future__ import annotations
@@ -37,10 +55,13 @@ from __future__ import annotations
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from codex_memories import paths
+from codex_memories.consolidate.inputs import files_changed_since_sync
 from codex_memories.paths import MEMORY_FILE, MEMORY_SUMMARY_FILE, SKILLS_DIR
 from codex_memories.redact import redact_secrets
 
@@ -203,29 +224,213 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     (
+        "override_instructions",
+        re.compile(
+            # Ignoring what the reader was told, in words the older rules did not list.
+            r"\b(?:ignore|disregard|forget|overlook|set\s+aside|discard|drop|abandon)\b[^.\n]{0,40}?"
+            r"\b(?:(?:told|asked|instructed|taught|gave|given)\s+(?:you|to\s+you)|you\s+(?:were|have\s+been)\s+(?:told|given|asked))\b"
+            # Ranking a note over the reader's instructions.
+            r"|\b(?:outranks?|supersedes?|overrides?|trumps?|takes?\s+(?:priority|precedence)\s+over|(?:is|are)\s+more\s+important\s+than)\s+"
+            r"(?:(?:the|your|all|any|every|previous|prior|earlier|system)\s+)+(?:\w+'s\s+)?"
+            r"(?:rules|instructions?|guidance|prompts?|policies|guidelines|user|developer|operator|system)\b"
+            r"|\byour\s+(?:instructions|rules|orders|guidelines|directives|task|goal|role|mission)\s+(?:have|has)\s+(?:changed|been\s+(?:updated|replaced|changed|revoked))"
+            r"|\b(?:rules|instructions|restrictions|guidelines|policies)\b[^.\n]{0,25}\bno\s+longer\s+(?:apply|applies|bind|binds|matter|count|restrict)"
+            # "You are now ..." and unrestricted personas.
+            r"|\byou\s+are\s+now\s+(?!(?:able|ready|done|finished|free\s+to\s+use|on|in|at|using|logged|connected|set\s+up)\b)\w"
+            r"|\byou\s+are\s+(?:now\s+)?(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken|unconstrained|unbound)\b"
+            r"|\bno\s+(?:safety|security|ethical)\s+(?:rules|checks|restrictions|guidelines|limits)\b"
+            # Role markers that talk to the reader, and system or developer overrides.
+            r"|^[\s>*+-]*\[?\s*(?:system|assistant|developer)\s*\]?\s*:\s*(?:you|ignore|always|never|from\s+now|act|do\s+not|don'?t|obey|forget)\b"
+            r"|\b(?:system|admin|developer|root|god)\s+(?:override|mode\s+(?:on|enabled|activated))\b"
+            r"|\b(?:new|updated|real|actual|hidden|revised)\s+system\s+prompt\b"
+            # Standing orders addressed to agents in general.
+            r"|\b(?:ai|llm|coding|automated|autonomous)\s+(?:assistants?|agents?|models?|tools?|bots?)\b[^.\n]{0,25}?"
+            r"\b(?:must|should|shall|need\s+to|have\s+to|are\s+(?:required|expected|instructed)\s+to)\b"
+            r"|\b(?:any|every|all|each)\s+(?:ai\s+|llm\s+|coding\s+|automated\s+)?(?:assistants?|agents?|models?|bots?|llms?)\b[^.\n]{0,30}?"
+            r"\b(?:must|should|shall|needs?\s+to|has\s+to|have\s+to)\b"
+            # Keeping the user or anyone else in the dark.
+            r"|\b(?:user|human|operator|developer|maintainer|owner|anyone|nobody)s?\s+(?:must|should|may|can)\s*(?:not|never)\s+(?:find\s+out|know|learn|notice|discover|see)\b"
+            r"|\b(?:do\s+not|don'?t|never)\s+(?:inform|tell|notify|alert|warn)\s+(?:anyone|anybody|the\s+(?:user|human|operator|owner|team))\b",
+            _I,
+        ),
+    ),
+    (
+        "hidden_directive",
+        re.compile(
+            # An HTML comment is invisible once rendered, yet a model reads it.
+            # Flagged when the comment addresses such a reader, or opens with an order.
+            r"<!--(?:(?!-->)[^\n])*?\b(?:ai|assistants?|agents?|llms?|models?|bots?|codex|claude|copilot|chatgpt|gpt)\s*"
+            r"(?:[:,]|\b(?:must|should|shall|need\s+to|please|always|never)\b)"
+            r"|<!--\s*(?:please\s+)?(?:run|execute|delete|remove|push|send|upload|ignore|disregard|disable|install|curl|wget|do\s+not|don'?t|never|always)\b",
+            _I,
+        ),
+    ),
+    (
+        "exfiltration",
+        re.compile(
+            # The environment or a secret sent from code, a computed DNS name, a gist of a key.
+            r"(?=[^\n]*\b(?:os\.environ|process\.env|os\.getenv|environ\.items)\b)[^\n]*\b(?:requests\.(?:post|put|get)|httpx\.|urlopen|urllib|fetch\s*\(|http\.client|socket\.)"
+            r"|\b(?:dig|host|nslookup|drill|ping)\b[^\n]*(?:\$\(|`[^`]+`|\$\{?(?-i:[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASS|PASSWORD)))"
+            r"|\bgh\s+gist\s+create\b[^\n]*(?:\.ssh/(?![^\s\"']*\.pub\b)|\.env\b|\.netrc|\.aws|credentials|id_(?:rsa|ed25519|ecdsa|dsa)\b(?!\.pub))"
+            r"|\b(?:env|printenv|set)\s*>>?\s*(\S+)[^\n]*\b(?:curl|wget|nc|ncat|scp|rsync|http)\b[^\n]*\1"
+            r"|(?=[^\n]*\b(?:curl|wget|nc|ncat|scp|rsync|http|httpie|invoke-webrequest|iwr)\b)[^\n]*(?:@|-T\s*|--upload-file\s*|--post-file=?)\s*(?:~|\$HOME|/root|/home/[^/\s]+)/\.(?!ssh/[^\s\"']*\.pub\b)\S",
+            _I,
+        ),
+    ),
+    (
+        "exfiltration",
+        re.compile(
+            # Prose that says to send a secret, a key file or the environment somewhere.
+            r"\b(?:send|upload|post|exfiltrate|forward|transmit|leak|paste|e-?mail|submit|share|publish|push)\b[^\n]{0,60}?"
+            r"(?:\$?(?-i:\b[A-Z][A-Z0-9_]*(?:TOKEN|SECRET|API_KEY|ACCESS_KEY|PASSWORD|PASSWD|CREDENTIALS?)\b)|\bprintenv\b|\benv\b(?!\s*\.)"
+            r"|\bid_(?:rsa|ed25519|ecdsa|dsa)\b(?!\.pub)|(?:~|\$HOME)/\.[\w.-]+|\benvironment\b)"
+            r"[^\n]{0,80}?(?:https?://|\bwebhook|\bpaste(?:bin)?\b|\bgist\b|\bngrok|\brequestbin|\b[\w-]+\.(?:com|net|org|io|dev|xyz|site|app)\b)",
+            _I,
+        ),
+    ),
+    (
+        "persistence",
+        re.compile(
+            # Something written into git hooks, or hooks pointed outside the repository.
+            r"(?:>>?|\bcp\b|\bmv\b|\bln\b|\btee\b|\binstall\b|\bcurl\b[^\n]*-o|\bwget\b[^\n]*-O)[^\n]*\.git/hooks/"
+            r"|\bcore\.hookspath\b\s*=?\s*[\"']?(?:/tmp|/var/tmp|/dev/shm|~|\$HOME|/home/|https?://)"
+            # Shell startup files edited.
+            r"|(?:>>?|\btee\s+(?:-a\s+)?)\s*[\"']?(?:~|\$HOME|/root|/home/[^/\s]+)/\.(?:bashrc|zshrc|profile|bash_profile|zprofile|zshenv|bash_login|config/fish/config\.fish)\b"
+            r"|\b(?:add|append|put|insert|write|place|echo)\b[^\n]{0,60}?\b(?:to|in|into|inside)\s+(?:your\s+|the\s+user'?s\s+)?(?:~/|\$HOME/)?\.(?:bashrc|zshrc|profile|bash_profile|zprofile|zshenv)\b"
+            # An alias that redefines a standard command.
+            r"|\balias\s+(?:sudo|su|git|ls|cd|ssh|scp|cat|rm|cp|mv|curl|wget|passwd|gpg|make)\s*="
+            # Execute permission for a downloaded, temporary or hook file.
+            r"|\bchmod\s+(?:[ugoa]*\+[rw]*x|[0-7]?[0-7]*[1357][0-7]{0,2})\s+[\"']?(?:/tmp/|/var/tmp/|/dev/shm/|\S*\.git/hooks/|\S*skills/)",
+            _I,
+        ),
+    ),
+    (
         "hidden_characters",
         re.compile("[\U000e0000-\U000e007f\u202a-\u202e\u2066-\u2069]"),
     ),
 )
 
+_RULES_BY_NAME = {rule: pattern for rule, pattern in _RULES}
+_RULE_ORDER = tuple(dict.fromkeys(rule for rule, _ in _RULES))
+
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
+
+
+# Look-alike letters folded to the Latin letter they imitate (Unicode confusables for the
+# Cyrillic and Greek letters that pass for Latin in a command or a keyword). NFKC already folds
+# fullwidth and mathematical forms; these are separate letters it leaves alone.
+_HOMOGLYPHS = str.maketrans(
+    "аеорсухіјѕԁӏѵԝвкмнтАВЕКМНОРСТХІЈЅԌԜ"
+    "αβεικνορτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdlvwbkmhtABEKMHOPCTXIJSGW"
+    "abeiknoptuxABEZHIKMNOPTYX",
+)
+# Format characters (zero-width spaces and joiners, soft hyphens, word joiners, BOM) a reader
+# does not see and that split a keyword in two for a pattern.
+_FORMAT_CATEGORY = "Cf"
+
+
+def normalise(text: str) -> str:
+    """The text the rules see: NFKC, format characters removed, look-alikes folded, no backticks."""
+    folded = unicodedata.normalize("NFKC", text)
+    visible = "".join(char for char in folded if unicodedata.category(char) != _FORMAT_CATEGORY)
+    return visible.translate(_HOMOGLYPHS).replace("`", "")
+
+
+_BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|>|```|~~~|<!--|\|)")
+
+
+def logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(first line number, text) of each logical line: an indented line that does not open a
+    new block (bullet, heading, quote, fence, table row) continues the one above it, as a
+    wrapped bullet does in rendered Markdown; so does the line after a trailing backslash."""
+    current: list[str] = []
+    first = 0
+    in_fence = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        continues = (
+            bool(current)
+            and not in_fence
+            and stripped != ""
+            and (current[-1].endswith("\\") or (line[:1].isspace() and not _BLOCK_START.match(line)))
+        )
+        if continues:
+            current[-1] = current[-1].removesuffix("\\")
+            current.append(stripped)
+        else:
+            if current:
+                yield first, " ".join(current)
+            current, first = [line], number
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+    if current:
+        yield first, " ".join(current)
+
+
+_SHELL_SEPARATOR = re.compile(r"\s*(?:&&|\|\||;)\s*")
+_DOWNLOAD_SEGMENT = re.compile(r"^(?:sudo\s+)?(?:curl|wget|iwr|invoke-webrequest|aria2c)\b", _I)
+_REVIEW_SEGMENT = re.compile(r"^(?:less|more|cat|head|vi|vim|nano|code|sha\d+sum|shasum|gpg|cosign|diff|grep|tar\s+-?t)\b", _I)
+_RUN_SEGMENT = re.compile(
+    r"^(?:sudo\s+(?:-\S+\s+)*)?(?:(?:ba|z|k|da)?sh\s+[^-\s]|source\s|\.\s+\S|\./|/tmp/|python[0-9.]*\s+[^-\s]|perl\s+[^-\s]"
+    r"|ruby\s+[^-\s]|node\s+[^-\s]|chmod\s+(?:[ugoa]*\+[rw]*x|[0-7]?[0-7]*[1357][0-7]{0,2})\s)",
+    _I,
+)
+
+
+def downloaded_and_run(line: str) -> bool:
+    """A download followed, in the same command line, by running something (a shell or an
+    interpreter on a file, `./x`, an exec bit) with no review step (less, a checksum) between."""
+    segments = [segment.strip().strip("'\"") for segment in _SHELL_SEPARATOR.split(line)]
+    downloaded = False
+    for segment in segments:
+        if _DOWNLOAD_SEGMENT.match(segment) or re.search(r"\s(?:curl|wget)\s+\S*(?:https?://|\.\w+/)", " " + segment, _I):
+            downloaded = True
+        elif downloaded and _REVIEW_SEGMENT.match(segment):
+            return False
+        elif downloaded and _RUN_SEGMENT.match(segment):
+            return True
+    return False
 
 
 def find_injections(files: Iterable[GatedFile]) -> list[InjectionFinding]:
     """Every line of the gated files that looks like an injected instruction, plus file-level
-    findings (exec bits, binary content, oversize). One finding per (line, rule)."""
+    findings (exec bits, shebangs, scripts under skills/, binary content, oversize). One finding
+    per (line, rule)."""
     findings: list[InjectionFinding] = []
     for gated in files:
         if gated.executable:
             findings.append(InjectionFinding(gated.path, 0, "executable_file", "exec bit set"))
+        if _under_skills(gated.path) and not gated.path.lower().endswith(".md"):
+            findings.append(InjectionFinding(gated.path, 0, "skill_not_markdown", "skills hold Markdown procedures, never scripts"))
         if gated.too_large:
             findings.append(InjectionFinding(gated.path, 0, "oversized_file", f"larger than {MAX_GATED_FILE_BYTES} bytes"))
             continue
         if gated.text is None:
             findings.append(InjectionFinding(gated.path, 0, "binary_file", "not UTF-8 text"))
             continue
+        if not gated.executable and normalise(gated.text[:256]).lstrip().startswith("#!"):
+            findings.append(InjectionFinding(gated.path, 0, "executable_file", "starts with a #! interpreter line"))
         findings.extend(_line_findings(gated))
     return findings
+
+
+def _under_skills(path: str) -> bool:
+    return path.split("/", 1)[0] == SKILLS_DIR
+
+
+def line_rules(line: str) -> list[str]:
+    """The rules one logical line breaks, in rule order (empty: it passes)."""
+    rules: list[str] = []
+    if _RULES_BY_NAME["hidden_characters"].search(line):
+        rules.append("hidden_characters")
+    text = normalise(line)
+    for rule, pattern in _RULES:
+        if rule not in rules and rule != "hidden_characters" and pattern.search(text):
+            rules.append(rule)
+    if "download_piped_to_shell" not in rules and downloaded_and_run(text):
+        rules.append("download_piped_to_shell")
+    return [rule for rule in _RULE_ORDER if rule in rules]
 
 
 def _line_findings(gated: GatedFile) -> Iterator[InjectionFinding]:
@@ -233,14 +438,9 @@ def _line_findings(gated: GatedFile) -> Iterator[InjectionFinding]:
     if "\x00" in text:
         yield InjectionFinding(gated.path, 0, "binary_file", "NUL bytes in text")
         return
-    for number, line in enumerate(text.splitlines(), start=1):
-        seen: set[str] = set()
-        for rule, pattern in _RULES:
-            if rule in seen:
-                continue
-            if pattern.search(line):
-                seen.add(rule)
-                yield InjectionFinding(gated.path, number, rule, excerpt(line))
+    for number, line in logical_lines(text):
+        for rule in line_rules(line):
+            yield InjectionFinding(gated.path, number, rule, excerpt(line))
 
 
 def excerpt(line: str) -> str:
@@ -259,38 +459,53 @@ def describe_findings(findings: list[InjectionFinding], limit: int = MAX_REPORTE
     return lines
 
 
+# Not read by a session as memory, or not the consolidator's: workspace machinery, the diff file
+# code writes for the consolidator, and the user's own extension input.
+_UNGATED_TOP_LEVEL = frozenset({paths.GIT_DIR, paths.WORKSPACE_STATE_DIR, paths.WORKSPACE_DIFF_FILE, paths.EXTENSIONS_DIR})
+# Written by the input sync from stage-1 outputs; gated where a consolidation changed them.
+_SYNCED_INPUTS = (paths.RAW_MEMORIES_FILE, paths.ROLLOUT_SUMMARIES_DIR)
+
+
 def gated_files(root_dir: Path) -> list[GatedFile]:
-    """The files the gate reads: the two always-loaded files and everything under `skills/`."""
+    """The files the gate reads: the two always-loaded files first, then every other file a
+    session can read that the consolidator may have written, in path order."""
     root_dir = Path(root_dir)
+    changed_inputs = files_changed_since_sync(root_dir)
     relative_paths = [MEMORY_SUMMARY_FILE, MEMORY_FILE]
-    skills = root_dir / SKILLS_DIR
-    if skills.is_dir() and not skills.is_symlink():
-        for directory, subdirectories, names in os.walk(skills, followlinks=False):
-            subdirectories.sort()
-            for name in sorted(names):
-                relative_paths.append(Path(directory, name).relative_to(root_dir).as_posix())
-    files = []
-    for relative in relative_paths:
-        path = root_dir / relative
-        try:
-            info = os.lstat(path)
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(info.st_mode):
-            continue
-        executable = bool(info.st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
-        if info.st_size > MAX_GATED_FILE_BYTES:
-            files.append(GatedFile(relative, None, executable, too_large=True))
-            continue
-        data = path.read_bytes()
-        try:
-            text: str | None = data.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-        if text is not None and data.startswith((b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xfe\xed\xfa")):
-            text = None
-        files.append(GatedFile(relative, text, executable))
-    return files
+    for directory, subdirectories, names in os.walk(root_dir, followlinks=False):
+        relative_dir = Path(directory).relative_to(root_dir).as_posix()
+        if relative_dir == ".":
+            subdirectories[:] = [name for name in subdirectories if name not in _UNGATED_TOP_LEVEL]
+        subdirectories.sort()
+        for name in sorted(names):
+            relative = name if relative_dir == "." else f"{relative_dir}/{name}"
+            if relative in relative_paths or relative.split("/", 1)[0] in _UNGATED_TOP_LEVEL:
+                continue
+            if relative.split("/", 1)[0] in _SYNCED_INPUTS and changed_inputs is not None and relative not in changed_inputs:
+                continue
+            relative_paths.append(relative)
+    return [gated for gated in map(lambda relative: _read_gated(root_dir, relative), relative_paths) if gated is not None]
+
+
+def _read_gated(root_dir: Path, relative: str) -> GatedFile | None:
+    path = root_dir / relative
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    executable = bool(info.st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
+    if info.st_size > MAX_GATED_FILE_BYTES:
+        return GatedFile(relative, None, executable, too_large=True)
+    data = path.read_bytes()
+    try:
+        text: str | None = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and data.startswith((b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xfe\xed\xfa")):
+        text = None
+    return GatedFile(relative, text, executable)
 
 
 def check_injection_gate(root_dir: Path) -> list[InjectionFinding]:

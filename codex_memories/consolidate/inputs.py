@@ -239,6 +239,22 @@ def record_synced_inputs(root_dir: Path, refs: list[Stage1OutputRef]) -> None:
     SandboxedFolder(root_dir).write_bytes(_SYNCED_INPUTS_PATH, json.dumps(record, sort_keys=True).encode("utf-8"))
 
 
+def files_changed_since_sync(root_dir: Path) -> set[str] | None:
+    """The synced input files (raw_memories.md, rollout summaries) that are not as the last
+    input sync left them: written, rewritten or added since. None when there is no trustworthy
+    record of that sync (then every input file counts as changed)."""
+    try:
+        record = json.loads(SandboxedFolder(root_dir).read_bytes(_SYNCED_INPUTS_PATH).decode("utf-8"))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePathError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(record, dict) or record.get("version") != _SYNCED_INPUTS_VERSION or not isinstance(record.get("files"), dict):
+        return None
+    now = _synced_file_stats(root_dir)
+    if now is None:
+        return None
+    return {path for path, facts in now.items() if not path.endswith("/") and record["files"].get(path) != facts}
+
+
 def synced_inputs_unchanged(root_dir: Path, refs: list[Stage1OutputRef]) -> bool:
     """True when the files on disk are exactly what syncing `refs` wrote last time."""
     try:

@@ -25,7 +25,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
-from codex_memories.consolidate.injection_gate import InjectionFinding, check_injection_gate
+from codex_memories.consolidate.injection_gate import (
+    MAX_REPORTED_FINDINGS,
+    InjectionFinding,
+    check_injection_gate,
+    gated_files,
+)
+from codex_memories.consolidate.injection_sources import describe_traced, trace_findings
 from codex_memories.consolidate.inputs import (
     SyncResult,
     forget_synced_inputs,
@@ -48,6 +54,7 @@ from codex_memories.consolidate.workspace import (
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.forget.extension_expiry import expire_extension_resources
 from codex_memories.forget.selection_window import selection_window_actions
+from codex_memories.forget.threads import pollute_thread
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.redact import redact_secrets
 from codex_memories.state import GLOBAL_JOB_KEY, JobKind
@@ -59,10 +66,13 @@ from codex_memories.storage import LocalWorkspace
 class Phase2Failure(Exception):
     """A phase-2 step failed; `outcome` is the stable code stored in `jobs.last_error`."""
 
-    def __init__(self, outcome: Outcome, reason: str) -> None:
+    def __init__(self, outcome: Outcome, reason: str, *, retry_delay_seconds: int | None = None) -> None:
         super().__init__(f"{outcome.value}: {reason}")
         self.outcome = outcome
         self.reason = reason
+        # None: the configured backoff. 0: the next run may retry at once, because this one
+        # changed its inputs (a quarantined source), so retrying is not the same run again.
+        self.retry_delay_seconds = retry_delay_seconds
 
 
 @dataclass(frozen=True)
@@ -179,6 +189,58 @@ def write_diff_file(root_dir: Path, diff: WorkspaceDiff) -> None:
 def gate_consolidated_files(root_dir: Path) -> list[InjectionFinding]:
     """The injection gate over memory_summary.md, MEMORY.md and skills/ (empty: they may go live)."""
     return check_injection_gate(root_dir)
+
+
+@dataclass
+class GateVerdict:
+    """What a refused consolidation tells the run: the artifact lines, the DB reason, the
+    threads quarantined (forgetting route 5, `pollution`) and whether to back off."""
+
+    findings: int
+    report_lines: list[str]
+    quarantined: list[str]
+    reason: str
+
+    def failure(self) -> Phase2Failure:
+        # Sources quarantined: the next run consolidates without them, so no backoff. None found
+        # (the consolidator wrote it): the same inputs would fail the same way, back off.
+        return Phase2Failure(
+            Outcome.failed_injection_gate, self.reason, retry_delay_seconds=0 if self.quarantined else None
+        )
+
+
+QUARANTINE_REASON = "injection gate: {count} refused line(s) traced to this session's memory ({rules})"
+
+
+def quarantine_injection_sources(
+    root_dir: Path, findings: list[InjectionFinding], selection: Selection, store: MemoryStore
+) -> GateVerdict:
+    """Trace each refused line to the selected stage-1 outputs it came from and quarantine those
+    threads (memory mode `polluted`, audited): they leave every later selection, their stage-1
+    row stays for inspection. Nothing is quarantined when no source matches."""
+    outputs = store.load_stage1_outputs(selection.refs) if selection.refs else []
+    traced = trace_findings(findings, gated_files(root_dir), outputs)
+    by_thread: dict[str, list[InjectionFinding]] = {}
+    for item in traced:
+        for thread_id in item.thread_ids:
+            by_thread.setdefault(thread_id, []).append(item.finding)
+    actions: list[ForgetAction] = []
+    for thread_id, refused in sorted(by_thread.items()):
+        rules = ", ".join(sorted({finding.rule for finding in refused}))
+        actions += pollute_thread(store, thread_id, reason=QUARANTINE_REASON.format(count=len(refused), rules=rules))
+    record_actions(store, actions)
+    quarantined = sorted(by_thread)
+    places = ", ".join(sorted({f"{finding.path} [{finding.rule}]" for finding in findings}))
+    reason = f"{len(findings)} line(s) look injected: {places}"
+    if quarantined:
+        untraced = sum(1 for item in traced if not item.thread_ids)
+        reason += (
+            f"; quarantined the stage-1 memory of thread(s) {', '.join(quarantined)} (route pollution);"
+            f" {untraced} line(s) without a source; the next run consolidates the rest"
+        )
+    else:
+        reason += "; no stage-1 source found (the consolidator wrote it)"
+    return GateVerdict(len(findings), describe_traced(traced, MAX_REPORTED_FINDINGS), quarantined, reason)
 
 
 def restore_folder(workspace: LocalWorkspace, diff: WorkspaceDiff) -> bool:
