@@ -12,7 +12,7 @@ inserts (no pipeline), then timed:
 
 Each query runs `--repeats` times after one warm-up; the median is reported, with the ratio
 t(100k) / t(10k) (goal <= 2: index-bounded, no full scan). EXPLAIN (SQLite `EXPLAIN QUERY PLAN`,
-PostgreSQL `EXPLAIN`) of the SQL each method sends is printed for the largest N.
+PostgreSQL `EXPLAIN (ANALYZE, BUFFERS)`) of the SQL each method sends is printed for the largest N.
 
     .venv/bin/python benchmarks/claim_scale.py [--sizes 10000 100000] [--repeats 7] [--update-readme]
 """
@@ -39,27 +39,23 @@ from codex_memories.state.store import MemoryStore  # noqa: E402
 
 POSTGRES_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 ANALYSIS = """\
-What the plans show (full text below). **Selection** walks `idx_stage1_outputs_phase2_rank`
-(migration 0002: `COALESCE(usage_count, 0) DESC, COALESCE(last_usage, source_updated_at) DESC,
-source_updated_at DESC, thread_id DESC`) and stops after N rows on both backends; the enabled
-check is a primary-key lookup. Before 0002 both backends scanned and sorted all of
-`stage1_outputs`, and SQLite also walked `idx_threads_claim` over every enabled thread for the
-enabled check: 51 ms at 10k and 1,036 ms at 100k (ratio 20) on SQLite, 86 / 148 ms on
-PostgreSQL (parallel seq scan + top-N sort) in the same conditions. **Claim** is one range scan
-of `idx_threads_claim` (`memory_mode, archived, updated_at_ms`, read backwards, `LIMIT
-scan_limit`) with primary-key joins to `stage1_outputs` and `jobs`, then per-claim point
-queries and the running-count probe on `idx_jobs_kind_status_retry_lease`: no full scan. Its
-cost is bounded by `scan_limit` (5,000) rather than by N, but the two sizes do not touch the
-same number of rows: with updates spread over 30 days, 10k threads put ~3,300 rows in the
-10-day age window and 100k put 33,000, of which the scan reads 5,000 (1.5x the rows), each with
-three random primary-key probes into B-trees 10x larger (and past SQLite's default 2 MB page
-cache). That, not a missing index, is the 2.5x (SQLite) / 3.6x (PostgreSQL) here; once the window holds
-more than `scan_limit` threads, only B-tree depth and cache misses grow with N (not measured
-beyond 100k here). No index removes it: the spec reads
-`scan_limit` newest threads before the up-to-date probe (Codex's semantics), so the rows read
-are the rows the spec asks for. The machine was shared (load average ~10 on 2 cores); medians of
-7 repeats move by up to 2x between runs (an earlier run of the same claim code: 1.57 on
-PostgreSQL, 4.71 on SQLite), so read the ratios with the plans.
+What the plans show (full text below; PostgreSQL's with `EXPLAIN (ANALYZE, BUFFERS)`, so with the
+rows each node really read). **Claim**: spec 1.4 reads the `scan_limit` (5,000) newest threads
+before any up-to-date probe; the store used to fetch all of them in one query (each with its
+two primary-key probes into `stage1_outputs` and `jobs`) and then walk them until it had its 2
+claims. With updates spread over 30 days, 10k threads put ~3,300 rows in the 10-day window and
+100k put 33,000, of which it read 5,000: 1.5x the rows, into B-trees 10x larger, hence the
+2.5-6x. Now it reads the same window in keyset pages of 32, 64, 128, ... rows (`(updated_at_ms,
+id)` after the previous page's last row, on `idx_threads_claim_scale`, migration 0003_scale:
+`memory_mode, archived, updated_at_ms, id`, so each page is one backward range scan already in
+the claim's order: no temporary B-tree on SQLite, no incremental sort on PostgreSQL) and stops
+when it has its claims. The rows read are bounded by the rows the claims need (here, with 1 %
+of the threads stale, the first one or two pages), not by the table or the window; the
+`scan_limit` bound itself is unchanged (tests/state/test_stage1_claims.py checks it across page
+boundaries and ties). **Selection** walks `idx_stage1_outputs_phase2_rank` (migration 0002) and
+stops after N rows; the enabled check is a primary-key lookup. The machine was shared (load
+average 10-20 on 2 cores during these runs); medians move by up to 2x between runs, so read
+the ratios with the plans.
 """
 DAY_MS = 86_400_000
 STALE_FRACTION = 0.01  # threads whose rollout is newer than their output
@@ -192,7 +188,8 @@ def explain(store: MemoryStore, action: Callable[[], Any]) -> list[str]:
             if key in seen:
                 continue
             seen.add(key)
-            prefix = "EXPLAIN QUERY PLAN " if sqlite else "EXPLAIN "
+            # PostgreSQL runs them (they are reads) to show the rows each node really read.
+            prefix = "EXPLAIN QUERY PLAN " if sqlite else "EXPLAIN (ANALYZE, BUFFERS) "
             cursor = raw.cursor()
             cursor.execute(prefix + statement, parameters)
             rows = cursor.fetchall()

@@ -345,8 +345,12 @@ class SandboxedFolder:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def write_bytes(self, path: str, data: bytes, *, executable: bool = True) -> None:
-        """Replace `path` atomically with `data`, creating parent folders (see the module docstring)."""
+    def write_bytes(self, path: str, data: bytes, *, executable: bool = True, durable: bool = True) -> None:
+        """Replace `path` atomically with `data`, creating parent folders (see the module docstring).
+
+        `durable=False` leaves out both fsyncs (the rename stays atomic): for a batch of files
+        the caller makes durable once at the end (`sync_filesystems`), instead of one journal
+        commit per file."""
         with self._parent(path, create=True) as (parent_fd, name):
             existing = _lstat_at(parent_fd, name)
             if existing is not None:
@@ -360,16 +364,18 @@ class SandboxedFolder:
                     if existing is not None:
                         mode = stat.S_IMODE(existing.st_mode)
                         os.fchmod(descriptor, mode if executable else mode & ~_EXECUTE_BITS)
-                    os.fsync(descriptor)
+                    if durable:
+                        os.fsync(descriptor)
                 finally:
                     os.close(descriptor)
                 os.rename(temporary, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
             except BaseException:
                 _unlink_quietly_if_present(temporary, parent_fd)
                 raise
-            os.fsync(parent_fd)
+            if durable:
+                os.fsync(parent_fd)
 
-    def write_if_changed(self, path: str, data: bytes, *, executable: bool = True) -> bool:
+    def write_if_changed(self, path: str, data: bytes, *, executable: bool = True, durable: bool = True) -> bool:
         """Write `data` unless the regular file at `path` already holds exactly it; True when written."""
         try:
             with self.open_file(path) as handle:
@@ -378,7 +384,7 @@ class SandboxedFolder:
             unchanged = False  # nothing there yet
         if unchanged:
             return False
-        self.write_bytes(path, data, executable=executable)
+        self.write_bytes(path, data, executable=executable, durable=durable)
         return True
 
     def create_new_bytes(self, path: str, data: bytes) -> None:
@@ -469,3 +475,9 @@ def _unlink_quietly_if_present(name: str, parent_fd: int) -> None:
         os.unlink(name, dir_fd=parent_fd)
     except FileNotFoundError:
         return
+
+
+def sync_filesystems() -> None:
+    """The one durable point after a batch written with `durable=False`: every written file's
+    data and every rename reach the disk (`sync(2)`)."""
+    os.sync()

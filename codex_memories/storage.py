@@ -52,7 +52,7 @@ from typing import Literal
 import fsspec
 
 from codex_memories.paths import GIT_DIR, WORKSPACE_STATE_DIR, baseline_archive_path
-from codex_memories.sandbox import FolderEntry, SandboxedFolder, UnsafePathError, check_relative_path
+from codex_memories.sandbox import FolderEntry, SandboxedFolder, UnsafePathError, check_relative_path, sync_filesystems
 
 EntryKind = Literal["file", "dir", "symlink"]
 
@@ -136,12 +136,18 @@ class MemoryRoot(ABC):
     def create_new_text(self, path: str, text: str) -> None:
         self.create_new_bytes(path, text.encode("utf-8"))
 
-    def write_if_changed(self, path: str, data: bytes) -> bool:
-        """Write `data` unless the file already holds exactly these bytes; True when written."""
+    def write_if_changed(self, path: str, data: bytes, *, durable: bool = True) -> bool:
+        """Write `data` unless the file already holds exactly these bytes; True when written.
+
+        `durable=False` (local roots): no fsync per file; the batch ends with `flush()`. An
+        object store ignores it: an upload that returned is stored."""
         if self.is_file(path) and self.read_bytes(path) == data:
             return False
         self.write_bytes(path, data)
         return True
+
+    def flush(self) -> None:
+        """Make every `durable=False` write so far durable; nothing to do for an object store."""
 
     def walk_files(self, exclude_git: bool = True) -> list[str]:
         """Relative paths of every regular file, sorted; `.git/` and `.codex-memories/` excluded by default."""
@@ -173,8 +179,11 @@ class LocalMemoryRoot(MemoryRoot):
     def write_bytes(self, path: str, data: bytes) -> None:
         self.folder.write_bytes(path, data)
 
-    def write_if_changed(self, path: str, data: bytes) -> bool:
-        return self.folder.write_if_changed(path, data)
+    def write_if_changed(self, path: str, data: bytes, *, durable: bool = True) -> bool:
+        return self.folder.write_if_changed(path, data, durable=durable)
+
+    def flush(self) -> None:
+        sync_filesystems()
 
     def create_new_bytes(self, path: str, data: bytes) -> None:
         self.folder.create_new_bytes(path, data)

@@ -67,7 +67,10 @@ def backfill(
         day_window(since, until)
     except BackfillSourceError as error:
         fail(str(error))
-    report = backfill_flow(source=source, since=since, until=until, overrides=overrides)
+    from codex_memories_cli.prefect_server import running_prefect_server
+
+    with running_prefect_server():  # a server that is up spares Prefect's temporary one
+        report = backfill_flow(source=source, since=since, until=until, overrides=overrides)
     print(render_backfill_markdown(report))
     failed = report.phase2_outcome is not None and report.phase2_outcome.startswith("failed")
     if failed or report.phase1.failures():

@@ -90,9 +90,11 @@ def _with_progress(run: Any) -> Any:
 
 
 def _run_phase1(overrides: SettingsOverrides) -> Phase1Report:
+    from codex_memories_cli.prefect_server import running_prefect_server
     from codex_memories_flows.phase1 import phase1
 
-    return _with_progress(lambda: phase1(overrides=overrides))
+    with running_prefect_server():  # a server that is up spares Prefect's temporary one
+        return _with_progress(lambda: phase1(overrides=overrides))
 
 
 def _print_where(config: RuntimeConfig) -> None:
@@ -127,9 +129,11 @@ def phase1(
 
 
 def _run_phase2(overrides: SettingsOverrides, *, force: bool) -> Any:
+    from codex_memories_cli.prefect_server import running_prefect_server
     from codex_memories_flows.phase2 import phase2
 
-    state = phase2(overrides=overrides, force=force, return_state=True)
+    with running_prefect_server():  # a server that is up spares Prefect's temporary one
+        state = phase2(overrides=overrides, force=force, return_state=True)
     return state.result(raise_on_failure=False) if state.is_failed() else state.result()
 
 

@@ -1,24 +1,38 @@
-"""The Prefect server `codex-memories serve` talks to: the configured one, or one it starts.
+"""The Prefect server the CLI talks to: the configured one, one already running, or one it starts.
 
-`local_prefect_server(port)` yields the API URL. With `PREFECT_API_URL` set (in the environment
-or Prefect's profile) it is that server and nothing is started. Otherwise it starts
-`prefect server start` on 127.0.0.1:`port` in a subprocess (its log in
-`$PREFECT_HOME/codex-memories-server.log`), waits for `/api/health`, points this process at it,
-and stops it when the block ends. A server that does not come up is one clear error.
+`local_prefect_server(port)` (for `codex-memories serve`) yields the API URL. With
+`PREFECT_API_URL` set (in the environment or Prefect's profile) it is that server and nothing is
+started. Otherwise it starts `prefect server start` on 127.0.0.1:`port` in a subprocess (its log
+in `$PREFECT_HOME/codex-memories-server.log`), waits for `/api/health`, points this process at it,
+records its URL in `$PREFECT_HOME/codex-memories-server.json` for as long as it runs, and stops it
+when the block ends. A server that does not come up is one clear error.
+
+`running_prefect_server()` (for the commands that run one flow: `phase1`, `phase2`, `run`,
+`backfill`) decides where their flow runs report. With `PREFECT_API_URL` configured, there.
+Otherwise, when a server answers `/api/health` at the URL a running `serve` recorded, or on
+127.0.0.1:4200 (Prefect's default, where a plain `prefect server start` listens), the block
+uses it: the run shows in that UI and does not pay the ~13 s start of Prefect's temporary
+server. Only when none answers does Prefect start its temporary server, as before.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 
 HEALTH_TIMEOUT_SECONDS = 120.0
+DEFAULT_PORT = 4200
+# A probe of a server that is up answers in milliseconds; one that hangs must not stall the CLI.
+PROBE_TIMEOUT_SECONDS = 1.0
+SERVER_RECORD_FILE = "codex-memories-server.json"
 
 
 class PrefectServerUnavailable(RuntimeError):
@@ -44,14 +58,18 @@ def local_prefect_server(port: int) -> Iterator[str]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    record = home / SERVER_RECORD_FILE
     try:
         _wait_healthy(api_url, server, log_path)
         # The flow-run subprocesses `serve` starts inherit the environment; this process reads
         # its settings through Prefect's settings context.
         os.environ["PREFECT_API_URL"] = api_url
+        # Where the CLI's other commands find this server (`running_prefect_server`).
+        record.write_text(json.dumps({"api_url": api_url, "pid": server.pid}), encoding="utf-8")
         with temporary_settings(updates={PREFECT_API_URL: api_url}):
             yield api_url
     finally:
+        record.unlink(missing_ok=True)
         server.terminate()
         try:
             server.wait(timeout=30)
@@ -60,11 +78,61 @@ def local_prefect_server(port: int) -> Iterator[str]:
             server.wait(timeout=10)
 
 
-def _answers_health(api_url: str) -> bool:
+@contextmanager
+def running_prefect_server(port: int = DEFAULT_PORT) -> Iterator[str | None]:
+    """Yield the API URL flow runs in this block report to, or None when Prefect will start its
+    temporary server (no server configured, none answering). See the module docstring."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
+
+    configured = PREFECT_API_URL.value()
+    if configured:
+        yield configured
+        return
+    api_url = _running_server_url(PREFECT_HOME.value() / SERVER_RECORD_FILE, port)
+    if api_url is None:
+        yield None
+        return
+    previous = os.environ.get("PREFECT_API_URL")
+    # Subprocesses (a process pool, a Codex run's hooks) inherit the environment; this process
+    # reads its settings through Prefect's settings context.
+    os.environ["PREFECT_API_URL"] = api_url
     try:
-        return httpx.get(f"{api_url}/health", timeout=2).status_code == 200
+        with temporary_settings(updates={PREFECT_API_URL: api_url}):
+            yield api_url
+    finally:
+        if previous is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = previous
+
+
+def _running_server_url(record: os.PathLike[str], port: int) -> str | None:
+    """The recorded `serve` server if it answers, else Prefect's default local one if it does."""
+    recorded = _recorded_url(record)
+    default = f"http://127.0.0.1:{port}/api"
+    candidates = [recorded] if recorded and recorded != default else []
+    for candidate in [*candidates, default]:
+        if _answers_health(candidate, timeout=PROBE_TIMEOUT_SECONDS):
+            return candidate
+    return None
+
+
+def _recorded_url(record: os.PathLike[str]) -> str | None:
+    try:
+        content = json.loads(Path(record).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # no record (no `serve` running) or a torn one: only the default port is tried
+    url = content.get("api_url") if isinstance(content, dict) else None
+    return url if isinstance(url, str) and url else None
+
+
+def _answers_health(api_url: str, timeout: float = 2.0) -> bool:
+    try:
+        response = httpx.get(f"{api_url}/health", timeout=timeout)
     except httpx.HTTPError:
-        return False  # not listening yet
+        return False  # not listening (yet)
+    # Prefect answers `true`; anything else on that port is not a Prefect API.
+    return response.status_code == 200 and response.text.strip() == "true"
 
 
 def _wait_healthy(api_url: str, server: subprocess.Popen[bytes], log_path: object) -> None:

@@ -35,6 +35,7 @@ from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Phase2ClaimOutcome
 from codex_memories.storage import LocalWorkspace
 from codex_memories_tasks.audit_manual_changes import audit_manual_changes
+from codex_memories_tasks.check_settled import check_settled, record_settled
 from codex_memories_tasks.claim_lock import claim_lock
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.confirm_ownership import confirm_ownership
@@ -113,8 +114,18 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
             publish_phase2_report(report)
             return report
         lease = Phase2Lease(claim.ownership_token or "", claim.input_watermark or 0, worker)
+        # 1a. Nothing that decides the selection changed since the last success (time passing
+        #     included) and the folder is still its baseline: finish now, before any workspace
+        #     work. Otherwise the full run, whose success keeps what it settled on for the next.
+        settled = check_settled(config, lease)
         try:
-            _consolidate_under_lease(config, lease, report)
+            if settled.selection is not None:
+                report.selected, report.storage_bytes = len(settled.selection.refs), settled.storage_bytes
+                _finish(config, lease, settled.selection, report, Outcome.succeeded_no_workspace_changes)
+            else:
+                _consolidate_under_lease(config, lease, report)
+                if report.outcome in (Outcome.succeeded, Outcome.succeeded_no_workspace_changes) and not report.work_left:
+                    record_settled(config, settled, report.storage_bytes or 0)
         except Phase2Failure as failure:
             # The reason goes to the run artifact and the logs as well as the DB: redacted here.
             report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)

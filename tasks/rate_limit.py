@@ -1,10 +1,17 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from prefect import get_run_logger, task
 
-from codex_memories.consolidate.steps import Phase2Lease
 from codex_memories.ratelimit import GuardDecision
 from codex_memories.runtime import open_store, rate_limit_guard
 from codex_memories.settings import RuntimeConfig
 from codex_memories.state.records import Stage1Claim
+
+if TYPE_CHECKING:
+    # Phase 2's steps (the consolidators, the agent, the injection gate) are not phase 1's to load.
+    from codex_memories.consolidate.steps import Phase2Lease
 
 
 @task(name="check-rate-limits", cache_policy=None)

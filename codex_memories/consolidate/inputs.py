@@ -5,7 +5,8 @@ Contract:
   exact bytes Codex writes, so real Codex and this pipeline can share one memory folder.
 - `sync_rollout_summaries` makes `rollout_summaries/` hold exactly one `<stem>.md` per selected
   output: selected files are written only when their bytes differ (so an unchanged selection makes
-  no diff), then every other `*.md` there is deleted, hand-made files included. Idempotent.
+  no diff), made durable together (one `flush`, not an fsync per file), then every other `*.md`
+  there is deleted, hand-made files included. Idempotent.
 - `rebuild_raw_memories` rewrites `raw_memories.md` from the selection when its bytes differ.
 - Every function takes a `MemoryRoot` (or a local path) and does all I/O through it.
 """
@@ -20,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from codex_memories.paths import (
     RAW_MEMORIES_FILE,
@@ -139,8 +141,8 @@ def render_raw_memories(selection: list[Stage1Output]) -> str:
     return "".join(parts)
 
 
-def _write_if_changed(root: MemoryRoot, path: str, text: str) -> bool:
-    return root.write_if_changed(path, text.encode("utf-8"))
+def _write_if_changed(root: MemoryRoot, path: str, text: str, *, durable: bool = True) -> bool:
+    return root.write_if_changed(path, text.encode("utf-8"), durable=durable)
 
 
 def sync_rollout_summaries(root: RootLike, selection: list[Stage1Output]) -> SyncResult:
@@ -152,11 +154,15 @@ def sync_rollout_summaries(root: RootLike, selection: list[Stage1Output]) -> Syn
     for output in selection:
         path = rollout_summary_path(stem_for(output))
         keep.add(path)
-        if _write_if_changed(root, path, render_rollout_summary(output)):
+        # No fsync per file (a fresh sync writes thousands): one durable point below instead.
+        if _write_if_changed(root, path, render_rollout_summary(output), durable=False):
             written.append(path)
         else:
             unchanged.append(path)
-    # Deleting after writing keeps the old summaries readable until every replacement exists.
+    if written:
+        root.flush()
+    # Deleting after writing (and after the flush) keeps the old summaries readable until every
+    # replacement exists on disk.
     deleted = []
     # An object store has no empty folders: with no summaries the prefix does not exist at all.
     existing = root.list_dir(ROLLOUT_SUMMARIES_DIR) if root.is_dir(ROLLOUT_SUMMARIES_DIR) else []
@@ -257,12 +263,76 @@ def files_changed_since_sync(root_dir: Path) -> set[str] | None:
 
 def synced_inputs_unchanged(root_dir: Path, refs: list[Stage1OutputRef]) -> bool:
     """True when the files on disk are exactly what syncing `refs` wrote last time."""
-    try:
-        record = json.loads(SandboxedFolder(root_dir).read_bytes(_SYNCED_INPUTS_PATH).decode("utf-8"))
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePathError, json.JSONDecodeError, UnicodeDecodeError):
+    record = _read_state_record(root_dir, _SYNCED_INPUTS_PATH, _SYNCED_INPUTS_VERSION)
+    if record is None:
         return False  # no trustworthy record (missing, linked, corrupt): the sync does the full work
-    if not isinstance(record, dict) or record.get("version") != _SYNCED_INPUTS_VERSION:
-        return False
     if record.get("selection") != selection_fingerprint(refs):
         return False
     return record.get("files") == _synced_file_stats(root_dir)
+
+
+# --------------------------------------------------------------------------------------------
+# What the last successful phase 2 settled on: lets a rerun where nothing that decides the
+# selection changed (and the folder is still its baseline) finish before any workspace work.
+#
+# `.codex-memories/phase2-settled.json` (local roots only; never diffed, mirrored or counted)
+# holds the fingerprint of the selection's inputs taken at that run's start, the baseline commit
+# the folder was left at, the first moment time alone changes the outcome (an output ageing out
+# of `max_unused_days`, an extension resource expiring), the selection as marked in the DB and
+# the storage size. `consolidate.steps.check_settled` decides; any doubt means the full run.
+
+_SETTLED_VERSION = 1
+_SETTLED_PATH = f"{WORKSPACE_STATE_DIR}/phase2-settled.json"
+
+
+@dataclass(frozen=True)
+class SettledRecord:
+    fingerprint: str
+    baseline_commit: str
+    next_change_at: int | None  # epoch seconds; None: nothing ages out
+    selected: list[tuple[str, int]]  # (thread_id, source_updated_at) as marked at the success
+    storage_bytes: int
+
+
+def _read_state_record(root_dir: Path, path: str, version: int) -> dict[str, Any] | None:
+    """A JSON object of our bookkeeping folder with this `version`, or None (missing, linked,
+    corrupt, another version): the caller then does the full work."""
+    try:
+        record = json.loads(SandboxedFolder(root_dir).read_bytes(path).decode("utf-8"))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePathError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(record, dict) or record.get("version") != version:
+        return None
+    return record
+
+
+def read_settled_record(root_dir: Path) -> SettledRecord | None:
+    record = _read_state_record(root_dir, _SETTLED_PATH, _SETTLED_VERSION)
+    if record is None:
+        return None  # no trustworthy record: the run does the full work
+    try:
+        return SettledRecord(
+            fingerprint=str(record["fingerprint"]),
+            baseline_commit=str(record["baseline_commit"]),
+            next_change_at=None if record["next_change_at"] is None else int(record["next_change_at"]),
+            selected=[(str(thread_id), int(version)) for thread_id, version in record["selected"]],
+            storage_bytes=int(record["storage_bytes"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def write_settled_record(root_dir: Path, record: SettledRecord) -> None:
+    payload = {
+        "version": _SETTLED_VERSION,
+        "fingerprint": record.fingerprint,
+        "baseline_commit": record.baseline_commit,
+        "next_change_at": record.next_change_at,
+        "selected": [list(pair) for pair in record.selected],
+        "storage_bytes": record.storage_bytes,
+    }
+    SandboxedFolder(root_dir).write_bytes(_SETTLED_PATH, json.dumps(payload).encode("utf-8"))
+
+
+def forget_settled_record(root_dir: Path) -> None:
+    SandboxedFolder(root_dir).delete(_SETTLED_PATH, missing_ok=True)

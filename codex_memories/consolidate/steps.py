@@ -16,6 +16,7 @@ before the final publish, so only its local mirror would need restoring; it is d
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -33,17 +34,22 @@ from codex_memories.consolidate.injection_gate import (
 )
 from codex_memories.consolidate.injection_sources import describe_traced, trace_findings
 from codex_memories.consolidate.inputs import (
+    SettledRecord,
     SyncResult,
+    forget_settled_record,
     forget_synced_inputs,
     output_ref,
+    read_settled_record,
     rebuild_raw_memories,
     record_synced_inputs,
     storage_bytes,
     sync_rollout_summaries,
     synced_inputs_unchanged,
+    write_settled_record,
 )
 from codex_memories.consolidate.workspace import (
     WorkspaceDiff,
+    clean_baseline_commit,
     prepare_workspace,
     reset_baseline,
     restore_workspace,
@@ -52,15 +58,20 @@ from codex_memories.consolidate.workspace import (
     write_workspace_diff_file,
 )
 from codex_memories.forget.audit import ForgetAction, record_actions
-from codex_memories.forget.extension_expiry import expire_extension_resources
+from codex_memories.forget.extension_expiry import (
+    EXTENSION_RESOURCE_RETENTION_DAYS,
+    expire_extension_resources,
+    resource_timestamp,
+)
 from codex_memories.forget.selection_window import selection_window_actions
 from codex_memories.forget.threads import pollute_thread
 from codex_memories.outcomes import Outcome, failure_reason
+from codex_memories.paths import EXTENSION_RESOURCES_DIR, EXTENSIONS_DIR, extension_dir
 from codex_memories.redact import redact_secrets
 from codex_memories.state import GLOBAL_JOB_KEY, JobKind
 from codex_memories.state.records import Phase2ClaimOutcome, Phase2ClaimResult, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
-from codex_memories.storage import LocalWorkspace
+from codex_memories.storage import LocalWorkspace, open_memory_root
 
 
 class Phase2Failure(Exception):
@@ -132,6 +143,119 @@ def claim_global_lock(
         if result.outcome is not Phase2ClaimOutcome.skipped_stage1_in_flight or clock() >= deadline:
             return result
         sleep(min(STAGE1_WAIT_POLL_SECONDS, max(0.0, deadline - clock())))
+
+
+_SECONDS_PER_DAY = 86_400
+
+
+@dataclass(frozen=True)
+class SettledCheck:
+    """Phase 2 step 1a: can this run finish now, before any workspace work?
+
+    `selection` is set when it can: nothing that decides the selection changed since the last
+    success (the inputs' fingerprint is the one kept then, and no output or extension resource
+    has aged out since), and the folder is exactly the baseline that success left. Otherwise
+    `reason` says why the full run is needed, and `fingerprint` (the inputs as this run found them
+    at its start) is what a success of the full run keeps for the next one."""
+
+    fingerprint: str | None  # None: not checked (an object-store root)
+    next_ageing_at: int | None  # when the oldest selectable output leaves the max_unused_days window
+    selection: Selection | None = None
+    storage_bytes: int = 0
+    reason: str = ""
+
+    @property
+    def settled(self) -> bool:
+        return self.selection is not None
+
+
+def settled_fingerprint(inputs_fingerprint: str, *, max_outputs: int, max_unused_days: int) -> str:
+    """The DB side and the two settings the selection depends on, in one digest."""
+    text = f"{max_outputs}|{max_unused_days}|{inputs_fingerprint}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_settled(
+    root_dir: Path | None,
+    store: MemoryStore,
+    *,
+    lease: Phase2Lease,
+    max_outputs: int,
+    max_unused_days: int,
+    now: int,
+) -> SettledCheck:
+    """One aggregate query, one small JSON file and one `git status`; see `SettledCheck`."""
+    if root_dir is None:
+        return SettledCheck(fingerprint=None, next_ageing_at=None, reason="object-store root")
+    state = store.get_phase2_inputs_state(max_unused_days=max_unused_days)
+    fingerprint = settled_fingerprint(state.fingerprint, max_outputs=max_outputs, max_unused_days=max_unused_days)
+    ageing = None if state.oldest_ranking_time is None else state.oldest_ranking_time + max_unused_days * _SECONDS_PER_DAY
+
+    def full_run(reason: str) -> SettledCheck:
+        return SettledCheck(fingerprint=fingerprint, next_ageing_at=ageing, reason=reason)
+
+    record = read_settled_record(root_dir)
+    if record is None:
+        return full_run("no record of a settled folder")
+    if record.fingerprint != fingerprint:
+        return full_run("the stage-1 outputs, their usage, their threads or the selection settings changed")
+    if record.next_change_at is not None and now >= record.next_change_at:
+        return full_run("a memory or an extension resource has aged out since the last success")
+    if clean_baseline_commit(root_dir) != record.baseline_commit:
+        return full_run("the memory folder differs from its baseline")
+    # Only the identity the success mark re-flags is kept (spec 2.4 matches `(thread_id,
+    # source_updated_at)` exactly); the refs are never synced from, so the rest stays unset.
+    refs = [Stage1OutputRef.model_construct(thread_id=thread_id, source_updated_at=version) for thread_id, version in record.selected]
+    newest = max((version for _, version in record.selected), default=0)
+    return SettledCheck(
+        fingerprint=fingerprint,
+        next_ageing_at=ageing,
+        selection=Selection(refs=refs, new_watermark=max(lease.input_watermark, newest)),
+        storage_bytes=record.storage_bytes,
+    )
+
+
+def record_settled(root_dir: Path, store: MemoryStore, check: SettledCheck, *, storage_bytes: int) -> bool:
+    """After a successful run: keep what it settled on for `check_settled`. False (and no
+    record) when there is nothing trustworthy to keep: no fingerprint, or a folder that is not
+    its baseline (the next run then does the full work)."""
+    if check.fingerprint is None:
+        return False
+    commit = clean_baseline_commit(root_dir)
+    if commit is None:
+        forget_settled_record(root_dir)
+        return False
+    moments = [moment for moment in (check.next_ageing_at, next_extension_expiry(root_dir)) if moment is not None]
+    write_settled_record(
+        root_dir,
+        SettledRecord(
+            fingerprint=check.fingerprint,
+            baseline_commit=commit,
+            next_change_at=min(moments, default=None),
+            selected=store.get_phase2_selected_snapshots(),
+            storage_bytes=storage_bytes,
+        ),
+    )
+    return True
+
+
+def next_extension_expiry(root_dir: Path, retention_days: int = EXTENSION_RESOURCE_RETENTION_DAYS) -> int | None:
+    """Epoch seconds at which the oldest timestamped extension resource expires (route 6), or
+    None. Every `extensions/*/resources/*.md` counts, with or without `instructions.md`: an
+    earlier moment only costs one full run."""
+    root = open_memory_root(root_dir)
+    if not root.is_dir(EXTENSIONS_DIR):
+        return None
+    oldest = None
+    for extension in root.list_dir(EXTENSIONS_DIR):
+        resources = f"{extension_dir(extension.name)}/{EXTENSION_RESOURCES_DIR}"
+        if extension.kind != "dir" or not root.is_dir(resources):
+            continue
+        for resource in root.list_dir(resources):
+            created = resource_timestamp(resource.name) if resource.name.endswith(".md") else None
+            if created is not None and (oldest is None or created.timestamp() < oldest):
+                oldest = created.timestamp()
+    return None if oldest is None else int(oldest) + retention_days * _SECONDS_PER_DAY
 
 
 def pull_and_prepare_workspace(workspace: LocalWorkspace) -> list[str]:

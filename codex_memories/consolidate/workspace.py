@@ -198,7 +198,8 @@ def _initialise_baseline(root_dir: Path) -> None:
     _git(root_dir, "add", "--all", "--force", *_TRACKED_PATHSPEC)
     tree = _git(root_dir, "write-tree").stdout.decode().strip()
     commit = _git(root_dir, "commit-tree", tree, "-m", BASELINE_COMMIT_MESSAGE).stdout.decode().strip()
-    _git(root_dir, "update-ref", "HEAD", commit)
+    # No reflog: `reset_baseline` prunes what the next commit no longer reaches.
+    _git(root_dir, "-c", "core.logAllRefUpdates=false", "update-ref", "HEAD", commit)
 
 
 def _baseline_is_usable(root_dir: Path) -> bool:
@@ -238,10 +239,30 @@ def ensure_git_baseline(root_dir: Path) -> bool:
 
 
 def reset_baseline(root_dir: Path) -> None:
-    """Make the current tree the new baseline: diff file gone, `.git` replaced by one fresh commit."""
+    """Make the current tree the new baseline: diff file gone, one fresh commit without a parent,
+    nothing else left in `.git`.
+
+    The existing repository is reused when it can be: the diff step already hashed and stored
+    every blob of the tree it staged, so staging the tree in the real index (whose stat cache
+    spares the unchanged files) stores only what the consolidator wrote; then the new parentless
+    commit replaces HEAD and every object no longer reachable from it (the old commit, deleted or
+    replaced memory text) is pruned, so no history is kept. A repository we cannot prune
+    completely (packed objects, an unusable one) is replaced by a fresh `git init` instead."""
     root_dir = Path(root_dir)
     remove_workspace_diff_file(root_dir)
-    _initialise_baseline(root_dir)
+    if not _baseline_is_usable(root_dir) or any((root_dir / GIT_DIR / "objects" / "pack").glob("*.pack")):
+        _initialise_baseline(root_dir)
+        return
+    _git(root_dir, "add", "--all", "--force", *_TRACKED_PATHSPEC)
+    tree = _git(root_dir, "write-tree").stdout.decode().strip()
+    commit = _git(root_dir, "commit-tree", tree, "-m", BASELINE_COMMIT_MESSAGE).stdout.decode().strip()
+    _git(root_dir, "-c", "core.logAllRefUpdates=false", "update-ref", "HEAD", commit)
+    # A reflog would keep the old commit (and so the old text) reachable; a temporary index a
+    # killed diff or restore left behind would name blobs that are about to be pruned.
+    shutil.rmtree(root_dir / GIT_DIR / "logs", ignore_errors=True)
+    for leftover in (root_dir / GIT_DIR).glob("codex-memories-*-index-*"):
+        leftover.unlink(missing_ok=True)
+    _git(root_dir, "prune", "--expire=now")
 
 
 _STATUS_CODES: dict[str, ChangeStatus] = {"A": "A", "M": "M", "D": "D", "T": "M"}
@@ -477,3 +498,37 @@ def _first_line_of(folder: SandboxedFolder, path: str) -> str | None:
             return _first_line(handle.readline(_FIRST_LINE_MAX_BYTES))
     except UnsafePathError:
         return None  # a hard link: already reported above
+
+
+# --------------------------------------------------------------------------------------------
+# The settled check (phase 2 step 1a)
+
+
+_BRANCH_OID_HEADER = b"# branch.oid "
+
+
+def clean_baseline_commit(root_dir: Path) -> str | None:
+    """The baseline commit when the tracked tree (everything but `.git/` and our bookkeeping
+    folder) is exactly that commit, else None (a change, a deletion, a new file even one an
+    in-tree `.gitignore` names, a symlink, or no usable baseline).
+
+    One `git status` on the real index: git's stat cache lets it lstat each tracked file and read
+    only those whose stat changed, and it walks the folders for new files, which is what plain
+    `git add -A && git diff --cached` costs too."""
+    root_dir = Path(root_dir)
+    git_dir = root_dir / GIT_DIR
+    if os.path.islink(root_dir) or os.path.islink(git_dir) or not git_dir.is_dir():
+        return None
+    completed = _git(
+        root_dir, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--ignored=traditional",
+        "--no-renames", *_TRACKED_PATHSPEC, check=False,
+    )
+    if completed.returncode != 0:
+        return None
+    commit = None
+    for entry in completed.stdout.split(b"\0"):
+        if entry.startswith(_BRANCH_OID_HEADER):
+            commit = entry[len(_BRANCH_OID_HEADER):].decode("ascii", "replace")
+        elif entry and not entry.startswith(b"# "):
+            return None  # any entry that is not a header is a difference from the baseline
+    return commit if commit and commit != "(initial)" else None

@@ -53,8 +53,9 @@ class ThreadRow(Base):
 
     __table_args__ = (
         Index("idx_threads_rollout_path", "rollout_path", unique=True),
-        # Startup claim: equality on memory_mode/archived, newest first.
-        Index("idx_threads_claim", "memory_mode", "archived", "updated_at_ms"),
+        # Startup claim: equality on memory_mode/archived, newest first, `id` breaking ties, so
+        # each keyset page is one range scan already in the claim's order (0003_scale).
+        Index("idx_threads_claim_scale", "memory_mode", "archived", "updated_at_ms", "id"),
     )
 
 

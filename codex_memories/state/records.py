@@ -210,3 +210,17 @@ class StatusSummary(_Record):
     last_phase2_job: JobRecord | None
     token_totals: dict[str, int]
     token_totals_by_kind: dict[str, dict[str, int]]
+
+
+class Phase2InputsState(_Record):
+    """What the phase-2 selection and the files it makes depend on, read in one aggregate query.
+
+    `fingerprint` changes whenever a stage-1 output is added, refreshed or deleted, a usage is
+    recorded, or a thread with an output changes mode, activity time or rollout path; the
+    global job's input watermark is part of it (every enqueue moves it). `oldest_ranking_time`
+    is the smallest `COALESCE(last_usage, source_updated_at)` still inside the
+    `max_unused_days` window: the next output to age out of the selection does so at that time
+    plus the window."""
+
+    fingerprint: str
+    oldest_ranking_time: int | None

@@ -66,6 +66,7 @@ from codex_memories.state.records import (
     MemoryMode,
     Phase2ClaimOutcome,
     Phase2ClaimResult,
+    Phase2InputsState,
     Stage1Claim,
     Stage1ClaimOutcome,
     Stage1ClaimResult,
@@ -316,21 +317,25 @@ class MemoryStore:
             return []
         now = self._now()
         now_ms = self._now_ms()
-        candidates = self._read(
-            lambda conn: _scan_stage1_candidates(
-                conn,
-                now_ms=now_ms,
-                current_thread_id=current_thread_id,
-                scan_limit=scan_limit,
-                max_age_days=max_age_days,
-                min_rollout_idle_hours=min_rollout_idle_hours,
-                allowed_sources=allowed_sources,
-                include_archived=include_archived,
+
+        def scan_page(after: tuple[int, str] | None, limit: int) -> list[Row[Any]]:
+            return self._read(
+                lambda conn: _scan_stage1_candidates(
+                    conn,
+                    now_ms=now_ms,
+                    current_thread_id=current_thread_id,
+                    scan_limit=limit,
+                    max_age_days=max_age_days,
+                    min_rollout_idle_hours=min_rollout_idle_hours,
+                    allowed_sources=allowed_sources,
+                    include_archived=include_archived,
+                    after=after,
+                )
             )
-        )
+
         claims: list[Stage1Claim] = []
         cap_was_reached = False
-        for row in candidates:
+        for row in _stage1_candidate_pages(scan_page, scan_limit=scan_limit, max_claimed=max_claimed):
             if len(claims) >= max_claimed:
                 break
             source_updated_at = row.updated_at_ms // 1000
@@ -872,6 +877,49 @@ class MemoryStore:
         def run(conn: Connection) -> list[Stage1OutputRef]:
             chosen = _rank_phase2_inputs(conn, n, cutoff)
             return _read_exact(conn, chosen, _hydrated_output_refs(), _output_ref_record)
+
+        return self._read(run)
+
+    def get_phase2_inputs_state(self, *, max_unused_days: int) -> Phase2InputsState:
+        """Query behaviour: one aggregate over `stage1_outputs` joined to their threads, plus the
+        global job's `input_watermark` (see `Phase2InputsState`). Reads the ranking index and one
+        primary-key lookup per output, never a payload: phase 2 compares it with the value kept
+        at its last success to skip recomputing an unchanged selection."""
+        cutoff = self._now() - max_unused_days * _SECONDS_PER_DAY
+        ranking_time = func.coalesce(_outputs.c.last_usage, _outputs.c.source_updated_at)
+        enabled = _threads.c.memory_mode == MemoryMode.enabled.value
+        aggregate = select(
+            func.count(),
+            func.sum(_outputs.c.source_updated_at),
+            func.sum(func.coalesce(_outputs.c.usage_count, literal_column("0"))),
+            func.sum(ranking_time),
+            func.count(_threads.c.id),
+            func.sum(case((enabled, 1), else_=0)),
+            func.sum(case((enabled, _threads.c.updated_at_ms), else_=0)),
+            func.sum(func.length(_threads.c.rollout_path)),
+            func.min(case((ranking_time >= cutoff, ranking_time))),
+        ).select_from(_outputs.outerjoin(_threads, _threads.c.id == _outputs.c.thread_id))
+
+        def run(conn: Connection) -> Phase2InputsState:
+            *totals, oldest = conn.execute(aggregate).one()
+            job = _global_job_row(conn)
+            watermark = None if job is None else job.input_watermark
+            text = json.dumps([[None if value is None else int(value) for value in totals], watermark])
+            return Phase2InputsState(fingerprint=text, oldest_ranking_time=None if oldest is None else int(oldest))
+
+        return self._read(run)
+
+    def get_phase2_selected_snapshots(self) -> list[tuple[str, int]]:
+        """Query behaviour: `(thread_id, selected_for_phase2_source_updated_at)` of every row
+        flagged `selected_for_phase2` (the last successful selection), sorted by thread id."""
+
+        def run(conn: Connection) -> list[tuple[str, int]]:
+            rows = conn.execute(
+                select(_outputs.c.thread_id, _outputs.c.selected_for_phase2_source_updated_at)
+                .where(_outputs.c.selected_for_phase2 != 0, _outputs.c.selected_for_phase2_source_updated_at.is_not(None))
+                .order_by(_outputs.c.thread_id)
+            )
+            return [(thread_id, int(version)) for thread_id, version in rows]
 
         return self._read(run)
 
@@ -1726,7 +1774,7 @@ def _is_selected(conn: Connection, thread_id: str) -> bool:
 
 def _enabled_thread_ids(conn: Connection, thread_ids: Iterable[str]) -> set[str]:
     # The mode is checked here, not in SQL: with `memory_mode = 'enabled'` in the WHERE clause
-    # SQLite (no statistics) walks idx_threads_claim over every enabled thread instead of
+    # SQLite (no statistics) walks the claim index over every enabled thread instead of
     # looking the ids up by primary key (measured: O(threads), 200 ms at 100,000 threads).
     enabled: set[str] = set()
     for chunk in _chunks(sorted(set(thread_ids)), _IN_LIST_CHUNK):
@@ -1774,9 +1822,12 @@ def _scan_stage1_candidates(
     min_rollout_idle_hours: int | None,
     allowed_sources: list[str],
     include_archived: bool,
+    after: tuple[int, str] | None = None,
 ) -> list[Row[Any]]:
     """Spec 1.4 step A, with the step-B probes joined in (one row per thread, so the
-    `LIMIT scan_limit` still bounds threads before any probe is looked at)."""
+    `LIMIT scan_limit` still bounds threads before any probe is looked at). `after` is the
+    `(updated_at_ms, id)` of the last row of the previous page: this page starts right after it
+    in the same order (a keyset page on `idx_threads_claim_scale`)."""
     conditions: list[ColumnElement[bool]] = [
         _threads.c.memory_mode == MemoryMode.enabled.value,
         _threads.c.source.in_(sorted(set(allowed_sources))),
@@ -1793,6 +1844,12 @@ def _scan_stage1_candidates(
     if min_rollout_idle_hours is not None:
         conditions.append(
             _threads.c.updated_at_ms <= now_ms - min_rollout_idle_hours * 3_600_000
+        )
+    if after is not None:
+        after_ms, after_id = after
+        conditions.append(_threads.c.updated_at_ms <= after_ms)
+        conditions.append(
+            or_(_threads.c.updated_at_ms < after_ms, _threads.c.id < after_id)
         )
     stage1_jobs = _jobs.alias("stage1_jobs")
     query = (
@@ -1814,3 +1871,34 @@ def _scan_stage1_candidates(
         .limit(scan_limit)
     )
     return list(conn.execute(query))
+
+
+# The first keyset page of the startup claim; each further page doubles, so the rows read stay
+# within twice the rows the claims needed (plus this), never the whole `scan_limit` up front.
+_CLAIM_FIRST_PAGE = 32
+
+
+def _stage1_candidate_pages(
+    scan_page: Callable[[tuple[int, str] | None, int], list[Row[Any]]],
+    *,
+    scan_limit: int,
+    max_claimed: int,
+) -> Iterator[Row[Any]]:
+    """The first `scan_limit` candidates of spec 1.4 step A, newest first, read in growing
+    keyset pages as the caller consumes them.
+
+    The rows and their order are exactly those of one `LIMIT scan_limit` query (the order is
+    total: `updated_at_ms DESC, id DESC`), so the scan bound still applies before any probe;
+    but a claim that is done after the first hundred rows (the steady state: nearly every
+    thread is up to date) reads about that many, whatever the size of the table."""
+    remaining = scan_limit
+    page_size = max(_CLAIM_FIRST_PAGE, 2 * max_claimed)
+    after: tuple[int, str] | None = None
+    while remaining > 0:
+        rows = scan_page(after, min(page_size, remaining))
+        yield from rows
+        remaining -= len(rows)
+        if len(rows) < min(page_size, remaining + len(rows)):
+            return  # the window holds no more candidates
+        after = (rows[-1].updated_at_ms, rows[-1].id)
+        page_size *= 2

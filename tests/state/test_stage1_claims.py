@@ -274,3 +274,22 @@ def test_a_released_phase2_lease_is_claimable_at_once(store):
     assert not store.release_global_phase2_job(ownership_token=claimed.ownership_token)
     again = store.try_claim_global_phase2_job(worker_id="w2", lease_seconds=3600)
     assert again.outcome.value == "claimed"
+
+
+def test_the_scan_limit_counts_across_keyset_pages_and_ties_on_update_time(store, monkeypatch):
+    """The claim reads the newest-first window in growing pages; the threads it reaches, and the
+    bound, are exactly those of one `LIMIT scan_limit` query, ties on `updated_at_ms` included."""
+    import codex_memories.state.store as store_module
+
+    monkeypatch.setattr(store_module, "_CLAIM_FIRST_PAGE", 2)
+    base_ms = NOW * 1000 - 13 * HOUR * 1000
+    # 9 up-to-date threads, newest first, three of them sharing one update time (ordered by id
+    # descending among themselves), then the one stale thread.
+    up_to_date = [(f"t{n}", base_ms - (n // 3) * 1000) for n in range(9)]
+    store.upsert_threads([make_thread(thread_id, updated_at_ms=ms) for thread_id, ms in up_to_date])
+    for thread_id, ms in up_to_date:
+        claim_and_succeed(store, thread_id, ms // 1000)
+    store.upsert_threads([make_thread("stale", updated_at_ms=base_ms - 10_000)])
+
+    assert startup_claim(store, scan_limit=9, max_claimed=1) == []  # the bound falls just before it
+    assert [c.thread_id for c in startup_claim(store, scan_limit=10, max_claimed=1)] == ["stale"]

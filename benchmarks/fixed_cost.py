@@ -1,0 +1,244 @@
+"""Fixed cost of `codex-memories phase1`: 64 small sessions at zero model latency, with and without a
+Prefect server that is already up, against baselines measured in the same run.
+
+Setup (untimed): 64 small interactive sessions (`phase1_efficiency.write_sessions`) in a temp
+CODEX_HOME, the test OpenAI-compatible server on 127.0.0.1 answering at once, a throw-away
+PREFECT_HOME and no PREFECT_API_URL.
+
+Measured, each a fresh process timed from spawn to exit, `--repeats` times, each phase-1 run on a
+fresh state DB and memory root (so each extracts all 64 sessions):
+(a) baseline: `python -c pass` (the interpreter's start);
+(b) `python -X importtime -c "import codex_memories_cli.main"` and the same for the phase-1 flow
+    module: the import costs, with the heaviest imports named (once);
+(c) `codex-memories phase1` with no server anywhere: Prefect starts its temporary server;
+(d) `codex-memories serve` started (untimed; it records its server in PREFECT_HOME), then
+    `codex-memories phase1` again: the CLI finds the running server (`running_prefect_server`);
+(e) baseline: a bare Prefect flow run (a no-op `@flow`) in a fresh process against the same server.
+Goal: (d) <= 3 s; (c) is stated.
+
+    .venv/bin/python benchmarks/fixed_cost.py [--sessions 64] [--repeats 3] [--update-readme]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # noqa: E402 - the path above makes the sibling module importable
+    REPO_ROOT,
+    machine_description,
+    markdown_table,
+    median,
+    scratch_dir,
+    spread,
+    update_readme_section,
+)
+from phase1_efficiency import write_sessions  # noqa: E402
+
+SECTION = "fixed_cost"
+PYTHON = sys.executable
+CLI = str(Path(sys.executable).with_name("codex-memories"))
+BARE_FLOW = "from prefect import flow\n\n@flow\ndef noop():\n    return None\n\nnoop()\n"
+SERVE_START_TIMEOUT_SECONDS = 300.0
+GOAL_SECONDS = 3.0
+
+
+def _environment(prefect_home: Path, api_url: str | None = None) -> dict[str, str]:
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_")}
+    environment.update(
+        PREFECT_HOME=str(prefect_home),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        # The temporary server's default start-up budget runs out on a loaded 2-core machine.
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="300",
+        OPENAI_API_KEY="sk-benchmark",
+    )
+    if api_url is not None:
+        environment["PREFECT_API_URL"] = api_url
+    return environment
+
+
+def _timed_process(command: list[str], environment: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    started = time.perf_counter()
+    completed = subprocess.run(command, env=environment, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    if completed.returncode != 0:
+        raise RuntimeError(f"{command[:3]} exited {completed.returncode}: {completed.stderr[-2000:]}")
+    return elapsed, completed
+
+
+def _phase1_command(work: Path, codex_home: Path, base_url: str, run: str, sessions: int) -> list[str]:
+    return [
+        CLI, "phase1",
+        "--codex-home", str(codex_home),
+        "--db", f"sqlite:///{work / f'state-{run}.sqlite'}",
+        "--memory-root", str(work / f"memories-{run}"),
+        "--provider", "openai",
+        "--base-url", base_url,
+        "--ignore-age-windows",
+        "--max-rollouts", str(min(sessions, 128)),
+        "--concurrency", "8",
+    ]
+
+
+def _extracted(work: Path, run: str) -> int:
+    with sqlite3.connect(work / f"state-{run}.sqlite") as connection:
+        return connection.execute("SELECT count(*) FROM stage1_outputs").fetchone()[0]
+
+
+def _import_costs(environment: dict[str, str], module: str, top: int = 6) -> tuple[float, list[tuple[str, float]]]:
+    """Total import time of `module` and its heaviest direct-or-deeper imports, in seconds."""
+    completed = subprocess.run(
+        [PYTHON, "-X", "importtime", "-c", f"import {module}"], env=environment, cwd=REPO_ROOT,
+        capture_output=True, text=True, check=True,
+    )
+    entries = []
+    for line in completed.stderr.splitlines():
+        match = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
+        if match:
+            entries.append((match.group(3), int(match.group(1)) / 1e6, len(match.group(2))))
+    total = next(seconds for name, seconds, _depth in entries if name == module)
+    # Top-level packages only (depth 1 below the module), heaviest first.
+    children = sorted(((name, seconds) for name, seconds, depth in entries if depth == 3), key=lambda item: -item[1])
+    return total, children[:top]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _start_serve(work: Path, environment: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    """`codex-memories serve` on a free port, with its own empty Codex home (so a scheduled run it
+    may start touches nothing measured); returns once its server is recorded and healthy."""
+    port = _free_port()
+    idle_home = work / "serve_codex_home"
+    idle_home.mkdir()
+    log = (work / "serve.log").open("wb")
+    serve = subprocess.Popen(
+        [CLI, "serve", "--port", str(port), "--codex-home", str(idle_home), "--db", f"sqlite:///{work / 'serve.sqlite'}",
+         "--memory-root", str(work / "serve-memories"), "--provider", "heuristic"],
+        env=environment, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    api_url = f"http://127.0.0.1:{port}/api"
+    record = Path(environment["PREFECT_HOME"]) / "codex-memories-server.json"
+    deadline = time.monotonic() + SERVE_START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if serve.poll() is not None:
+            raise RuntimeError(f"`codex-memories serve` exited with {serve.returncode}; see {work / 'serve.log'}")
+        if record.is_file() and _healthy(api_url):
+            return serve, api_url
+        time.sleep(1)
+    _stop(serve)
+    raise RuntimeError(f"`codex-memories serve` was not up within {SERVE_START_TIMEOUT_SECONDS:.0f} s")
+
+
+def _healthy(api_url: str) -> bool:
+    try:
+        return httpx.get(f"{api_url}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False  # recorded, not answering yet
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--update-readme", action="store_true")
+    args = parser.parse_args()
+
+    from tests.support.openai_server import default_handler, running_openai_server
+
+    work = scratch_dir("fixed-cost-")
+    times: dict[str, list[float]] = {"pass": [], "no server": [], "serve up": [], "bare flow": []}
+    try:
+        codex_home = work / "codex_home"
+        write_sessions(codex_home, args.sessions)
+        environment = _environment(work / "prefect")
+        with running_openai_server(default_handler, latency_seconds=0.0) as model:
+            for _ in range(args.repeats):
+                times["pass"].append(_timed_process([PYTHON, "-c", "pass"], environment)[0])
+            cli_import, cli_heaviest = _import_costs(environment, "codex_memories_cli.main")
+            flow_import, flow_heaviest = _import_costs(environment, "codex_memories_flows.phase1")
+            for repeat in range(args.repeats):
+                run = f"alone-{repeat}"
+                elapsed, _ = _timed_process(_phase1_command(work, codex_home, model.base_url, run, args.sessions), environment)
+                times["no server"].append(elapsed)
+                if _extracted(work, run) != args.sessions:
+                    raise RuntimeError(f"{run}: extracted {_extracted(work, run)} of {args.sessions}")
+                print(f"no server, repeat {repeat + 1}: {elapsed:.2f} s", file=sys.stderr, flush=True)
+            serve, api_url = _start_serve(work, environment)
+            try:
+                for repeat in range(args.repeats):
+                    run = f"served-{repeat}"
+                    elapsed, _ = _timed_process(_phase1_command(work, codex_home, model.base_url, run, args.sessions), environment)
+                    times["serve up"].append(elapsed)
+                    if _extracted(work, run) != args.sessions:
+                        raise RuntimeError(f"{run}: extracted {_extracted(work, run)} of {args.sessions}")
+                    print(f"serve up, repeat {repeat + 1}: {elapsed:.2f} s", file=sys.stderr, flush=True)
+                    times["bare flow"].append(_timed_process([PYTHON, "-c", BARE_FLOW], _environment(work / "prefect", api_url))[0])
+            finally:
+                _stop(serve)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    served = median(times["serve up"])
+    rows = [
+        ["(a) baseline: `python -c pass`", spread(times["pass"], unit=" s"), ""],
+        ["(b) import `codex_memories_cli.main` (once, `-X importtime`)", f"{cli_import:.2f} s", ", ".join(f"{name} {seconds:.2f}" for name, seconds in cli_heaviest)],
+        ["(b) import `codex_memories_flows.phase1` (once, `-X importtime`)", f"{flow_import:.2f} s", ", ".join(f"{name} {seconds:.2f}" for name, seconds in flow_heaviest)],
+        [f"(c) `codex-memories phase1`, {args.sessions} sessions, no server (Prefect's temporary one)", spread(times["no server"], unit=" s"), ""],
+        [f"**(d) `codex-memories phase1`, {args.sessions} sessions, `codex-memories serve` up**", f"**{spread(times['serve up'], unit=' s')}**", ""],
+        ["(e) baseline: a bare Prefect flow run against the same server", spread(times["bare flow"], unit=" s"), ""],
+    ]
+    body = "\n".join(
+        [
+            f"{args.sessions} small sessions, model latency 0 s (the test OpenAI-compatible server), {args.repeats} repetitions; "
+            "every row is a fresh process timed from spawn to exit.",
+            "",
+            markdown_table(["what", "seconds, median (range)", "heaviest imports below it (s)"], rows),
+            "",
+            f"(d) − (e): {served - median(times['bare flow']):.2f} s of phase-1 work beyond a bare flow run; "
+            f"(d) / (a): {served / median(times['pass']):.1f}; (c) − (d): {median(times['no server']) - served:.2f} s "
+            "(the temporary server's start, saved when a server is up).",
+            "",
+            f"Goal (d) ≤ {GOAL_SECONDS:.0f} s: {served:.2f} s — "
+            + ("**met**." if served <= GOAL_SECONDS else f"**missed** by {served - GOAL_SECONDS:.2f} s."),
+        ]
+    )
+    print(body)
+    if args.update_readme:
+        header = (
+            "## Fixed cost of a CLI run (`fixed_cost.py`)\n\n"
+            "`codex-memories phase1` at zero model latency, with no Prefect server and with `codex-memories serve` up, "
+            "against `python -c pass` and a bare Prefect flow run in the same run. See the script's docstring.\n\n"
+            f"Command: `.venv/bin/python benchmarks/fixed_cost.py --sessions {args.sessions} --repeats {args.repeats} --update-readme`\n\n"
+            f"Machine: {machine_description()}\n\n"
+        )
+        update_readme_section(SECTION, header + body, after="phase1_efficiency_analysis")
+
+
+if __name__ == "__main__":
+    main()
