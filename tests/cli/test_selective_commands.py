@@ -8,19 +8,23 @@ import pytest
 
 from codex_memories import paths
 from codex_memories.runtime import close_stores
-from tests.support.memory_home import MemoryHome
+from tests.support.memory_home import MemoryHome, remember
 
-pytestmark = [pytest.mark.usefixtures("prefect_harness")]
+APP = "git@github.com:acme/app.git"
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> MemoryHome:
+    """Two memories of github.com/acme/app in the state DB and in a memory folder (written the
+    way phase 1 and 2 write them; the flows have their own tests)."""
     home = MemoryHome(tmp_path)
-    home.rollout("from now on always use pnpm for installs (ZEBRA-417)", days_ago=2)
-    home.rollout("remember that we keep tabs in Makefiles (OTTER-902)", days_ago=1)
-    assert home.phase1().claimed == 2
-    home.phase2()
+    store = home.store
+    remember(store, "thread-a", raw_memory="Preference signals:\n- always use pnpm for installs (ZEBRA-417)\n", git_origin_url=APP, cwd="/w")
+    remember(store, "thread-b", raw_memory="Preference signals:\n- keep tabs in Makefiles (OTTER-902)\n", git_origin_url=APP, cwd="/w")
     close_stores()
+    home.memory_root.mkdir()
+    (home.memory_root / paths.MEMORY_FILE).write_text("# Memory\n- always use pnpm (ZEBRA-417)\n- keep tabs (OTTER-902)\n", encoding="utf-8")
+    (home.memory_root / paths.MEMORY_SUMMARY_FILE).write_text("v1\n\n- pnpm, ZEBRA-417\n", encoding="utf-8")
     return home
 
 
@@ -56,7 +60,8 @@ def test_forget_match_dry_run_lists_exactly_what_the_real_run_removes(home: Memo
     real = home.cli("forget", "--match", "zebra-417")
     assert real.returncode == 0, real.stderr
     assert [line for line in real.stdout.splitlines() if line.startswith("  ")] == listed
-    assert "ZEBRA-417" not in home.memory_text()
+    assert "ZEBRA-417" not in home.memory_text() and "OTTER-902" in home.memory_text()
+    assert home.store.stage1_outputs_containing("ZEBRA-417") == []
     assert "nothing to forget" in home.cli("forget", "--match", "zebra-417", "--dry-run").stdout
 
 
@@ -84,8 +89,7 @@ def test_forget_refuses_an_unclear_request(home: MemoryHome, arguments: list[str
     assert result.returncode == 1 and message in result.stderr
 
 
-def test_rebuild_through_the_cli(home: MemoryHome) -> None:
-    result = home.cli("rebuild")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "rebuilt" in result.stdout
-    assert "ZEBRA-417" in (home.memory_root / paths.MEMORY_FILE).read_text(encoding="utf-8")
+def test_rebuild_refuses_an_object_store_root_before_starting_anything(tmp_path: Path) -> None:
+    result = MemoryHome(tmp_path).cli("rebuild", "--memory-root", "s3://bucket/memories")
+    assert result.returncode == 1
+    assert "rebuild needs a local memory folder; s3://bucket/memories is an object-store URL" in result.stderr
