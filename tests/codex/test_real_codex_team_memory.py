@@ -11,6 +11,9 @@ the contradicting line or the other project's memory.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,6 +51,14 @@ def remember(home: CodexHome, thread_id: str, origin: str, *bullets: str) -> Non
     close_stores()
 
 
+def export_as_a_user(home: CodexHome, project: Path) -> subprocess.CompletedProcess[str]:
+    """`codex-memories export --project DIR` with this Codex home (it takes no Codex binary)."""
+    command = Path(sys.executable).with_name("codex-memories")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
+    env["CODEX_HOME"] = str(home.path)
+    return subprocess.run([str(command), "export", "--project", str(project)], env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
 @versions
 def test_the_team_memory_reaches_the_session_after_agents_md_without_the_contradicting_line(
     codex_version: str, codex_home: CodexHome, codex_server: OpenAITestServer, codex_workdir: Path, pipeline_env: None
@@ -60,7 +71,7 @@ def test_the_team_memory_reaches_the_session_after_agents_md_without_the_contrad
     remember(codex_home, "thread-app-2", "git@github.com:acme/app.git", FACT)
     remember(codex_home, "thread-other", "git@github.com:acme/other.git", OTHER_PROJECT)
 
-    exported = codex_memories(codex_home, "export", "--project", str(codex_workdir / "src"))
+    exported = export_as_a_user(codex_home, codex_workdir / "src")
     assert exported.returncode == 0, exported.stderr
     team_file = codex_workdir / paths.TEAM_MEMORY_FILE
     team_text = team_file.read_text(encoding="utf-8")
