@@ -178,8 +178,11 @@ def memory_lines(raw_memory: str) -> list[tuple[str, str]]:
 
 def render_team_memory(memories: ProjectMemories, team_notes: str = "") -> str:
     """The team memory file's text: header, generated sections, then the team's own notes."""
+    # An origin names the project the same way in every clone; a local path (a repository without
+    # an origin) would differ per machine, so only its folder name is shown.
+    shown_key = Path(memories.key).name if memories.key.startswith("/") else memories.key
     header = [
-        f"# Team memory: {memories.key}",
+        f"# Team memory: {shown_key}",
         "",
         "> What past Codex sessions in this repository learned, exported for the whole team by",
         "> `codex-memories export --project .` from the project's stage-1 memories (secrets redacted;",
@@ -340,15 +343,16 @@ def agents_files(folder: Path, cwd: Path) -> list[Path]:
 
 def team_memory_context(cwd: str | Path, budget_tokens: int) -> TeamMemoryContext | None:
     """What a session in `cwd` gets from its repository's team memory (module contract)."""
-    from codex_memories.consolidate.injection_gate import GatedFile, find_injections
-    from codex_memories.tokens import count_tokens
-
     working = Path(cwd).expanduser().absolute()
     folder = project_folder(working)
     try:
         raw = SandboxedFolder(folder).read_bytes(paths.TEAM_MEMORY_FILE).decode("utf-8")
     except FileNotFoundError:
         return None
+    # Imported only for a repository that has team memory: every other session start skips them.
+    from codex_memories.consolidate.injection_gate import GatedFile, find_injections
+    from codex_memories.tokens import count_tokens
+
     rules = Directives()
     for agents in agents_files(folder, working):
         said = directives(agents.read_text(encoding="utf-8", errors="replace"))
