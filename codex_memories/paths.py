@@ -77,3 +77,9 @@ RECALL_INDEX_FILE = "recall-index.sqlite"
 
 def recall_index_path() -> str:
     return f"{WORKSPACE_STATE_DIR}/{RECALL_INDEX_FILE}"
+
+
+# Team memory (issue 15): a project's exported memories, committed in its repository, relative to
+# the repository root. Under `.codex/`, next to the project's Codex configuration.
+TEAM_MEMORY_FILE = ".codex/memories.md"
+AGENTS_FILE = "AGENTS.md"

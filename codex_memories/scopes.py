@@ -104,6 +104,13 @@ def project_key_for_directory(directory: str | Path) -> str | None:
     return project_key(git_origin_url=origin, repository_root=str(root) if root else None, cwd=str(start))
 
 
+def project_folder(directory: str | Path) -> Path:
+    """The folder a project lives in on this machine: the repository root above `directory`, else
+    `directory` itself (absolute). The team memory file and AGENTS.md are looked up there."""
+    start = Path(directory).expanduser().absolute()
+    return _repository_root(start) or start
+
+
 def _repository_root(start: Path) -> Path | None:
     for candidate in (start, *start.parents):
         if (candidate / ".git").exists():

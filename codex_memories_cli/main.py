@@ -287,6 +287,10 @@ from codex_memories_cli.codex import codex_app  # noqa: E402 - registers after t
 
 app.add_typer(codex_app)
 
+from codex_memories_cli.export import export_app  # noqa: E402 - registers after the core commands
+
+app.add_typer(export_app)
+
 
 def main() -> None:
     try:

@@ -2,8 +2,10 @@
 
 Read path: `inject` prints the developer instructions a session would get, `cite` counts the
 memories a reply cites, `note` writes an ad-hoc note, `mcp` serves the memory folder over MCP.
-Forgetting (spec section 6): `forget` (route 4), `disable` (route 5), `reset` (route 7); each
-writes a `forget_audit` row, and the memory folder changes at the next phase 2.
+Forgetting (spec section 6): `forget --thread` (route 4), `forget --project` / `forget --match`
+(selective, issue 15; `--dry-run` lists what would go), `disable` (route 5), `reset` (route 7);
+each writes a `forget_audit` row, and the memory folder changes at the next phase 2 (`--match`
+also edits the folder's lines at once).
 
 These commands call the library directly (no Prefect run, so they start fast). A user error is
 one line on stderr and exit 1, never a traceback.
@@ -75,21 +77,21 @@ def inject(
     memory_root: MemoryRoot = None,
     config_file: ConfigFile = None,
 ) -> None:
-    """Print the developer instructions a new session gets (nothing when there is no summary)."""
-    from codex_memories.read.injection import build_developer_instructions
+    """Print what a new session gets: the summary instructions and the repository's team memory."""
+    from codex_memories.read.injection import build_session_context
 
     _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
     root = _local_memory_root(config, "inject")
     try:
-        instructions = build_developer_instructions(
+        context = build_session_context(
             root,
             budget_tokens=budget or config.settings.read_budget_tokens,
             cwd=cwd if cwd is not None else str(Path.cwd()),
         )
     except (OSError, UnicodeDecodeError) as error:
-        _fail(f"cannot read the memory summary under {root}: {error}")
-    if instructions:
-        sys.stdout.write(instructions if instructions.endswith("\n") else instructions + "\n")
+        _fail(f"cannot read the memory summary under {root} or the team memory: {error}")
+    if context:
+        sys.stdout.write(context.text if context.text.endswith("\n") else context.text + "\n")
 
 
 @memory_app.command()
@@ -189,12 +191,29 @@ def mcp(
 
 @memory_app.command()
 def forget(
-    thread: ThreadId,
+    thread: Annotated[Optional[str], typer.Option("--thread", help="Forget one thread (session) by id.", show_default=False)] = None,
+    project: Annotated[
+        Optional[str], typer.Option("--project", help="Forget every memory of a project: a folder of it, or its project key.", show_default=False)
+    ] = None,
+    match: Annotated[
+        Optional[str], typer.Option("--match", help="Forget every memory line holding this text (case-insensitive).", show_default=False)
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would go; change nothing.")] = False,
     codex_home: CodexHome = None,
     db: DbUrl = None,
+    memory_root: MemoryRoot = None,
     config_file: ConfigFile = None,
 ) -> None:
-    """Forget one thread's memory (route 4); it is not extracted again. Files go at the next phase 2."""
+    """Forget a thread (route 4), a project or every memory line holding a text; --dry-run lists what would go."""
+    chosen = [name for name, value in (("--thread", thread), ("--project", project), ("--match", match)) if value is not None]
+    if len(chosen) != 1:
+        _fail("give exactly one of --thread, --project, --match" + (f" (got {', '.join(chosen)})" if chosen else ""))
+    if project is not None or match is not None:
+        _forget_selectively(project, match, dry_run, codex_home, db, memory_root, config_file)
+        return
+    assert thread is not None
+    if dry_run:
+        _fail("--dry-run is for --project and --match; `forget --thread` changes one thread (see `status`)")
     from codex_memories.forget.threads import forget_thread
 
     actions = _forget_one_thread(forget_thread, thread, "forgotten with `codex-memories forget`", codex_home, db, config_file)
@@ -202,6 +221,47 @@ def forget(
         _say(f"nothing to forget: thread {thread} has no memory and is already disabled")
         return
     _say(f"forgot thread {thread}: {_removed(actions[0].removed)}; its files leave the memory folder at the next phase 2")
+
+
+def _forget_selectively(
+    project: str | None, match: str | None, dry_run: bool, codex_home: Path | None, db: str | None,
+    memory_root: str | None, config_file: Path | None,
+) -> None:
+    """`forget --project` / `forget --match`: plan, print the plan, and unless --dry-run carry it out."""
+    from codex_memories.forget import selective
+    from codex_memories.forget.audit import record_actions
+    from codex_memories.forget.manual import ResetRefused
+    from codex_memories.runtime import memory_root as open_configured_root
+    from codex_memories.runtime import open_store
+
+    _, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    store = open_store(config.settings.resolved_db_url)
+    verb = "would forget" if dry_run else "forgot"
+    try:
+        if project is not None:
+            target = selective.resolve_project(project)
+            listed = selective.plan_project_forget(store, target).describe()
+            what = f"project {target.key}"
+            if not dry_run:
+                record_actions(store, selective.forget_project(store, target, reason="project forgotten with `codex-memories forget --project`"))
+        else:
+            assert match is not None
+            root = open_configured_root(config)
+            text = selective.check_match_text(match)
+            listed = selective.plan_match_forget(store, root, text).describe()
+            what = f"the memory lines holding {selective.shown_match_text(text)!r}"
+            if not dry_run:
+                record_actions(store, selective.forget_match(store, root, text, reason="lines forgotten with `codex-memories forget --match`"))
+    except (selective.SelectiveForgetError, ResetRefused) as error:
+        _fail(str(error))
+    if not listed:
+        _say(f"nothing to forget: no memory of {what}")
+        return
+    _say(f"{verb} {what}:")
+    for line in listed:
+        _say(f"  {line}")
+    if not dry_run:
+        _say("audited in forget_audit; the next phase 2 consolidates without them")
 
 
 @memory_app.command()

@@ -3,7 +3,10 @@
 Routes (the `ForgetRoute` values, as stored in `forget_audit`): `thread_deletion` (route 4:
 delete a thread's memory and keep it from being extracted again), `disabled` and `pollution`
 (route 5: the thread leaves every phase-2 selection), `manual_reset` (route 7: every memory row
-and the memory folder's contents). Each writes `forget_audit` rows; the run's artifact lists
+and the memory folder's contents), and the selective routes of issue 15: `project_deletion`
+(target: a directory on the worker or a project key; every thread of that project, as route 4)
+and `text_match` (target: a text; every memory line holding it, in the folder and in the stage-1
+outputs; the report and the audit show it redacted when it looks secret). Each writes `forget_audit` rows; the run's artifact lists
 them. The memory folder itself changes at the next phase 2, which the store enqueues when a
 selected memory went. Orchestration only; `codex_memories.forget` decides. Parameters are
 settings overrides, none secret.
@@ -17,22 +20,27 @@ from typing import Literal
 from prefect import flow, get_run_logger
 
 from codex_memories.forget.audit import ForgetAction
+from codex_memories.forget.selective import shown_match_text
 from codex_memories.reports import ForgetReport
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import ForgetRoute
 from codex_memories_tasks.disable_thread import disable_thread
+from codex_memories_tasks.forget_match import forget_match
+from codex_memories_tasks.forget_project import forget_project
 from codex_memories_tasks.forget_thread import forget_thread
 from codex_memories_tasks.pollute_thread import pollute_thread
 from codex_memories_tasks.report import publish_forget_report
 from codex_memories_tasks.reset_memories import reset_memories
 
 # The `ForgetRoute` values this flow runs (a Literal, so Prefect shows a choice).
-ForgetRouteName = Literal["thread_deletion", "disabled", "pollution", "manual_reset"]
+ForgetRouteName = Literal["thread_deletion", "disabled", "pollution", "manual_reset", "project_deletion", "text_match"]
 
-_THREAD_ROUTES: dict[ForgetRoute, Callable[[RuntimeConfig, str], list[ForgetAction]]] = {
+_TARGETED_ROUTES: dict[ForgetRoute, Callable[[RuntimeConfig, str], list[ForgetAction]]] = {
     ForgetRoute.thread_deletion: forget_thread,
     ForgetRoute.disabled: disable_thread,
     ForgetRoute.pollution: pollute_thread,
+    ForgetRoute.project_deletion: forget_project,
+    ForgetRoute.text_match: forget_match,
 }
 
 
@@ -41,8 +49,9 @@ def forget(route: ForgetRouteName, target: str | None = None, overrides: Setting
     """Run one forgetting route with an audit trail.
 
     Args:
-        route: thread_deletion, disabled or pollution (with a target thread id), or manual_reset.
-        target: the thread id for the thread routes; none for manual_reset.
+        route: thread_deletion, disabled or pollution (with a target thread id), manual_reset,
+            project_deletion (a directory or project key) or text_match (a text).
+        target: the thread id, directory, project key or text; none for manual_reset.
         overrides: settings for this run (Codex home, state DB, memory root, ...).
     """
     config = (overrides or SettingsOverrides()).load()
@@ -50,23 +59,24 @@ def forget(route: ForgetRouteName, target: str | None = None, overrides: Setting
 
 
 def run_forget(config: RuntimeConfig, route: ForgetRouteName, target: str | None) -> ForgetReport:
-    report = ForgetReport(route=route, target=target)
+    shown = shown_match_text(target) if route == ForgetRoute.text_match and target else target
+    report = ForgetReport(route=route, target=shown)
 
-    # 1. Check the request: thread routes name a thread; a reset names nothing.
+    # 1. Check the request: the other routes name a target; a reset names nothing.
     if route != ForgetRoute.manual_reset and not target:
-        raise ValueError(f"route {route!r} needs a target thread id")
+        raise ValueError(f"route {route!r} needs a target")
     if route == ForgetRoute.manual_reset and target:
         raise ValueError("route 'manual_reset' takes no target: it forgets everything")
-    if route not in _THREAD_ROUTES and route != ForgetRoute.manual_reset:
+    if route not in _TARGETED_ROUTES and route != ForgetRoute.manual_reset:
         raise ValueError(f"unknown route {route!r}")
 
     # 2. Forget (one task, one audit row per target changed).
     if route == ForgetRoute.manual_reset:
         report.forget_audit = list(reset_memories(config))
     else:
-        report.forget_audit = list(_THREAD_ROUTES[route](config, target or ""))
+        report.forget_audit = list(_TARGETED_ROUTES[route](config, target or ""))
 
     # 3. Report the audit rows written.
     publish_forget_report(report)
-    get_run_logger().info("forget %s %s: %d audit row(s)", route, target or "", len(report.forget_audit))
+    get_run_logger().info("forget %s %s: %d audit row(s)", route, shown or "", len(report.forget_audit))
     return report

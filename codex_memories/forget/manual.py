@@ -30,7 +30,7 @@ from pathlib import Path
 from codex_memories import paths
 from codex_memories.consolidate.workspace import Change
 from codex_memories.forget.audit import ForgetAction
-from codex_memories.state.records import ForgetRoute, JobKind, JobStatus
+from codex_memories.state.records import GLOBAL_JOB_KEY, ForgetRoute, JobKind, JobRecord, JobStatus
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import MemoryRoot
 
@@ -92,9 +92,7 @@ class ResetPlan:
 def plan_reset(store: MemoryStore, root: MemoryRoot) -> ResetPlan:
     """Count what `reset_memories` would delete; refuse while a consolidation holds its lease."""
     summary = store.status_summary()
-    job = summary.last_phase2_job
-    if job is not None and job.status == JobStatus.running.value and (job.lease_until or 0) > int(time.time()):
-        raise ResetRefused("phase 2 is consolidating right now; reset when it has finished")
+    refuse_while_consolidating(store, "reset", summary.last_phase2_job)
     rows = {"stage1_outputs": summary.stage1_outputs}
     for kind in (JobKind.stage1, JobKind.consolidate_global):
         rows[kind.value] = sum(summary.jobs_by_kind_and_status.get(kind.value, {}).values())
@@ -102,6 +100,14 @@ def plan_reset(store: MemoryStore, root: MemoryRoot) -> ResetPlan:
     memory_files = len(root.file_sizes(exclude_internal=True)) if exists else 0
     has_baseline = exists and (root.exists(paths.GIT_DIR) or root.exists(paths.WORKSPACE_STATE_DIR))
     return ResetPlan(memory_root=root.url, rows=rows, memory_files=memory_files, has_git_baseline=has_baseline)
+
+
+def refuse_while_consolidating(store: MemoryStore, what: str, job: JobRecord | None = None) -> None:
+    """`ResetRefused` while a phase 2 holds its lease: a change to the memory folder now would
+    race the consolidation writing it. `job`: the global job when the caller has read it."""
+    job = job if job is not None else store.get_job(JobKind.consolidate_global, GLOBAL_JOB_KEY)
+    if job is not None and job.status == JobStatus.running.value and (job.lease_until or 0) > int(time.time()):
+        raise ResetRefused(f"phase 2 is consolidating right now; {what} when it has finished")
 
 
 def reset_memories(store: MemoryStore, root: MemoryRoot, *, reason: str = "reset on request") -> list[ForgetAction]:

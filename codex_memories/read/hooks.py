@@ -4,8 +4,10 @@ Contract:
 - `handle_hook(event_name, stdin_text, options) -> HookResult` answers one Codex hook call.
   `HookResult.stdout` is what the hook prints: Codex's hook output JSON, or `{}`.
   * `SessionStart`: `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext":
-    <read.injection.build_developer_instructions(memory_root, cwd=<the session's cwd>,
-    budget_tokens=options.summary_budget_tokens)>}}`; `{}` when there is no summary.
+    <read.injection.build_session_context(memory_root, cwd=<the session's cwd>,
+    budget_tokens=options.summary_budget_tokens)>}}`: the summary instructions, then the
+    repository's team memory (`.codex/memories.md`, after AGENTS.md in precedence, within the same
+    budget); `{}` when there is neither.
   * `UserPromptSubmit`: the memory passages relevant to the prompt and cwd
     (`read.prompt_context.memory_context_for_prompt`: hybrid recall with a relevance gate, the
     current project and user-level memories first), labelled as memory with file and line
@@ -56,6 +58,7 @@ class HookOutcome(StrEnum):
 
     injected_memory_summary = "injected_memory_summary"
     skipped_no_memory_summary = "skipped_no_memory_summary"
+    injected_team_memory = "injected_team_memory"  # the repository's team memory, no summary
     injected_relevant_memory = "injected_relevant_memory"
     skipped_nothing_relevant = "skipped_nothing_relevant"
     harvested_citations = "harvested_citations"
@@ -158,22 +161,29 @@ def additional_context_output(event_name: str, text: str) -> str:
 
 
 def _session_start(payload: dict[str, Any], options: HookOptions) -> HookResult:
-    from codex_memories.read.injection import build_developer_instructions
+    from codex_memories.read.injection import build_session_context
 
     event = "SessionStart"
     try:
-        instructions = build_developer_instructions(
+        context = build_session_context(
             options.memory_root, budget_tokens=options.summary_budget_tokens, cwd=_string_field(payload, "cwd")
         )
     except (OSError, UnicodeDecodeError) as error:
         return HookResult(event, HookOutcome.failed_memory_root_unreadable, detail=f"{options.memory_root}: {error}")
-    if not instructions:
+    if context is None:
         return HookResult(event, HookOutcome.skipped_no_memory_summary, detail=str(options.memory_root))
+    details: dict[str, Any] = {"chars": len(context.text)}
+    detail = ""
+    if context.team_memory is not None:
+        team = context.team_memory
+        details |= {"team_memory_lines": team.lines_injected, "team_memory_dropped": len(team.dropped)}
+        detail = f"team memory {team.source}: {team.lines_injected} line(s), {len(team.dropped)} dropped"
     return HookResult(
         event,
-        HookOutcome.injected_memory_summary,
-        stdout=additional_context_output(event, instructions),
-        details={"chars": len(instructions)},
+        HookOutcome.injected_memory_summary if context.summary_injected else HookOutcome.injected_team_memory,
+        stdout=additional_context_output(event, context.text),
+        detail=detail,
+        details=details,
     )
 
 

@@ -17,6 +17,11 @@ Contract:
 - Budgets: Codex itself injects at most 2,500 tokens since PR #23148 (it was 5,000 before); we
   default to 5,000 as our issue asks, and callers may pass Codex's value.
 - Reads one file; writes nothing; the same files and arguments give the same text.
+- `build_session_context(memory_root, budget_tokens, cwd)`: what the SessionStart hook adds: the
+  developer instructions above, then the repository's team memory
+  (`read.team_memory.team_memory_context`: after AGENTS.md in precedence, contradicting lines
+  dropped). One budget for both: the team memory takes at most half of `budget_tokens` and the
+  summary gets what it leaves. None when there is neither.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.prompts import render_prompt
+from codex_memories.read.team_memory import TeamMemoryContext, team_memory_context
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.scopes import scope_matches_cwd
 from codex_memories.tokens import count_tokens, truncate_middle
@@ -65,6 +71,26 @@ def build_developer_instructions(
         return None
     base_path = str(Path(memory_root).expanduser().absolute())
     return render_prompt(READ_PATH_TEMPLATE, base_path=base_path, memory_summary=budgeted).text
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    text: str
+    summary_injected: bool
+    team_memory: TeamMemoryContext | None
+
+
+def build_session_context(
+    memory_root: Path, *, budget_tokens: int = DEFAULT_SUMMARY_BUDGET_TOKENS, cwd: str | None = None
+) -> SessionContext | None:
+    """The summary instructions and the repository's team memory, within one budget."""
+    team = team_memory_context(cwd, budget_tokens) if cwd else None
+    summary_budget = budget_tokens - (count_tokens(team.text) if team else 0)
+    instructions = build_developer_instructions(memory_root, budget_tokens=max(1, summary_budget), cwd=cwd)
+    parts = [part for part in (instructions, team.text if team else None) if part]
+    if not parts:
+        return None
+    return SessionContext(text="\n\n".join(parts), summary_injected=bool(instructions), team_memory=team)
 
 
 def read_memory_summary(memory_root: Path) -> str:

@@ -185,6 +185,9 @@ class ForgetRoute(StrEnum):
     manual_reset = "manual_reset"
     ad_hoc_note = "ad_hoc_note"
     user_edit = "user_edit"
+    # Selective forgetting (issue 15): one project's memories, every memory line holding a text.
+    project_deletion = "project_deletion"
+    text_match = "text_match"
 
 
 class ForgetAuditRecord(_Record):

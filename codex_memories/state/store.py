@@ -46,6 +46,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
 
+from codex_memories.scopes import project_key
 from codex_memories.state.db import READ_ONLY_OPTION, create_engine_for_url, is_transient_lock_error
 from codex_memories.state.migrations import upgrade_to_head
 from codex_memories.state.models import (
@@ -928,6 +929,91 @@ class MemoryStore:
         source_updated_at)`; a row refreshed since the ref was read drops out. Sorted by id."""
         chosen = {ref.thread_id: ref.source_updated_at for ref in refs}
         return self._read(lambda conn: _read_exact(conn, chosen, _hydrated_outputs(outer=False), _output_record))
+
+    # ------------------------------------------------------------------ projects and selective forgetting
+
+    def threads_for_project(self, key: str, *, folder: str | None = None) -> list[ThreadRecord]:
+        """Query behaviour (issue 15, a project's memories):
+        - threads whose project key (`scopes.project_key` of their `git_origin_url` and `cwd`) is
+          `key`; with `folder` (the project's folder on this machine), also threads without an
+          origin whose cwd is `folder` or below it (a repository without an origin is keyed by
+          its root, while a thread records the subfolder it ran in);
+        - every memory mode (callers filter); ordered by thread id.
+        """
+        base = folder.rstrip("/") if folder else None
+
+        def belongs(cwd: str | None, origin: str | None) -> bool:
+            if project_key(git_origin_url=origin, cwd=cwd) == key:
+                return True
+            if base is None or not cwd or project_key(git_origin_url=origin) is not None:
+                return False
+            cwd = cwd.rstrip("/")
+            return cwd == base or cwd.startswith(base + "/")
+
+        def run(conn: Connection) -> list[ThreadRecord]:
+            # The key is computed in Python (it normalises URLs); only three columns are scanned.
+            candidates = conn.execute(
+                select(_threads.c.id, _threads.c.cwd, _threads.c.git_origin_url).where(
+                    or_(_threads.c.cwd.is_not(None), _threads.c.git_origin_url.is_not(None))
+                )
+            )
+            chosen = sorted(row.id for row in candidates if belongs(row.cwd, row.git_origin_url))
+            records: list[ThreadRecord] = []
+            for chunk in _chunks(chosen, _IN_LIST_CHUNK):
+                rows = conn.execute(select(_threads).where(_threads.c.id.in_(chunk)).order_by(_threads.c.id))
+                records.extend(_thread_record(row) for row in rows)
+            return records
+
+        return self._read(run)
+
+    def stage1_outputs_containing(self, text: str) -> list[Stage1Output]:
+        """Query behaviour (forget by match):
+        - every output row (any memory mode) whose `raw_memory` or `rollout_summary` holds `text`,
+          compared case-insensitively with Python's `casefold` (SQL `lower` folds ASCII only);
+          hydrated as `get_stage1_output` is; ordered by thread id;
+        - rows are streamed, so the scan holds one page of payloads at a time.
+        """
+        needle = text.casefold()
+
+        def run(conn: Connection) -> list[Stage1Output]:
+            result = conn.execution_options(yield_per=PHASE2_INPUT_SELECTION_PAGE_SIZE).execute(
+                _hydrated_outputs(outer=True).order_by(_outputs.c.thread_id)
+            )
+            try:
+                return [
+                    _output_record(row)
+                    for row in result
+                    if needle in row.raw_memory.casefold() or needle in row.rollout_summary.casefold()
+                ]
+            finally:
+                result.close()
+
+        return self._read(run)
+
+    def rewrite_stage1_output_payload(
+        self, *, thread_id: str, source_updated_at: int, raw_memory: str, rollout_summary: str
+    ) -> bool:
+        """Query behaviour (forget by match):
+        - replace the payloads of the output row `(thread_id, source_updated_at)`; a row that a
+          re-extraction refreshed in between is left alone (returns False: plan again);
+        - if the row was selected for phase 2, enqueue phase 2 with watermark now, so the next
+          phase 2 rewrites the files made from it (a row left blank is no longer selected);
+        - returns whether the row was rewritten.
+        """
+        now = self._now()
+
+        def run(conn: Connection) -> bool:
+            was_selected = _is_selected(conn, thread_id)
+            changed = conn.execute(
+                update(_outputs)
+                .where(_outputs.c.thread_id == thread_id, _outputs.c.source_updated_at == source_updated_at)
+                .values(raw_memory=raw_memory, rollout_summary=rollout_summary)
+            ).rowcount
+            if changed and was_selected:
+                self._enqueue_global(conn, now)
+            return bool(changed)
+
+        return self._write(run, locks=(JobKind.consolidate_global,))
 
     # ------------------------------------------------------------------ other operations
 

@@ -401,8 +401,8 @@ def test_reset_refuses_while_phase2_holds_its_lease(store: MemoryStore, clock: F
 
 
 def test_the_forget_flow_route_names_are_forget_route_values() -> None:
-    from codex_memories_flows.forget import _THREAD_ROUTES, ForgetRouteName
+    from codex_memories_flows.forget import _TARGETED_ROUTES, ForgetRouteName
 
     names = set(get_args(ForgetRouteName))
     assert names <= {route.value for route in ForgetRoute}
-    assert names == {*_THREAD_ROUTES, ForgetRoute.manual_reset}
+    assert names == {*_TARGETED_ROUTES, ForgetRoute.manual_reset}

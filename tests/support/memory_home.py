@@ -113,15 +113,27 @@ class MemoryHome:
         )
 
 
-def remember(store: MemoryStore, thread_id: str, *, raw_memory: str = "prefers pnpm") -> None:
+def remember(
+    store: MemoryStore,
+    thread_id: str,
+    *,
+    raw_memory: str = "prefers pnpm",
+    rollout_summary: str = "summary",
+    cwd: str | None = None,
+    git_origin_url: str | None = None,
+    source_updated_at: int = 1,
+) -> None:
     """A thread with a stage-1 output, written the way phase 1 writes it (no flow needed)."""
     from codex_memories.state.records import ThreadRecord
 
     store.upsert_threads(
-        [ThreadRecord(id=thread_id, rollout_path=f"/nowhere/{thread_id}.jsonl", created_at_ms=1, updated_at_ms=1000, source="cli", first_user_message="hi")]
+        [ThreadRecord(id=thread_id, rollout_path=f"/nowhere/{thread_id}.jsonl", created_at_ms=1, updated_at_ms=source_updated_at * 1000,
+                      source="cli", first_user_message="hi", cwd=cwd, git_origin_url=git_origin_url)]
     )
-    claim = store.try_claim_stage1_job(thread_id=thread_id, worker_id="test", source_updated_at=1, lease_seconds=60, max_running_jobs=8)
+    claim = store.try_claim_stage1_job(
+        thread_id=thread_id, worker_id="test", source_updated_at=source_updated_at, lease_seconds=60, max_running_jobs=8
+    )
     assert store.mark_stage1_job_succeeded(
-        thread_id=thread_id, ownership_token=claim.ownership_token, source_updated_at=1,
-        raw_memory=raw_memory, rollout_summary="summary", rollout_slug="pnpm",
+        thread_id=thread_id, ownership_token=claim.ownership_token, source_updated_at=source_updated_at,
+        raw_memory=raw_memory, rollout_summary=rollout_summary, rollout_slug="pnpm",
     )

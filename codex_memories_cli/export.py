@@ -1,0 +1,95 @@
+"""`codex-memories export` and `codex-memories rebuild` (merged into the main CLI).
+
+`export --project DIR` writes the project's memories to `<repository>/.codex/memories.md` (see
+`codex_memories.read.team_memory` for where and why); it calls the library directly, no Prefect
+run. `rebuild` runs the `memories-rebuild` flow in-process (a forced phase 2 on a fresh folder,
+the old folder kept until it succeeded). A user error is one line on stderr and exit 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from codex_memories_cli.errors import EXIT_USER_ERROR, fail
+from codex_memories_cli.options import (
+    ApiMode,
+    BaseUrl,
+    CodexHome,
+    ConfigFile,
+    ConsolidationModel,
+    DbUrl,
+    MemoryRoot,
+    Provider,
+    load_config,
+    prepare_prefect,
+)
+
+export_app = typer.Typer()
+
+ProjectDir = Annotated[
+    Path, typer.Option("--project", help="A folder of the project (its repository root receives the file).", show_default=False)
+]
+
+
+@export_app.command()
+def export(
+    project: ProjectDir,
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """Write the project's memories to <repository>/.codex/memories.md for the team to review and commit."""
+    from codex_memories.read.team_memory import export_team_memory
+    from codex_memories.runtime import open_store
+
+    _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    try:
+        result = export_team_memory(open_store(config.settings.resolved_db_url), project)
+    except (OSError, ValueError) as error:
+        fail(f"cannot export the team memory of {project}: {error}")
+    memories = result.memories
+    state = "written" if result.changed else "unchanged"
+    print(
+        f"{result.path}: {state}; {memories.line_count} line(s) from {memories.memories_used} memory(ies) of {memories.key}"
+        + (f"; {memories.user_level_left_out} user-level line(s) left out" if memories.user_level_left_out else "")
+    )
+
+
+@export_app.command()
+def rebuild(
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    memory_root: MemoryRoot = None,
+    provider: Provider = None,
+    base_url: BaseUrl = None,
+    api_mode: ApiMode = None,
+    consolidation_model: ConsolidationModel = None,
+    config_file: ConfigFile = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
+) -> None:
+    """Consolidate from scratch: a fresh memory folder from the current stage-1 selection (notes kept)."""
+    overrides, config = load_config(
+        codex_home=codex_home, db=db, memory_root=memory_root, provider=provider, base_url=base_url,
+        api_mode=api_mode, consolidation_model=consolidation_model, config_file=config_file,
+    )
+    if "://" in config.settings.resolved_memory_root:
+        fail(f"rebuild needs a local memory folder; {config.settings.resolved_memory_root} is an object-store URL")
+    prepare_prefect(verbose)
+    from codex_memories.consolidate.rebuild import RebuildRefused
+    from codex_memories.forget.manual import ResetRefused
+    from codex_memories.reports import render_phase2_text
+    from codex_memories_flows.rebuild import rebuild as rebuild_flow
+
+    try:
+        report = rebuild_flow(overrides=overrides)
+    except (RebuildRefused, ResetRefused) as error:
+        fail(str(error))
+    print(render_phase2_text(report.phase2))
+    if report.kept:
+        print(f"rebuilt {config.settings.resolved_memory_root} from the stage-1 outputs (ad-hoc notes and extensions kept)")
+        return
+    print(f"rebuild did not succeed: the previous memory folder is back at {config.settings.resolved_memory_root}")
+    raise typer.Exit(EXIT_USER_ERROR)

@@ -1,0 +1,20 @@
+"""Task: selective forgetting by text (`codex_memories.forget.selective.forget_match`).
+
+Removes every memory line holding `text` from the memory folder and from the stage-1 outputs
+that would re-create it, writes one `forget_audit` row (the text redacted when it looks secret)
+and returns it (none when nothing held it). Raises `ResetRefused` while phase 2 holds its lease.
+"""
+
+from prefect import task
+
+from codex_memories.forget.audit import ForgetAction, record_actions
+from codex_memories.forget.selective import forget_match as forget
+from codex_memories.runtime import memory_root, open_store
+from codex_memories.settings import RuntimeConfig
+
+
+@task(name="forget-match", cache_policy=None)
+def forget_match(config: RuntimeConfig, text: str) -> list[ForgetAction]:
+    """Selective forgetting: every memory line that holds `text`."""
+    store = open_store(config.settings.resolved_db_url)
+    return record_actions(store, forget(store, memory_root(config), text, reason="lines forgotten by the forget flow"))

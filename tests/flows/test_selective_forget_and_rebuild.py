@@ -1,0 +1,90 @@
+"""The real flows: forget --match / --project through the forget flow, then the next phase 2; rebuild."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codex_memories import paths
+from codex_memories.outcomes import Outcome
+from codex_memories.read.notes import add_ad_hoc_note
+from codex_memories.runtime import close_stores
+from codex_memories.state.records import ForgetRoute
+from codex_memories_flows.forget import forget
+from codex_memories_flows.rebuild import rebuild
+from tests.support.memory_home import MemoryHome
+from tests.support.openai_server import ScriptedReply, running_openai_server
+
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> MemoryHome:
+    home = MemoryHome(tmp_path)
+    home.rollout("from now on always use pnpm for installs (ZEBRA-417)", days_ago=2)
+    home.rollout("remember that we keep tabs in Makefiles (OTTER-902)", days_ago=1)
+    assert home.phase1().claimed == 2
+    assert home.phase2().outcome is Outcome.succeeded
+    yield home
+    close_stores()
+
+
+def folder_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts}
+
+
+def test_a_forgotten_line_is_absent_after_the_next_phase2(home: MemoryHome) -> None:
+    assert "ZEBRA-417" in home.memory_text() and "ZEBRA-417" in (home.memory_root / paths.MEMORY_FILE).read_text(encoding="utf-8")
+
+    report = forget(route="text_match", target="zebra-417", overrides=home.overrides())
+    [row] = report.forget_audit
+    assert row.route == ForgetRoute.text_match and row.target == "zebra-417"
+    assert "ZEBRA-417" not in home.memory_text()  # the folder's lines went at once
+
+    again = home.phase2()
+    assert again.outcome is Outcome.succeeded
+    assert "ZEBRA-417" not in home.memory_text() and "OTTER-902" in home.memory_text()
+    assert not any("ZEBRA-417" in (o.raw_memory + o.rollout_summary) for o in home.store.stage1_outputs_containing("ZEBRA"))
+    assert home.store.stage1_outputs_containing("ZEBRA-417") == []
+
+
+def test_forgetting_the_project_empties_its_memories_at_the_next_phase2(home: MemoryHome) -> None:
+    # The rollout factory records one origin for every session: acme/app.
+    report = forget(route="project_deletion", target="github.com/acme/app", overrides=home.overrides())
+    [row] = report.forget_audit
+    assert row.route == ForgetRoute.project_deletion and len(row.removed["threads"]) == 2
+    assert home.phase2().outcome is Outcome.succeeded
+    assert home.rollout_summaries() == []
+    assert "ZEBRA-417" not in home.memory_text() and "OTTER-902" not in home.memory_text()
+
+
+def test_rebuild_consolidates_from_scratch_and_keeps_the_notes(home: MemoryHome) -> None:
+    memory_file = home.memory_root / paths.MEMORY_FILE
+    memory_file.write_text(memory_file.read_text(encoding="utf-8") + "\n- a stale line from an old consolidation (KIWI-55)\n", encoding="utf-8")
+    note = add_ad_hoc_note(home.memory_root, "the staging host is staging-3 (HERON-12)", slug="staging")
+
+    result = rebuild(overrides=home.overrides())
+
+    assert result.kept and result.phase2.outcome is Outcome.succeeded
+    assert "MEMORY.md" in result.set_aside and ".git" in result.set_aside
+    text = memory_file.read_text(encoding="utf-8")
+    assert "KIWI-55" not in text and "ZEBRA-417" in text and "OTTER-902" in text
+    assert Path(note).is_file()  # the note stays an input
+    assert not list(home.memory_root.parent.glob(".memories.rebuild-*"))  # the set-aside folder is gone
+    # The heuristic consolidator reads every note on every run: the rebuilt handbook has it.
+    assert "HERON-12" in text
+    # From INIT: the fresh baseline holds the notes, so the diff shows only the synced inputs.
+    assert result.phase2.diff_status and all(line.startswith("A ") for line in result.phase2.diff_status)
+
+
+def test_a_failed_rebuild_puts_the_previous_folder_back(home: MemoryHome) -> None:
+    before = folder_bytes(home.memory_root)
+    git_head = (home.memory_root / ".git" / "HEAD").read_bytes()
+    with running_openai_server(lambda request: ScriptedReply.http_error(500)) as server:
+        failing = home.overrides().model_copy(update={"provider": "openai", "base_url": server.base_url})
+        result = rebuild(overrides=failing)
+    assert not result.kept and result.phase2.outcome is not None and result.phase2.outcome.is_failure
+    assert folder_bytes(home.memory_root) == before
+    assert (home.memory_root / ".git" / "HEAD").read_bytes() == git_head
+    assert not list(home.memory_root.parent.glob(".memories.rebuild-*"))
