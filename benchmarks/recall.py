@@ -316,10 +316,12 @@ def tune(index: recall_index.Index, questions: list[dict[str, Any]], keys: dict[
     answerable = np.array([question["expect"] is not None for question in tuning_questions], dtype=float)
     outcomes = []
     for floor_relevance in (0.0, 0.1, 0.2):
-        windows = [[c for c in candidates[q["id"]] if c.relevance >= floor_relevance or c.full_lexical_match][:GATE_WINDOW] for q in tuning_questions]
+        survivors = [[c for c in candidates[q["id"]] if c.relevance >= floor_relevance or c.full_lexical_match] for q in tuning_questions]
+        windows = [kept[:GATE_WINDOW] for kept in survivors]
         rows = [
-            (window[0].evidence or QueryEvidence(0.0, 0.0, 0.0)).features(max(c.coverage for c in window)) if window else dict.fromkeys(FEATURES, 0.0)
-            for window in windows
+            (kept[0].evidence or QueryEvidence(0.0, 0.0)).features(max(c.similarity for c in kept), max(c.coverage for c in kept[:GATE_WINDOW]))
+            if kept else dict.fromkeys(FEATURES, 0.0)
+            for kept in survivors
         ]
         by_letter = np.array([any(c.full_lexical_match for c in window) for window in windows])
         for size in range(1, len(FEATURES) + 1):

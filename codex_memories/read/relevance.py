@@ -1,14 +1,14 @@
 """Does the memory folder hold an answer to this query? A small calibrated decision on the query's signals.
 
 Contract:
-- `QueryEvidence` holds what the ranking measured about the query as a whole:
-  - `top_similarity`: the best cosine similarity of the query to any chunk of the index;
-  - `margin`: that best similarity minus the mean of the query's `MARGIN_DEPTH` best ones (an
+- `QueryEvidence` holds what the ranking measured about the query over the whole index:
+  - `margin`: the query's best cosine similarity to any chunk minus the mean of the query's `MARGIN_DEPTH` best ones (an
     answer should stand out from the query's own neighbourhood; static embeddings give a
     generic question a high cosine to everything);
   - `vocabulary`: the share of the query terms' IDF weight carried by terms that occur anywhere
     in the index.
-  With `coverage`, the best lexical term coverage among the first candidates
+  With `top_similarity`, the best cosine among the candidates the caller may see (a scope filter
+  may have removed some), and `coverage`, the best lexical term coverage among the first ones
   (`recall.GATE_WINDOW`), these are the `FEATURES` a `GateModel` may use.
 - `GateModel` is a logistic regression over a subset of `FEATURES` (raw values, no scaling) and
   a probability threshold under which recall answers nothing. `GATE_MODEL`, the shipped one, is
@@ -29,12 +29,11 @@ FEATURES = ("top_similarity", "margin", "coverage", "vocabulary")
 
 @dataclass(frozen=True)
 class QueryEvidence:
-    top_similarity: float
     margin: float
     vocabulary: float
 
-    def features(self, coverage: float) -> dict[str, float]:
-        return {"top_similarity": self.top_similarity, "margin": self.margin, "coverage": coverage, "vocabulary": self.vocabulary}
+    def features(self, top_similarity: float, coverage: float) -> dict[str, float]:
+        return {"top_similarity": top_similarity, "margin": self.margin, "coverage": coverage, "vocabulary": self.vocabulary}
 
 
 @dataclass(frozen=True)
@@ -72,5 +71,5 @@ def margin_of(sorted_similarities: list[float]) -> float:
     return top[0] - sum(top) / len(top)
 
 
-def answer_probability(evidence: QueryEvidence, coverage: float, model: GateModel = GATE_MODEL) -> float:
-    return model.probability(evidence.features(coverage))
+def answer_probability(evidence: QueryEvidence, top_similarity: float, coverage: float, model: GateModel = GATE_MODEL) -> float:
+    return model.probability(evidence.features(top_similarity, coverage))
