@@ -316,10 +316,12 @@ def tune(index: recall_index.Index, questions: list[dict[str, Any]], keys: dict[
     answerable = np.array([question["expect"] is not None for question in tuning_questions], dtype=float)
     outcomes = []
     for floor_relevance in (0.0, 0.1, 0.2):
-        windows = [[c for c in candidates[q["id"]] if c.relevance >= floor_relevance or c.full_lexical_match][:GATE_WINDOW] for q in tuning_questions]
+        survivors = [[c for c in candidates[q["id"]] if c.relevance >= floor_relevance or c.full_lexical_match] for q in tuning_questions]
+        windows = [kept[:GATE_WINDOW] for kept in survivors]
         rows = [
-            (window[0].evidence or QueryEvidence(0.0, 0.0, 0.0)).features(max(c.coverage for c in window)) if window else dict.fromkeys(FEATURES, 0.0)
-            for window in windows
+            (kept[0].evidence or QueryEvidence(0.0, 0.0)).features(max(c.similarity for c in kept), max(c.coverage for c in kept[:GATE_WINDOW]))
+            if kept else dict.fromkeys(FEATURES, 0.0)
+            for kept in survivors
         ]
         by_letter = np.array([any(c.full_lexical_match for c in window) for window in windows])
         for size in range(1, len(FEATURES) + 1):
@@ -511,6 +513,15 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def no_answer_verdict(both: float, test: float) -> str:
+    """The no-answer goal judged on both splits and on the held-out one alone."""
+    if both >= 0.8 and test >= 0.8:
+        return "met"
+    if both >= 0.8:
+        return f"met over both splits, missed on the test split by {0.8 - test:.2f}"
+    return f"missed by {0.8 - both:.2f}"
+
+
 def render_report(
     questions: list[dict[str, Any]], keys: dict[str, str], methods: dict[str, dict[str, Ranked]],
     built: recall_index.IndexStats, warm: list[float], root: Path, skip_scale: bool, work: Path,
@@ -601,7 +612,7 @@ def render_report(
         f"on the {len(bm25_misses)} that BM25 misses (BM25 0.00 there) hybrid {missed_hybrid.hit5:.2f}. "
         f"The ranking alone (gate off) reaches {paraphrase_ungated.hit5:.2f} ({missed_ungated.hit5:.2f} on BM25's misses): the gate costs the rest.",
         f"- empty answer for ≥ 80 % of unanswerable questions: {none_hybrid.no_answer:.2f} (test split {none_test.no_answer:.2f}) — "
-        f"{'met' if none_hybrid.no_answer >= 0.8 else f'missed by {0.8 - none_hybrid.no_answer:.2f}'}.",
+        f"{no_answer_verdict(none_hybrid.no_answer, none_test.no_answer)}.",
         f"- fresh-process recall fast enough for every prompt: {statistics.median(fresh_recall):.2f} s median "
         f"({statistics.median(fresh_recall) - statistics.median(fresh_pass):.2f} s over `python -c pass`).",
     ]

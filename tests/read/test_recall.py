@@ -147,7 +147,7 @@ def _scored(relevance: float, number: int, *, coverage: float = 0.0, full: bool 
     return ScoredChunk(
         chunk=chunk, score=1 / number, similarity=relevance, coverage=coverage, lexical_rank=None, semantic_rank=number,
         scope_class=USER_LEVEL, relevance=relevance, full_lexical_match=full,
-        evidence=QueryEvidence(top_similarity=0.5, margin=margin, vocabulary=1.0),
+        evidence=QueryEvidence(margin=margin, vocabulary=1.0),
     )
 
 
@@ -179,19 +179,19 @@ def test_a_chunk_holding_every_query_word_opens_the_gate_whatever_the_model_says
 
 def test_a_gate_model_combines_the_features_it_names():
     model = GateModel(intercept=-2.0, weights=(("top_similarity", 4.0), ("coverage", 2.0), ("vocabulary", 1.0)), threshold=0.5)
-    evidence = QueryEvidence(top_similarity=0.4, margin=0.1, vocabulary=0.5)
+    evidence = QueryEvidence(margin=0.1, vocabulary=0.5)
 
-    assert answer_probability(evidence, 0.5, model) == pytest.approx(1 / (1 + math.exp(-(-2.0 + 1.6 + 1.0 + 0.5))))
-    assert answer_probability(evidence, 0.8, model) > answer_probability(evidence, 0.1, model)
-    assert 0.0 < answer_probability(QueryEvidence(-5.0, 0.0, 0.0), 0.0, model) < 1e-6  # Extreme inputs stay finite.
+    assert answer_probability(evidence, 0.4, 0.5, model) == pytest.approx(1 / (1 + math.exp(-(-2.0 + 1.6 + 1.0 + 0.5))))
+    assert answer_probability(evidence, 0.4, 0.8, model) > answer_probability(evidence, 0.4, 0.1, model)
+    assert 0.0 < answer_probability(QueryEvidence(0.0, 0.0), -5.0, 0.0, model) < 1e-6  # Extreme inputs stay finite.
     with pytest.raises(ValueError, match="unknown gate features"):
         GateModel(intercept=0.0, weights=(("cosine", 1.0),), threshold=0.5)
 
 
 def test_the_shipped_gate_model_is_monotone_in_the_top_similarity():
-    low, high = QueryEvidence(0.2, 0.05, 0.5), QueryEvidence(0.6, 0.05, 0.5)
+    evidence = QueryEvidence(margin=0.05, vocabulary=0.5)
 
-    assert answer_probability(low, 0.2) < GATE_MODEL.threshold <= answer_probability(high, 0.2)
+    assert answer_probability(evidence, 0.2, 0.2) < GATE_MODEL.threshold <= answer_probability(evidence, 0.6, 0.2)
 
 
 @pytest.mark.parametrize(("similarities", "margin"), [([], 0.0), ([0.5], 0.0), ([0.2, 0.6, 0.4], 0.6 - 0.4)])
