@@ -36,7 +36,7 @@ from codex_memories.redact import redact_secrets
 from codex_memories.state.records import ForgetRoute, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import MemoryRoot, open_memory_root
-from codex_memories.typed_entries import ExpiredEntry, drop_expired_lines, has_expired_entry
+from codex_memories.typed_entries import ExpiredEntry, drop_expired_lines, has_expired_entry, normalise
 
 RootLike = MemoryRoot | str | os.PathLike[str]
 
@@ -78,13 +78,16 @@ def expire_entries(root: RootLike, store: MemoryStore, refs: Sequence[Stage1Outp
 
 def expiry_actions(thread_id: str, expired: Sequence[ExpiredEntry]) -> list[ForgetAction]:
     """One action per distinct expired entry of one thread (pure)."""
-    seen: set[str] = set()
+    seen: list[str] = []
     actions = []
     for entry in expired:
         text = redact_secrets(entry.text)
-        if text in seen:
-            continue  # the same entry in the raw memory and the summary is one forgotten entry
-        seen.add(text)
+        folded = normalise(text)
+        # The same entry in the raw memory and in the summary ("<quote> -> follow this ...") is
+        # one forgotten entry: the first wording, the raw memory's, names it.
+        if any(folded in earlier or earlier in folded for earlier in seen):
+            continue
+        seen.append(folded)
         assert entry.meta.expires is not None  # only dated entries expire
         actions.append(
             ForgetAction(
