@@ -71,7 +71,7 @@ class DatedEntry:
 
     @property
     def order(self) -> tuple[datetime, int]:
-        return _parse_time(self.updated_at), self.position
+        return parse_time(self.updated_at), self.position
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,8 @@ def _target(word: str) -> str:
     return _SYNONYMS.get(cleaned, cleaned)
 
 
-def _parse_time(value: str) -> datetime:
+def parse_time(value: str) -> datetime:
+    """An RFC 3339 time (naive means UTC); the epoch when it does not parse, so it sorts oldest."""
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:

@@ -56,6 +56,7 @@ from pathlib import Path
 from codex_memories import paths
 from codex_memories.consolidate.agent import AgentStopReason
 from codex_memories.consolidate.conflicts import Conflict, DatedEntry, find_conflicts, losers
+from codex_memories.consolidate.conflicts import parse_time as _parse_time
 from codex_memories.consolidate.consolidators import ConsolidationOutcome
 from codex_memories.llm.base import TokenUsage
 from codex_memories.prompts import RenderedPrompt
@@ -851,14 +852,6 @@ def _project_name(cwd: str) -> str:
     if not cwd or cwd == UNKNOWN_CWD:
         return ""
     return cwd.rstrip("/").replace("\\", "/").rsplit("/", 1)[-1]
-
-
-def _parse_time(value: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return datetime(1970, 1, 1, tzinfo=UTC)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _read_regular(folder: SandboxedFolder, path: str) -> str | None:
