@@ -35,6 +35,7 @@ MAX_REASON_CHARS = 200
 
 _SUFFIX = re.compile(r"\s*\{memory:\s*([^{}\n]*)\}\s*$")
 _BULLET = re.compile(r"^(\s*(?:[-*]|\[\d+\])\s+)(.*)$")
+_EXPIRES = re.compile(r"expires=(\d{4}-\d{2}-\d{2})")
 _NORMALISE = re.compile(r"[\s\"'`“”‘’.,;:!?。，；：！？]+")
 
 
@@ -129,7 +130,7 @@ def drop_expired_lines(text: str, now: datetime) -> tuple[str, list[ExpiredEntry
     kept: list[str] = []
     expired: list[ExpiredEntry] = []
     for line in text.split("\n"):
-        bullet = _BULLET.match(line)
+        bullet = _BULLET.match(line) if SUFFIX_TAG in line else None
         if bullet:
             bare, meta = split_entry(bullet.group(2))
             if meta is not None and meta.expired(now):
@@ -140,8 +141,18 @@ def drop_expired_lines(text: str, now: datetime) -> tuple[str, list[ExpiredEntry
 
 
 def has_expired_entry(text: str, now: datetime) -> bool:
-    """A cheap look before `drop_expired_lines`: most texts carry no expiry at all."""
-    return "expires=" in text and bool(drop_expired_lines(text, now)[1])
+    """A cheap look before `drop_expired_lines`: phase 2 asks on every run, most texts carry no
+    expiry at all, and most dates found have not passed, so only a passed date reads lines."""
+    if "expires=" not in text:
+        return False
+    for day in set(_EXPIRES.findall(text)):
+        try:
+            passed = now >= expiry_instant(date.fromisoformat(day))
+        except ValueError:
+            continue  # not a date: the suffix does not parse and never expires
+        if passed:
+            return bool(drop_expired_lines(text, now)[1])
+    return False
 
 
 @dataclass(frozen=True)
