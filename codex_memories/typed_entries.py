@@ -155,6 +155,18 @@ def has_expired_entry(text: str, now: datetime) -> bool:
     return False
 
 
+def next_expiry(text: str) -> datetime | None:
+    """The first instant any dated entry in `text` expires (None: no dated entry): when a folder
+    that is settled now stops being settled."""
+    instants = []
+    for day in set(_EXPIRES.findall(text)):
+        try:
+            instants.append(expiry_instant(date.fromisoformat(day)))
+        except ValueError:
+            continue  # not a date: that suffix never expires
+    return min(instants, default=None)
+
+
 @dataclass(frozen=True)
 class TypedEntry:
     """One entry as the model reports it in `memory_entries` (already validated)."""

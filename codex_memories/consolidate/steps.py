@@ -60,7 +60,7 @@ from codex_memories.consolidate.workspace import (
     write_workspace_diff_file,
 )
 from codex_memories.forget.audit import ForgetAction, record_actions
-from codex_memories.forget.entry_expiry import expire_entries
+from codex_memories.forget.entry_expiry import expire_entries, next_entry_expiry
 from codex_memories.forget.extension_expiry import (
     EXTENSION_RESOURCE_RETENTION_DAYS,
     expire_extension_resources,
@@ -229,7 +229,11 @@ def record_settled(root_dir: Path, store: MemoryStore, check: SettledCheck, *, s
     if commit is None:
         forget_settled_record(root_dir)
         return False
-    moments = [moment for moment in (check.next_ageing_at, next_extension_expiry(root_dir)) if moment is not None]
+    moments = [
+        moment
+        for moment in (check.next_ageing_at, next_extension_expiry(root_dir), next_entry_expiry(root_dir))
+        if moment is not None
+    ]
     write_settled_record(
         root_dir,
         SettledRecord(

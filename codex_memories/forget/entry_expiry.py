@@ -16,6 +16,9 @@ timestamp in their name after a fixed 7 days. An entry is one line inside a stag
 date of its own, and removing it must also change the DB row, or the next sync would write it
 again: a different target, a different trigger, a different store operation.
 
+`next_entry_expiry(root)` is the moment the first dated entry of the synced inputs expires, so
+phase 2's early finish (step 1a, `consolidate.steps.check_settled`) runs the full phase 2 then.
+
 Contract: `expire_entries(root, store, refs, now)`: `refs` is phase 2's selection (the rows the
 synced files were made from); `now` is timezone-aware. Cheap when nothing expired: one read of
 `raw_memories.md` and a substring test. Idempotent: a second call finds nothing expired.
@@ -36,7 +39,7 @@ from codex_memories.redact import redact_secrets
 from codex_memories.state.records import ForgetRoute, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import MemoryRoot, open_memory_root
-from codex_memories.typed_entries import ExpiredEntry, drop_expired_lines, has_expired_entry, normalise
+from codex_memories.typed_entries import ExpiredEntry, drop_expired_lines, has_expired_entry, next_expiry, normalise
 
 RootLike = MemoryRoot | str | os.PathLike[str]
 
@@ -74,6 +77,16 @@ def expire_entries(root: RootLike, store: MemoryStore, refs: Sequence[Stage1Outp
         actions += expiry_actions(output.thread_id, [*expired_raw, *expired_summary])
     root.write_if_changed(RAW_MEMORIES_FILE, drop_expired_lines(raw_memories, now)[0].encode("utf-8"))
     return actions
+
+
+def next_entry_expiry(root: RootLike) -> int | None:
+    """Epoch seconds at which the first dated entry of the synced `raw_memories.md` expires, or
+    None: phase 2's step 1a (`check_settled`) must not call a folder settled past that moment."""
+    root = open_memory_root(root)
+    if not root.is_file(RAW_MEMORIES_FILE):
+        return None
+    moment = next_expiry(root.read_text(RAW_MEMORIES_FILE))
+    return None if moment is None else int(moment.timestamp())
 
 
 def expiry_actions(thread_id: str, expired: Sequence[ExpiredEntry]) -> list[ForgetAction]:

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 
 from codex_memories import paths
 from codex_memories.consolidate.inputs import output_ref, rebuild_raw_memories, sync_rollout_summaries
-from codex_memories.forget.entry_expiry import expire_entries
+from codex_memories.forget.entry_expiry import expire_entries, next_entry_expiry
 from codex_memories.state.records import ForgetRoute
 from codex_memories.typed_entries import EntryMeta, with_meta
 from tests.support.memory_home import MemoryHome, remember
@@ -67,3 +67,15 @@ def test_an_entry_before_its_expiry_stays(home: MemoryHome) -> None:
 def test_no_raw_memories_file_means_nothing_to_expire(home: MemoryHome) -> None:
     home.memory_root.mkdir(parents=True)
     assert expire_entries(home.memory_root, home.store, [], datetime(2026, 12, 1, tzinfo=UTC)) == []
+
+
+def test_the_next_expiry_is_the_first_dated_entry_of_the_synced_inputs(home: MemoryHome) -> None:
+    later = with_meta('"freeze the schema"', EntryMeta(type="constraint", weight=0.8, expires=date(2026, 12, 20)))
+    remember(home.store, "thread-freeze", raw_memory=RAW + f"- {later}\n")
+    synced(home, ["thread-freeze"])
+    assert next_entry_expiry(home.memory_root) == int(datetime(2026, 11, 30, tzinfo=UTC).timestamp())
+    home.store.replace_stage1_output_texts(
+        thread_id="thread-freeze", source_updated_at=1, raw_memory="Preference signals:\n- " + LASTING + "\n", rollout_summary="summary"
+    )
+    synced(home, ["thread-freeze"])
+    assert next_entry_expiry(home.memory_root) is None
