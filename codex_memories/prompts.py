@@ -78,13 +78,18 @@ def render_prompt(template_name: str, **values: str) -> RenderedPrompt:
     return render_template_text(load_template(template_name), template_name, values)
 
 
-def render_stage_one_prompts(*, rollout_path: str, rollout_cwd: str, rollout_transcript: str) -> tuple[RenderedPrompt, RenderedPrompt]:
-    """The (system, user) prompt pair for one stage-1 extraction."""
+def render_stage_one_prompts(
+    *, rollout_path: str, rollout_cwd: str, rollout_transcript: str, rollout_updated_at: str = "unknown"
+) -> tuple[RenderedPrompt, RenderedPrompt]:
+    """The (system, user) prompt pair for one stage-1 extraction.
+
+    `rollout_updated_at` (RFC 3339) is what a temporary rule's expiry ("this week") counts from."""
     system = render_prompt(STAGE_ONE_SYSTEM_TEMPLATE)
     user = render_prompt(
         STAGE_ONE_INPUT_TEMPLATE,
         rollout_path=rollout_path,
         rollout_cwd=rollout_cwd,
+        rollout_updated_at=rollout_updated_at,
         rollout_transcript=rollout_transcript,
     )
     return system, user

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from codex_memories.consolidate.conflicts import Conflict
 from codex_memories.outcomes import Outcome
+from codex_memories.redact import redact_secrets
 from codex_memories.state.records import ForgetAuditRecord, ForgetRoute
 
 
@@ -152,6 +154,8 @@ class Phase2Report:
     folder_restored: bool | None = None
     # Stage-1 outputs arrived while this run consolidated: the job stays dirty, no cooldown.
     work_left: bool = False
+    # Contradicting memory entries in the inputs, each with the newer one that won (issue 15).
+    conflicts: list[Conflict] = field(default_factory=list)
 
 
 def render_phase2_markdown(report: Phase2Report) -> str:
@@ -181,6 +185,7 @@ def render_phase2_markdown(report: Phase2Report) -> str:
     if report.forgotten:
         lines += ["", "## Forgotten", "", "| route | file |", "|---|---|"]
         lines += [f"| {route} | `{path}` |" for route, path in report.forgotten]
+    lines += render_conflicts(report.conflicts)
     if report.agent_stop_reason:
         lines += [
             "",
@@ -208,6 +213,20 @@ def render_phase2_markdown(report: Phase2Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_conflicts(conflicts: Sequence[Conflict]) -> list[str]:
+    """Contradicting entries, the newer kept and the older dropped (none: no section)."""
+    if not conflicts:
+        return []
+    lines = ["", "## Conflicts (the newer entry wins)", "", "| subject | kept (newer) | dropped (older) |", "|---|---|---|"]
+    for conflict in conflicts:
+        kept, dropped = (
+            _cell(redact_secrets(f"{entry.text} (thread {entry.source}, {entry.updated_at or 'no date'}, cwd {entry.group})"))
+            for entry in (conflict.winner, conflict.loser)
+        )
+        lines.append(f"| {_cell(redact_secrets(conflict.subject))} | {kept} | {dropped} |")
+    return lines
+
+
 def render_phase2_text(report: Phase2Report) -> str:
     outcome = report.outcome.value if report.outcome else "unknown"
     text = f"phase 2: {outcome}"
@@ -227,6 +246,8 @@ def render_phase2_text(report: Phase2Report) -> str:
         text += "\n  memory folder restored to what this run found"
     if report.work_left:
         text += "\n  stage-1 outputs arrived meanwhile: left dirty, no cooldown"
+    for conflict in report.conflicts:
+        text += redact_secrets(f"\n  conflict on {conflict.subject}: kept {conflict.winner.text!r}, dropped {conflict.loser.text!r}")
     return text
 
 

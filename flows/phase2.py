@@ -40,6 +40,8 @@ from codex_memories_tasks.claim_lock import claim_lock
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.confirm_ownership import confirm_ownership
 from codex_memories_tasks.consolidate import consolidate
+from codex_memories_tasks.expire_typed_entries import expire_typed_entries
+from codex_memories_tasks.find_entry_conflicts import find_entry_conflicts
 from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
 from codex_memories_tasks.injection_gate import injection_gate, quarantine_injection_sources
 from codex_memories_tasks.mark_succeeded import mark_succeeded
@@ -177,7 +179,9 @@ def _consolidate_in_workspace(
     synced = _step(Outcome.failed_sync_workspace_inputs, sync, workspace, selection, config)
     # 5. Prune expired extension resources.
     expired = _step(Outcome.failed_sync_workspace_inputs, prune_extension_resources, workspace, config)
-    report.forgotten = [(item.route, item.target) for item in [*synced.forgotten, *expired]]
+    # 5a. Expire temporary memory entries past their date (route entry_expiry).
+    expired_entries = _step(Outcome.failed_sync_workspace_inputs, expire_typed_entries, workspace, selection, config)
+    report.forgotten = [(item.route, item.target) for item in [*synced.forgotten, *expired, *expired_entries]]
     # 6. Diff against the baseline.
     diff, settled = _step(Outcome.failed_workspace_status, git_diff, workspace)
     report.diff_status = [f"{change.status} {change.path}" for change in diff.changes]
@@ -206,6 +210,8 @@ def _consolidate_and_publish(
 ) -> None:
     # 8. Write the diff file the consolidator reads first.
     _step(Outcome.failed_workspace_diff_file, write_workspace_diff, workspace, diff)
+    # 8b. Contradicting memory entries, the newer winning: listed in the run artifact.
+    report.conflicts = _step(Outcome.failed_sync_workspace_inputs, find_entry_conflicts, workspace)
     # 8a. Rate-limit guard (spec 1.3): too little quota left means the agent does not start;
     #     the lease is given back (no failure, no backoff) for the next run.
     guard = check_rate_limits(config)

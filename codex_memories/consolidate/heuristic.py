@@ -26,6 +26,13 @@ it ignores the prompt and runs `consolidate_heuristically`.
   derived from a thread, and every earlier note, containing it (case-insensitive substring) is
   removed. A "forget" / "don't remember" note is not itself stored (it would store the very text to
   forget); a "no longer" note is, because it states the current fact.
+- Typed entries (`typed_entries`): a bullet's `{memory: ...}` suffix (type, weight, reason,
+  expiry) is kept, always last on the line, after the `[Task n]` citation; two wordings of one
+  entry merge on their text without the suffix, keeping the newest task's suffix. Preference
+  entries of one cwd that contradict each other (`conflicts.find_conflicts`) are resolved newest
+  first: the older entry is left out of both files, and `ConsolidationRun.conflicts` says which
+  won. Expired entries never get here: phase 2 removes them from the inputs first
+  (`forget.entry_expiry`).
 - Safety: only the raw memories' own subsections (which phase 1 built from the user's messages)
   and note text are used; any input line that looks like an instruction to a model ("ignore
   previous instructions", "disregard the above", "you are now", ...) is dropped; every output line
@@ -48,11 +55,14 @@ from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.consolidate.agent import AgentStopReason
+from codex_memories.consolidate.conflicts import Conflict, DatedEntry, find_conflicts, losers
+from codex_memories.consolidate.conflicts import parse_time as _parse_time
 from codex_memories.consolidate.consolidators import ConsolidationOutcome
 from codex_memories.llm.base import TokenUsage
 from codex_memories.prompts import RenderedPrompt
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
+from codex_memories.typed_entries import split_entry, with_meta
 
 HEURISTIC_CONSOLIDATOR_NAME = "heuristic"
 GENERATED_BY = "codex-memories offline heuristic consolidator (rule-based, no model)"
@@ -180,6 +190,7 @@ class ConsolidationRun:
     files_deleted: list[str]
     task_groups: int
     notes_integrated: int
+    conflicts: list[Conflict] = field(default_factory=list)
 
 
 def parse_raw_memories(text: str) -> list[ThreadMemory]:
@@ -383,12 +394,15 @@ def consolidate_heuristically(root_dir: Path, *, now: datetime) -> Consolidation
     # 3. Apply ad-hoc notes: forget terms remove thread lines and earlier notes.
     stored_notes = _apply_notes(threads, notes)
 
-    # 4. Group per cwd and render.
+    # 4. Resolve contradicting preference entries newest-first.
+    conflicts = resolve_conflicts(threads)
+
+    # 5. Group per cwd and render.
     groups = _build_groups(threads)
     memory_text = render_memory_file(groups, stored_notes, memory_user_blocks)
     summary_text = render_memory_summary(groups, stored_notes, summary_user_blocks)
 
-    # 5. Write what changed.
+    # 6. Write what changed.
     written = []
     for name, text in ((paths.MEMORY_FILE, memory_text), (paths.MEMORY_SUMMARY_FILE, summary_text)):
         if _write_if_changed(root, name, text):
@@ -398,7 +412,45 @@ def consolidate_heuristically(root_dir: Path, *, now: datetime) -> Consolidation
         files_deleted=[],
         task_groups=len(groups) + (1 if stored_notes else 0),
         notes_integrated=len(notes),
+        conflicts=conflicts,
     )
+
+
+def preference_entries(threads: list[ThreadMemory]) -> list[DatedEntry]:
+    """Every thread's preference lines as dated entries, grouped by cwd, in input order."""
+    entries: list[DatedEntry] = []
+    for thread in threads:
+        for line in thread.lines[PREFERENCES]:
+            entries.append(
+                DatedEntry(
+                    text=line, group=thread.cwd or UNKNOWN_CWD, source=thread.thread_id,
+                    updated_at=thread.updated_at, position=len(entries),
+                )
+            )
+    return entries
+
+
+def resolve_conflicts(threads: list[ThreadMemory]) -> list[Conflict]:
+    """Find contradicting preference entries and drop each older one from its thread."""
+    conflicts = find_conflicts(preference_entries(threads))
+    dropped = losers(conflicts)
+    position = 0
+    for thread in threads:
+        kept = []
+        for line in thread.lines[PREFERENCES]:
+            if (thread.cwd or UNKNOWN_CWD, thread.thread_id, position) not in dropped:
+                kept.append(line)
+            position += 1
+        thread.lines[PREFERENCES] = kept
+    return conflicts
+
+
+def find_input_conflicts(raw_memories_text: str) -> list[Conflict]:
+    """The conflicts this consolidator resolves in a `raw_memories.md` (for the run artifact)."""
+    threads = parse_raw_memories(raw_memories_text)
+    for thread in threads:
+        thread.cwd = thread.cwd or UNKNOWN_CWD
+    return find_conflicts(preference_entries(threads))
 
 
 def extract_user_blocks(text: str) -> list[str]:
@@ -481,7 +533,7 @@ def _build_groups(threads: list[ThreadMemory]) -> list[_Group]:
             merged: dict[str, tuple[str, list[int]]] = {}
             for task in tasks:
                 for line in task.thread.lines[section]:
-                    key = _normalise(line)
+                    key = _normalise(split_entry(line)[0])
                     if key not in merged:
                         merged[key] = (line, [])
                     if task.number not in merged[key][1]:
@@ -568,7 +620,9 @@ def _render_group(group: _Group) -> list[str]:
             continue
         lines.append(f"## {section}")
         for line, numbers in entries:
-            lines.append(f"- {_safe(line)} [{', '.join(f'Task {n}' for n in numbers)}]")
+            bare, meta = split_entry(line)
+            cited = f"{_safe(bare)} [{', '.join(f'Task {n}' for n in numbers)}]"
+            lines.append(_safe(f"- {with_meta(cited, meta)}"))
         lines.append("")
     return lines
 
@@ -649,11 +703,12 @@ def _summary_preferences(groups: list[_Group], notes: list[AdHocNote]) -> list[s
     lines = []
     for group in groups:
         for line, _ in group.sections[PREFERENCES]:
-            key = _normalise(line)
+            key = _normalise(split_entry(line)[0])
             if key in seen:
                 continue
             seen.add(key)
-            lines.append(f"- {_safe(line)} (cwd={_safe(group.cwd)})")
+            bare, meta = split_entry(line)
+            lines.append(_safe(f"- {with_meta(f'{bare} (cwd={group.cwd})', meta)}"))
     if len(lines) > MAX_SUMMARY_PREFERENCES:
         hidden = len(lines) - MAX_SUMMARY_PREFERENCES
         lines = lines[:MAX_SUMMARY_PREFERENCES] + [f"- {hidden} more preferences are listed in MEMORY.md"]
@@ -797,14 +852,6 @@ def _project_name(cwd: str) -> str:
     if not cwd or cwd == UNKNOWN_CWD:
         return ""
     return cwd.rstrip("/").replace("\\", "/").rsplit("/", 1)[-1]
-
-
-def _parse_time(value: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return datetime(1970, 1, 1, tzinfo=UTC)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _read_regular(folder: SandboxedFolder, path: str) -> str | None:

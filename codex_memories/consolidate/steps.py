@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from codex_memories.consolidate.conflicts import Conflict
 from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
+from codex_memories.consolidate.heuristic import find_input_conflicts
 from codex_memories.consolidate.injection_gate import (
     MAX_REPORTED_FINDINGS,
     InjectionFinding,
@@ -58,6 +60,7 @@ from codex_memories.consolidate.workspace import (
     write_workspace_diff_file,
 )
 from codex_memories.forget.audit import ForgetAction, record_actions
+from codex_memories.forget.entry_expiry import expire_entries, next_entry_expiry
 from codex_memories.forget.extension_expiry import (
     EXTENSION_RESOURCE_RETENTION_DAYS,
     expire_extension_resources,
@@ -66,8 +69,9 @@ from codex_memories.forget.extension_expiry import (
 from codex_memories.forget.selection_window import selection_window_actions
 from codex_memories.forget.threads import pollute_thread
 from codex_memories.outcomes import Outcome, failure_reason
-from codex_memories.paths import EXTENSION_RESOURCES_DIR, EXTENSIONS_DIR, extension_dir
+from codex_memories.paths import EXTENSION_RESOURCES_DIR, EXTENSIONS_DIR, RAW_MEMORIES_FILE, extension_dir
 from codex_memories.redact import redact_secrets
+from codex_memories.sandbox import SandboxedFolder
 from codex_memories.state import GLOBAL_JOB_KEY, JobKind
 from codex_memories.state.records import Phase2ClaimOutcome, Phase2ClaimResult, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
@@ -225,7 +229,11 @@ def record_settled(root_dir: Path, store: MemoryStore, check: SettledCheck, *, s
     if commit is None:
         forget_settled_record(root_dir)
         return False
-    moments = [moment for moment in (check.next_ageing_at, next_extension_expiry(root_dir)) if moment is not None]
+    moments = [
+        moment
+        for moment in (check.next_ageing_at, next_extension_expiry(root_dir), next_entry_expiry(root_dir))
+        if moment is not None
+    ]
     write_settled_record(
         root_dir,
         SettledRecord(
@@ -295,6 +303,26 @@ def sync_inputs(root_dir: Path, selection: Selection, store: MemoryStore) -> Syn
 def prune_extension_resources(root_dir: Path, store: MemoryStore, *, now: datetime) -> list[ForgetAction]:
     """Forgetting route 6: delete extension resources older than the 7-day TTL, audited."""
     return record_actions(store, expire_extension_resources(root_dir, now))
+
+
+def expire_typed_entries(root_dir: Path, selection: Selection, store: MemoryStore, *, now: datetime) -> list[ForgetAction]:
+    """Forgetting route `entry_expiry`: temporary entries past their date leave the selected rows
+    and the synced inputs, audited. The marker of the synced inputs is refreshed so the next
+    unchanged selection still skips the sync."""
+    forgotten = record_actions(store, expire_entries(root_dir, store, selection.refs, now))
+    if forgotten:
+        record_synced_inputs(root_dir, list(selection.refs))
+    return forgotten
+
+
+def find_entry_conflicts(root_dir: Path) -> list[Conflict]:
+    """Contradicting entries in the synced `raw_memories.md`, newest winning (the run artifact
+    lists them; the heuristic consolidator drops the losers, the model consolidators are told to)."""
+    try:
+        text = SandboxedFolder(root_dir).read_bytes(RAW_MEMORIES_FILE).decode("utf-8")
+    except FileNotFoundError:
+        return []
+    return find_input_conflicts(text)
 
 
 def diff_workspace(root_dir: Path) -> WorkspaceDiff:

@@ -14,6 +14,7 @@ with a reason. Oversized transcripts are truncated, never failed for size.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -27,6 +28,7 @@ from codex_memories.llm.base import (
     InvalidModelOutput,
     ModelRequestError,
 )
+from codex_memories.llm.schema import typed_raw_memory
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.prompts import render_stage_one_prompts
 from codex_memories.redact import redact_secrets
@@ -99,6 +101,7 @@ def extract_memory(
         rollout_path=claim.rollout_path,
         rollout_cwd=claim.cwd or "unknown",
         rollout_transcript=transcript.text,
+        rollout_updated_at=datetime.fromtimestamp(claim.source_updated_at, UTC).isoformat(),
     )
     request = ExtractionRequest(
         thread_id=claim.thread_id,
@@ -108,6 +111,7 @@ def extract_memory(
         system_prompt=system_prompt,
         user_prompt=user_prompt,
         transcript_items=transcript.items,
+        session_time=datetime.fromtimestamp(claim.source_updated_at, UTC),
     )
     base["prompt_sha256"] = user_prompt.sha256
     try:
@@ -122,7 +126,9 @@ def extract_memory(
         )
 
     extraction = response.extraction
-    raw_memory = redact_secrets(extraction.raw_memory)
+    # Typed entries (type, weight, reason, expiry) go into raw_memory as bullet suffixes, so the
+    # stage-1 row keeps Codex's three fields; their text is redacted with the rest below.
+    raw_memory = redact_secrets(typed_raw_memory(extraction))
     rollout_summary = redact_secrets(extraction.rollout_summary)
     slug = redact_secrets(extraction.rollout_slug) if extraction.rollout_slug else None
     usage = response.usage.model_dump()

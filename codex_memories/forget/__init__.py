@@ -13,7 +13,12 @@ them writes an audit row. `audit.record_actions(store, actions)` is the one writ
 | 4 | thread deletion        | `threads`               | `thread_deletion`                   | phase 1, the forget flow, the CLI |
 | 5 | pollution / disabling  | `threads`               | `pollution`, `disabled`             | phase 1, the forget flow, the CLI |
 | 6 | extension expiry       | `extension_expiry`      | `extension_expiry`                  | `consolidate.steps.prune_extension_resources` |
+| 6b| typed-entry expiry     | `entry_expiry`          | `entry_expiry`                      | `consolidate.steps.expire_typed_entries` |
 | 7 | manual                 | `manual`                | `ad_hoc_note`, `user_edit`, `manual_reset` | phase 2, the forget flow, the CLI |
+
+Route 6b (issue 15) is ours, not Codex's: a temporary typed entry past its `expires` date leaves
+the stage-1 row and the synced inputs at the next phase 2 (`entry_expiry` says why it is not
+route 6).
 
 Memory text in `MEMORY.md` / `memory_summary.md` / `skills/` is never edited here: the DB
 routes change what phase 2 selects, the next phase-2 sync deletes the input files, and the

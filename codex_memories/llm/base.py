@@ -17,6 +17,7 @@ API key, the prompt or the model's raw text.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,6 +64,8 @@ class ExtractionRequest:
     system_prompt: RenderedPrompt
     user_prompt: RenderedPrompt
     transcript_items: list[dict[str, Any]] = field(default_factory=list)
+    # When the session happened (UTC): what "this week" or "until Friday" in it counts from.
+    session_time: datetime | None = None
 
 
 @dataclass(frozen=True)

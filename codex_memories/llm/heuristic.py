@@ -6,8 +6,10 @@ labelled in both texts as produced by this extractor, with zero token usage.
 
 What it looks for:
 - Preferences and corrections, only in the user's own messages (never in assistant text or tool
-  output, where an instruction is data, not the user's wish): "always ...", "never ...", "from now
-  on ...", "don't use X, use Y", "use X instead of Y", "remember that ...", "I prefer ...".
+  output, where an instruction is data, not the user's wish), recognised by `extract.rules`:
+  "always ...", "never ...", "prefer X over Y", "keep X at N", "must", "use X, not Y", 必须,
+  不要用, 统一用, ... Each becomes a typed entry (`typed_entries`: type, weight, reason and, for a
+  temporary rule, an expiry counted from `ExtractionRequest.session_time`).
 - Commands with a known exit code (shell function calls and `local_shell_call`, paired with their
   output by `call_id`): successes are verified commands; a failure followed later by a success of
   a similar command in the same directory is recorded as a fix; a failure never fixed is recorded
@@ -31,11 +33,14 @@ import json
 import re
 import shlex
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
+from codex_memories.extract.rules import RecognisedRule, rules_in_message
 from codex_memories.llm.base import ExtractionRequest, ExtractionResponse, TokenUsage
 from codex_memories.llm.schema import Stage1Extraction
+from codex_memories.typed_entries import EntryMeta, with_meta
 
 PROVIDER_NAME = "heuristic"
 HEURISTIC_MODEL = "heuristic-v1"
@@ -57,16 +62,6 @@ _INJECTED_PREFIXES = (
     "# agents.md instructions",
     "<instructions>",
     "<turn_aborted>",
-)
-
-_PREFERENCE_PATTERNS = (
-    re.compile(r"\balways\b", re.IGNORECASE),
-    re.compile(r"\bnever\b", re.IGNORECASE),
-    re.compile(r"\bfrom now on\b", re.IGNORECASE),
-    re.compile(r"\b(?:don'?t|do not|stop) us(?:e|ing)\b", re.IGNORECASE),
-    re.compile(r"\buse\b.+\binstead of\b", re.IGNORECASE),
-    re.compile(r"\bremember that\b", re.IGNORECASE),
-    re.compile(r"\bI(?:'d| would)? prefer\b", re.IGNORECASE),
 )
 
 _SHELL_TOOL_NAMES = {"shell", "exec_command", "local_shell", "container.exec", "shell_command", "bash"}
@@ -112,7 +107,7 @@ class Fix:
 @dataclass
 class TaskEvidence:
     workdir: str
-    preferences: list[str] = field(default_factory=list)
+    preferences: list[RecognisedRule] = field(default_factory=list)
     runs: list[CommandRun] = field(default_factory=list)
 
     @property
@@ -176,7 +171,7 @@ def extract_heuristically(request: ExtractionRequest) -> Stage1Extraction:
     items = request.transcript_items
     user_texts = [text for text in _user_texts(items) if not _is_injected(text)]
     cwd = _best_cwd(request.cwd, items)
-    tasks = _collect_tasks(items, user_texts, cwd)
+    tasks = _collect_tasks(items, user_texts, cwd, request.session_time)
     if not any(task.has_signal for task in tasks):
         return Stage1Extraction(rollout_summary="", rollout_slug="", raw_memory="")
 
@@ -219,23 +214,20 @@ def _best_cwd(request_cwd: str, items: list[dict[str, Any]]) -> str:
     return UNKNOWN_CWD
 
 
-def _preferences(user_texts: list[str]) -> list[str]:
-    found: list[str] = []
+def _preferences(user_texts: list[str], said_at: datetime | None) -> list[RecognisedRule]:
+    found: list[RecognisedRule] = []
     for text in user_texts:
-        for line in text.splitlines():
-            for sentence in _SENTENCE_SPLIT.split(line.strip()):
-                sentence = sentence.strip().lstrip("-*> ").strip()
-                if not sentence or sentence.endswith("?"):
-                    continue
-                if any(pattern.search(sentence) for pattern in _PREFERENCE_PATTERNS):
-                    quote = _clip(sentence, MAX_QUOTE_CHARS)
-                    if quote not in found:
-                        found.append(quote)
+        for rule in rules_in_message(text, said_at):
+            rule = replace(rule, text=_clip(rule.text, MAX_QUOTE_CHARS))
+            if all(rule.text != seen.text for seen in found):
+                found.append(rule)
     return found
 
 
-def _collect_tasks(items: list[dict[str, Any]], user_texts: list[str], cwd: str) -> list[TaskEvidence]:
-    primary = TaskEvidence(workdir=cwd, preferences=_preferences(user_texts))
+def _collect_tasks(
+    items: list[dict[str, Any]], user_texts: list[str], cwd: str, said_at: datetime | None
+) -> list[TaskEvidence]:
+    primary = TaskEvidence(workdir=cwd, preferences=_preferences(user_texts, said_at))
     by_workdir: dict[str, TaskEvidence] = {cwd: primary}
     for run in _command_runs(items, cwd):
         by_workdir.setdefault(run.workdir, TaskEvidence(workdir=run.workdir)).runs.append(run)
@@ -403,8 +395,17 @@ def _task_title(task: TaskEvidence, task_name: str, cwd: str) -> str:
     return task_name if task.workdir == cwd else f"commands run in {task.workdir}"
 
 
-def _preference_lines(task: TaskEvidence) -> list[str]:
-    return [f'- "{quote}"' for quote in task.preferences[:MAX_ITEMS_PER_SECTION]]
+def _preference_lines(task: TaskEvidence, follow_up: str = "") -> list[str]:
+    return [f'- {with_meta(f"{_quoted(rule.text)}{follow_up}", _entry_meta(rule))}' for rule in task.preferences[:MAX_ITEMS_PER_SECTION]]
+
+
+def _entry_meta(rule: RecognisedRule) -> EntryMeta:
+    return EntryMeta(type=rule.type, weight=rule.weight, reason=rule.reason, expires=rule.expires)
+
+
+def _quoted(text: str) -> str:
+    # A quote that holds braces would read as a typed-entry suffix; the user's words stay readable.
+    return '"' + text.replace("{", "(").replace("}", ")") + '"'
 
 
 def _knowledge_lines(task: TaskEvidence) -> list[str]:
@@ -481,10 +482,7 @@ def _render_summary(task_name: str, cwd: str, rollout_path: str, tasks: list[Tas
     ]
     for number, task in enumerate(tasks, start=1):
         lines += [f"## Task {number}: {_one_line(_task_title(task, task_name, cwd))}", f"Outcome: {task.outcome}", ""]
-        lines += _section(
-            "Preference signals",
-            [f'- "{quote}" -> follow this in future work for this user' for quote in task.preferences[:MAX_ITEMS_PER_SECTION]],
-        )
+        lines += _section("Preference signals", _preference_lines(task, " -> follow this in future work for this user"))
         lines += _section("Key steps", [f"- ran `{run.command}` (exit {run.exit_code})" for run in task.notable_runs[:MAX_ITEMS_PER_SECTION]])
         lines += _section("Failures and how to do differently", _failure_lines(task))
         lines += _section("Reusable knowledge", _knowledge_lines(task))

@@ -182,6 +182,7 @@ class ForgetRoute(StrEnum):
     pollution = "pollution"
     disabled = "disabled"
     extension_expiry = "extension_expiry"
+    entry_expiry = "entry_expiry"
     manual_reset = "manual_reset"
     ad_hoc_note = "ad_hoc_note"
     user_edit = "user_edit"

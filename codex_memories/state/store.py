@@ -1017,6 +1017,26 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ other operations
 
+    def replace_stage1_output_texts(
+        self, *, thread_id: str, source_updated_at: int, raw_memory: str, rollout_summary: str
+    ) -> bool:
+        """Query behaviour (forgetting route `entry_expiry`):
+        - `UPDATE stage1_outputs SET raw_memory=?, rollout_summary=? WHERE thread_id=? AND
+          source_updated_at=?`: a row re-extracted since it was read is left alone;
+        - nothing else changes (times, usage, selection flags): the row is the same memory with
+          lines removed, so phase 2's snapshot of it still matches;
+        - returns whether a row matched.
+        """
+
+        def run(conn: Connection) -> bool:
+            return conn.execute(
+                update(_outputs)
+                .where(_outputs.c.thread_id == thread_id, _outputs.c.source_updated_at == source_updated_at)
+                .values(raw_memory=raw_memory, rollout_summary=rollout_summary)
+            ).rowcount > 0
+
+        return self._write(run)
+
     def record_stage1_output_usage(self, thread_ids: list[str]) -> int:
         """Query behaviour (spec 2.5, read-path citations):
         - per listed id (duplicates count again): `usage_count = COALESCE(usage_count,0)+1`,

@@ -551,3 +551,63 @@ def test_summary_stays_within_what_codex_injects_unchanged(tmp_path: Path) -> No
     text = summary.decode("utf-8")
     assert text.startswith("v1\n") and "## What's in Memory" in text
     assert "more topics are indexed in MEMORY.md" in text
+
+
+# -- typed entries and conflicts (issue 15) --------------------------------------------------------
+
+
+def typed_memory(preference: str) -> str:
+    return f"""
+---
+description: HTTP client work
+task: http client
+task_group: api
+task_outcome: success
+cwd: /work/api
+keywords: http
+---
+
+### Task 1: http client
+task: http client
+task_group: api
+task_outcome: success
+
+Preference signals:
+- {preference}
+"""
+
+
+def test_the_newer_of_two_contradicting_entries_wins_and_keeps_its_suffix(tmp_path: Path) -> None:
+    older = raw_memory_section(
+        THREAD_A, updated_at="2025-10-10T09:00:00+00:00", cwd="/work/api", stem="2025-10-10T09-00-00-aaaa",
+        memory=typed_memory('"Always use requests for HTTP calls." {memory: type=constraint; weight=0.8}'),
+    )
+    newer = raw_memory_section(
+        THREAD_B, updated_at="2025-10-18T09:00:00+00:00", cwd="/work/api", stem="2025-10-18T09-00-00-bbbb",
+        memory=typed_memory('"Use httpx, not requests." {memory: type=constraint; weight=0.9; reason=requests has no async}'),
+    )
+    (tmp_path / paths.RAW_MEMORIES_FILE).write_text("# Raw Memories\n\n" + older + newer, encoding="utf-8")
+    run = consolidate_heuristically(tmp_path, now=NOW)
+    handbook = (tmp_path / paths.MEMORY_FILE).read_text(encoding="utf-8")
+    summary = (tmp_path / paths.MEMORY_SUMMARY_FILE).read_text(encoding="utf-8")
+    assert '- "Use httpx, not requests." [Task 1] {memory: type=constraint; weight=0.9; reason=requests has no async}' in handbook
+    assert "Always use requests" not in handbook and "Always use requests" not in summary
+    assert '"Use httpx, not requests." (cwd=/work/api) {memory: type=constraint' in summary
+    assert [(conflict.subject, conflict.winner.source, conflict.loser.source) for conflict in run.conflicts] == [
+        ("requests", THREAD_B, THREAD_A)
+    ]
+
+
+def test_one_entry_worded_alike_in_two_sessions_merges_with_the_newest_suffix(tmp_path: Path) -> None:
+    sections = [
+        raw_memory_section(
+            thread, updated_at=updated_at, cwd="/work/api", stem=f"{updated_at[:10]}T09-00-00-{thread[-4:]}",
+            memory=typed_memory(f'"Never push to main." {{memory: type=constraint; weight={weight}}}'),
+        )
+        for thread, updated_at, weight in ((THREAD_A, "2025-10-10T09:00:00+00:00", "0.8"), (THREAD_B, "2025-10-18T09:00:00+00:00", "1.0"))
+    ]
+    (tmp_path / paths.RAW_MEMORIES_FILE).write_text("# Raw Memories\n\n" + "".join(sections), encoding="utf-8")
+    consolidate_heuristically(tmp_path, now=NOW)
+    handbook = (tmp_path / paths.MEMORY_FILE).read_text(encoding="utf-8")
+    assert handbook.count("Never push to main.") == 1
+    assert '- "Never push to main." [Task 1, Task 2] {memory: type=constraint; weight=1.0}' in handbook

@@ -11,9 +11,9 @@ from codex_memories.llm.schema import (
 )
 
 
-def test_output_schema_matches_scenario_78():
+def test_output_schema_matches_scenario_78_plus_the_typed_entries():
     assert STAGE1_OUTPUT_SCHEMA["type"] == "object"
-    assert set(STAGE1_OUTPUT_SCHEMA["required"]) == {"raw_memory", "rollout_slug", "rollout_summary"}
+    assert set(STAGE1_OUTPUT_SCHEMA["required"]) == {"raw_memory", "rollout_slug", "rollout_summary", "memory_entries"}
     assert STAGE1_OUTPUT_SCHEMA["properties"]["rollout_slug"]["type"] == ["string", "null"]
     assert STAGE1_OUTPUT_SCHEMA["properties"]["rollout_summary"]["type"] == "string"
     assert STAGE1_OUTPUT_SCHEMA["properties"]["raw_memory"]["type"] == "string"
@@ -68,3 +68,46 @@ def test_invalid_answers_are_rejected(text):
 )
 def test_empty_means_either_text_field_is_the_empty_string(summary, memory, empty):
     assert Stage1Extraction(rollout_summary=summary, raw_memory=memory).is_empty is empty
+
+
+# -- typed entries (issue 15) -----------------------------------------------------------------------
+
+
+def test_typed_entries_are_strict_objects_with_every_field_required():
+    item = STAGE1_OUTPUT_SCHEMA["properties"]["memory_entries"]["items"]
+    assert item["additionalProperties"] is False
+    assert set(item["required"]) == set(item["properties"]) == {"text", "type", "weight", "reason", "expires"}
+    assert item["properties"]["type"]["enum"] == ["constraint", "preference", "fact", "command"]
+
+
+def test_typed_entries_parse_and_fold_into_the_raw_memory_redacted():
+    from codex_memories.llm.schema import typed_raw_memory
+
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    payload = {
+        "rollout_summary": "s",
+        "rollout_slug": None,
+        "raw_memory": "Preference signals:\n- Use httpx, not requests\n",
+        "memory_entries": [
+            {"text": "use httpx, not requests", "type": "constraint", "weight": 1, "reason": "", "expires": None},
+            {"text": f"the deploy token is {secret}", "type": "fact", "weight": 0.5, "reason": "", "expires": "2026-12-06"},
+        ],
+    }
+    raw = typed_raw_memory(parse_stage1_output(json.dumps(payload)))
+    assert "- Use httpx, not requests {memory: type=constraint; weight=1.0}" in raw
+    assert secret not in raw and "expires=2026-12-06" in raw
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"text": "x", "type": "rule", "weight": 0.5, "reason": "", "expires": None},
+        {"text": "x", "type": "fact", "weight": 1.5, "reason": "", "expires": None},
+        {"text": "x", "type": "fact", "weight": 0.5, "reason": "", "expires": "next friday"},
+        {"text": "x", "type": "fact", "weight": 0.5, "reason": "", "expires": None, "scope": "user"},
+    ],
+)
+def test_a_bad_typed_entry_is_an_invalid_output(entry):
+    payload = {"rollout_summary": "s", "rollout_slug": None, "raw_memory": "m", "memory_entries": [entry]}
+    with pytest.raises(Stage1OutputError):
+        parse_stage1_output(json.dumps(payload))

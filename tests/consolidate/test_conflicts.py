@@ -1,0 +1,63 @@
+"""Conflicts between memory entries: same subject, opposite instruction, the newer one wins."""
+
+from __future__ import annotations
+
+import pytest
+
+from codex_memories.consolidate.conflicts import DatedEntry, find_conflicts
+
+
+def entry(text: str, updated_at: str, *, group: str = "/work/app", source: str | None = None, position: int = 0) -> DatedEntry:
+    return DatedEntry(text=text, group=group, source=source or updated_at, updated_at=updated_at, position=position)
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "subject"),
+    [
+        ('"Always use requests for HTTP calls."', '"Use httpx, not requests."', "requests"),
+        ('"Use tabs for indentation."', '"Use spaces for indentation."', "spaces vs tabs"),
+        ('"Use pnpm for this repo."', '"Use npm here."', "npm vs pnpm"),
+        ('"Keep the line length at 100."', '"Keep the line length at 88."', "line length"),
+        ('"Don\'t use requests."', '"Use requests for the sync client."', "requests"),
+        ("以后都用 requests。", "以后都用 httpx，不要用 requests。", "requests"),
+        ('"用 tab 缩进。"', '"统一用空格缩进，不要用 tab。"', "tabs"),
+    ],
+)
+def test_contradicting_entries_are_found_and_the_newer_one_wins(older: str, newer: str, subject: str) -> None:
+    old = entry(older, "2026-11-20T10:00:00+00:00", source="thread-old")
+    new = entry(newer, "2026-11-28T10:00:00+00:00", source="thread-new", position=1)
+    conflicts = find_conflicts([new, old])
+    assert [(conflict.subject, conflict.winner, conflict.loser) for conflict in conflicts] == [(subject, new, old)]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ('"Use httpx, not requests."', '"Use httpx for async code."'),
+        ('"Never push directly to main."', '"Run ruff before every commit."'),
+        ('"Use pytest for tests."', '"Use tabs in the Makefile."'),
+        ('"Keep the line length at 100."', '"Keep coverage above 90 percent."'),
+    ],
+)
+def test_entries_that_agree_or_talk_about_different_things_do_not_conflict(first: str, second: str) -> None:
+    assert find_conflicts([entry(first, "2026-11-20T10:00:00+00:00"), entry(second, "2026-11-28T10:00:00+00:00")]) == []
+
+
+def test_different_working_folders_may_follow_opposite_rules() -> None:
+    entries = [
+        entry('"Use tabs."', "2026-11-20T10:00:00+00:00", group="/work/go-service"),
+        entry('"Use spaces."', "2026-11-28T10:00:00+00:00", group="/work/python-app"),
+    ]
+    assert find_conflicts(entries) == []
+
+
+def test_within_one_session_the_later_entry_wins_and_an_overruled_entry_overrules_nothing() -> None:
+    same_time = "2026-11-28T10:00:00+00:00"
+    first = entry('"Use requests."', same_time, source="t", position=0)
+    second = entry('"Use httpx, not requests."', same_time, source="t", position=1)
+    third = entry('"Use aiohttp, not httpx."', "2026-11-29T10:00:00+00:00", source="u", position=2)
+    conflicts = find_conflicts([first, second, third])
+    assert [(conflict.winner.text, conflict.loser.text) for conflict in conflicts] == [
+        (third.text, second.text),
+        (third.text, first.text),
+    ]
