@@ -895,6 +895,13 @@ def build_memory_transcript(path: Path, *, token_budget: int) -> MemoryTranscrip
         raise ValueError("token_budget must be at least 1")
     parser = _LineParser()
     builder = _TranscriptBuilder(token_budget)
+    # Most sessions fit the budget whole: their items wait here, unserialised, and are redacted
+    # and counted once as one text (`_whole_transcript`). A token is at least one UTF-8 byte, so
+    # items whose lines total at most half the budget in bytes cannot outgrow it (the half leaves
+    # room for redaction markers); past that, they go through the head/tail builder.
+    whole_limit = token_budget // 2
+    pending: list[tuple[dict[str, Any], int]] | None = []
+    pending_bytes = 0
     with _open_rollout(path) as stream:
         for line in _read_lines(stream):
             obj = parser.parse(line)
@@ -904,6 +911,44 @@ def build_memory_transcript(path: Path, *, token_budget: int) -> MemoryTranscrip
             if line_type != "response_item" or payload is None:
                 continue
             item = sanitize_response_item(payload)
-            if item is not None:
+            if item is None:
+                continue
+            if pending is None:
                 builder.add(item, line.end - line.offset)
-    return builder.finish(parser.stats())
+                continue
+            pending.append((item, line.end - line.offset))
+            pending_bytes += line.end - line.offset
+            if pending_bytes > whole_limit:
+                for waiting, length in pending:
+                    builder.add(waiting, length)
+                pending = None
+    stats = parser.stats()
+    if pending:
+        whole = _whole_transcript([item for item, _ in pending], stats, token_budget)
+        if whole is not None:
+            return whole
+        for waiting, length in pending:
+            builder.add(waiting, length)
+    return builder.finish(stats)
+
+
+def _whole_transcript(items: list[dict[str, Any]], stats: LineStats, token_budget: int) -> MemoryTranscript | None:
+    """Every item, redacted as one JSON array text and counted once; None when that does not
+    work out (the redaction broke the JSON, or the text is over the budget after all), and the
+    caller then takes the item-by-item path."""
+    text = "[" + ",".join(_dumps(item) for item in items) + "]"
+    redacted = redact_secrets(text)
+    if redacted != text:
+        try:
+            parsed = json.loads(redacted)
+        except ValueError:
+            return None
+        if not isinstance(parsed, list) or len(parsed) != len(items) or not all(isinstance(entry, dict) for entry in parsed):
+            return None
+        items = parsed
+    tokens = count_tokens(redacted)
+    if tokens > token_budget:
+        return None
+    return MemoryTranscript(
+        items=items, text=redacted, tokens=tokens, truncated_tokens=0, original_tokens_estimate=tokens, stats=stats
+    )

@@ -26,7 +26,8 @@ from codex_memories_flows.phase1 import phase1
 from tests.support.openai_server import RecordedRequest, ScriptedReply, default_handler, running_openai_server
 from tests.support.rollout_factory import write_rollout
 
-pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
+# Two flow runs, one in a fresh CLI process that starts its own Prefect server: slow on a busy machine.
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness"), pytest.mark.timeout(900)]
 
 SESSIONS = 24
 ANSWERED_BEFORE_THE_KILL = 12
