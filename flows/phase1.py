@@ -19,6 +19,7 @@ from codex_memories import progress
 from codex_memories.extract import quality
 from codex_memories.extract.extraction import ExtractionResult, failed_extraction
 from codex_memories.extract.prefetch import TranscriptPrefetch, transcript_pool
+from codex_memories.extract.waves import WaveGuard
 from codex_memories.outcomes import Outcome
 from codex_memories.ratelimit import GuardDecision
 from codex_memories.reports import ExtractionLine, Phase1Report
@@ -201,12 +202,16 @@ def _submit_bounded(
     limit = config.settings.concurrency
     futures: list[PrefectFuture[ExtractionResult]] = []
     in_flight: set[PrefectFuture[ExtractionResult]] = set()
+    # Between waves the guard runs in this thread, not as a task run per freed slot (step 6a
+    # ran the task before claiming): it gates the next submission (`codex_memories.extract.waves`).
+    waves = WaveGuard(config)
     for claim in claims:
         if len(in_flight) >= limit:
             finished = next(as_completed(list(in_flight)))
             in_flight.discard(finished)
-            guard = check_rate_limits(config)  # rate-limit guard between waves
+            guard = waves.check()  # rate-limit guard between waves
             if not guard.allowed:
+                get_run_logger().warning("skipped_rate_limited: %s", guard.reason)
                 return futures, guard
         extras: dict[str, Any] = {}
         if prefetch is not None:
