@@ -4,7 +4,10 @@ Building a transcript (parse, sanitize, redact, tokenise) is CPU work. Done insi
 extraction task it runs under the flow process's GIL, next to the HTTP clients and Prefect's
 bookkeeping, and delays every request that a freed slot should send at once. `TranscriptPrefetch`
 builds them in a worker process (when the machine has a core to spare) a bounded number of claims
-ahead of the submissions, so a freed slot finds its transcript ready.
+ahead of the submissions, so a freed slot finds its transcript ready. When no core is spare
+(load average within one of the core count: a shared machine), a second process only adds a
+start-up of seconds and competes for the same cores, so a background thread of this process
+builds them ahead instead: still off the submission path, though under the GIL.
 
 A transcript that could not be built ahead (an I/O error, a broken worker) is simply not
 prefetched: the extraction builds it itself and reports the failure as before.
@@ -15,13 +18,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 from codex_memories.ingest.rollouts import MemoryTranscript, build_memory_transcript
 from codex_memories.state.records import Stage1Claim
 
 _pool: ProcessPoolExecutor | None = None
+_thread: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
@@ -37,26 +41,26 @@ def _warm() -> None:
     count_tokens(redact_secrets("warm up"))
 
 
-def transcript_pool() -> Executor | None:
-    """The process's one transcript worker, started on first use (spawned, not forked: the flow
-    process runs threads); None on a single-core machine, where a second process only competes
-    with the flow for the same core."""
-    global _pool
-    if (os.cpu_count() or 1) < 2:
-        return None
+def spare_cores() -> float:
+    """Cores not busy right now: the core count less the 1-minute load average."""
+    return (os.cpu_count() or 1) - os.getloadavg()[0]
+
+
+def transcript_pool() -> Executor:
+    """Where this process builds transcripts ahead: its one worker process when a core is spare
+    (spawned, not forked: the flow process runs threads; started on first use and kept), else
+    one background thread."""
+    global _pool, _thread
     with _pool_lock:
-        if _pool is None:
+        if _pool is not None:
+            return _pool
+        if spare_cores() >= 1:
             _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
             _pool.submit(_warm)
-        return _pool
-
-
-def shutdown_transcript_pool() -> None:
-    global _pool
-    with _pool_lock:
-        pool, _pool = _pool, None
-    if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
+            return _pool
+        if _thread is None:
+            _thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="transcripts")
+        return _thread
 
 
 class TranscriptPrefetch:
