@@ -38,9 +38,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codex_memories.settings import SettingsOverrides
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The script's folder goes last on sys.path, not first: benchmarks/secrets.py there would
+# shadow the stdlib `secrets` that pydantic and starlette (Prefect's server) import.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE] + [str(_HERE)]
 
 from _common import (  # noqa: E402 - the path above makes the sibling module importable
     REPO_ROOT,
@@ -52,6 +53,8 @@ from _common import (  # noqa: E402 - the path above makes the sibling module im
     spread,
     update_readme_section,
 )
+
+from codex_memories.settings import SettingsOverrides  # noqa: E402 - after the path fix above
 
 CONCURRENCY = 8
 MAX_CLAIMS_PER_RUN = 128  # the clamp of Codex's max_rollouts_per_startup
@@ -227,6 +230,9 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path) -> None:
                     "flow_seconds": finished - started,
                     "extract_stage_seconds": quality_start - marks.extract_started[0],
                     "model_window_seconds": max(marks.extract_advanced) - min(marks.requests),
+                    # As the model server sees it: first request received to the last answer
+                    # sent (each answer leaves `latency` after its request arrived).
+                    "server_window_seconds": max(marks.requests) + latency - min(marks.requests),
                     "requests": len(marks.requests),
                     "stages": stages,
                 }
@@ -331,7 +337,7 @@ def _prefect_floor(phase1_module: Any, codex_home: Path, claims: list[Any], late
     @flow(name="benchmark-prefect-floor", task_runner=ThreadPoolTaskRunner(max_workers=phase1_module.MAX_EXTRACTION_WORKERS))
     def floor(sleeper: Any) -> float:
         started = time.perf_counter()
-        futures = phase1_module._submit_bounded(sleeper, claims, config)
+        futures, _ = phase1_module._submit_bounded(sleeper, claims, config)
         for future in futures:
             future.result()
         return time.perf_counter() - started
@@ -379,6 +385,7 @@ def summarize(results: list[dict[str, Any]]) -> str:
     flow = total("flow_seconds")
     stage = total("extract_stage_seconds")
     window = total("model_window_seconds")
+    server_window = total("server_window_seconds")
     plain = [result["plain_pool_seconds"] for result in results]
     shared = [result["library_shared_seconds"] for result in results]
     per_call = [result["library_per_call_seconds"] for result in results]
@@ -391,7 +398,8 @@ def summarize(results: list[dict[str, Any]]) -> str:
     rows = [
         ["phase-1 flow runs, whole (sum of runs)", spread(flow, unit=" s"), spread(efficiency(flow))],
         ["extraction stage (map start → all futures collected)", spread(stage, unit=" s"), spread(efficiency(stage))],
-        ["model-call window (first request → last extraction done)", spread(window, unit=" s"), spread(efficiency(window))],
+        ["**model-server window (first request received → last answer sent)**", spread(server_window, unit=" s"), spread(efficiency(server_window))],
+        ["model-call window (first request → last extraction task done)", spread(window, unit=" s"), spread(efficiency(window))],
         ["baseline: ThreadPoolExecutor(8) + openai client, same requests", spread(plain, unit=" s"), spread(efficiency(plain))],
         ["library `extract_memory` in ThreadPoolExecutor(8), one shared provider", spread(shared, unit=" s"), spread(efficiency(shared))],
         ["library `extract_memory` in ThreadPoolExecutor(8), provider per call (as the task)", spread(per_call, unit=" s"), spread(efficiency(per_call))],
@@ -452,8 +460,9 @@ def summarize(results: list[dict[str, Any]]) -> str:
         "",
         process_table,
         "",
-        f"Goal efficiency ≥ 0.9: whole flow {flow_eff:.2f} ({_verdict(flow_eff)}), extraction stage "
-        f"{stage_eff:.2f} ({_verdict(stage_eff)}).",
+        f"Goal efficiency ≥ 0.93 in the model-server window: {median(efficiency(server_window)):.2f} "
+        f"({_verdict(median(efficiency(server_window)), 0.93)}); plain pool {median(efficiency(plain)):.2f}. "
+        f"Whole flow {flow_eff:.2f}, extraction stage {stage_eff:.2f}.",
     ]
     return "\n".join(lines)
 
@@ -466,8 +475,8 @@ def _merge_outcomes(result: dict[str, Any]) -> dict[str, int]:
     return merged
 
 
-def _verdict(value: float) -> str:
-    return "met" if value >= 0.9 else f"missed by {0.9 - value:.2f}"
+def _verdict(value: float, goal: float = 0.9) -> str:
+    return "met" if value >= goal else f"missed by {goal - value:.2f}"
 
 
 def main() -> None:

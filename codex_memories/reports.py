@@ -44,6 +44,9 @@ class Phase1Report:
     quality: list[dict[str, Any]] = field(default_factory=list)
     usage: Counter[str] = field(default_factory=Counter)
     forget_audit: list[ForgetAuditRecord] = field(default_factory=list)
+    # The part of `usage` that earlier runs paid for: answers that arrived before they died (or
+    # lost their lease) and that this run finalized instead of calling the model again.
+    usage_reused: Counter[str] = field(default_factory=Counter)
 
     def outcome_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter(line.outcome.value for line in self.extractions)
@@ -101,8 +104,10 @@ def render_phase1_markdown(report: Phase1Report) -> str:
                 f"| {item.get('expectation')} | {item.get('success')} | {item.get('unexpected_count', 0)} |"
             )
     if report.usage:
-        lines += ["", "## Token usage", ""]
-        lines += [f"- {key}: {value}" for key, value in sorted(report.usage.items())]
+        lines += ["", "## Token usage", "", "| tokens | model calls of this run | reused (paid by an earlier run) | phase 1 total |", "|---|---|---|---|"]
+        for key, value in sorted(report.usage.items()):
+            reused = report.usage_reused.get(key, 0)
+            lines.append(f"| {key} | {value - reused} | {reused} | {value} |")
     lines += render_forget_audit(report.forget_audit)
     return "\n".join(lines) + "\n"
 

@@ -18,16 +18,18 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from codex_memories import progress
 from codex_memories.extract import quality
 from codex_memories.extract.extraction import ExtractionResult, failed_extraction
+from codex_memories.extract.prefetch import TranscriptPrefetch, transcript_pool
+from codex_memories.extract.waves import WaveGuard
 from codex_memories.outcomes import Outcome
 from codex_memories.ratelimit import GuardDecision
 from codex_memories.reports import ExtractionLine, Phase1Report
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
-from codex_memories.state.records import Stage1Claim
+from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim
 from codex_memories_tasks.audit_pollution import audit_polluted_threads
 from codex_memories_tasks.claim import claim_stage1_jobs
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.discover import discover
-from codex_memories_tasks.extract import extract_rollout
+from codex_memories_tasks.extract import extract_rollout, find_arrived_extractions
 from codex_memories_tasks.finalize import finalize_extractions
 from codex_memories_tasks.forget_deleted_threads import forget_deleted_threads
 from codex_memories_tasks.gates import check_phase1_gates
@@ -65,6 +67,8 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     report = Phase1Report(provider=config.provider_name, model=config.extract_model, provider_reason=config.provider_reason)
     audit_start = mark_forget_audit(config)
     logger = get_run_logger()
+    # The transcript worker process starts now, so it is warm when the claims come (step 7).
+    transcript_pool()
     report.warning = warn_if_codex_rewrites_folder(config)
 
     # 1. Gate: generate_memories (ours; Codex's [features] memories no longer gates phase 1).
@@ -117,12 +121,16 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     # 7-9. Extract (at most `concurrency` at once), check the batch's quality, finalize each job.
     extracted = extract_claims(claims, config)
     report.extractions, report.quality, report.usage = extracted.lines, extracted.quality, extracted.usage
+    report.usage_reused = extracted.usage_reused
     report.rate_limit = extracted.rate_limit
 
     # 10. Report, with the forget-audit rows this run wrote.
     report.forget_audit = collect_forget_audit(config, audit_start)
     publish_phase1_report(report)
-    logger.info("phase 1 outcomes: %s; token usage: %s", dict(report.outcome_counts()), dict(report.usage) or "none")
+    logger.info(
+        "phase 1 outcomes: %s; token usage: %s (of which reused from answers earlier runs paid for: %s)",
+        dict(report.outcome_counts()), dict(report.usage) or "none", dict(report.usage_reused) or "none",
+    )
     return report
 
 
@@ -132,6 +140,7 @@ class ExtractedBatch:
     quality: list[dict[str, Any]]
     usage: Counter[str]
     rate_limit: str | None = None
+    usage_reused: Counter[str] | None = None
 
 
 def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig) -> ExtractedBatch:
@@ -145,7 +154,16 @@ def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig) -> Extracte
         retries=config.settings.model_retries,
         retry_delay_seconds=_backoff(config),
     )
-    futures, guard = _submit_bounded(extract, claims, config)
+    # 7a. Answers that arrived for an earlier run of these threads (killed, or its lease expired)
+    #     are reused instead of paid again; transcripts are built ahead, in a worker process.
+    arrived = find_arrived_extractions(config, claims) if claims else {}
+    prefetch = TranscriptPrefetch(
+        claims,
+        token_budget=config.settings.rollout_token_budget,
+        ahead=2 * config.settings.concurrency,
+        executor=transcript_pool(),
+    )
+    futures, guard = _submit_bounded(extract, claims, config, prefetch=prefetch, arrived=arrived)
     # The rate-limit guard stopped the waves: the claims never sent go back, unfailed.
     sent, unsent = claims[: len(futures)], claims[len(futures) :]
     if unsent:
@@ -160,7 +178,8 @@ def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig) -> Extracte
     reason = guard.reason if guard is not None else None
     lines += [ExtractionLine(thread_id=claim.thread_id, outcome=Outcome.skipped_rate_limited, reason=reason) for claim in unsent]
     usage = sum((Counter(result.usage) for result in results), Counter())
-    return ExtractedBatch(lines=lines, quality=verdict.summary, usage=usage, rate_limit=reason)
+    reused = sum((Counter(result.usage) for result in results if result.reused_arrived_result), Counter())
+    return ExtractedBatch(lines=lines, quality=verdict.summary, usage=usage, rate_limit=reason, usage_reused=reused)
 
 
 def _backoff(config: RuntimeConfig) -> list[float]:
@@ -169,22 +188,37 @@ def _backoff(config: RuntimeConfig) -> list[float]:
 
 
 def _submit_bounded(
-    extract: Task[..., ExtractionResult], claims: list[Stage1Claim], config: RuntimeConfig
+    extract: Task[..., ExtractionResult],
+    claims: list[Stage1Claim],
+    config: RuntimeConfig,
+    *,
+    prefetch: TranscriptPrefetch | None = None,
+    arrived: dict[str, Stage1ArrivedResult] | None = None,
 ) -> tuple[list[PrefectFuture[ExtractionResult]], GuardDecision | None]:
     """Submit claims, never more than `concurrency` in flight; results keep claim order. Between
     waves (each slot freed after the first `concurrency`) the rate-limit guard may stop it; the
-    decision that stopped it is returned with the futures of the claims sent."""
+    decision that stopped it is returned with the futures of the claims sent. Each claim goes
+    with its prefetched transcript and an earlier run's answer for it, when there are."""
     limit = config.settings.concurrency
     futures: list[PrefectFuture[ExtractionResult]] = []
     in_flight: set[PrefectFuture[ExtractionResult]] = set()
+    # Between waves the guard runs in this thread, not as a task run per freed slot (step 6a
+    # ran the task before claiming): it gates the next submission (`codex_memories.extract.waves`).
+    waves = WaveGuard(config)
     for claim in claims:
         if len(in_flight) >= limit:
             finished = next(as_completed(list(in_flight)))
             in_flight.discard(finished)
-            guard = check_rate_limits(config)  # rate-limit guard between waves
+            guard = waves.check()  # rate-limit guard between waves
             if not guard.allowed:
+                get_run_logger().warning("skipped_rate_limited: %s", guard.reason)
                 return futures, guard
-        future = extract.submit(claim, config=config)
+        extras: dict[str, Any] = {}
+        if prefetch is not None:
+            extras["transcript"] = prefetch.take(claim)
+        if arrived and claim.thread_id in arrived:
+            extras["arrived"] = arrived[claim.thread_id]
+        future = extract.submit(claim, config=config, **extras)
         futures.append(future)
         in_flight.add(future)
     return futures, None

@@ -14,6 +14,8 @@ with a reason. Oversized transcripts are truncated, never failed for size.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from codex_memories.forget.audit import record_actions
 from codex_memories.forget.empty_reextraction import empty_reextraction_actions
-from codex_memories.ingest.rollouts import build_memory_transcript
+from codex_memories.ingest.rollouts import MemoryTranscript, build_memory_transcript
 from codex_memories.llm.base import (
     ExtractionProvider,
     ExtractionRequest,
@@ -32,7 +34,7 @@ from codex_memories.llm.schema import typed_raw_memory
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.prompts import render_stage_one_prompts
 from codex_memories.redact import redact_secrets
-from codex_memories.state.records import Stage1Claim
+from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim
 from codex_memories.state.store import MemoryStore
 
 
@@ -57,6 +59,14 @@ class ExtractionResult(BaseModel):
     truncated_tokens: int = 0
     lines_skipped: int = 0
     usage: dict[str, int] = {}
+    # The model answer was paid for by an earlier run that died (or lost its lease) before
+    # finalizing it; this run reused it instead of calling the model again.
+    reused_arrived_result: bool = False
+
+
+# Called with a result as soon as the model's answer is parsed and redacted, before the caller
+# can fail: the phase-1 task stores it, so a crash or an expired lease never pays twice.
+OnArrival = Callable[[ExtractionResult], None]
 
 
 def extract_memory(
@@ -65,7 +75,14 @@ def extract_memory(
     *,
     model: str,
     token_budget: int,
+    transcript: MemoryTranscript | None = None,
+    arrived: Stage1ArrivedResult | None = None,
+    on_arrival: OnArrival | None = None,
 ) -> ExtractionResult:
+    """One claim's extraction. `transcript` is the claim's rollout transcript when it was built
+    ahead (else it is built here); `arrived` an earlier run's unfinalized answer for the thread,
+    used instead of a model call when it answered the very same request; `on_arrival` gets a
+    new answer's result first (see `OnArrival`)."""
     base = {
         "thread_id": claim.thread_id,
         "ownership_token": claim.ownership_token,
@@ -75,7 +92,8 @@ def extract_memory(
         "model": model,
     }
     try:
-        transcript = build_memory_transcript(Path(claim.rollout_path), token_budget=token_budget)
+        if transcript is None:
+            transcript = build_memory_transcript(Path(claim.rollout_path), token_budget=token_budget)
     except OSError as error:
         return ExtractionResult(
             **base,
@@ -114,6 +132,9 @@ def extract_memory(
         session_time=datetime.fromtimestamp(claim.source_updated_at, UTC),
     )
     base["prompt_sha256"] = user_prompt.sha256
+    reused = reuse_arrived_result(claim, arrived, provider=provider.name, model=model, prompt_sha256=user_prompt.sha256)
+    if reused is not None:
+        return reused
     try:
         response = provider.extract(request)
     except ModelRequestError as error:
@@ -133,18 +154,54 @@ def extract_memory(
     slug = redact_secrets(extraction.rollout_slug) if extraction.rollout_slug else None
     usage = response.usage.model_dump()
     if not raw_memory or not rollout_summary:
-        return ExtractionResult(
+        result = ExtractionResult(
             **base, **transcript_facts, outcome=Outcome.succeeded_no_output, usage=usage
         )
-    return ExtractionResult(
-        **base,
-        **transcript_facts,
-        outcome=Outcome.succeeded,
-        raw_memory=raw_memory,
-        rollout_summary=rollout_summary,
-        rollout_slug=slug,
-        usage=usage,
+    else:
+        result = ExtractionResult(
+            **base,
+            **transcript_facts,
+            outcome=Outcome.succeeded,
+            raw_memory=raw_memory,
+            rollout_summary=rollout_summary,
+            rollout_slug=slug,
+            usage=usage,
+        )
+    if on_arrival is not None:
+        on_arrival(result)
+    return result
+
+
+def arrived_result_json(result: ExtractionResult) -> str:
+    """What the store keeps of an answer that arrived (fields already redacted by
+    `extract_memory`; the ownership token is the paying run's and is not kept)."""
+    return result.model_dump_json(exclude={"ownership_token", "reused_arrived_result"})
+
+
+def reuse_arrived_result(
+    claim: Stage1Claim,
+    arrived: Stage1ArrivedResult | None,
+    *,
+    provider: str,
+    model: str,
+    prompt_sha256: str,
+) -> ExtractionResult | None:
+    """The earlier answer as this claim's result, when it answered exactly this request: same
+    rollout version, provider, model and prompt (else None, and the model is called). The
+    result keeps its outcome and token usage, so finalizing it accounts the paid call once."""
+    if arrived is None or arrived.thread_id != claim.thread_id:
+        return None
+    same_request = (
+        arrived.source_updated_at == claim.source_updated_at
+        and arrived.provider == provider
+        and arrived.model == model
+        and arrived.prompt_sha256 == prompt_sha256
     )
+    if not same_request:
+        return None
+    fields = json.loads(arrived.result_json)
+    fields.update(ownership_token=claim.ownership_token, rollout_path=claim.rollout_path, reused_arrived_result=True)
+    return ExtractionResult.model_validate(fields)
 
 
 def failed_extraction(claim: Stage1Claim, outcome: Outcome, reason: str) -> ExtractionResult:

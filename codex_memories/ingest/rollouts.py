@@ -171,7 +171,10 @@ class MemoryTranscript:
 
     items: list[dict[str, Any]]  # kept, sanitized, redacted items (head + tail when truncated)
     text: str  # compact JSON array of `items`, with a marker string between head and tail
-    tokens: int  # exact o200k tokens of `text`
+    # o200k tokens of `text`: the sum of the kept items' exact counts plus one per separator
+    # (the items are tokenised once, when kept); `text` is counted whole only when that sum
+    # comes within `_RECOUNT_MARGIN_TOKENS` per item of the budget, and then this is exact.
+    tokens: int
     truncated_tokens: int  # tokens left out (estimated for dropped items, exact for cut ones)
     original_tokens_estimate: int
     stats: LineStats
@@ -294,7 +297,11 @@ class _LineParser:
             # An unterminated last line is most likely a session still being written.
             self.skipped["partial_last_line" if not line.complete else reason] += 1
             return None
-        damage = "too_deeply_nested" if _nested_deeper_than(obj, MAX_JSON_DEPTH) else _envelope_damage(obj)
+        # A line with fewer brackets than the limit cannot nest deeper than it: only the rare
+        # bracket-heavy line pays the walk over its containers.
+        bracket_heavy = data.count(b"{") + data.count(b"[") > MAX_JSON_DEPTH
+        too_deep = bracket_heavy and _nested_deeper_than(obj, MAX_JSON_DEPTH)
+        damage = "too_deeply_nested" if too_deep else _envelope_damage(obj)
         if damage is not None:
             self.skipped[damage] += 1
             return None
@@ -730,6 +737,11 @@ class _Kept:
 _TAIL_CHARS_PER_TOKEN = 8
 # Estimate for items dropped from the middle without being tokenised (JSON averages ~3.5-4).
 _ESTIMATED_CHARS_PER_TOKEN = 4
+# Items are tokenised once, when kept, and the transcript's count is their sum plus the
+# separators. Tokens can merge or split where two items meet (`"},{"`), so the rendered text is
+# counted whole only when that sum comes within this many tokens per item of the budget.
+_RECOUNT_MARGIN_TOKENS = 2
+_RECOUNT_MARGIN_FLOOR = 16
 
 
 class _TranscriptBuilder:
@@ -742,13 +754,18 @@ class _TranscriptBuilder:
         self.head: list[_Kept] = []
         self.head_tokens = 0
         self.head_open = True
-        self.tail: deque[str] = deque()
+        # Tail items as parsed, each with the length of the raw line it came from: the rolling
+        # tail is bounded by raw bytes, so an item is serialised (and redacted) only if it is
+        # still there at the end.
+        self.tail: deque[tuple[dict[str, Any], int]] = deque()
         self.tail_chars = 0
         self.tail_cap_chars = max(1, self.tail_budget * _TAIL_CHARS_PER_TOKEN)
         self.omitted_items = 0
         self.omitted_tokens_estimate = 0
 
-    def add(self, item: dict[str, Any]) -> None:
+    def add(self, item: dict[str, Any], raw_length: int) -> None:
+        """Add one kept item; `raw_length` is the byte length of its rollout line (an upper
+        bound of the item's own JSON, used to bound the tail without serialising the item)."""
         if self.head_open:
             kept = self._keep(item)
             if self.head_tokens + kept.tokens + 1 <= self.head_budget:
@@ -756,16 +773,14 @@ class _TranscriptBuilder:
                 self.head_tokens += kept.tokens + 1
                 return
             self.head_open = False
-            item, text = kept.item, kept.text
-        else:
-            text = _dumps(item)
-        if len(text) > self.tail_cap_chars:
+            item, raw_length = kept.item, len(kept.text)
+        if raw_length > self.tail_cap_chars:
             # Cut an item that alone outgrows the tail. `_keep` redacts before it cuts, so a
             # secret straddling the cut is still caught.
             kept = self._keep(item, max_tokens=self.tail_budget)
             self.omitted_tokens_estimate += kept.original_tokens - kept.tokens
-            text = kept.text
-        self._push_tail(text)
+            item, raw_length = kept.item, len(kept.text)
+        self._push_tail(item, raw_length)
 
     def _keep(self, item: dict[str, Any], max_tokens: int | None = None) -> _Kept:
         redacted, text = redact_item(item)
@@ -775,13 +790,13 @@ class _TranscriptBuilder:
             redacted, text, tokens = _shrink_item(redacted, max_tokens)
         return _Kept(redacted, text, tokens, original)
 
-    def _push_tail(self, text: str) -> None:
-        self.tail.append(text)
-        self.tail_chars += len(text)
+    def _push_tail(self, item: dict[str, Any], length: int) -> None:
+        self.tail.append((item, length))
+        self.tail_chars += length
         while self.tail_chars > self.tail_cap_chars and len(self.tail) > 1:
-            dropped = self.tail.popleft()
-            self.tail_chars -= len(dropped)
-            self._omit_estimate(len(dropped))
+            _, dropped = self.tail.popleft()
+            self.tail_chars -= dropped
+            self._omit_estimate(dropped)
 
     def _omit_estimate(self, chars: int) -> None:
         self.omitted_items += 1
@@ -792,7 +807,10 @@ class _TranscriptBuilder:
         head = list(self.head)
         while True:
             text = self._render(head, tail)
-            tokens = count_tokens(text)
+            tokens = self._summed_tokens(head, tail)
+            margin = _RECOUNT_MARGIN_FLOOR + _RECOUNT_MARGIN_TOKENS * (len(head) + len(tail))
+            if tokens + margin > self.token_budget:
+                tokens = count_tokens(text)  # near the budget: count what is sent, exactly
             if tokens <= self.token_budget or not (head or tail):
                 break
             # Separators and the marker cost a few tokens: give up the item nearest the middle
@@ -823,8 +841,7 @@ class _TranscriptBuilder:
         kept: list[_Kept] = []
         used = 0
         while self.tail:
-            text = self.tail.pop()
-            item = json.loads(text)
+            item, _ = self.tail.pop()
             entry = self._keep(item)
             if used + entry.tokens + 1 > budget:
                 if not kept:
@@ -837,8 +854,8 @@ class _TranscriptBuilder:
                         continue
                 self.omitted_items += 1
                 self.omitted_tokens_estimate += entry.original_tokens
-                for rest in self.tail:
-                    self._omit_estimate(len(rest))
+                for _, rest in self.tail:
+                    self._omit_estimate(rest)
                 self.tail.clear()
                 break
             kept.append(entry)
@@ -849,9 +866,21 @@ class _TranscriptBuilder:
     def _render(self, head: list[_Kept], tail: list[_Kept]) -> str:
         parts = [k.text for k in head]
         if self.omitted_items:
-            parts.append(json.dumps(marker_line(self.omitted_tokens_estimate), ensure_ascii=False))
+            parts.append(self._marker())
         parts.extend(k.text for k in tail)
         return "[" + ",".join(parts) + "]"
+
+    def _marker(self) -> str:
+        return json.dumps(marker_line(self.omitted_tokens_estimate), ensure_ascii=False)
+
+    def _summed_tokens(self, head: list[_Kept], tail: list[_Kept]) -> int:
+        """The items' own counts, one per separator and bracket, and the marker's count."""
+        parts = len(head) + len(tail)
+        tokens = sum(k.tokens for k in head) + sum(k.tokens for k in tail)
+        if self.omitted_items:
+            tokens += count_tokens(self._marker())
+            parts += 1
+        return tokens + max(parts - 1, 0) + 2
 
 
 def build_memory_transcript(path: Path, *, token_budget: int) -> MemoryTranscript:
@@ -866,6 +895,13 @@ def build_memory_transcript(path: Path, *, token_budget: int) -> MemoryTranscrip
         raise ValueError("token_budget must be at least 1")
     parser = _LineParser()
     builder = _TranscriptBuilder(token_budget)
+    # Most sessions fit the budget whole: their items wait here, unserialised, and are redacted
+    # and counted once as one text (`_whole_transcript`). A token is at least one UTF-8 byte, so
+    # items whose lines total at most half the budget in bytes cannot outgrow it (the half leaves
+    # room for redaction markers); past that, they go through the head/tail builder.
+    whole_limit = token_budget // 2
+    pending: list[tuple[dict[str, Any], int]] | None = []
+    pending_bytes = 0
     with _open_rollout(path) as stream:
         for line in _read_lines(stream):
             obj = parser.parse(line)
@@ -875,6 +911,44 @@ def build_memory_transcript(path: Path, *, token_budget: int) -> MemoryTranscrip
             if line_type != "response_item" or payload is None:
                 continue
             item = sanitize_response_item(payload)
-            if item is not None:
-                builder.add(item)
-    return builder.finish(parser.stats())
+            if item is None:
+                continue
+            if pending is None:
+                builder.add(item, line.end - line.offset)
+                continue
+            pending.append((item, line.end - line.offset))
+            pending_bytes += line.end - line.offset
+            if pending_bytes > whole_limit:
+                for waiting, length in pending:
+                    builder.add(waiting, length)
+                pending = None
+    stats = parser.stats()
+    if pending:
+        whole = _whole_transcript([item for item, _ in pending], stats, token_budget)
+        if whole is not None:
+            return whole
+        for waiting, length in pending:
+            builder.add(waiting, length)
+    return builder.finish(stats)
+
+
+def _whole_transcript(items: list[dict[str, Any]], stats: LineStats, token_budget: int) -> MemoryTranscript | None:
+    """Every item, redacted as one JSON array text and counted once; None when that does not
+    work out (the redaction broke the JSON, or the text is over the budget after all), and the
+    caller then takes the item-by-item path."""
+    text = "[" + ",".join(_dumps(item) for item in items) + "]"
+    redacted = redact_secrets(text)
+    if redacted != text:
+        try:
+            parsed = json.loads(redacted)
+        except ValueError:
+            return None
+        if not isinstance(parsed, list) or len(parsed) != len(items) or not all(isinstance(entry, dict) for entry in parsed):
+            return None
+        items = parsed
+    tokens = count_tokens(redacted)
+    if tokens > token_budget:
+        return None
+    return MemoryTranscript(
+        items=items, text=redacted, tokens=tokens, truncated_tokens=0, original_tokens_estimate=tokens, stats=stats
+    )

@@ -136,3 +136,18 @@ class CitationHarvestRow(Base):
 
     rollout_path: Mapped[str] = mapped_column(Text, primary_key=True)
     harvested_offset: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class Stage1ArrivedResultRow(Base):
+    """An extraction's answer between its arrival and the job's finalize (0004_pace): a run that
+    dies in between leaves it, and the next claim reuses it instead of calling the model again."""
+
+    __tablename__ = "stage1_arrived_results"
+
+    thread_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    source_updated_at: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    provider: Mapped[str] = mapped_column(Text, nullable=False)
+    model: Mapped[str] = mapped_column(Text, nullable=False)
+    prompt_sha256: Mapped[str] = mapped_column(Text, nullable=False)
+    result_json: Mapped[str] = mapped_column(Text, nullable=False)  # redacted ExtractionResult
+    arrived_at: Mapped[int] = mapped_column(BigInteger, nullable=False)

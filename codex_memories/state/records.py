@@ -122,6 +122,19 @@ class Stage1Claim(_Record):
     source: str = "cli"
 
 
+class Stage1ArrivedResult(_Record):
+    """A model answer that arrived for a stage-1 job and was not finalized yet (its JSON is the
+    extraction layer's redacted result; the store does not read it)."""
+
+    thread_id: str
+    source_updated_at: int
+    provider: str
+    model: str
+    prompt_sha256: str
+    result_json: str
+    arrived_at: int
+
+
 class Phase2ClaimOutcome(StrEnum):
     claimed = "claimed"
     skipped_running = "skipped_running"

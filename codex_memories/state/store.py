@@ -53,6 +53,7 @@ from codex_memories.state.models import (
     CitationHarvestRow,
     ForgetAuditRow,
     JobRow,
+    Stage1ArrivedResultRow,
     Stage1OutputRow,
     ThreadRow,
 )
@@ -68,6 +69,7 @@ from codex_memories.state.records import (
     Phase2ClaimOutcome,
     Phase2ClaimResult,
     Phase2InputsState,
+    Stage1ArrivedResult,
     Stage1Claim,
     Stage1ClaimOutcome,
     Stage1ClaimResult,
@@ -88,6 +90,7 @@ _outputs = Stage1OutputRow.__table__
 _jobs = JobRow.__table__
 _audit = ForgetAuditRow.__table__
 _harvest = CitationHarvestRow.__table__
+_arrived = Stage1ArrivedResultRow.__table__
 
 # One advisory lock per job kind (PostgreSQL); taken in ascending key order.
 _ADVISORY_LOCK_KEYS = {JobKind.stage1: 7_302_143_001, JobKind.consolidate_global: 7_302_143_002}
@@ -443,6 +446,7 @@ class MemoryStore:
             finished = conn.execute(_finish_stage1_job(thread_id, ownership_token, now, usage_assignments)).rowcount
             if finished != 1:
                 return False
+            _forget_arrived_result(conn, thread_id)
             statement = self._insert_for_upsert(_outputs).values(
                 thread_id=thread_id,
                 source_updated_at=source_updated_at,
@@ -490,6 +494,7 @@ class MemoryStore:
             ).one_or_none()
             if input_watermark is None:
                 return False
+            _forget_arrived_result(conn, thread_id)
             deleted = conn.execute(
                 delete(_outputs).where(_outputs.c.thread_id == thread_id)
             ).rowcount
@@ -522,9 +527,58 @@ class MemoryStore:
                 .where(*_stage1_owner(thread_id, ownership_token))
                 .values(_failure_values(now, reason, retry_delay_seconds) | usage_assignments)
             ).rowcount
+            if failed == 1:
+                # A failed job is retried from the model: its arrived answer (e.g. one that
+                # failed the quality check) must not be reused for ever.
+                _forget_arrived_result(conn, thread_id)
             return failed == 1
 
         return self._write(run)
+
+    def record_arrived_stage1_result(
+        self,
+        *,
+        thread_id: str,
+        source_updated_at: int,
+        provider: str,
+        model: str,
+        prompt_sha256: str,
+        result_json: str,
+    ) -> None:
+        """Query behaviour (a crash never pays twice):
+        - upsert the thread's arrived result (one per thread; a newer answer replaces it),
+          committed on return, before the batch's quality check or finalize can fail;
+        - not ownership-checked: the answer was paid for whoever holds the job now, and the
+          finalizers delete the row when the job finishes.
+        """
+        now = self._now()
+        values = {
+            "source_updated_at": source_updated_at,
+            "provider": provider,
+            "model": model,
+            "prompt_sha256": prompt_sha256,
+            "result_json": result_json,
+            "arrived_at": now,
+        }
+
+        def run(conn: Connection) -> None:
+            statement = self._insert_for_upsert(_arrived).values(thread_id=thread_id, **values)
+            conn.execute(statement.on_conflict_do_update(index_elements=[_arrived.c.thread_id], set_=values))
+
+        self._write(run)
+
+    def get_arrived_stage1_results(self, thread_ids: Sequence[str]) -> dict[str, Stage1ArrivedResult]:
+        """The arrived, unfinalized results of these threads, by thread id (absent: none)."""
+
+        def run(conn: Connection) -> dict[str, Stage1ArrivedResult]:
+            found: dict[str, Stage1ArrivedResult] = {}
+            for chunk in _chunks(list(thread_ids), _IN_LIST_CHUNK):
+                rows = conn.execute(select(_arrived).where(_arrived.c.thread_id.in_(chunk)))
+                for row in rows:
+                    found[row.thread_id] = Stage1ArrivedResult.model_validate(dict(row._mapping))
+            return found
+
+        return self._read(run)
 
     def release_stage1_claims(self, claims: Sequence[tuple[str, str]]) -> int:
         """Give back claims whose extraction was never sent (the rate-limit guard).
@@ -1169,6 +1223,7 @@ class MemoryStore:
 
         def run(conn: Connection) -> dict[str, int]:
             counts = {"stage1_outputs": conn.execute(delete(_outputs)).rowcount}
+            conn.execute(delete(_arrived))  # unfinalized answers are memory data too
             for kind in (JobKind.stage1, JobKind.consolidate_global):
                 counts[kind.value] = conn.execute(
                     delete(_jobs).where(_jobs.c.kind == kind.value)
@@ -1591,6 +1646,7 @@ class MemoryStore:
                 _jobs.c.kind == JobKind.stage1.value, _jobs.c.job_key == thread_id
             )
         ).rowcount
+        _forget_arrived_result(conn, thread_id)  # an unfinalized answer is that memory too
         if deleted_output and was_selected:
             self._enqueue_global(conn, now)
         return deleted_output + deleted_job
@@ -1713,6 +1769,10 @@ def _finish_stage1_job(thread_id: str, ownership_token: str, now: int, usage_ass
             **usage_assignments,
         )
     )
+
+
+def _forget_arrived_result(conn: Connection, thread_id: str) -> None:
+    conn.execute(delete(_arrived).where(_arrived.c.thread_id == thread_id))
 
 
 def _global_owner(ownership_token: str) -> tuple[ColumnElement[bool], ...]:

@@ -1,0 +1,43 @@
+"""Transcripts built ahead of the extraction map: the same transcript as built in the task,
+bounded look-ahead, and a file that cannot be read left to the task (which reports it)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from codex_memories.extract.prefetch import TranscriptPrefetch
+from codex_memories.ingest.rollouts import build_memory_transcript
+from codex_memories.state.records import Stage1Claim
+from tests.support.rollout_factory import write_rollout
+
+WHEN = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.submitted = 0
+
+    def submit(self, *args, **kwargs):
+        self.submitted += 1
+        return super().submit(*args, **kwargs)
+
+
+def test_prefetched_transcripts_equal_the_task_built_ones_and_stay_bounded(tmp_path):
+    claims = []
+    for index in range(6):
+        path = write_rollout(tmp_path, created_at=WHEN + timedelta(minutes=index), user_messages=[f"task {index}"], tool_calls=[("ls", f"out {index}", 0)])
+        claims.append(Stage1Claim(thread_id=f"t{index}", ownership_token=f"o{index}", source_updated_at=1, rollout_path=str(path)))
+    missing = Stage1Claim(thread_id="gone", ownership_token="og", source_updated_at=1, rollout_path=str(tmp_path / "gone.jsonl"))
+    executor = CountingExecutor()
+    prefetch = TranscriptPrefetch([*claims, missing], token_budget=5_000, ahead=2, executor=executor)
+    assert executor.submitted == 2  # no more than `ahead` built and not taken
+    for claim in claims:
+        transcript = prefetch.take(claim)
+        assert transcript is not None
+        assert transcript.text == build_memory_transcript(Path(claim.rollout_path), token_budget=5_000).text
+    assert prefetch.take(missing) is None  # the task builds it and reports the unreadable file
+    assert executor.submitted == 7
+    executor.shutdown()
