@@ -1,18 +1,22 @@
 """The stage-1 output contract: the JSON schema sent to the model and the strict parser of its answer.
 
 The schema matches Codex (spec 1.7, scenario 78): an object with exactly `rollout_summary`
-(string), `rollout_slug` (string or null) and `raw_memory` (string), all required, nothing else.
-The pydantic model is the parser (spec 1.8): unknown fields are rejected, types are not coerced,
-and `rollout_slug` may be null or absent (some servers drop null keys).
+(string), `rollout_slug` (string or null) and `raw_memory` (string), all required, nothing else;
+plus ours: `task_scopes`, one `user` or `project` per `### Task` block of `raw_memory`, in order
+(issue 15; `extract.scope_tagging` writes them into the raw memory as `scope:` lines, so what is
+stored stays Codex's text format). The pydantic model is the parser (spec 1.8): unknown fields
+are rejected, types are not coerced, and `rollout_slug` may be null or absent (some servers drop
+null keys); `task_scopes` may be absent (an older prompt, Codex's own answers): every block is
+then project-level.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 STAGE1_SCHEMA_NAME = "stage1_memory"
 
@@ -22,8 +26,9 @@ STAGE1_OUTPUT_SCHEMA: dict[str, Any] = {
         "rollout_summary": {"type": "string"},
         "rollout_slug": {"type": ["string", "null"]},
         "raw_memory": {"type": "string"},
+        "task_scopes": {"type": "array", "items": {"type": "string", "enum": ["user", "project"]}},
     },
-    "required": ["rollout_summary", "rollout_slug", "raw_memory"],
+    "required": ["rollout_summary", "rollout_slug", "raw_memory", "task_scopes"],
     "additionalProperties": False,
 }
 
@@ -39,6 +44,7 @@ class Stage1Extraction(BaseModel):
     rollout_summary: str
     raw_memory: str
     rollout_slug: str | None = None
+    task_scopes: list[Literal["user", "project"]] = Field(default_factory=list)
 
     @property
     def is_empty(self) -> bool:
