@@ -59,10 +59,11 @@ def _home() -> PurePosixPath:
 # no `.git`), so `git@github.com:Org/Repo.git` and `https://user:token@github.com/Org/Repo` are one
 # project. Without an origin the key is the repository root, and without a repository the cwd.
 
-_SCP_REMOTE = re.compile(r"^(?:[\w.+-]+@)?(?P<host>[\w.-]+):(?!//)(?P<path>.+)$")
+_SCP_REMOTE = re.compile(r"^(?:[\w.+-]*@)?(?P<host>[\w.-]+):(?!//)(?P<path>.+)$")
 _URL_REMOTE = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^/@]*@)?(?P<host>[^/:]+)(?::\d+)?/(?P<path>.+)$", re.IGNORECASE)
 # Redaction may already have replaced a token in a stored origin; the marker is not part of a key.
-_REDACTION_MARKER = re.compile(r"\[REDACTED[^\]]*\]@?")
+# The `@` after it stays: it ends the credentials (`https://user:[REDACTED]@host/...`).
+_REDACTION_MARKER = re.compile(r"\[REDACTED[^\]]*\]")
 
 
 def normalise_git_origin(url: str | None) -> str | None:

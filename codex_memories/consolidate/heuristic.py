@@ -71,6 +71,8 @@ USER_BLOCK_START = "<!-- user -->"
 USER_BLOCK_END = "<!-- /user -->"
 AD_HOC_GROUP = "ad-hoc notes"
 AD_HOC_TAG = "[ad-hoc note]"
+USER_LEVEL_DESCRIPTION = "preferences the user gave for all their projects"
+USER_SCOPE_KEYWORD = "user-level"
 UNKNOWN_CWD = "unknown"
 
 RECENT_MEMORY_DAYS = 3
@@ -164,6 +166,7 @@ class ThreadMemory:
     project_key: str = ""
     # Lines of the thread's user-level blocks; `_split_scopes` moves them into their own entry.
     user_lines: dict[str, list[str]] = field(default_factory=lambda: {name: [] for name in SUBSECTIONS})
+    user_task_names: list[str] = field(default_factory=list)
 
     @property
     def sort_time(self) -> datetime:
@@ -212,7 +215,17 @@ def _split_scopes(thread: ThreadMemory) -> list[ThreadMemory]:
     thread.user_lines = {name: [] for name in SUBSECTIONS}
     if not any(user_lines.values()):
         return [thread]
-    user = replace(thread, scope=USER_SCOPE, lines=user_lines, user_lines={name: [] for name in SUBSECTIONS})
+    # Named after its own blocks: the thread's description is about the project's work (the
+    # heuristic names a session after its first request), which must not travel with it.
+    user = replace(
+        thread,
+        scope=USER_SCOPE,
+        lines=user_lines,
+        user_lines={name: [] for name in SUBSECTIONS},
+        description=_first_clean(*thread.user_task_names) or USER_LEVEL_DESCRIPTION,
+        keywords=[USER_SCOPE_KEYWORD],
+        task_groups=[],
+    )
     # A thread whose lines are all user-level has no project-level entry.
     return ([thread] if any(thread.lines.values()) else []) + [user]
 
@@ -265,6 +278,7 @@ def _collect_subsections(thread: ThreadMemory, lines: list[str], *, whole_memory
     in_section = False
     bullets: list[str] = []
     block_scope = USER_SCOPE if whole_memory_scope.strip().lower() == USER_SCOPE else PROJECT_SCOPE
+    block_name = ""
 
     def flush() -> None:
         nonlocal bullets
@@ -286,6 +300,7 @@ def _collect_subsections(thread: ThreadMemory, lines: list[str], *, whole_memory
             current, in_section = None, False
             block_scope = PROJECT_SCOPE
             name = _clean(task.group(1))
+            block_name = name
             if name:
                 task_names.append(name)
             continue
@@ -301,6 +316,8 @@ def _collect_subsections(thread: ThreadMemory, lines: list[str], *, whole_memory
                 task_outcomes.append(_clean(match.group(2)))
             if match and match.group(1) == "scope":
                 block_scope = USER_SCOPE if match.group(2).strip().lower() == USER_SCOPE else PROJECT_SCOPE
+                if block_scope == USER_SCOPE and block_name:
+                    thread.user_task_names.append(block_name)
             continue
         bullet = _BULLET.match(raw)
         if bullet:
