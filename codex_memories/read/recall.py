@@ -175,10 +175,12 @@ def recall_scored(
             continue
         finally:
             index.close()
+        kept = gate(ranked, tuning)
         if not include_other_projects:
-            # Before the gate: another project's strong match must not let this project's weak ones through.
-            ranked = [scored for scored in ranked if scored.scope_class != OTHER_PROJECT]
-        return gate(ranked, tuning)[:limit]
+            # After the gate, which asks whether the folder answers at all (its measured tuning
+            # assumes every chunk); only what is shown leaves other projects out.
+            kept = [scored for scored in kept if scored.scope_class != OTHER_PROJECT]
+        return kept[:limit]
     raise AssertionError("unreachable")
 
 

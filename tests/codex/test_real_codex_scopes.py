@@ -17,7 +17,8 @@ import pytest
 
 from codex_memories.runtime import close_stores
 from codex_memories.settings import SettingsOverrides
-from tests.codex.test_real_codex_hooks import HOOK_BYPASS, codex_memories, default_db_url, pipeline_env  # noqa: F401
+from tests.codex import test_real_codex_hooks
+from tests.codex.test_real_codex_hooks import HOOK_BYPASS, codex_memories, default_db_url
 from tests.support.codex_cli import (
     CODEX_VERSIONS,
     CodexHome,
@@ -32,6 +33,7 @@ from tests.support.rollout_factory import write_rollout
 
 pytestmark = [pytest.mark.codex, pytest.mark.usefixtures("prefect_harness")]
 versions = pytest.mark.parametrize("codex_version", CODEX_VERSIONS, indirect=True)
+pipeline_env = test_real_codex_hooks.pipeline_env  # the same clean environment as the hook tests
 
 A_ORIGIN = "git@github.com:acme/scopes-a.git"
 B_ORIGIN = "https://github.com/acme/scopes-b.git"
@@ -74,7 +76,7 @@ def session_context(home: CodexHome, server: OpenAITestServer, cwd: Path) -> str
 
 @versions
 def test_a_session_in_another_repository_never_receives_a_projects_rule(
-    codex_version: str, codex_home: CodexHome, codex_server: OpenAITestServer, tmp_path: Path, pipeline_env: None  # noqa: F811
+    codex_version: str, codex_home: CodexHome, codex_server: OpenAITestServer, tmp_path: Path, pipeline_env: None
 ) -> None:
     repo_a = make_repository(tmp_path / "src" / "scopes-a", A_ORIGIN)
     repo_b = make_repository(tmp_path / "src" / "scopes-b", B_ORIGIN)
