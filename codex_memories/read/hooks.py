@@ -5,7 +5,8 @@ Contract:
   `HookResult.stdout` is what the hook prints: Codex's hook output JSON, or `{}`.
   * `SessionStart`: `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext":
     <read.injection.build_developer_instructions(memory_root, cwd=<the session's cwd>,
-    budget_tokens=options.summary_budget_tokens)>}}`; `{}` when there is no summary.
+    budget_tokens=options.summary_budget_tokens)>}}`; `{}` when there is no summary. Other
+    projects' lines are left out: the session's project is `project_key_for_directory(cwd)`.
   * `UserPromptSubmit`: the memory passages relevant to the prompt and cwd
     (`read.prompt_context.memory_context_for_prompt`: hybrid recall with a relevance gate, the
     current project and user-level memories first), labelled as memory with file and line
