@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path, PurePosixPath
+from urllib.parse import quote, unquote
 
 _PATH_TOKEN = re.compile(r"(?:~|/)[^\s`'\"()\[\],;]*")
 
@@ -58,10 +59,11 @@ def _home() -> PurePosixPath:
 # no `.git`), so `git@github.com:Org/Repo.git` and `https://user:token@github.com/Org/Repo` are one
 # project. Without an origin the key is the repository root, and without a repository the cwd.
 
-_SCP_REMOTE = re.compile(r"^(?:[\w.+-]+@)?(?P<host>[\w.-]+):(?!//)(?P<path>.+)$")
+_SCP_REMOTE = re.compile(r"^(?:[\w.+-]*@)?(?P<host>[\w.-]+):(?!//)(?P<path>.+)$")
 _URL_REMOTE = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^/@]*@)?(?P<host>[^/:]+)(?::\d+)?/(?P<path>.+)$", re.IGNORECASE)
 # Redaction may already have replaced a token in a stored origin; the marker is not part of a key.
-_REDACTION_MARKER = re.compile(r"\[REDACTED[^\]]*\]@?")
+# The `@` after it stays: it ends the credentials (`https://user:[REDACTED]@host/...`).
+_REDACTION_MARKER = re.compile(r"\[REDACTED[^\]]*\]")
 
 
 def normalise_git_origin(url: str | None) -> str | None:
@@ -156,3 +158,56 @@ def _origin_from_config(root: Path) -> str | None:
         if remote is not None and url and remote not in urls:
             urls[remote] = url.group("url").strip('"')
     return urls.get("origin") or next(iter(urls.values()), None)
+
+
+# -- memory scopes ------------------------------------------------------------------------------
+#
+# Every memory is user-level (it applies in every project) or project-level (only in the project
+# whose key it carries). The consolidated files say which with a marker a reader of Codex's
+# formats can ignore: `project=<key>` in a task group's `applies_to:` line, in a summary's
+# `### project=<key>` index heading and after a preference bullet, and `user-level` headings for
+# what applies everywhere. The read path keeps the current project's and the user-level ones.
+
+USER_SCOPE = "user"
+PROJECT_SCOPE = "project"
+MEMORY_SCOPES = (USER_SCOPE, PROJECT_SCOPE)
+USER_LEVEL_LABEL = "user-level (every project)"
+PROJECT_MARKER_PREFIX = "project="
+# A key never holds whitespace, `;`, `,`, `(` or `)`; those end the marker in running text.
+_MARKER_SAFE = "/:@.-_~+!$&'*="
+_PROJECT_MARKER = re.compile(r"(?<![\w-])project=(?P<key>[^\s;,()\[\]`]+)")
+
+
+def project_marker(key: str) -> str:
+    """`project=<key>`: how a file names the project a memory belongs to. Characters that would
+    end the marker in running text (a space in a folder name, brackets) are percent-encoded."""
+    return f"{PROJECT_MARKER_PREFIX}{quote(key, safe=_MARKER_SAFE)}"
+
+
+def marked_project_key(text: str) -> str | None:
+    """The key of the first `project=<key>` marker in `text`, or None when it has none."""
+    match = _PROJECT_MARKER.search(text)
+    return unquote(match.group("key").rstrip(".:")) if match else None
+
+
+def project_keys_match(memory_key: str, session_key: str | None) -> bool:
+    """Whether a project-level memory keyed `memory_key` belongs to the session's project.
+
+    Origin keys must be equal (host lower-cased by the normaliser; paths compared as written).
+    A path key (a repository without an origin, or a plain folder) also covers sessions in a
+    folder below it: memory extracted in `/work/notes` applies in `/work/notes/drafts`."""
+    if session_key is None:
+        return False
+    memory = memory_key.strip().rstrip("/") or "/"
+    session = session_key.strip().rstrip("/") or "/"
+    if memory == session:
+        return True
+    if memory.startswith("/") and session.startswith("/") and len(PurePosixPath(memory).parts) > 1:
+        return PurePosixPath(memory) in PurePosixPath(session).parents
+    return False
+
+
+def text_is_for_other_project(text: str, session_key: str | None) -> bool:
+    """True when `text` carries a project marker naming a project other than the session's."""
+    key = marked_project_key(text)
+    return key is not None and not project_keys_match(key, session_key)

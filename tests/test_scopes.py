@@ -17,6 +17,8 @@ from codex_memories.scopes import normalise_git_origin, project_key, project_key
         "https://github.com/Org/Repo",
         "https://user:ghp_secret@github.com/Org/Repo.git",
         "https://[REDACTED]@github.com/Org/Repo.git",
+        "https://dana:[REDACTED_SECRET]@github.com/Org/Repo.git",
+        "[REDACTED_SECRET]@github.com:Org/Repo.git",
         "git@github.com:Org/Repo.git",
         "ssh://git@github.com/Org/Repo.git",
         "ssh://git@GitHub.com:22/Org/Repo/",

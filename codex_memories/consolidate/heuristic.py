@@ -33,6 +33,15 @@ it ignores the prompt and runs `consolidate_heuristically`.
   first: the older entry is left out of both files, and `ConsolidationRun.conflicts` says which
   won. Expired entries never get here: phase 2 removes them from the inputs first
   (`forget.entry_expiry`).
+- Scopes (issue 15): a raw memory's `### Task` blocks carry `scope: user|project` and its front
+  matter `project_key: <key>` (`extract.scope_tagging`; a memory without them is project-level,
+  keyed by its cwd). Lines of user-level blocks form one `# Task Group: user-level (every
+  project)` with `applies_to: cwd=any`, first in `MEMORY.md`; project-level lines are grouped per
+  project key, one task group each, whose `applies_to:` line ends in `project=<key>`. In
+  `memory_summary.md` user-level preferences come first and unmarked; every project-level line
+  (preference, tip, older topic) carries `project=<key>` and the index has one
+  `### project=<key>` section per project and a `### user-level (every project)` one, so the
+  read path can drop other projects' lines (`read.injection`).
 - Safety: only the raw memories' own subsections (which phase 1 built from the user's messages)
   and note text are used; any input line that looks like an instruction to a model ("ignore
   previous instructions", "disregard the above", "you are now", ...) is dropped; every output line
@@ -49,7 +58,7 @@ from __future__ import annotations
 import re
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -62,6 +71,7 @@ from codex_memories.llm.base import TokenUsage
 from codex_memories.prompts import RenderedPrompt
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
+from codex_memories.scopes import PROJECT_SCOPE, USER_LEVEL_LABEL, USER_SCOPE, project_marker
 from codex_memories.typed_entries import split_entry, with_meta
 
 HEURISTIC_CONSOLIDATOR_NAME = "heuristic"
@@ -71,6 +81,8 @@ USER_BLOCK_START = "<!-- user -->"
 USER_BLOCK_END = "<!-- /user -->"
 AD_HOC_GROUP = "ad-hoc notes"
 AD_HOC_TAG = "[ad-hoc note]"
+USER_LEVEL_DESCRIPTION = "preferences the user gave for all their projects"
+USER_SCOPE_KEYWORD = "user-level"
 UNKNOWN_CWD = "unknown"
 
 RECENT_MEMORY_DAYS = 3
@@ -160,6 +172,11 @@ class ThreadMemory:
     task_groups: list[str] = field(default_factory=list)
     keywords: list[str] = field(default_factory=list)
     lines: dict[str, list[str]] = field(default_factory=lambda: {name: [] for name in SUBSECTIONS})
+    scope: str = PROJECT_SCOPE
+    project_key: str = ""
+    # Lines of the thread's user-level blocks; `_split_scopes` moves them into their own entry.
+    user_lines: dict[str, list[str]] = field(default_factory=lambda: {name: [] for name in SUBSECTIONS})
+    user_task_names: list[str] = field(default_factory=list)
 
     @property
     def sort_time(self) -> datetime:
@@ -199,8 +216,29 @@ def parse_raw_memories(text: str) -> list[ThreadMemory]:
     threads = []
     for index, heading in enumerate(headings):
         end = headings[index + 1].start() if index + 1 < len(headings) else len(text)
-        threads.append(_parse_thread(heading.group(1).strip(), text[heading.end() : end]))
+        threads.extend(_split_scopes(_parse_thread(heading.group(1).strip(), text[heading.end() : end])))
     return threads
+
+
+def _split_scopes(thread: ThreadMemory) -> list[ThreadMemory]:
+    """The thread's project-level entry, and its user-level entry when it has user-level lines."""
+    user_lines = thread.user_lines
+    thread.user_lines = {name: [] for name in SUBSECTIONS}
+    if not any(user_lines.values()):
+        return [thread]
+    # Named after its own blocks: the thread's description is about the project's work (the
+    # heuristic names a session after its first request), which must not travel with it.
+    user = replace(
+        thread,
+        scope=USER_SCOPE,
+        lines=user_lines,
+        user_lines={name: [] for name in SUBSECTIONS},
+        description=_first_clean(*thread.user_task_names) or USER_LEVEL_DESCRIPTION,
+        keywords=[USER_SCOPE_KEYWORD],
+        task_groups=[],
+    )
+    # A thread whose lines are all user-level has no project-level entry.
+    return ([thread] if any(thread.lines.values()) else []) + [user]
 
 
 def _parse_thread(thread_id: str, body: str) -> ThreadMemory:
@@ -228,8 +266,9 @@ def _parse_thread(thread_id: str, body: str) -> ThreadMemory:
                     front[match.group(1)] = match.group(2)
             memory_lines = memory_lines[closing + 1 :]
 
-    task_names, task_outcomes = _collect_subsections(thread, memory_lines)
+    task_names, task_outcomes = _collect_subsections(thread, memory_lines, whole_memory_scope=front.get("scope", ""))
     thread.cwd = thread.cwd or front.get("cwd", "")
+    thread.project_key = _clean(front.get("project_key", ""))
     thread.description = _first_clean(front.get("description"), front.get("task"), *task_names)
     thread.outcome = _clean(front.get("task_outcome", "")) or (task_outcomes[0] if len(set(task_outcomes)) == 1 else "")
     groups = [front.get("task_group", "")]
@@ -240,21 +279,26 @@ def _parse_thread(thread_id: str, body: str) -> ThreadMemory:
     return thread
 
 
-def _collect_subsections(thread: ThreadMemory, lines: list[str]) -> tuple[list[str], list[str]]:
-    """Fill `thread.lines` from the subsections; return the task names and task outcomes seen."""
+def _collect_subsections(thread: ThreadMemory, lines: list[str], *, whole_memory_scope: str = "") -> tuple[list[str], list[str]]:
+    """Fill `thread.lines` (project-level blocks) and `thread.user_lines` (blocks with `scope:
+    user`) from the subsections; return the task names and task outcomes seen. Without task
+    blocks the front matter's scope applies to the whole memory."""
     task_names: list[str] = []
     task_outcomes: list[str] = []
     current: str | None = None
     in_section = False
     bullets: list[str] = []
+    block_scope = USER_SCOPE if whole_memory_scope.strip().lower() == USER_SCOPE else PROJECT_SCOPE
+    block_name = ""
 
     def flush() -> None:
         nonlocal bullets
         if current is not None:
+            target = thread.user_lines if block_scope == USER_SCOPE else thread.lines
             for bullet in bullets:
                 cleaned = _clean(bullet)
                 if cleaned and not _FILLER.match(cleaned):
-                    thread.lines[current].append(cleaned)
+                    target[current].append(cleaned)
         bullets = []
 
     for raw in lines:
@@ -265,7 +309,9 @@ def _collect_subsections(thread: ThreadMemory, lines: list[str]) -> tuple[list[s
         if task:
             flush()
             current, in_section = None, False
+            block_scope = PROJECT_SCOPE
             name = _clean(task.group(1))
+            block_name = name
             if name:
                 task_names.append(name)
             continue
@@ -279,6 +325,10 @@ def _collect_subsections(thread: ThreadMemory, lines: list[str]) -> tuple[list[s
             match = _KEY_VALUE.match(stripped)
             if match and match.group(1) == "task_outcome":
                 task_outcomes.append(_clean(match.group(2)))
+            if match and match.group(1) == "scope":
+                block_scope = USER_SCOPE if match.group(2).strip().lower() == USER_SCOPE else PROJECT_SCOPE
+                if block_scope == USER_SCOPE and block_name:
+                    thread.user_task_names.append(block_name)
             continue
         bullet = _BULLET.match(raw)
         if bullet:
@@ -360,10 +410,28 @@ class _Task:
 
 @dataclass
 class _Group:
-    cwd: str
+    cwd: str  # the working directories of its tasks, newest first, comma-separated
     tasks: list[_Task]
     # section -> list of (line, [task numbers])
     sections: dict[str, list[tuple[str, list[int]]]]
+    scope: str = PROJECT_SCOPE
+    project_key: str = ""
+
+    @property
+    def is_user_level(self) -> bool:
+        return self.scope == USER_SCOPE
+
+    @property
+    def label(self) -> str:
+        """The task group's title: the user-level label, the project key, or the cwd."""
+        if self.is_user_level:
+            return USER_LEVEL_LABEL
+        return self.project_key or self.cwd
+
+    @property
+    def marker(self) -> str:
+        """`project=<key>` for a project group with a key; "" for user-level and unknown groups."""
+        return project_marker(self.project_key) if self.project_key and not self.is_user_level else ""
 
     @property
     def latest(self) -> datetime:
@@ -499,6 +567,8 @@ def _merge_summaries(threads: list[ThreadMemory], summaries: list[RolloutSummary
     for thread in threads:
         thread.description = thread.description or f"session {thread.thread_id}"
         thread.cwd = thread.cwd or UNKNOWN_CWD
+        if not thread.project_key and thread.cwd != UNKNOWN_CWD:
+            thread.project_key = thread.cwd.rstrip("/") or "/"  # a memory from before scopes: its cwd is its project
         if not thread.keywords:
             project = _project_name(thread.cwd)
             thread.keywords = [project] if project else []
@@ -520,11 +590,13 @@ def _apply_notes(threads: list[ThreadMemory], notes: list[AdHocNote]) -> list[Ad
 
 
 def _build_groups(threads: list[ThreadMemory]) -> list[_Group]:
-    by_cwd: dict[str, list[ThreadMemory]] = {}
+    """One group of user-level entries, one per project key (entries without one: per cwd)."""
+    by_scope: dict[tuple[str, str], list[ThreadMemory]] = {}
     for thread in threads:
-        by_cwd.setdefault(thread.cwd, []).append(thread)
+        key = (USER_SCOPE, "") if thread.scope == USER_SCOPE else (PROJECT_SCOPE, thread.project_key or thread.cwd)
+        by_scope.setdefault(key, []).append(thread)
     groups = []
-    for cwd, members in by_cwd.items():
+    for (scope, scope_key), members in by_scope.items():
         # Newest first; thread id breaks ties so the order never depends on the input order.
         members.sort(key=lambda thread: (-thread.sort_time.timestamp(), thread.thread_id))
         tasks = [_Task(number=index, thread=thread) for index, thread in enumerate(members, start=1)]
@@ -539,8 +611,11 @@ def _build_groups(threads: list[ThreadMemory]) -> list[_Group]:
                     if task.number not in merged[key][1]:
                         merged[key][1].append(task.number)
             sections[section] = list(merged.values())
-        groups.append(_Group(cwd=cwd, tasks=tasks, sections=sections))
-    groups.sort(key=lambda group: (-group.latest.timestamp(), group.cwd))
+        cwd = ", ".join(_dedupe(thread.cwd for thread in members))
+        project_key = "" if scope == USER_SCOPE or scope_key == UNKNOWN_CWD else scope_key
+        groups.append(_Group(cwd=cwd, tasks=tasks, sections=sections, scope=scope, project_key=project_key))
+    # What applies everywhere first; then projects, most recent first.
+    groups.sort(key=lambda group: (not group.is_user_level, -group.latest.timestamp(), group.label))
     return groups
 
 
@@ -576,17 +651,27 @@ def _render_group(group: _Group) -> list[str]:
     project = _project_name(group.cwd)
     phase_one_groups = _dedupe(name for task in group.tasks for name in task.thread.task_groups)
     sessions = f"{len(group.tasks)} session{'s' if len(group.tasks) != 1 else ''}"
-    scope = f"work in {project or group.cwd} ({sessions}"
-    scope += f"; themes: {', '.join(phase_one_groups)})" if phase_one_groups else ")"
-    reuse_rule = (
-        f"use when working in {group.cwd} or below it; prefer the newest task when entries disagree"
-        if group.cwd != UNKNOWN_CWD
-        else "sessions without a recorded working directory; check relevance before reusing"
-    )
+    if group.is_user_level:
+        scope = f"user-level: what the user asked for in all their projects ({sessions})"
+        applies_to = (
+            "cwd=any; reuse_rule=applies in every project; the current repository's own rules and AGENTS.md win "
+            "where they disagree"
+        )
+    else:
+        scope = f"work in {project or group.cwd} ({sessions}"
+        scope += f"; themes: {', '.join(phase_one_groups)})" if phase_one_groups else ")"
+        reuse_rule = (
+            f"use when working in {group.cwd} or below it; prefer the newest task when entries disagree"
+            if group.cwd != UNKNOWN_CWD
+            else "sessions without a recorded working directory; check relevance before reusing"
+        )
+        if group.marker:
+            reuse_rule += f"; only in project {group.project_key}, never in another repository"
+        applies_to = f"cwd={group.cwd}; reuse_rule={reuse_rule}" + (f"; {group.marker}" if group.marker else "")
     lines = [
-        f"# Task Group: {_safe(group.cwd)}",
+        f"# Task Group: {_safe(group.label)}",
         f"scope: {_safe(scope)}",
-        f"applies_to: cwd={_safe(group.cwd)}; reuse_rule={reuse_rule}",
+        f"applies_to: {_safe(applies_to)}",
         "",
     ]
     for task in group.tasks:
@@ -680,12 +765,14 @@ def _profile(groups: list[_Group], notes: list[AdHocNote]) -> str:
     if not groups and not notes:
         return "No sessions or notes have been consolidated yet."
     sentences = []
-    if groups:
+    projects = [group for group in groups if not group.is_user_level]
+    if projects:
         places = ", ".join(
-            f"{_safe(group.cwd)} ({len(group.tasks)} session{'s' if len(group.tasks) != 1 else ''})" for group in groups[:5]
+            f"{_safe(group.cwd)} ({len(group.tasks)} session{'s' if len(group.tasks) != 1 else ''})" for group in projects[:5]
         )
-        more = f", and {len(groups) - 5} more" if len(groups) > 5 else ""
+        more = f", and {len(projects) - 5} more" if len(projects) > 5 else ""
         sentences.append(f"Remembered work, most recent first: {places}{more}.")
+    if groups:
         days = sorted({task.thread.day for group in groups for task in group.tasks if task.thread.day})
         if days:
             sentences.append(f"Memories span {days[0]} to {days[-1]}.")
@@ -699,16 +786,22 @@ def _profile(groups: list[_Group], notes: list[AdHocNote]) -> str:
 
 
 def _summary_preferences(groups: list[_Group], notes: list[AdHocNote]) -> list[str]:
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     lines = []
-    for group in groups:
+    for group in groups:  # the user-level group comes first
         for line, _ in group.sections[PREFERENCES]:
-            key = _normalise(split_entry(line)[0])
+            bare, meta = split_entry(line)
+            key = (group.marker, _normalise(bare))
             if key in seen:
                 continue
             seen.add(key)
-            bare, meta = split_entry(line)
-            lines.append(_safe(f"- {with_meta(f'{bare} (cwd={group.cwd})', meta)}"))
+            if group.is_user_level:
+                where = "all projects"
+            elif group.marker:
+                where = f"{group.marker}; cwd={group.cwd}"
+            else:
+                where = f"cwd={group.cwd}"
+            lines.append(_safe(f"- {with_meta(f'{bare} ({where})', meta)}"))
     if len(lines) > MAX_SUMMARY_PREFERENCES:
         hidden = len(lines) - MAX_SUMMARY_PREFERENCES
         lines = lines[:MAX_SUMMARY_PREFERENCES] + [f"- {hidden} more preferences are listed in MEMORY.md"]
@@ -718,17 +811,21 @@ def _summary_preferences(groups: list[_Group], notes: list[AdHocNote]) -> list[s
 
 def _general_tips(groups: list[_Group]) -> list[str]:
     tips = ["- Search MEMORY.md for the task group of the current working directory; each task cites its rollout summary for details."]
-    support: dict[str, tuple[str, set[str]]] = {}
+    # Counted per scope: a tip of one project is that project's, marked so, never everyone's.
+    support: dict[tuple[str, str], tuple[str, set[str]]] = {}
     for group in groups:
         for section in (KNOWLEDGE, FAILURES):
             for line, numbers in group.sections[section]:
-                key = _normalise(line)
+                key = (group.marker, _normalise(line))
                 entry = support.setdefault(key, (line, set()))
                 for number in numbers:
                     entry[1].add(group.tasks[number - 1].thread.thread_id)
-    recurring = [(line, threads) for line, threads in support.values() if len(threads) >= 2]
-    recurring.sort(key=lambda item: (-len(item[1]), item[0]))
-    tips += [f"- {_safe(line)} (seen in {len(threads)} sessions)" for line, threads in recurring[:MAX_GENERAL_TIPS]]
+    recurring = [(marker, line, threads) for (marker, _), (line, threads) in support.items() if len(threads) >= 2]
+    recurring.sort(key=lambda item: (-len(item[2]), item[1], item[0]))
+    tips += [
+        f"- {_safe(line)} (seen in {len(threads)} sessions{'; ' + _safe(marker) if marker else ''})"
+        for marker, line, threads in recurring[:MAX_GENERAL_TIPS]
+    ]
     return tips
 
 
@@ -745,10 +842,13 @@ def _render_index(groups: list[_Group], notes: list[AdHocNote]) -> tuple[list[st
             if task.thread.day in recent_days:
                 by_day.setdefault(task.thread.day, []).append(task)  # type: ignore[arg-type]
             else:
-                older.append(f"- {_safe(task.thread.description)} ({_safe(group.cwd)}, Task {task.number}): {_safe(', '.join(task.thread.keywords))}")
+                older.append(
+                    f"- {_safe(task.thread.description)} ({_safe(_index_scope(group))}, Task {task.number}): "
+                    f"{_safe(', '.join(task.thread.keywords))}"
+                )
         if not by_day:
             continue
-        lines.append(f"### {_safe(group.cwd)}")
+        lines.append(f"### {_safe(_index_scope(group))}")
         for day in sorted(by_day, reverse=True):
             lines.append(f"#### {day}")
             for task in by_day[day]:
@@ -778,7 +878,7 @@ def _index_entry(group: _Group, task: _Task) -> list[str]:
     outcome = f", outcome {thread.outcome}" if thread.outcome else ""
     entry = [
         f"- {_safe(thread.description)}: {_safe(keywords)}",
-        f"  - desc: MEMORY.md \"# Task Group: {_safe(group.cwd)}\", Task {task.number}{_safe(outcome)}",
+        f"  - desc: MEMORY.md \"# Task Group: {_safe(group.label)}\", Task {task.number}{_safe(outcome)}",
     ]
     learnings = [
         line for section in (KNOWLEDGE, FAILURES) for line, numbers in group.sections[section] if task.number in numbers
@@ -786,6 +886,14 @@ def _index_entry(group: _Group, task: _Task) -> list[str]:
     if learnings:
         entry.append(f"  - learnings: {_safe('; '.join(learnings))}")
     return entry
+
+
+def _index_scope(group: _Group) -> str:
+    """An index heading: `project=<key>` (the read path matches it), the user-level label, or
+    the cwd of memories without a project key."""
+    if group.is_user_level:
+        return USER_LEVEL_LABEL
+    return group.marker or group.cwd
 
 
 def _note_topic(note: AdHocNote) -> str:

@@ -2,7 +2,10 @@
 
 Contract: `extract_memory` reads the rollout (streaming, tolerant), keeps only model-visible
 conversation, redacts it, fits the token budget, renders our prompts, calls the provider with
-strict JSON-schema output, parses strictly and redacts the fields again. It never writes the
+strict JSON-schema output, parses strictly and redacts the fields again. The scope of each task
+block (the model's `task_scopes`) and the key of the thread's project (`claim_project_key`) are
+written into the raw memory as `scope:` / `project_key:` lines (`extract.scope_tagging`) and
+carried in the result for the `stage1_outputs.scope` / `project_key` columns. It never writes the
 DB: `finalize_extraction` does, with the claim's ownership token, after the batch quality check;
 when an empty re-extraction deletes a thread's stage-1 row it also records forgetting route 3
 (`forget.empty_reextraction`).
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from codex_memories.extract.scope_tagging import row_scope, tag_raw_memory
 from codex_memories.forget.audit import record_actions
 from codex_memories.forget.empty_reextraction import empty_reextraction_actions
 from codex_memories.ingest.rollouts import MemoryTranscript, build_memory_transcript
@@ -34,8 +38,11 @@ from codex_memories.llm.schema import typed_raw_memory
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.prompts import render_stage_one_prompts
 from codex_memories.redact import redact_secrets
+from codex_memories.scopes import normalise_git_origin, project_key, project_key_for_directory
 from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim
 from codex_memories.state.store import MemoryStore
+
+UNKNOWN_CWD = "unknown"
 
 
 class ExtractionResult(BaseModel):
@@ -52,6 +59,8 @@ class ExtractionResult(BaseModel):
     raw_memory: str = ""
     rollout_summary: str = ""
     rollout_slug: str | None = None
+    scope: str | None = None
+    project_key: str | None = None
     provider: str | None = None
     model: str | None = None
     prompt_sha256: str | None = None
@@ -147,9 +156,11 @@ def extract_memory(
         )
 
     extraction = response.extraction
-    # Typed entries (type, weight, reason, expiry) go into raw_memory as bullet suffixes, so the
-    # stage-1 row keeps Codex's three fields; their text is redacted with the rest below.
-    raw_memory = redact_secrets(typed_raw_memory(extraction))
+    # Typed entries (type, weight, reason, expiry) go into raw_memory as bullet suffixes and each
+    # task block gets its `scope:` line, so the stage-1 row keeps Codex's three fields; their text
+    # is redacted with the rest below.
+    claimed_project = claim_project_key(claim)
+    raw_memory = redact_secrets(tag_raw_memory(typed_raw_memory(extraction), extraction.task_scopes, claimed_project))
     rollout_summary = redact_secrets(extraction.rollout_summary)
     slug = redact_secrets(extraction.rollout_slug) if extraction.rollout_slug else None
     usage = response.usage.model_dump()
@@ -165,6 +176,8 @@ def extract_memory(
             raw_memory=raw_memory,
             rollout_summary=rollout_summary,
             rollout_slug=slug,
+            scope=row_scope(raw_memory),
+            project_key=redact_secrets(claimed_project) if claimed_project else None,
             usage=usage,
         )
     if on_arrival is not None:
@@ -202,6 +215,21 @@ def reuse_arrived_result(
     fields = json.loads(arrived.result_json)
     fields.update(ownership_token=claim.ownership_token, rollout_path=claim.rollout_path, reused_arrived_result=True)
     return ExtractionResult.model_validate(fields)
+
+
+def claim_project_key(claim: Stage1Claim) -> str | None:
+    """The key of the project the claimed thread worked in: its recorded git origin, else what
+    the cwd's repository says on this machine (origin in its config, else its root), else the
+    cwd as recorded. None without a cwd."""
+    origin = normalise_git_origin(claim.git_origin_url)
+    if origin is not None:
+        return origin
+    cwd = (claim.cwd or "").strip()
+    if not cwd or cwd == UNKNOWN_CWD:
+        return None
+    if Path(cwd).is_absolute() and Path(cwd).is_dir():
+        return project_key_for_directory(cwd)
+    return project_key(cwd=cwd)
 
 
 def failed_extraction(claim: Stage1Claim, outcome: Outcome, reason: str) -> ExtractionResult:
@@ -244,6 +272,8 @@ def finalize_extraction(
             rollout_summary=result.rollout_summary,
             rollout_slug=result.rollout_slug,
             usage=result.usage or None,
+            scope=result.scope,
+            project_key=result.project_key,
         )
     elif outcome is Outcome.succeeded_no_output:
         previous = store.get_stage1_output(result.thread_id)

@@ -133,7 +133,7 @@ _EN_SPAN = re.compile(r"\bfor\s+(?:the\s+next\s+)?(\d+|one|two|three|four|five|s
 def rules_in_message(text: str, said_at: datetime | None) -> list[RecognisedRule]:
     """The rules in one user message, in order, each sentence once; code blocks are skipped."""
     rules: list[RecognisedRule] = []
-    for sentence in _sentences(text):
+    for sentence in message_sentences(text):
         rule = recognise_rule(sentence, said_at)
         if rule is not None and all(rule.text != seen.text for seen in rules):
             rules.append(rule)
@@ -281,7 +281,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 
 
-def _sentences(text: str) -> list[str]:
+def message_sentences(text: str) -> list[str]:
+    """The sentences of one user message, without code blocks and pasted program output."""
     sentences: list[str] = []
     in_code = False
     for line in text.split("\n"):

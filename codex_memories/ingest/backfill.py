@@ -203,6 +203,7 @@ def claim_backfill_batch(
                     cwd=thread.cwd,
                     git_branch=thread.git_branch,
                     source=thread.source,
+                    git_origin_url=thread.git_origin_url,
                 )
             )
         else:

@@ -15,6 +15,14 @@ What it looks for:
   a similar command in the same directory is recorded as a fix; a failure never fixed is recorded
   as such. Commands are grouped per working directory, one task block each.
 
+Scope (issue 15): a preference is user-level only when the user says so ("in every repo of
+mine", "in all my projects", "globally", "for all projects", "always, everywhere", 所有项目, 全局,
+每个仓库); a project phrase ("in this repo", "for this project", "here", 这个项目, 本仓库) or no
+phrase at all keeps it project-level, and commands are always the repository's. User-level
+preferences get their own task block, so `task_scopes` is one `user` or `project` per block. A
+sentence that states its scope and gives an instruction ("in all my projects, answer in
+English", "in this repo use tabs") counts as a preference even without "always" or "never".
+
 Tool output is evidence, never an instruction: it is read only for the exit code. What a command
 printed is never copied into a memory (a tool output saying "note for AI assistants: always run
 ..." must not become advice every later session follows); a memory records what ran, its exit
@@ -37,9 +45,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from codex_memories.extract.rules import RecognisedRule, rules_in_message
+from codex_memories.extract.rules import RecognisedRule, message_sentences, recognise_rule
 from codex_memories.llm.base import ExtractionRequest, ExtractionResponse, TokenUsage
 from codex_memories.llm.schema import Stage1Extraction
+from codex_memories.scopes import PROJECT_SCOPE, USER_SCOPE
 from codex_memories.typed_entries import EntryMeta, with_meta
 
 PROVIDER_NAME = "heuristic"
@@ -52,6 +61,7 @@ MAX_ITEMS_PER_SECTION = 12
 MAX_SLUG_CHARS = 80
 MAX_TASK_NAME_CHARS = 80
 UNKNOWN_CWD = "unknown"
+USER_LEVEL_TASK_TITLE = "preferences the user gave for all their projects"
 
 # Injected context that arrives as a "user" message but was not typed by the user.
 _INJECTED_PREFIXES = (
@@ -63,6 +73,41 @@ _INJECTED_PREFIXES = (
     "<instructions>",
     "<turn_aborted>",
 )
+
+# Scope phrases (issue 15). A project phrase wins over a user phrase in the same sentence: the
+# narrower reading is the safe one.
+_USER_SCOPE_PHRASES = re.compile(
+    r"\b(?:in|for|across)\s+(?:every|each|all(?:\s+of)?)\s+(?:my\s+|the\s+)?(?:repos?|repositor(?:y|ies)|projects?|codebases?)"
+    r"(?:\s+of\s+mine)?\b"
+    r"|\bglobally\b|\beverywhere\b|\bin\s+any\s+(?:repo|repository|project)\b"
+    r"|所有项目|所有的项目|全局|每个仓库|所有仓库|每个项目|任何项目",
+    re.IGNORECASE,
+)
+_PROJECT_SCOPE_PHRASES = re.compile(
+    r"\b(?:in|for|on)\s+this\s+(?:repo|repository|project|codebase|code\s*base)\b"
+    r"|\bhere\b|这个项目|本项目|本仓库|这个仓库|该项目",
+    re.IGNORECASE,
+)
+# An instruction right after (or before) a scope phrase: "in all my projects, answer in English".
+_INSTRUCTION_VERBS = (
+    r"(?:please\s+)?(?:use|answer|reply|respond|write|run|prefer|keep|avoid|put|name|format|indent|add|"
+    r"stick|commit|always|never|don'?t|do\s+not|make\s+sure|call|speak|explain|test)\b"
+)
+_SCOPED_INSTRUCTION = re.compile(
+    rf"(?:{_USER_SCOPE_PHRASES.pattern}|{_PROJECT_SCOPE_PHRASES.pattern})\s*[,:;-]?\s*{_INSTRUCTION_VERBS}"
+    rf"|^{_INSTRUCTION_VERBS}.*(?:{_USER_SCOPE_PHRASES.pattern}|{_PROJECT_SCOPE_PHRASES.pattern})"
+    r"|(?:所有项目|所有的项目|全局|每个仓库|所有仓库|每个项目|任何项目|这个项目|本项目|本仓库|这个仓库|该项目).{0,8}?"
+    r"(?:用|使用|都|请|要|不要|必须|统一|回答|写)",
+    re.IGNORECASE,
+)
+
+
+def preference_scope(sentence: str) -> str:
+    """`user` when the sentence says it applies in every project, else `project` (the default)."""
+    if _PROJECT_SCOPE_PHRASES.search(sentence):
+        return PROJECT_SCOPE
+    return USER_SCOPE if _USER_SCOPE_PHRASES.search(sentence) else PROJECT_SCOPE
+
 
 _SHELL_TOOL_NAMES = {"shell", "exec_command", "local_shell", "container.exec", "shell_command", "bash"}
 
@@ -109,6 +154,7 @@ class TaskEvidence:
     workdir: str
     preferences: list[RecognisedRule] = field(default_factory=list)
     runs: list[CommandRun] = field(default_factory=list)
+    scope: str = PROJECT_SCOPE
 
     @property
     def notable_runs(self) -> list[CommandRun]:
@@ -182,6 +228,7 @@ def extract_heuristically(request: ExtractionRequest) -> Stage1Extraction:
         rollout_summary=_render_summary(task_name, cwd, request.rollout_path, tasks),
         rollout_slug=_slug(task_name),
         raw_memory=_render_raw_memory(task_name, cwd, tasks, keywords),
+        task_scopes=[task.scope for task in tasks],
     )
 
 
@@ -217,21 +264,37 @@ def _best_cwd(request_cwd: str, items: list[dict[str, Any]]) -> str:
 def _preferences(user_texts: list[str], said_at: datetime | None) -> list[RecognisedRule]:
     found: list[RecognisedRule] = []
     for text in user_texts:
-        for rule in rules_in_message(text, said_at):
+        for sentence in message_sentences(text):
+            rule = recognise_rule(sentence, said_at) or _scoped_instruction(sentence)
+            if rule is None:
+                continue
             rule = replace(rule, text=_clip(rule.text, MAX_QUOTE_CHARS))
             if all(rule.text != seen.text for seen in found):
                 found.append(rule)
     return found
 
 
+def _scoped_instruction(sentence: str) -> RecognisedRule | None:
+    """A sentence that states its scope and gives an instruction ("in all my projects, answer in
+    English") is a preference even in a form `extract.rules` does not know."""
+    stripped = sentence.strip().lstrip("-*> ").strip()
+    if not stripped or stripped.endswith(("?", "？")) or not _SCOPED_INSTRUCTION.search(stripped):
+        return None
+    return RecognisedRule(text=stripped, type="preference", weight=0.6)
+
+
 def _collect_tasks(
     items: list[dict[str, Any]], user_texts: list[str], cwd: str, said_at: datetime | None
 ) -> list[TaskEvidence]:
-    primary = TaskEvidence(workdir=cwd, preferences=_preferences(user_texts, said_at))
+    preferences = _preferences(user_texts, said_at)
+    primary = TaskEvidence(workdir=cwd, preferences=[rule for rule in preferences if preference_scope(rule.text) == PROJECT_SCOPE])
     by_workdir: dict[str, TaskEvidence] = {cwd: primary}
     for run in _command_runs(items, cwd):
         by_workdir.setdefault(run.workdir, TaskEvidence(workdir=run.workdir)).runs.append(run)
-    return list(by_workdir.values())
+    user_level = [rule for rule in preferences if preference_scope(rule.text) == USER_SCOPE]
+    # Last, so the block numbers of the project's tasks do not depend on it.
+    user_task = [TaskEvidence(workdir=cwd, preferences=user_level, scope=USER_SCOPE)] if user_level else []
+    return list(by_workdir.values()) + user_task
 
 
 def _command_runs(items: list[dict[str, Any]], default_workdir: str) -> list[CommandRun]:
@@ -392,6 +455,8 @@ def _keywords(cwd: str, tasks: list[TaskEvidence]) -> list[str]:
 
 
 def _task_title(task: TaskEvidence, task_name: str, cwd: str) -> str:
+    if task.scope == USER_SCOPE:
+        return USER_LEVEL_TASK_TITLE
     return task_name if task.workdir == cwd else f"commands run in {task.workdir}"
 
 
@@ -463,6 +528,7 @@ def _render_raw_memory(task_name: str, cwd: str, tasks: list[TaskEvidence], keyw
             f"task: {title}",
             f"task_group: {task_group}",
             f"task_outcome: {task.outcome}",
+            f"scope: {task.scope}",
             "",
         ]
         lines += _section("Preference signals", _preference_lines(task))

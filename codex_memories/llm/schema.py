@@ -11,6 +11,11 @@ One addition (issue 15): `memory_entries`, the typed entries of the raw memory, 
 property listed) and optional when parsing, so an answer in Codex's three-field shape still
 parses. `typed_raw_memory` folds the entries into `raw_memory` as bullet suffixes
 (`typed_entries`), which is what the stage-1 row stores.
+
+And (issue 15) `task_scopes`, one `user` or `project` per `### Task` block of `raw_memory`, in
+order; `extract.scope_tagging` writes them into the raw memory as `scope:` lines, so what is
+stored stays Codex's text format. It may be absent too (an older prompt, Codex's own answers):
+every block is then project-level.
 """
 
 from __future__ import annotations
@@ -48,8 +53,9 @@ STAGE1_OUTPUT_SCHEMA: dict[str, Any] = {
                 "additionalProperties": False,
             },
         },
+        "task_scopes": {"type": "array", "items": {"type": "string", "enum": ["user", "project"]}},
     },
-    "required": ["rollout_summary", "rollout_slug", "raw_memory", "memory_entries"],
+    "required": ["rollout_summary", "rollout_slug", "raw_memory", "memory_entries", "task_scopes"],
     "additionalProperties": False,
 }
 
@@ -94,6 +100,7 @@ class Stage1Extraction(BaseModel):
     raw_memory: str
     rollout_slug: str | None = None
     memory_entries: list[MemoryEntry] = Field(default_factory=list)
+    task_scopes: list[Literal["user", "project"]] = Field(default_factory=list)
 
     @property
     def is_empty(self) -> bool:

@@ -17,7 +17,13 @@ Contract:
   - rollout summaries: paragraphs of the body; scope and date from the `cwd:` / `updated_at:`
     header lines.
   - skills and ad-hoc notes: paragraphs; user-level (no scope); a note's date is its file name's.
-- A scope of None means user-level: `cwd=any`, no `applies_to`, preferences, skills, notes.
+- A scope of None means user-level: `cwd=any`, no `applies_to`, preferences, skills, notes, a
+  `user-level ...` heading.
+- Project markers (issue 15, `scopes.project_marker`): a group whose `applies_to:` line holds
+  `project=<key>` has that marker as its scope (not the cwd); a summary index heading
+  `### project=<key>` is its own scope; a chunk that would be user-level but whose text carries a
+  marker (a project's preference in the summary, `- use tabs (project=<key>; cwd=...)`) takes
+  the marker as its scope. Recall compares the marker's key with the session's project key.
 - Pure functions over text, apart from `source_files` (which lists the folder).
 """
 
@@ -31,9 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codex_memories import paths
+from codex_memories.scopes import PROJECT_MARKER_PREFIX, marked_project_key, project_marker
 
 MAX_CHUNK_LINES = 16
 USER_LEVEL_SCOPES = frozenset({"", "any", "all", "global", "user", "none", "unknown"})
+USER_LEVEL_PREFIX = "user-level"
 
 _GROUP = re.compile(r"^#\s+Task Group:\s*(?P<title>.*?)\s*$")
 _TASK = re.compile(r"^##\s+Task\s+\d+\s*:\s*(?P<title>.*?)\s*$")
@@ -105,7 +113,10 @@ def chunk_file(relative: str, text: str) -> list[Chunk]:
 
 
 def is_user_level(scope: str | None) -> bool:
-    return scope is None or scope.strip().strip("`").lower() in USER_LEVEL_SCOPES
+    if scope is None:
+        return True
+    cleaned = scope.strip().strip("`").lower()
+    return cleaned in USER_LEVEL_SCOPES or cleaned.startswith(USER_LEVEL_PREFIX)
 
 
 # MEMORY.md ----------------------------------------------------------------------------------
@@ -126,7 +137,8 @@ def _group_chunks(relative: str, lines: list[str], start: int, end: int) -> Iter
     for line in lines[start:end]:
         applies = _APPLIES_TO_CWD.match(line)
         if applies:
-            scope = applies.group("cwd").strip()
+            marked = marked_project_key(line)
+            scope = project_marker(marked) if marked is not None else applies.group("cwd").strip()
         described = _SCOPE_LINE.match(line)
         if described:
             scope_text = described.group("scope")
@@ -283,6 +295,9 @@ def _paragraph_chunks(
 
 def _chunk(relative: str, lines: list[str], first: int, last: int, scope: str | None, date: str | None, context: list[str]) -> Chunk:
     shown = "\n".join(lines[first : last + 1])
+    if scope is None and PROJECT_MARKER_PREFIX in shown:
+        marked = marked_project_key(shown)
+        scope = project_marker(marked) if marked is not None else None
     return Chunk(relative, first + 1, last + 1, shown, _joined([*context, shown]), scope, date)
 
 

@@ -7,7 +7,8 @@ Contract:
     <read.injection.build_session_context(memory_root, cwd=<the session's cwd>,
     budget_tokens=options.summary_budget_tokens)>}}`: the summary instructions, then the
     repository's team memory (`.codex/memories.md`, after AGENTS.md in precedence, within the same
-    budget); `{}` when there is neither.
+    budget); `{}` when there is neither. Other projects' lines are left out: the session's project
+    is `project_key_for_directory(cwd)`.
   * `UserPromptSubmit`: the memory passages relevant to the prompt and cwd
     (`read.prompt_context.memory_context_for_prompt`: hybrid recall with a relevance gate, the
     current project and user-level memories first), labelled as memory with file and line

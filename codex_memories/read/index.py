@@ -35,7 +35,7 @@ from codex_memories import paths
 from codex_memories.read import embedding
 from codex_memories.read.chunks import Chunk, chunk_file, source_files
 
-FORMAT_VERSION = "3"  # 3: bullets right under a task-group heading are chunks
+FORMAT_VERSION = "4"  # 3: bullets right under a task-group heading are chunks; 4: project markers are scopes
 FULL_TEXT_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = f"""

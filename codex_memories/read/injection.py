@@ -14,6 +14,13 @@ Contract:
   sections under `## What's in Memory` whose scope names the cwd, one of its parent folders or
   its last path component are kept whole and placed first when the summary does not fit; the rest
   of the summary is truncated into what remains. A summary that fits is injected unchanged.
+- Scopes (issue 15): before budgeting, other projects' lines leave the summary. The session's
+  project is `scopes.project_key_for_directory(cwd)`; a `###` section whose heading carries
+  another project's `project=<key>` marker is dropped whole (up to the next heading of level 3
+  or above), and so is every bullet (with its indented continuation) that carries one (a
+  project's preference or tip). Unmarked text and user-level sections stay. Without `cwd` no
+  project is current: every marked line goes. Memory is history: a rule said "in this repo"
+  must never reach a session in another repository.
 - Budgets: Codex itself injects at most 2,500 tokens since PR #23148 (it was 5,000 before); we
   default to 5,000 as our issue asks, and callers may pass Codex's value.
 - Reads one file; writes nothing; the same files and arguments give the same text.
@@ -35,7 +42,13 @@ from codex_memories import paths
 from codex_memories.prompts import render_prompt
 from codex_memories.read.team_memory import TeamMemoryContext, team_memory_context
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
-from codex_memories.scopes import scope_matches_cwd
+from codex_memories.scopes import (
+    marked_project_key,
+    project_key_for_directory,
+    project_keys_match,
+    scope_matches_cwd,
+    text_is_for_other_project,
+)
 from codex_memories.tokens import count_tokens, truncate_middle
 
 READ_PATH_TEMPLATE = "read_path"
@@ -47,6 +60,8 @@ REST_OF_SUMMARY_HEADING = "## Rest of the memory summary"
 _INDEX_HEADING = re.compile(r"^##\s+What['’]s in Memory\s*$", re.IGNORECASE)
 _OUTER_HEADING = re.compile(r"^#{1,2}\s")
 _LEVEL_THREE_HEADING = re.compile(r"^###\s+(?P<scope>.+?)\s*$")
+_HEADING = re.compile(r"^(?P<marks>#{1,6})\s+(?P<title>.*?)\s*$")
+_BULLET = re.compile(r"^\s{0,3}[-*+]\s+")
 # Joining pieces can merge tokens at the seams, so every result is re-counted against the budget.
 _MAX_FIT_ATTEMPTS = 8
 
@@ -66,7 +81,9 @@ def build_developer_instructions(
     summary = read_memory_summary(memory_root)
     if not summary:
         return None
-    budgeted = budget_memory_summary(summary, budget_tokens, cwd=cwd)
+    session_key = project_key_for_directory(cwd) if cwd else None
+    summary = summary_for_project(summary, session_key)
+    budgeted = budget_memory_summary(summary, budget_tokens, cwd=cwd, project_key=session_key)
     if not budgeted.strip():
         return None
     base_path = str(Path(memory_root).expanduser().absolute())
@@ -108,12 +125,46 @@ def read_memory_summary(memory_root: Path) -> str:
     return data.decode("utf-8").strip()
 
 
-def budget_memory_summary(summary: str, budget_tokens: int, *, cwd: str | None = None) -> str:
+def summary_for_project(summary: str, session_key: str | None) -> str:
+    """`summary` without the sections and bullets marked for a project other than `session_key`."""
+    kept: list[str] = []
+    skipping_level: int | None = None  # inside a dropped `###` section of this heading level
+    skipping_bullet = False
+    for line in summary.split("\n"):
+        heading = _HEADING.match(line)
+        if heading:
+            level = len(heading.group("marks"))
+            skipping_bullet = False
+            if skipping_level is not None and level > skipping_level:
+                continue
+            skipping_level = None
+            if level >= 3 and text_is_for_other_project(heading.group("title"), session_key):
+                skipping_level = level
+                continue
+            kept.append(line)
+            continue
+        if skipping_level is not None:
+            continue
+        if skipping_bullet and line[:1] in (" ", "\t") and line.strip():
+            continue
+        skipping_bullet = False
+        if _BULLET.match(line) and text_is_for_other_project(line, session_key):
+            skipping_bullet = True
+            continue
+        kept.append(line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
+
+
+def budget_memory_summary(
+    summary: str, budget_tokens: int, *, cwd: str | None = None, project_key: str | None = None
+) -> str:
     """`summary` cut to `budget_tokens`, keeping the current project's sections whole when possible."""
     if count_tokens(summary) <= budget_tokens:
         return summary
     lines = summary.split("\n")
-    sections = project_sections(lines, cwd) if cwd else []
+    if cwd and project_key is None:
+        project_key = project_key_for_directory(cwd)
+    sections = project_sections(lines, cwd, project_key) if cwd else []
     if not sections:
         return fit_to_budget(summary, budget_tokens)
 
@@ -151,8 +202,9 @@ def fit_to_budget(text: str, budget_tokens: int) -> str:
     return ""
 
 
-def project_sections(lines: list[str], cwd: str) -> list[_Section]:
-    """The `### <scope>` sections of `## What's in Memory` whose scope names `cwd`."""
+def project_sections(lines: list[str], cwd: str, project_key: str | None = None) -> list[_Section]:
+    """The `### <scope>` sections of `## What's in Memory` about the session: a `project=<key>`
+    heading matching `project_key`, or an unmarked heading naming `cwd`."""
     sections: list[_Section] = []
     inside_index = False
     open_start: int | None = None
@@ -168,7 +220,14 @@ def project_sections(lines: list[str], cwd: str) -> list[_Section]:
             inside_index = _INDEX_HEADING.match(line) is not None
         elif inside_index and scope_heading:
             open_start = index
-            open_matches = scope_matches_cwd(scope_heading.group("scope"), cwd)
+            open_matches = _section_is_current(scope_heading.group("scope"), cwd, project_key)
     if open_start is not None and open_matches:
         sections.append(_Section(open_start, len(lines)))
     return sections
+
+
+def _section_is_current(scope: str, cwd: str, project_key: str | None) -> bool:
+    marked = marked_project_key(scope)
+    if marked is not None:
+        return project_keys_match(marked, project_key)
+    return scope_matches_cwd(scope, cwd)

@@ -4,11 +4,11 @@ Contract:
 - `memory_context_for_prompt(root, prompt, cwd, token_budget)` runs `recall` on the prompt and
   returns one block of text, or "" when nothing is relevant (a blank prompt, a missing memory
   folder, nothing above the relevance gate): the hook then injects nothing.
-- Kept: results about the current project and user-level ones. Another project's result is kept
-  only when it is clearly the answer: its relevance reaches `CLEAR_RELEVANCE` and nothing from
-  the current project or the user level passed the gate; then it is the only entry. Each
-  entry names its file and line range, so the model can cite it in `<oai-mem-citation>`, and its
-  scope and date.
+- Kept: results about the current project (keyed by `scopes.project_key_for_directory(cwd)`) and
+  user-level ones. Another project's result is never injected, however well it matches (issue
+  15: "in this repo use tabs" said in one repository must not steer another; `recall` drops
+  it). Each entry names its file and line range, so the model can cite it in
+  `<oai-mem-citation>`, and its scope and date.
 - The block says that this is memory (history from earlier sessions, possibly stale), not
   instructions. Memory text cannot close the block early: a line that would end it is escaped.
 - Budget: the whole block stays within `token_budget` tokens, counted as UTF-8 bytes / 3
@@ -33,9 +33,6 @@ PREAMBLE = (
 )
 DEFAULT_TOKEN_BUDGET = 400
 MAX_ENTRIES = 5
-# Another project's memory is injected alone, and only well above the recall gate (0.29): a
-# judgement, not a measured value; no benchmark question asks across projects on purpose.
-CLEAR_RELEVANCE = 0.55
 BYTES_PER_TOKEN = 3
 
 
@@ -57,11 +54,9 @@ def estimate_tokens(text: str) -> int:
 
 
 def _choose(found: list[ScoredChunk]) -> list[ScoredChunk]:
-    near = [scored for scored in found if scored.scope_class != OTHER_PROJECT]
-    if near:
-        return near[:MAX_ENTRIES]
-    clear = [scored for scored in found if scored.relevance >= CLEAR_RELEVANCE]
-    return clear[:1]
+    # `recall_scored` already leaves other projects out; checked again so no caller's option can
+    # ever put one into a prompt.
+    return [scored for scored in found if scored.scope_class != OTHER_PROJECT][:MAX_ENTRIES]
 
 
 def _render(chosen: list[ScoredChunk], token_budget: int) -> str:

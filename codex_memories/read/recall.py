@@ -23,8 +23,13 @@ Contract:
   threshold would drop. Static embeddings separate "no answer" from "worded differently"
   imperfectly, so the gate still trades some recall for silence; benchmarks/README.md has the
   measured trade-off.
-- Scope order: results about `cwd` (`scopes.scope_matches_cwd` on the chunk's scope) come
-  first, then user-level ones (no scope), then other projects'; by score within each class.
+- Scope order: results about `cwd` come first, then user-level ones (no scope); by score within
+  each class. A chunk's scope is about `cwd` when it carries a project marker whose key matches
+  the session's project key (`scopes.project_key_for_directory(cwd)`, `project_keys_match`), or,
+  for scopes without a marker (folders written before scopes), when `scopes.scope_matches_cwd`
+  says so. Other projects' chunks are dropped when `cwd` is given (issue 15: a rule of one
+  project never reaches a session of another); `include_other_projects=True` keeps them, ranked
+  last. Without `cwd` there is no current project and every chunk counts as user-level.
 - Bad input: a blank query raises `EmptyQuery` (a `ValueError`); `limit < 1` raises
   `InvalidLimit`; a missing memory folder returns []; a query longer than `MAX_QUERY_CHARS` is
   cut to its head and tail (a pasted log is mostly middle).
@@ -57,7 +62,7 @@ from codex_memories.read.relevance import (
     answer_probability,
     margin_of,
 )
-from codex_memories.scopes import scope_matches_cwd
+from codex_memories.scopes import marked_project_key, project_key_for_directory, project_keys_match, scope_matches_cwd
 
 MAX_QUERY_CHARS = 4_000
 MAX_QUERY_TERMS = 48
@@ -152,13 +157,24 @@ class ScoredChunk:
         )
 
 
-def recall(root: Path, query: str, *, cwd: str | None = None, limit: int = 5) -> list[RecallResult]:
+def recall(
+    root: Path, query: str, *, cwd: str | None = None, limit: int = 5, include_other_projects: bool = False
+) -> list[RecallResult]:
     """The chunks of the memory folder at `root` that answer `query`, current project first."""
-    return [scored.as_result() for scored in recall_scored(root, query, cwd=cwd, limit=limit)]
+    return [
+        scored.as_result()
+        for scored in recall_scored(root, query, cwd=cwd, limit=limit, include_other_projects=include_other_projects)
+    ]
 
 
 def recall_scored(
-    root: Path, query: str, *, cwd: str | None = None, limit: int = 5, tuning: Tuning = DEFAULT_TUNING
+    root: Path,
+    query: str,
+    *,
+    cwd: str | None = None,
+    limit: int = 5,
+    tuning: Tuning = DEFAULT_TUNING,
+    include_other_projects: bool = False,
 ) -> list[ScoredChunk]:
     """`recall` with the ranking details kept; only chunks that pass the relevance gate."""
     query = clean_query(query)
@@ -177,7 +193,12 @@ def recall_scored(
             continue
         finally:
             index.close()
-        return gate(ranked, tuning)[:limit]
+        kept = gate(ranked, tuning)
+        if not include_other_projects:
+            # After the gate, which asks whether the folder answers at all (its measured tuning
+            # assumes every chunk); only what is shown leaves other projects out.
+            kept = [scored for scored in kept if scored.scope_class != OTHER_PROJECT]
+        return kept[:limit]
     raise AssertionError("unreachable")
 
 
@@ -246,6 +267,7 @@ def rank(index: Index, query: str, *, cwd: str | None, tuning: Tuning = DEFAULT_
     semantic_rank = {chunk_id: position for position, chunk_id in enumerate(semantic, start=1)}
     candidates = list(dict.fromkeys([*lexical, *semantic]))
     chunks = index.chunks(candidates)
+    session_key = project_key_for_directory(cwd) if cwd else None
     scored: list[ScoredChunk] = []
     for chunk_id in candidates:
         fused = 0.0
@@ -260,7 +282,7 @@ def rank(index: Index, query: str, *, cwd: str | None, tuning: Tuning = DEFAULT_
             ScoredChunk(
                 chunk=chunk, score=fused, similarity=similarity, coverage=covered,
                 lexical_rank=lexical_rank.get(chunk_id), semantic_rank=semantic_rank.get(chunk_id),
-                scope_class=scope_class(chunk.scope, cwd), relevance=tuning.relevance(similarity, covered),
+                scope_class=scope_class(chunk.scope, cwd, session_key), relevance=tuning.relevance(similarity, covered),
                 full_lexical_match=len(terms) >= MIN_LEXICAL_MATCH_TERMS and covered >= FULL_COVERAGE,
                 evidence=evidence,
             )
@@ -270,10 +292,17 @@ def rank(index: Index, query: str, *, cwd: str | None, tuning: Tuning = DEFAULT_
 
 
 @lru_cache(maxsize=4096)
-def scope_class(scope: str | None, cwd: str | None) -> int:
-    """CURRENT_PROJECT, USER_LEVEL or OTHER_PROJECT (without a cwd every scope is USER_LEVEL)."""
+def scope_class(scope: str | None, cwd: str | None, session_key: str | None = None) -> int:
+    """CURRENT_PROJECT, USER_LEVEL or OTHER_PROJECT (without a cwd every scope is USER_LEVEL).
+
+    `session_key` is the session's project key; a scope with a project marker is judged by it."""
     if is_user_level(scope):
         return USER_LEVEL
+    marked = marked_project_key(scope or "")
+    if marked is not None:
+        if not cwd:
+            return USER_LEVEL
+        return CURRENT_PROJECT if project_keys_match(marked, session_key) else OTHER_PROJECT
     if cwd and scope_matches_cwd(scope or "", cwd):
         return CURRENT_PROJECT
     return OTHER_PROJECT if cwd else USER_LEVEL

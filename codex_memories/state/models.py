@@ -72,8 +72,14 @@ class Stage1OutputRow(Base):
     last_usage: Mapped[int | None] = mapped_column(BigInteger)
     selected_for_phase2: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     selected_for_phase2_source_updated_at: Mapped[int | None] = mapped_column(BigInteger)
+    # Ours (issue 15, migration 0005_scopes): `user`, `project` or `mixed`, and the key of the
+    # thread's project. The raw memory's `scope:` lines are the per-block truth; these columns
+    # let export and forgetting find a project's outputs without reading every payload.
+    scope: Mapped[str | None] = mapped_column(Text)
+    project_key: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
+        Index("idx_stage1_outputs_project_key", "project_key"),
         Index(
             "idx_stage1_outputs_source_updated_at",
             text("source_updated_at DESC"),

@@ -80,6 +80,10 @@ class Stage1Output(_Record):
     cwd: str | None = None
     rollout_path: str | None = None
     git_branch: str | None = None
+    # Issue 15: `user`, `project` or `mixed` (the task blocks' `scope:` lines folded), and the
+    # key of the thread's project (`scopes.project_key`); None on rows older than migration 0003.
+    scope: str | None = None
+    project_key: str | None = None
 
 
 class Stage1OutputRef(_Record):
@@ -120,6 +124,7 @@ class Stage1Claim(_Record):
     cwd: str | None = None
     git_branch: str | None = None
     source: str = "cli"
+    git_origin_url: str | None = None  # stored redacted; `scopes.normalise_git_origin` drops the marker
 
 
 class Stage1ArrivedResult(_Record):

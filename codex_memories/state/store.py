@@ -378,6 +378,7 @@ class MemoryStore:
                     cwd=row.cwd,
                     git_branch=row.git_branch,
                     source=row.source,
+                    git_origin_url=row.git_origin_url,
                 )
             )
         return claims
@@ -428,6 +429,8 @@ class MemoryStore:
         rollout_summary: str,
         rollout_slug: str | None,
         usage: dict[str, int] | None = None,
+        scope: str | None = None,
+        project_key: str | None = None,
     ) -> bool:
         """Query behaviour (spec 1.10, 2.3):
         - only while still owner (`status='running' AND ownership_token=?`), else False and
@@ -436,7 +439,8 @@ class MemoryStore:
           input_watermark`; token usage added to the job's totals;
         - upsert the output row; an existing row is overwritten only when the new
           `source_updated_at` is not older, and keeps `usage_count`, `last_usage` and the
-          `selected_for_phase2*` snapshot;
+          `selected_for_phase2*` snapshot; `scope` and `project_key` (issue 15) are written
+          with the payloads they describe;
         - enqueue phase 2 with watermark `source_updated_at`.
         """
         usage_assignments = _usage_assignments(usage)
@@ -454,6 +458,8 @@ class MemoryStore:
                 rollout_summary=rollout_summary,
                 rollout_slug=rollout_slug,
                 generated_at=now,
+                scope=scope,
+                project_key=project_key,
             )
             excluded = statement.excluded
             conn.execute(
@@ -465,6 +471,8 @@ class MemoryStore:
                         "rollout_summary": excluded.rollout_summary,
                         "rollout_slug": excluded.rollout_slug,
                         "generated_at": excluded.generated_at,
+                        "scope": excluded.scope,
+                        "project_key": excluded.project_key,
                     },
                     where=excluded.source_updated_at >= _outputs.c.source_updated_at,
                 )
@@ -677,6 +685,30 @@ class MemoryStore:
                 _hydrated_outputs(outer=True).where(_outputs.c.thread_id == thread_id)
             ).one_or_none()
             return None if row is None else _output_record(row)
+
+        return self._read(run)
+
+    def stage1_outputs_for_project(self, project_key: str, *, include_user_level: bool = False) -> list[Stage1Output]:
+        """Query behaviour (issue 15; export and forgetting by project):
+        - rows whose `project_key` equals `project_key` exactly (keys come from
+          `scopes.project_key` / `project_key_for_directory`), whatever their thread's memory
+          mode, hydrated with `cwd`, `rollout_path`, `git_branch` (outer join: a row whose thread
+          is gone is still returned);
+        - by default only rows holding project-level memory (`scope` `project` or `mixed`; a
+          `mixed` row's user-level blocks are split off with
+          `extract.scope_tagging.split_raw_memory_by_scope`); `include_user_level` adds the
+          rows that are user-level only;
+        - ordered by `thread_id`; uses `idx_stage1_outputs_project_key`.
+        """
+        scopes = ["project", "mixed", "user"] if include_user_level else ["project", "mixed"]
+
+        def run(conn: Connection) -> list[Stage1Output]:
+            rows = conn.execute(
+                _hydrated_outputs(outer=True)
+                .where(_outputs.c.project_key == project_key, _outputs.c.scope.in_(scopes))
+                .order_by(_outputs.c.thread_id)
+            )
+            return [_output_record(row) for row in rows]
 
         return self._read(run)
 
@@ -2026,6 +2058,7 @@ def _scan_stage1_candidates(
             _threads.c.cwd,
             _threads.c.git_branch,
             _threads.c.source,
+            _threads.c.git_origin_url,
             _outputs.c.source_updated_at.label("output_source_updated_at"),
             stage1_jobs.c.last_success_watermark,
             stage1_jobs.c.status.label("job_status"),

@@ -11,9 +11,9 @@ from codex_memories.llm.schema import (
 )
 
 
-def test_output_schema_matches_scenario_78_plus_the_typed_entries():
+def test_output_schema_matches_scenario_78_plus_typed_entries_and_task_scopes():
     assert STAGE1_OUTPUT_SCHEMA["type"] == "object"
-    assert set(STAGE1_OUTPUT_SCHEMA["required"]) == {"raw_memory", "rollout_slug", "rollout_summary", "memory_entries"}
+    assert set(STAGE1_OUTPUT_SCHEMA["required"]) == {"raw_memory", "rollout_slug", "rollout_summary", "memory_entries", "task_scopes"}
     assert STAGE1_OUTPUT_SCHEMA["properties"]["rollout_slug"]["type"] == ["string", "null"]
     assert STAGE1_OUTPUT_SCHEMA["properties"]["rollout_summary"]["type"] == "string"
     assert STAGE1_OUTPUT_SCHEMA["properties"]["raw_memory"]["type"] == "string"
@@ -111,3 +111,22 @@ def test_a_bad_typed_entry_is_an_invalid_output(entry):
     payload = {"rollout_summary": "s", "rollout_slug": None, "raw_memory": "m", "memory_entries": [entry]}
     with pytest.raises(Stage1OutputError):
         parse_stage1_output(json.dumps(payload))
+
+
+# -- task scopes (issue 15) ------------------------------------------------------------------------
+
+
+def test_task_scopes_are_parsed_in_block_order_and_may_be_absent():
+    parsed = parse_stage1_output(
+        json.dumps({"rollout_summary": "s", "rollout_slug": None, "raw_memory": "m", "task_scopes": ["project", "user"]})
+    )
+    assert parsed.task_scopes == ["project", "user"]
+    assert parse_stage1_output(json.dumps({"rollout_summary": "s", "raw_memory": "m"})).task_scopes == []
+    assert STAGE1_OUTPUT_SCHEMA["properties"]["task_scopes"]["items"]["enum"] == ["user", "project"]
+
+
+@pytest.mark.parametrize("scopes", [["team"], "user", [1], [None]])
+def test_a_task_scope_outside_user_and_project_is_invalid_output(scopes):
+    with pytest.raises(Stage1OutputError) as raised:
+        parse_stage1_output(json.dumps({"rollout_summary": "s", "raw_memory": "m", "task_scopes": scopes}))
+    assert "task_scopes" in str(raised.value)

@@ -12,6 +12,7 @@ from codex_memories.read.prompt_context import (
     estimate_tokens,
     memory_context_for_prompt,
 )
+from codex_memories.read.recall import recall
 from tests.support.memory_folder import ATLAS, BILLING, line_of, write_memory_folder
 
 
@@ -55,11 +56,11 @@ def test_another_projects_memory_is_left_out_when_the_current_project_has_one(ro
     assert ATLAS not in text and "make ship-prod" not in text
 
 
-def test_another_projects_memory_is_injected_alone_when_it_is_clearly_the_answer(root):
-    text = memory_context_for_prompt(root, "int64 cents for money amounts", "/home/dev/work/unrelated", 400)
-
-    assert f"another project: {BILLING}" in text
-    assert text.count("\n- ") == 1
+def test_another_projects_memory_is_never_injected_even_when_it_is_clearly_the_answer(root):
+    # Issue 15: a rule of one project never arrives in another; recall can still be asked for it.
+    assert memory_context_for_prompt(root, "int64 cents for money amounts", "/home/dev/work/unrelated", 400) == ""
+    everywhere = recall(root, "int64 cents for money amounts", cwd="/home/dev/work/unrelated", include_other_projects=True)
+    assert any("int64 cents" in result.text and result.scope == BILLING for result in everywhere)
 
 
 def test_another_projects_weak_match_is_not_injected(root):

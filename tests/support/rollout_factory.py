@@ -23,6 +23,9 @@ DEFAULT_CWD = "/home/dana/src/app"
 ToolCall = tuple[str, str] | tuple[str, str, int]  # (command, output[, exit_code])
 
 
+DEFAULT_REPOSITORY_URL = "git@github.com:acme/app.git"
+
+
 def uuid7_at(moment: datetime, *, rng: random.Random | None = None) -> str:
     """A UUIDv7 whose embedded millisecond timestamp is `moment` (naive = UTC)."""
     rng = rng or random.Random()
@@ -118,6 +121,7 @@ def rollout_lines(
     extra_lines: Iterable[dict[str, Any]] = (),
     web_search: bool = False,
     rng: random.Random | None = None,
+    repository_url: str = DEFAULT_REPOSITORY_URL,
 ) -> list[dict[str, Any]]:
     """The JSON objects of one rollout, in file order (see the module docstring)."""
     rng = rng or random.Random(thread_id)
@@ -130,7 +134,7 @@ def rollout_lines(
         "cli_version": "0.121.0",
         "model_provider": "openai",
         "base_instructions": {"text": "You are Codex, a coding agent."},
-        "git": {"commit_hash": f"{rng.getrandbits(160):040x}", "branch": "main", "repository_url": "git@github.com:acme/app.git"},
+        "git": {"commit_hash": f"{rng.getrandbits(160):040x}", "branch": "main", "repository_url": repository_url},
     }
     if source is not None:
         meta["source"] = source
@@ -219,6 +223,7 @@ def write_rollout(
     extra_lines: Iterable[dict[str, Any]] = (),
     archived: bool = False,
     web_search: bool = False,
+    repository_url: str | None = None,
 ) -> Path:
     """Write one rollout under `codex_home` (sessions/YYYY/MM/DD/ or archived_sessions/)."""
     thread_id = thread_id or uuid7_at(created_at)
@@ -234,6 +239,7 @@ def write_rollout(
         assistant_messages=assistant_messages,
         extra_lines=extra_lines,
         web_search=web_search,
+        repository_url=repository_url or DEFAULT_REPOSITORY_URL,
     )
     with path.open("w", encoding="utf-8") as handle:
         for line in lines:
