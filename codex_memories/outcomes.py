@@ -49,6 +49,9 @@ class Outcome(StrEnum):
     # Ours: another run's stage-1 extractions are in flight under live leases; the global job
     # stays dirty for the next run (no consolidation, no cooldown).
     skipped_stage1_in_flight = "skipped_stage1_in_flight"
+    # Ours: the live memory folder changed (a note, a user's edit) while phase 2 consolidated a
+    # copy of it; nothing was published, the lease is given back and another pass runs.
+    skipped_live_folder_changed = "skipped_live_folder_changed"
     failed_confirm_ownership = "failed_confirm_ownership"
     failed_workspace_commit = "failed_workspace_commit"
     failed_forget_audit = "failed_forget_audit"

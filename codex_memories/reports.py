@@ -146,7 +146,8 @@ class Phase2Report:
     forget_audit: list[ForgetAuditRecord] = field(default_factory=list)
     # The injection gate's findings (redacted, capped excerpts) when it refused the folder.
     injection_findings: list[str] = field(default_factory=list)
-    # A failed run put back the folder it found (None: it failed before touching the folder).
+    # A failed run left the live folder as it found it: its copy was discarded (None: it failed
+    # before consolidating).
     folder_restored: bool | None = None
     # Stage-1 outputs arrived while this run consolidated: the job stays dirty, no cooldown.
     work_left: bool = False
@@ -196,7 +197,7 @@ def render_phase2_markdown(report: Phase2Report) -> str:
         lines += ["", "## Injection gate: refused lines (redacted)", ""]
         lines += [f"- {_cell(finding)}" for finding in report.injection_findings]
     if report.folder_restored:
-        lines += ["", "The memory folder was restored to what this run found: nothing it wrote went live."]
+        lines += ["", "The memory folder is the one this run found: nothing it wrote went live."]
     if report.work_left:
         lines += ["", "Stage-1 outputs arrived while this run consolidated: the job stays dirty and no cooldown started."]
     lines += render_forget_audit(report.forget_audit)
@@ -217,7 +218,7 @@ def render_phase2_text(report: Phase2Report) -> str:
     for finding in report.injection_findings:
         text += f"\n  refused: {finding}"
     if report.folder_restored:
-        text += "\n  memory folder restored to what this run found"
+        text += "\n  memory folder left as this run found it"
     if report.work_left:
         text += "\n  stage-1 outputs arrived meanwhile: left dirty, no cooldown"
     return text

@@ -26,6 +26,7 @@ from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.states import Completed, Failed, State
 
 from codex_memories.consolidate.injection_gate import describe_findings
+from codex_memories.consolidate.staging import StagedWorkspace
 from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_failed, memory_storage_bytes
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
@@ -49,7 +50,6 @@ from codex_memories_tasks.rate_limit import check_rate_limits, release_phase2_le
 from codex_memories_tasks.refresh_recall_index import refresh_recall_index
 from codex_memories_tasks.report import publish_phase2_report
 from codex_memories_tasks.reset_baseline import reset_baseline
-from codex_memories_tasks.restore_folder import restore_folder
 from codex_memories_tasks.select import select
 from codex_memories_tasks.sync import sync
 from codex_memories_tasks.validate_artifacts import validate_artifacts
@@ -142,9 +142,19 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
 
 def _consolidate_under_lease(config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report) -> None:
     scratch = _scratch_dir(config)
+    # Readers read the live folder at any time: phase 2 writes a copy of it (a local mirror of an
+    # object-store root, a staging copy beside a local root) and publishes it in one step.
+    workspace = (
+        LocalWorkspace(memory_root(config), scratch)
+        if scratch is not None
+        else StagedWorkspace(memory_root(config), lease.ownership_token)
+    )
     try:
-        _consolidate_in_workspace(config, lease, report, LocalWorkspace(memory_root(config), scratch))
+        _consolidate_in_workspace(config, lease, report, workspace)
     finally:
+        # Whatever this run did not publish (a failed, refused or settled run's copy) goes; the
+        # live folder is the one it found.
+        workspace.discard()
         if scratch is not None:
             # The object store holds the result (or the next run starts over): the local mirror
             # of this run is only a temporary copy.
@@ -167,22 +177,22 @@ def _consolidate_in_workspace(
     # 6. Diff against the baseline.
     diff, settled = _step(Outcome.failed_workspace_status, git_diff, workspace)
     report.diff_status = [f"{change.status} {change.path}" for change in diff.changes]
-    # 7. No change and valid artifacts: finish without any model call.
+    # 7. No change and valid artifacts: finish without any model call. A copy made only to
+    #    prepare the folder or re-record its inputs equals its baseline: it goes live as it is.
     if settled:
+        if workspace.writable and not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
+            report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before publishing"
+            return
+        _step(Outcome.failed_workspace_commit, reset_baseline, workspace)
         report.storage_bytes = memory_storage_bytes(workspace.path)
         _finish(config, lease, selection, report, Outcome.succeeded_no_workspace_changes)
         return
     try:
         _consolidate_and_publish(config, lease, report, workspace, diff, selection)
-    except Phase2Failure as failure:
-        # The folder the diff step found goes back: never a half-consolidated or rejected one.
-        try:
-            report.folder_restored = _step(failure.outcome, restore_folder, workspace, diff)
-        except Phase2Failure as restore_failure:
-            report.folder_restored = False
-            raise Phase2Failure(
-                failure.outcome, f"{failure.reason}; restoring the folder failed: {restore_failure.reason}"
-            ) from restore_failure
+    except Phase2Failure:
+        # Nothing a failed or refused run wrote went live: its copy is discarded, the live folder
+        # is the last good one.
+        report.folder_restored = not getattr(workspace, "published", False)
         raise
 
 
@@ -223,10 +233,17 @@ def _consolidate_and_publish(
     if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before the baseline reset"
         return
+    # 12a. A note or an edit that reached the live folder while this run worked on its copy
+    #      must not be overwritten: leave the folder to the next pass, which sees it.
+    if _left_for_next_pass(config, lease, report, workspace):
+        return
     # 13. Audit the ad-hoc notes and user edits this consolidation integrated (route 7).
     _step(Outcome.failed_forget_audit, audit_manual_changes, workspace, diff, config)
-    # 14. Reset the baseline (and publish object-store roots).
-    _step(Outcome.failed_workspace_commit, reset_baseline, workspace)
+    # 14. Reset the baseline in the copy and publish it (push the mirror, or make the staging
+    #     copy the live folder in one step).
+    if not _step(Outcome.failed_workspace_commit, reset_baseline, workspace):
+        _left_for_next_pass(config, lease, report, workspace, published=False)
+        return
     # 15. Mark success: exact-snapshot selection flags and the watermark.
     report.storage_bytes = memory_storage_bytes(workspace.path)
     _finish(config, lease, selection, report, Outcome.succeeded)
@@ -234,6 +251,24 @@ def _consolidate_and_publish(
     #     failure is reported, never a failed consolidation).
     if report.outcome is Outcome.succeeded:
         report.recall_index = refresh_recall_index(workspace)
+
+
+def _left_for_next_pass(
+    config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, workspace: LocalWorkspace, *, published: bool = True
+) -> bool:
+    """When the live folder changed since it was copied, give the lease back (no failure, no
+    cooldown) and ask for another pass. True when the folder was left."""
+    changed = workspace.changed_meanwhile() if isinstance(workspace, StagedWorkspace) else []
+    if published and not changed:
+        return False
+    release_phase2_lease(config, lease)
+    report.outcome, report.work_left = Outcome.skipped_live_folder_changed, True
+    report.reason = redact_secrets(
+        "the memory folder changed while this run consolidated a copy of it"
+        + (f" ({', '.join(changed[:5])})" if changed else "")
+        + ": nothing was published; the next pass consolidates the change"
+    )
+    return True
 
 
 def _finish(config: RuntimeConfig, lease: Phase2Lease, selection: Any, report: Phase2Report, outcome: Outcome) -> None:
