@@ -25,14 +25,12 @@ from codex_memories.llm.base import TokenUsage
 from codex_memories.outcomes import Outcome
 from codex_memories.read.notes import add_ad_hoc_note
 from codex_memories.reports import Phase2Report
-from tests.flows.test_phase2_flow import (  # noqa: F401 - the fixtures are used by name
-    NOW,
-    Home,
-    PlantingConsolidator,
-    home,
-    isolated_settings,
-    served_summary,
-)
+from tests.flows import test_phase2_flow as phase2_tests
+from tests.flows.test_phase2_flow import NOW, Home, PlantingConsolidator, served_summary
+
+# The phase-2 flow tests' fixtures: a Codex home with its state DB, and settings from nowhere else.
+home = phase2_tests.home
+isolated_settings = phase2_tests.isolated_settings
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
