@@ -283,6 +283,10 @@ from codex_memories_cli.codex import codex_app  # noqa: E402 - registers after t
 
 app.add_typer(codex_app)
 
+from codex_memories_cli.review import review_app  # noqa: E402 - registers after the core commands
+
+app.add_typer(review_app)
+
 
 def main() -> None:
     try:

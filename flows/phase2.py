@@ -22,12 +22,22 @@ import httpx
 from prefect import flow, get_client, get_run_logger
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.concurrency.sync import concurrency
-from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
-from prefect.states import Completed, Failed, State
+from prefect.context import FlowRunContext
+from prefect.exceptions import FlowPauseTimeout, ObjectAlreadyExists, ObjectNotFound
+from prefect.flow_runs import pause_flow_run
+from prefect.input import RunInput
+from prefect.states import Completed, Failed, Running, State
+from pydantic import Field
 
 from codex_memories.consolidate.injection_gate import describe_findings
+from codex_memories.consolidate.review import forget_proposal_metadata, load_proposal
 from codex_memories.consolidate.staging import StagedWorkspace
-from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_failed, memory_storage_bytes
+from codex_memories.consolidate.steps import (
+    Phase2Failure,
+    Phase2Lease,
+    mark_failed,
+    memory_storage_bytes,
+)
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
@@ -40,7 +50,7 @@ from codex_memories_tasks.audit_manual_changes import audit_manual_changes
 from codex_memories_tasks.claim_lock import claim_lock
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.confirm_ownership import confirm_ownership
-from codex_memories_tasks.consolidate import consolidate
+from codex_memories_tasks.consolidate import consolidate, lease_heartbeat
 from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
 from codex_memories_tasks.injection_gate import injection_gate
 from codex_memories_tasks.mark_succeeded import mark_succeeded
@@ -50,6 +60,7 @@ from codex_memories_tasks.rate_limit import check_rate_limits, release_phase2_le
 from codex_memories_tasks.refresh_recall_index import refresh_recall_index
 from codex_memories_tasks.report import publish_phase2_report
 from codex_memories_tasks.reset_baseline import reset_baseline
+from codex_memories_tasks.review import discard_proposal, propose
 from codex_memories_tasks.select import select
 from codex_memories_tasks.sync import sync
 from codex_memories_tasks.validate_artifacts import validate_artifacts
@@ -141,6 +152,13 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
 
 
 def _consolidate_under_lease(config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report) -> None:
+    local_root = memory_root(config).local_path
+    if config.settings.review == "ask" and local_root is not None and load_proposal(local_root) is not None:
+        # One proposal at a time: a new consolidation would bury the one waiting for a decision.
+        release_phase2_lease(config, lease)
+        report.outcome = Outcome.skipped_review_pending
+        report.reason = "a consolidation is waiting for review: `codex-memories review`, then --approve or --reject"
+        return
     scratch = _scratch_dir(config)
     # Readers read the live folder at any time: phase 2 writes a copy of it (a local mirror of an
     # object-store root, a staging copy beside a local root) and publishes it in one step.
@@ -233,7 +251,10 @@ def _consolidate_and_publish(
     if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before the baseline reset"
         return
-    # 12a. A note or an edit that reached the live folder while this run worked on its copy
+    # 12a. Ask mode: the gated copy is a proposal; it goes live only once approved.
+    if config.settings.review == "ask" and not _reviewed(config, lease, report, workspace, diff, selection):
+        return
+    # 12b. A note or an edit that reached the live folder while this run worked on its copy
     #      must not be overwritten: leave the folder to the next pass, which sees it.
     if _left_for_next_pass(config, lease, report, workspace):
         return
@@ -251,6 +272,79 @@ def _consolidate_and_publish(
     #     failure is reported, never a failed consolidation).
     if report.outcome is Outcome.succeeded:
         report.recall_index = refresh_recall_index(workspace)
+
+
+class ReviewDecision(RunInput):
+    """The form a paused ask-mode run shows in the Prefect UI."""
+
+    approve: bool = Field(description="Apply the proposed change to the memory folder.")
+    comment: str = Field(default="", description="Why (kept in the run's logs).")
+
+
+# How often a paused run asks the server whether it was resumed.
+REVIEW_POLL_SECONDS = 10
+
+
+def _can_pause() -> bool:
+    """A run can wait for a decision only where someone can resume it: a deployment's run on a
+    server that outlives it (`codex-memories serve`, a worker). A plain `codex-memories phase2`
+    runs against a temporary server that ends with it."""
+    context = FlowRunContext.get()
+    return context is not None and context.flow_run is not None and context.flow_run.deployment_id is not None
+
+
+def _reviewed(
+    config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, workspace: LocalWorkspace,
+    diff: WorkspaceDiff, selection: Any,
+) -> bool:
+    """Keep the copy as a proposal and wait for a decision; True when approved (publish it)."""
+    if not isinstance(workspace, StagedWorkspace):
+        raise Phase2Failure(Outcome.failed_review, "review = ask needs a local memory root (object-store roots publish as auto)")
+    pausable = _can_pause()
+    context = FlowRunContext.get()
+    flow_run_id = str(context.flow_run.id) if pausable and context is not None and context.flow_run is not None else None
+    proposal = _step(Outcome.failed_review, propose, workspace, lease, selection, report.usage or None, diff, flow_run_id)
+    if not pausable:
+        release_phase2_lease(config, lease)
+        report.outcome = Outcome.proposed_awaiting_review
+        report.reason = f"proposal kept at {proposal.path}: `codex-memories review`, then --approve or --reject"
+        return False
+    decision = _wait_for_decision(config, lease)
+    if decision is not None and decision.approve:
+        forget_proposal_metadata(workspace.path)
+        workspace.kept = False  # this run's copy again: published below, or discarded
+        if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
+            report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost while waiting for review"
+            return False
+        return True
+    _step(Outcome.failed_review, discard_proposal, workspace)
+    release_phase2_lease(config, lease)
+    if decision is None:
+        report.outcome, report.reason = Outcome.skipped_review_timeout, "no decision within the review timeout: rejected"
+    else:
+        report.outcome = Outcome.skipped_review_rejected
+        report.reason = redact_secrets(f"rejected in review{': ' + decision.comment if decision.comment else ''}")
+    return False
+
+
+def _wait_for_decision(config: RuntimeConfig, lease: Phase2Lease) -> ReviewDecision | None:
+    """Pause for the reviewer's form while the lease is renewed; None when the timeout ran out."""
+    settings = config.settings
+    with lease_heartbeat(config, lease).running():
+        try:
+            return pause_flow_run(
+                wait_for_input=ReviewDecision,
+                timeout=settings.review_timeout_seconds,
+                poll_interval=min(REVIEW_POLL_SECONDS, settings.review_timeout_seconds),
+            )
+        except FlowPauseTimeout:
+            # The run is still Paused on the server (its pause expired): take it back to Running
+            # so it finishes with its own outcome, the reject, instead of a failed state.
+            context = FlowRunContext.get()
+            if context is not None and context.flow_run is not None:
+                with get_client(sync_client=True) as client:
+                    client.set_flow_run_state(context.flow_run.id, Running(), force=True)
+            return None
 
 
 def _left_for_next_pass(

@@ -57,7 +57,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codex_memories.consolidate.workspace import UnsafeMemoryRootError, baseline_is_usable, tree_status
+from codex_memories.consolidate.workspace import (
+    UnsafeMemoryRootError,
+    baseline_commit,
+    baseline_is_usable,
+    tree_status,
+)
 from codex_memories.paths import (
     GIT_DIR,
     MEMORY_FILE,
@@ -396,6 +401,10 @@ class StagedWorkspace(LocalWorkspace):
         self.published = False
         self.snapshot = TreeSnapshot()
         self.publish_result: PublishResult | None = None
+        # The live baseline the copy was made from: a proposal applies only on top of it.
+        self.base_commit: str | None = None
+        # A copy kept as a review proposal is not this run's to discard.
+        self.kept = False
 
     @property
     def writable(self) -> bool:
@@ -410,6 +419,7 @@ class StagedWorkspace(LocalWorkspace):
         if self.staged:
             return
         discard(self.staging)  # a retried prepare starts from a fresh copy
+        self.base_commit = baseline_commit(self.live) if self.live.is_dir() else None
         self.snapshot = copy_tree(self.live, self.staging)
         self.skipped_links = list(self.snapshot.skipped_symlinks)
         self.staged, self.path = True, self.staging
@@ -426,6 +436,11 @@ class StagedWorkspace(LocalWorkspace):
             self.published, self.path = True, self.live
         return PushResult(uploaded=[], deleted=[], baseline_uploaded=self.publish_result.published)
 
+    def move_to(self, path: Path) -> None:
+        """Keep the copy under another name beside the live folder (a review proposal)."""
+        os.rename(self.staging, path)
+        self.staging = self.path = path
+
     def discard(self) -> None:
-        if self.staged and not self.published:
+        if self.staged and not self.published and not self.kept:
             discard(self.staging)

@@ -215,6 +215,14 @@ def baseline_is_usable(root_dir: Path) -> bool:
     return _baseline_is_usable(root_dir) and SandboxedFolder(root_dir).kind(_INFO_ATTRIBUTES_PATH) == "file"
 
 
+def baseline_commit(root_dir: Path) -> str | None:
+    """Read-only: the baseline commit's id (each reset makes a new one), None without a baseline."""
+    root_dir = Path(root_dir)
+    if not _baseline_is_usable(root_dir):
+        return None
+    return _git(root_dir, "rev-parse", "--verify", "HEAD^{commit}").stdout.decode().strip()
+
+
 def tree_status(root_dir: Path) -> list[str]:
     """Read-only: the paths whose working-tree state differs from the baseline commit.
 
