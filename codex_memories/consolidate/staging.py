@@ -418,6 +418,9 @@ class StagedWorkspace(LocalWorkspace):
     def stage(self) -> None:
         if self.staged:
             return
+        if os.path.lexists(self.live) and not self.live.is_dir():
+            # Never exchanged away: a file (or a dangling link) there is the user's, not a folder.
+            raise UnsafeMemoryRootError(f"memory root {self.live} exists and is not a directory")
         discard(self.staging)  # a retried prepare starts from a fresh copy
         self.base_commit = baseline_commit(self.live) if self.live.is_dir() else None
         self.snapshot = copy_tree(self.live, self.staging)

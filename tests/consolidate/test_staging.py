@@ -205,3 +205,13 @@ def test_stale_staging_copies_of_dead_runs_are_removed_and_nothing_else(tmp_path
     other.mkdir()
     assert remove_stale_staging(live) == [stale]
     assert not stale.exists() and other.exists() and live.is_dir()
+
+
+def test_a_memory_root_that_is_a_file_is_refused_and_kept(tmp_path: Path) -> None:
+    root = tmp_path / "memories"
+    root.write_text("not a folder\n", encoding="utf-8")
+    workspace = StagedWorkspace(open_memory_root(root), "t")
+    with pytest.raises(UnsafeMemoryRootError, match="not a directory"):
+        workspace.pull()
+    assert root.read_text(encoding="utf-8") == "not a folder\n"
+    assert not staging_path(root, "t").exists()
