@@ -49,6 +49,18 @@ class Outcome(StrEnum):
     # Ours: another run's stage-1 extractions are in flight under live leases; the global job
     # stays dirty for the next run (no consolidation, no cooldown).
     skipped_stage1_in_flight = "skipped_stage1_in_flight"
+    # Ours: the live memory folder changed (a note, a user's edit) while phase 2 consolidated a
+    # copy of it; nothing was published, the lease is given back and another pass runs.
+    skipped_live_folder_changed = "skipped_live_folder_changed"
+    # Ours, review = ask: the consolidation is a proposal on disk waiting for `codex-memories
+    # review` (the run could not pause); a run that finds one waiting does not consolidate again;
+    # a rejected or unanswered proposal is discarded (inputs kept for the next run); a proposal
+    # that could not be kept or decided is its own failure.
+    proposed_awaiting_review = "proposed_awaiting_review"
+    skipped_review_pending = "skipped_review_pending"
+    skipped_review_rejected = "skipped_review_rejected"
+    skipped_review_timeout = "skipped_review_timeout"
+    failed_review = "failed_review"
     failed_confirm_ownership = "failed_confirm_ownership"
     failed_workspace_commit = "failed_workspace_commit"
     failed_forget_audit = "failed_forget_audit"

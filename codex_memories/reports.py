@@ -155,7 +155,8 @@ class Phase2Report:
     injection_findings: list[str] = field(default_factory=list)
     # Threads whose stage-1 memory the refused lines were traced to, quarantined (route pollution).
     quarantined_threads: list[str] = field(default_factory=list)
-    # A failed run put back the folder it found (None: it failed before touching the folder).
+    # A failed run left the live folder as it found it: its copy was discarded (None: it failed
+    # before consolidating).
     folder_restored: bool | None = None
     # Stage-1 outputs arrived while this run consolidated: the job stays dirty, no cooldown.
     work_left: bool = False
@@ -211,7 +212,7 @@ def render_phase2_markdown(report: Phase2Report) -> str:
         lines += ["", "Quarantined (their stage-1 memory leaves the selection; the next run consolidates the rest):", ""]
         lines += [f"- `{thread_id}`" for thread_id in report.quarantined_threads]
     if report.folder_restored:
-        lines += ["", "The memory folder was restored to what this run found: nothing it wrote went live."]
+        lines += ["", "The memory folder is the one this run found: nothing it wrote went live."]
     if report.work_left:
         lines += ["", "Stage-1 outputs arrived while this run consolidated: the job stays dirty and no cooldown started."]
     lines += render_forget_audit(report.forget_audit)
@@ -248,7 +249,7 @@ def render_phase2_text(report: Phase2Report) -> str:
     if report.quarantined_threads:
         text += f"\n  quarantined thread(s): {', '.join(report.quarantined_threads)}"
     if report.folder_restored:
-        text += "\n  memory folder restored to what this run found"
+        text += "\n  memory folder left as this run found it"
     if report.work_left:
         text += "\n  stage-1 outputs arrived meanwhile: left dirty, no cooldown"
     for conflict in report.conflicts:

@@ -230,6 +230,19 @@ class Settings(BaseSettings):
     phase2_retry_delay_seconds: int = Field(
         default=3600, ge=0, le=604_800, description="Backoff after a failed consolidation."
     )
+    review: Literal["auto", "ask"] = Field(
+        default="auto",
+        description=(
+            "auto: a consolidation goes live at once; ask: it becomes a proposal that goes live only when "
+            "approved (`codex-memories review --approve`, or the paused flow run's form in the Prefect UI)."
+        ),
+    )
+    review_timeout_seconds: int = Field(
+        default=86_400,
+        ge=1,
+        le=2_592_000,
+        description="How long a paused ask-mode run waits for a decision; no decision in time is a reject.",
+    )
     phase2_cooldown_seconds: int = Field(
         default=21_600, ge=0, le=604_800, description="Minimum gap between successful consolidations."
     )
@@ -448,6 +461,8 @@ class SettingsOverrides(BaseModel):
     max_rollouts_per_startup: int | None = Field(default=None, description="Threads claimed per run (1..128).")
     ignore_age_windows: bool | None = Field(default=None, description="Claim regardless of the idle and age windows.")
     backfill_batch_size: int | None = Field(default=None, description="Backfill: threads per batch (1..1024).")
+    review: Literal["auto", "ask"] | None = Field(default=None, description="auto, or ask: consolidations wait for approval.")
+    review_timeout_seconds: int | None = Field(default=None, description="Seconds a paused ask-mode run waits (a reject after).")
 
     def load(self) -> RuntimeConfig:
         """The effective configuration; a bad value is a one-line `SettingsError`."""

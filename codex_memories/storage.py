@@ -28,7 +28,9 @@ since object stores keep no permission bits) next to them; `push` uploads the fi
 changed since the pull, deletes the ones removed locally and uploads the baseline archive last.
 The files go up before the baseline, so a push interrupted half way leaves files that differ from
 the old baseline: the next phase 2 sees them as changes and consolidates again; nothing is lost.
-For a local root the workspace is the root itself and pull/push do nothing. Pull and push assume
+For a local root phase 2 uses `consolidate.staging.StagedWorkspace` (a staging copy beside the
+live folder, published in one step); a plain `LocalWorkspace` over a local root is the root itself
+and its pull/push do nothing. Pull and push assume
 the caller holds the phase-2 lock (no other writer). Both may be retried after a transient error
 (`is_transient_storage_error`): a second `pull` starts again from an empty mirror, a second `push`
 uploads again what the first one may not have.
@@ -474,6 +476,19 @@ class LocalWorkspace:
             self.is_mirror = True
         self._snapshot: WorkspaceSnapshot | None = None
         self._pull_started = False
+        # Symlinks a staging copy left out (a mirror has none: object stores keep no links).
+        self.skipped_links: list[str] = []
+
+    @property
+    def writable(self) -> bool:
+        """Whether phase 2 may write `path` now (a mirror is always its own copy)."""
+        return True
+
+    def stage(self) -> None:
+        """Make `path` a copy this run may write; see `consolidate.staging.StagedWorkspace`."""
+
+    def discard(self) -> None:
+        """Drop what this run did not publish (a mirror is removed by whoever made its directory)."""
 
     def pull(self) -> None:
         if not self.is_mirror:

@@ -290,6 +290,9 @@ app.add_typer(codex_app)
 from codex_memories_cli.export import export_app  # noqa: E402 - registers after the core commands
 
 app.add_typer(export_app)
+from codex_memories_cli.review import review_app  # noqa: E402 - registers after the core commands
+
+app.add_typer(review_app)
 
 
 def main() -> None:

@@ -22,10 +22,21 @@ import httpx
 from prefect import flow, get_client, get_run_logger
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.concurrency.sync import concurrency
-from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
-from prefect.states import Completed, Failed, State
+from prefect.context import FlowRunContext
+from prefect.exceptions import FlowPauseTimeout, ObjectAlreadyExists, ObjectNotFound
+from prefect.flow_runs import pause_flow_run
+from prefect.input import RunInput
+from prefect.states import Completed, Failed, Running, State
+from pydantic import Field
 
-from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, mark_failed, memory_storage_bytes
+from codex_memories.consolidate.review import forget_proposal_metadata, load_proposal
+from codex_memories.consolidate.staging import StagedWorkspace
+from codex_memories.consolidate.steps import (
+    Phase2Failure,
+    Phase2Lease,
+    mark_failed,
+    memory_storage_bytes,
+)
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
@@ -39,7 +50,7 @@ from codex_memories_tasks.check_settled import check_settled, record_settled
 from codex_memories_tasks.claim_lock import claim_lock
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.confirm_ownership import confirm_ownership
-from codex_memories_tasks.consolidate import consolidate
+from codex_memories_tasks.consolidate import consolidate, lease_heartbeat
 from codex_memories_tasks.expire_typed_entries import expire_typed_entries
 from codex_memories_tasks.find_entry_conflicts import find_entry_conflicts
 from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
@@ -51,7 +62,7 @@ from codex_memories_tasks.rate_limit import check_rate_limits, release_phase2_le
 from codex_memories_tasks.refresh_recall_index import refresh_recall_index
 from codex_memories_tasks.report import publish_phase2_report
 from codex_memories_tasks.reset_baseline import reset_baseline
-from codex_memories_tasks.restore_folder import restore_folder
+from codex_memories_tasks.review import discard_proposal, propose
 from codex_memories_tasks.select import select
 from codex_memories_tasks.sync import sync
 from codex_memories_tasks.validate_artifacts import validate_artifacts
@@ -157,10 +168,27 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
 
 
 def _consolidate_under_lease(config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report) -> None:
+    local_root = memory_root(config).local_path
+    if config.settings.review == "ask" and local_root is not None and load_proposal(local_root) is not None:
+        # One proposal at a time: a new consolidation would bury the one waiting for a decision.
+        release_phase2_lease(config, lease)
+        report.outcome = Outcome.skipped_review_pending
+        report.reason = "a consolidation is waiting for review: `codex-memories review`, then --approve or --reject"
+        return
     scratch = _scratch_dir(config)
+    # Readers read the live folder at any time: phase 2 writes a copy of it (a local mirror of an
+    # object-store root, a staging copy beside a local root) and publishes it in one step.
+    workspace = (
+        LocalWorkspace(memory_root(config), scratch)
+        if scratch is not None
+        else StagedWorkspace(memory_root(config), lease.ownership_token)
+    )
     try:
-        _consolidate_in_workspace(config, lease, report, LocalWorkspace(memory_root(config), scratch))
+        _consolidate_in_workspace(config, lease, report, workspace)
     finally:
+        # Whatever this run did not publish (a failed, refused or settled run's copy) goes; the
+        # live folder is the one it found.
+        workspace.discard()
         if scratch is not None:
             # The object store holds the result (or the next run starts over): the local mirror
             # of this run is only a temporary copy.
@@ -185,22 +213,22 @@ def _consolidate_in_workspace(
     # 6. Diff against the baseline.
     diff, settled = _step(Outcome.failed_workspace_status, git_diff, workspace)
     report.diff_status = [f"{change.status} {change.path}" for change in diff.changes]
-    # 7. No change and valid artifacts: finish without any model call.
+    # 7. No change and valid artifacts: finish without any model call. A copy made only to
+    #    prepare the folder or re-record its inputs equals its baseline: it goes live as it is.
     if settled:
+        if workspace.writable and not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
+            report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before publishing"
+            return
+        _step(Outcome.failed_workspace_commit, reset_baseline, workspace)
         report.storage_bytes = memory_storage_bytes(workspace.path)
         _finish(config, lease, selection, report, Outcome.succeeded_no_workspace_changes)
         return
     try:
         _consolidate_and_publish(config, lease, report, workspace, diff, selection)
-    except Phase2Failure as failure:
-        # The folder the diff step found goes back: never a half-consolidated or rejected one.
-        try:
-            report.folder_restored = _step(failure.outcome, restore_folder, workspace, diff)
-        except Phase2Failure as restore_failure:
-            report.folder_restored = False
-            raise Phase2Failure(
-                failure.outcome, f"{failure.reason}; restoring the folder failed: {restore_failure.reason}"
-            ) from restore_failure
+    except Phase2Failure:
+        # Nothing a failed or refused run wrote went live: its copy is discarded, the live folder
+        # is the last good one.
+        report.folder_restored = not getattr(workspace, "published", False)
         raise
 
 
@@ -245,10 +273,20 @@ def _consolidate_and_publish(
     if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before the baseline reset"
         return
+    # 12a. Ask mode: the gated copy is a proposal; it goes live only once approved.
+    if config.settings.review == "ask" and not _reviewed(config, lease, report, workspace, diff, selection):
+        return
+    # 12b. A note or an edit that reached the live folder while this run worked on its copy
+    #      must not be overwritten: leave the folder to the next pass, which sees it.
+    if _left_for_next_pass(config, lease, report, workspace):
+        return
     # 13. Audit the ad-hoc notes and user edits this consolidation integrated (route 7).
     _step(Outcome.failed_forget_audit, audit_manual_changes, workspace, diff, config)
-    # 14. Reset the baseline (and publish object-store roots).
-    _step(Outcome.failed_workspace_commit, reset_baseline, workspace)
+    # 14. Reset the baseline in the copy and publish it (push the mirror, or make the staging
+    #     copy the live folder in one step).
+    if not _step(Outcome.failed_workspace_commit, reset_baseline, workspace):
+        _left_for_next_pass(config, lease, report, workspace, published=False)
+        return
     # 15. Mark success: exact-snapshot selection flags and the watermark.
     report.storage_bytes = memory_storage_bytes(workspace.path)
     _finish(config, lease, selection, report, Outcome.succeeded)
@@ -256,6 +294,97 @@ def _consolidate_and_publish(
     #     failure is reported, never a failed consolidation).
     if report.outcome is Outcome.succeeded:
         report.recall_index = refresh_recall_index(workspace)
+
+
+class ReviewDecision(RunInput):
+    """The form a paused ask-mode run shows in the Prefect UI."""
+
+    approve: bool = Field(description="Apply the proposed change to the memory folder.")
+    comment: str = Field(default="", description="Why (kept in the run's logs).")
+
+
+# How often a paused run asks the server whether it was resumed.
+REVIEW_POLL_SECONDS = 10
+
+
+def _can_pause() -> bool:
+    """A run can wait for a decision only where someone can resume it: a deployment's run on a
+    server that outlives it (`codex-memories serve`, a worker). A plain `codex-memories phase2`
+    runs against a temporary server that ends with it."""
+    context = FlowRunContext.get()
+    return context is not None and context.flow_run is not None and context.flow_run.deployment_id is not None
+
+
+def _reviewed(
+    config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, workspace: LocalWorkspace,
+    diff: WorkspaceDiff, selection: Any,
+) -> bool:
+    """Keep the copy as a proposal and wait for a decision; True when approved (publish it)."""
+    if not isinstance(workspace, StagedWorkspace):
+        raise Phase2Failure(Outcome.failed_review, "review = ask needs a local memory root (object-store roots publish as auto)")
+    pausable = _can_pause()
+    context = FlowRunContext.get()
+    flow_run_id = str(context.flow_run.id) if pausable and context is not None and context.flow_run is not None else None
+    proposal = _step(Outcome.failed_review, propose, workspace, lease, selection, report.usage or None, diff, flow_run_id)
+    if not pausable:
+        release_phase2_lease(config, lease)
+        report.outcome = Outcome.proposed_awaiting_review
+        report.reason = f"proposal kept at {proposal.path}: `codex-memories review`, then --approve or --reject"
+        return False
+    decision = _wait_for_decision(config, lease)
+    if decision is not None and decision.approve:
+        forget_proposal_metadata(workspace.path)
+        workspace.kept = False  # this run's copy again: published below, or discarded
+        if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
+            report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost while waiting for review"
+            return False
+        return True
+    _step(Outcome.failed_review, discard_proposal, workspace)
+    release_phase2_lease(config, lease)
+    if decision is None:
+        report.outcome, report.reason = Outcome.skipped_review_timeout, "no decision within the review timeout: rejected"
+    else:
+        report.outcome = Outcome.skipped_review_rejected
+        report.reason = redact_secrets(f"rejected in review{': ' + decision.comment if decision.comment else ''}")
+    return False
+
+
+def _wait_for_decision(config: RuntimeConfig, lease: Phase2Lease) -> ReviewDecision | None:
+    """Pause for the reviewer's form while the lease is renewed; None when the timeout ran out."""
+    settings = config.settings
+    with lease_heartbeat(config, lease).running():
+        try:
+            return pause_flow_run(
+                wait_for_input=ReviewDecision,
+                timeout=settings.review_timeout_seconds,
+                poll_interval=min(REVIEW_POLL_SECONDS, settings.review_timeout_seconds),
+            )
+        except FlowPauseTimeout:
+            # The run is still Paused on the server (its pause expired): take it back to Running
+            # so it finishes with its own outcome, the reject, instead of a failed state.
+            context = FlowRunContext.get()
+            if context is not None and context.flow_run is not None:
+                with get_client(sync_client=True) as client:
+                    client.set_flow_run_state(context.flow_run.id, Running(), force=True)
+            return None
+
+
+def _left_for_next_pass(
+    config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, workspace: LocalWorkspace, *, published: bool = True
+) -> bool:
+    """When the live folder changed since it was copied, give the lease back (no failure, no
+    cooldown) and ask for another pass. True when the folder was left."""
+    changed = workspace.changed_meanwhile() if isinstance(workspace, StagedWorkspace) else []
+    if published and not changed:
+        return False
+    release_phase2_lease(config, lease)
+    report.outcome, report.work_left = Outcome.skipped_live_folder_changed, True
+    report.reason = redact_secrets(
+        "the memory folder changed while this run consolidated a copy of it"
+        + (f" ({', '.join(changed[:5])})" if changed else "")
+        + ": nothing was published; the next pass consolidates the change"
+    )
+    return True
 
 
 def _finish(config: RuntimeConfig, lease: Phase2Lease, selection: Any, report: Phase2Report, outcome: Outcome) -> None:

@@ -13,16 +13,20 @@ from codex_memories.settings import RuntimeConfig
 from codex_memories.storage import LocalWorkspace
 
 
-@task(name="consolidate", cache_policy=None)
-def consolidate(workspace: LocalWorkspace, config: RuntimeConfig, lease: Phase2Lease) -> ConsolidationStep:
+def lease_heartbeat(config: RuntimeConfig, lease: Phase2Lease) -> LeaseHeartbeat:
+    """The renewal of the phase-2 lease while a step waits (the agent, a paused review)."""
     settings = config.settings
-    heartbeat = LeaseHeartbeat(
+    return LeaseHeartbeat(
         open_store(settings.resolved_db_url),
         ownership_token=lease.ownership_token,
         lease_seconds=settings.phase2_lease_seconds,
         period_seconds=settings.phase2_heartbeat_seconds,
     )
-    step = run_consolidation(workspace.path, consolidator(config), heartbeat=heartbeat)
+
+
+@task(name="consolidate", cache_policy=None)
+def consolidate(workspace: LocalWorkspace, config: RuntimeConfig, lease: Phase2Lease) -> ConsolidationStep:
+    step = run_consolidation(workspace.path, consolidator(config), heartbeat=lease_heartbeat(config, lease))
     get_run_logger().info(
         "%s consolidator: %s after %d steps, %d tool calls",
         step.consolidator, step.stop_reason, step.steps, step.tool_calls,

@@ -6,7 +6,7 @@ then `phase2_workspace_diff.md` written into the workspace.
 
 from prefect import task
 
-from codex_memories.consolidate.steps import diff_workspace, workspace_is_settled, write_diff_file
+from codex_memories.consolidate.steps import diff_and_settle, write_diff_file
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.storage import LocalWorkspace
 
@@ -14,8 +14,7 @@ from codex_memories.storage import LocalWorkspace
 @task(name="git-diff", cache_policy=None)
 def git_diff(workspace: LocalWorkspace) -> tuple[WorkspaceDiff, bool]:
     """The diff against the baseline, and whether the workspace is settled (no change, valid)."""
-    diff = diff_workspace(workspace.path)
-    return diff, workspace_is_settled(workspace.path, diff)
+    return diff_and_settle(workspace)
 
 
 @task(name="write-diff-file", cache_policy=None)

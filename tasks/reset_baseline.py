@@ -1,7 +1,8 @@
 """Task: phase 2 step 13, make the consolidated tree the new baseline and publish object-store roots.
 
-Side effects: the diff file deleted, the single-commit baseline recreated, the mirror pushed.
-Retried on transient object-store errors.
+Side effects: the diff file deleted and the single-commit baseline recreated in the copy, then the
+mirror pushed or the staging copy made the live folder. Output: False when a local live folder
+changed since it was copied (nothing published). Retried on transient object-store errors.
 """
 
 from prefect import task
@@ -22,6 +23,7 @@ from codex_memories_tasks.storage_retries import (
     retry_delay_seconds=STORAGE_RETRY_DELAYS_SECONDS,
     retry_condition_fn=retry_transient_storage_errors,
 )
-def reset_baseline(workspace: LocalWorkspace) -> None:
-    """Delete the diff file, recreate the single-commit baseline, publish object-store roots."""
-    publish_workspace(workspace)
+def reset_baseline(workspace: LocalWorkspace) -> bool:
+    """Delete the diff file, recreate the single-commit baseline, publish the copy; False when the
+    live folder changed meanwhile and nothing was published."""
+    return publish_workspace(workspace)

@@ -2,12 +2,12 @@
 
 Writes `raw_memories.md` and `rollout_summaries/`; the summaries that left the selection are
 deleted and audited there (forgetting route 2). Idempotent: an unchanged selection writes
-nothing and audits nothing.
+nothing and audits nothing (and a local root is not even copied: see `StagedWorkspace`).
 """
 
 from prefect import task
 
-from codex_memories.consolidate.steps import Selection, SyncReport, sync_inputs
+from codex_memories.consolidate.steps import Selection, SyncReport, sync_workspace_inputs
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 from codex_memories.storage import LocalWorkspace
@@ -15,4 +15,4 @@ from codex_memories.storage import LocalWorkspace
 
 @task(name="sync-inputs", cache_policy=None)
 def sync(workspace: LocalWorkspace, selection: Selection, config: RuntimeConfig) -> SyncReport:
-    return sync_inputs(workspace.path, selection, open_store(config.settings.resolved_db_url))
+    return sync_workspace_inputs(workspace, selection, open_store(config.settings.resolved_db_url))

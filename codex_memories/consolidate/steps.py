@@ -8,10 +8,13 @@ irreversible, and the baseline is never reset without a confirmed lease.
 Idempotency: inputs are regenerated from the DB every run, so "no git diff" means nothing new;
 such a run finishes as `succeeded_no_workspace_changes` without any model call.
 
-Nothing hostile goes live: the consolidated files pass the injection gate before the baseline
-reset, and a run that fails once the consolidator may have written restores the folder it found
-(`restore_folder`, from the tree the diff step staged). An object-store root is never written
-before the final publish, so only its local mirror would need restoring; it is discarded instead.
+Nothing hostile or half-written goes live: phase 2 writes a copy, never the folder readers
+read. A local root is worked on through a `staging.StagedWorkspace` (a staging copy beside the
+live folder, made only once a step is about to write; a no-change run copies nothing) and an
+object-store root through its local mirror. The consolidated files pass validation and the
+injection gate in that copy; only then, with the lease confirmed, does `publish_workspace` make it
+the live folder in one step. A run that fails or is refused discards its copy: the live folder is
+the one it found, byte for byte.
 """
 
 from __future__ import annotations
@@ -49,12 +52,12 @@ from codex_memories.consolidate.inputs import (
     synced_inputs_unchanged,
     write_settled_record,
 )
+from codex_memories.consolidate.staging import live_tree_is_clean
 from codex_memories.consolidate.workspace import (
     WorkspaceDiff,
     clean_baseline_commit,
     prepare_workspace,
     reset_baseline,
-    restore_workspace,
     validate_artifacts,
     workspace_diff,
     write_workspace_diff_file,
@@ -64,6 +67,7 @@ from codex_memories.forget.entry_expiry import expire_entries, next_entry_expiry
 from codex_memories.forget.extension_expiry import (
     EXTENSION_RESOURCE_RETENTION_DAYS,
     expire_extension_resources,
+    expired_extension_resources,
     resource_timestamp,
 )
 from codex_memories.forget.selection_window import selection_window_actions
@@ -76,6 +80,7 @@ from codex_memories.state import GLOBAL_JOB_KEY, JobKind
 from codex_memories.state.records import Phase2ClaimOutcome, Phase2ClaimResult, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import LocalWorkspace, open_memory_root
+from codex_memories.typed_entries import has_expired_entry
 
 
 class Phase2Failure(Exception):
@@ -267,10 +272,13 @@ def next_extension_expiry(root_dir: Path, retention_days: int = EXTENSION_RESOUR
 
 
 def pull_and_prepare_workspace(workspace: LocalWorkspace) -> list[str]:
-    """Mirror an object-store root locally (a no-op for local roots), then `workspace.prepare_workspace`.
-    Returns the symlinks removed."""
+    """Mirror an object-store root locally, or stage a local root that needs preparing (a ready
+    one stays unstaged and untouched), then `workspace.prepare_workspace` on the copy. Returns the
+    symlinks removed (left out of the copy)."""
     workspace.pull()
-    return prepare_workspace(workspace.path).removed_symlinks
+    if not workspace.writable:
+        return []
+    return [*workspace.skipped_links, *prepare_workspace(workspace.path).removed_symlinks]
 
 
 def select_inputs(
@@ -300,6 +308,15 @@ def sync_inputs(root_dir: Path, selection: Selection, store: MemoryStore) -> Syn
     return SyncReport(summaries=summaries, raw_memories_changed=raw_changed, forgotten=forgotten)
 
 
+def sync_workspace_inputs(workspace: LocalWorkspace, selection: Selection, store: MemoryStore) -> SyncReport:
+    """`sync_inputs` in the workspace, staging it first unless the synced files are already
+    exactly what this selection makes (then nothing is copied, loaded or written)."""
+    if not workspace.writable and synced_inputs_unchanged(workspace.path, selection.refs):
+        return SyncReport(summaries=SyncResult(written=[], deleted=[], unchanged=[]), raw_memories_changed=False, reused=True)
+    workspace.stage()
+    return sync_inputs(workspace.path, selection, store)
+
+
 def prune_extension_resources(root_dir: Path, store: MemoryStore, *, now: datetime) -> list[ForgetAction]:
     """Forgetting route 6: delete extension resources older than the 7-day TTL, audited."""
     return record_actions(store, expire_extension_resources(root_dir, now))
@@ -315,6 +332,25 @@ def expire_typed_entries(root_dir: Path, selection: Selection, store: MemoryStor
     return forgotten
 
 
+def expire_workspace_typed_entries(
+    workspace: LocalWorkspace, selection: Selection, store: MemoryStore, *, now: datetime
+) -> list[ForgetAction]:
+    """`expire_typed_entries` in the workspace, staging it first when an entry expired (the live
+    folder is only read until then)."""
+    if not workspace.writable and not _synced_inputs_hold_expired_entry(workspace.path, now):
+        return []
+    workspace.stage()
+    return expire_typed_entries(workspace.path, selection, store, now=now)
+
+
+def _synced_inputs_hold_expired_entry(root_dir: Path, now: datetime) -> bool:
+    try:
+        text = SandboxedFolder(root_dir).read_bytes(RAW_MEMORIES_FILE).decode("utf-8")
+    except FileNotFoundError:
+        return False
+    return has_expired_entry(text, now)
+
+
 def find_entry_conflicts(root_dir: Path) -> list[Conflict]:
     """Contradicting entries in the synced `raw_memories.md`, newest winning (the run artifact
     lists them; the heuristic consolidator drops the losers, the model consolidators are told to)."""
@@ -325,8 +361,29 @@ def find_entry_conflicts(root_dir: Path) -> list[Conflict]:
     return find_input_conflicts(text)
 
 
+def prune_workspace_extension_resources(workspace: LocalWorkspace, store: MemoryStore, *, now: datetime) -> list[ForgetAction]:
+    """`prune_extension_resources` in the workspace, staging it first when anything expired."""
+    if not workspace.writable and not expired_extension_resources(workspace.path, now):
+        return []
+    workspace.stage()
+    return prune_extension_resources(workspace.path, store, now=now)
+
+
 def diff_workspace(root_dir: Path) -> WorkspaceDiff:
     return workspace_diff(root_dir)
+
+
+def diff_and_settle(workspace: LocalWorkspace) -> tuple[WorkspaceDiff, bool]:
+    """The diff against the baseline and whether the workspace is settled (no change, valid).
+
+    An unstaged live folder is checked read-only; when it is not settled it is staged here and
+    diffed in the copy, so every later step writes the copy."""
+    if not workspace.writable:
+        if live_tree_is_clean(workspace.path) and not validate_artifacts(workspace.path):
+            return WorkspaceDiff(changes=[], unified_diff=""), True
+        workspace.stage()
+    diff = diff_workspace(workspace.path)
+    return diff, workspace_is_settled(workspace.path, diff)
 
 
 def workspace_is_settled(root_dir: Path, diff: WorkspaceDiff) -> bool:
@@ -395,15 +452,6 @@ def quarantine_injection_sources(
     return GateVerdict(len(findings), describe_traced(traced, MAX_REPORTED_FINDINGS), quarantined, reason)
 
 
-def restore_folder(workspace: LocalWorkspace, diff: WorkspaceDiff) -> bool:
-    """Put back the folder as the diff step found it. False when there was nothing to restore
-    (a mirror of an object-store root: the root itself was never written)."""
-    if workspace.is_mirror or diff.tree is None:
-        return False
-    restore_workspace(workspace.path, diff.tree)
-    return True
-
-
 class LeaseHeartbeat:
     """Renews the phase-2 lease in the background while the agent runs.
 
@@ -458,10 +506,16 @@ def confirm_ownership(store: MemoryStore, *, lease: Phase2Lease, lease_seconds: 
     return store.heartbeat_global_phase2_job(ownership_token=lease.ownership_token, lease_seconds=lease_seconds)
 
 
-def publish_workspace(workspace: LocalWorkspace) -> None:
-    """Reset the single-commit baseline, then publish (object-store roots only)."""
+def publish_workspace(workspace: LocalWorkspace) -> bool:
+    """Reset the single-commit baseline in the copy, then publish it (push the mirror, or make the
+    staging copy the live folder). False when a local live folder changed since it was copied:
+    nothing was published and the copy is left to be discarded."""
+    if not workspace.writable:
+        return True  # nothing was staged: the live folder already is this state
     reset_baseline(workspace.path)
     workspace.push()
+    publish = getattr(workspace, "publish_result", None)
+    return publish is None or publish.published
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,10 @@ for object-store roots):
   unusable; `reset_baseline` replaces it (no history is kept, so deleted memory text does not
   survive in git objects); `workspace_diff` compares it with the working tree through a temporary
   index, leaving the real index, HEAD and refs untouched, and names the tree it staged
-  (`WorkspaceDiff.tree`): the folder as it was before the consolidator ran.
-  `restore_workspace(root, tree)` makes the working tree exactly that tree again (files the
-  consolidator added are deleted, changed ones rewritten with their modes): a failed phase 2
-  leaves the folder it found, never a half-consolidated or rejected one. The tree's objects are
-  dropped with `.git` at the next baseline reset, so no history is kept.
+  (`WorkspaceDiff.tree`): the folder as it was before the consolidator ran. Phase 2 runs all of
+  this in a copy of the live folder (`consolidate.staging`): a failed run discards the copy, so
+  nothing here ever needs restoring. `baseline_is_usable` and `tree_status` are the read-only
+  checks a no-change run makes on the live folder itself.
 - git always runs with an explicit `--git-dir`/`--work-tree`, no user or system config, no hooks,
   no pager, no ignore files (every file but `.git/` is content) and a fixed author.
 - `validate_artifacts` deletes every symlink in the tree and reports it, reports hard-linked files,
@@ -122,8 +121,7 @@ class Change:
 class WorkspaceDiff:
     changes: list[Change]
     unified_diff: str
-    # The git tree of the working tree as diffed (None when not recorded); what a failed run
-    # restores. Not part of equality: two diffs with the same changes are the same diff.
+    # The git tree of the working tree as diffed (None when not recorded). Not part of equality: two diffs with the same changes are the same diff.
     tree: str | None = field(default=None, compare=False)
 
     @property
@@ -210,6 +208,32 @@ def _baseline_is_usable(root_dir: Path) -> bool:
         return False
     # Reads every tree object of the baseline, so a half-deleted object store is caught here.
     return _git(root_dir, "ls-tree", "-r", "-z", "--name-only", "HEAD", check=False).returncode == 0
+
+
+def baseline_is_usable(root_dir: Path) -> bool:
+    """Read-only: a baseline commit whose trees all read, and our attributes file in place."""
+    root_dir = Path(root_dir)
+    return _baseline_is_usable(root_dir) and SandboxedFolder(root_dir).kind(_INFO_ATTRIBUTES_PATH) == "file"
+
+
+def baseline_commit(root_dir: Path) -> str | None:
+    """Read-only: the baseline commit's id (each reset makes a new one), None without a baseline."""
+    root_dir = Path(root_dir)
+    if not _baseline_is_usable(root_dir):
+        return None
+    return _git(root_dir, "rev-parse", "--verify", "HEAD^{commit}").stdout.decode().strip()
+
+
+def tree_status(root_dir: Path) -> list[str]:
+    """Read-only: the paths whose working-tree state differs from the baseline commit.
+
+    `git status` without optional locks writes no index, object or lock file; ignored files are
+    listed too (`--ignored=matching`), as every file but `.git/` and our bookkeeping is content."""
+    completed = _git(
+        Path(root_dir), "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all",
+        "--ignored=matching", "--no-renames", *_TRACKED_PATHSPEC,
+    )
+    return [record[3:] for record in completed.stdout.decode("utf-8", "replace").split("\0") if len(record) > 3]
 
 
 def _refresh_index(root_dir: Path) -> None:
@@ -315,36 +339,6 @@ def workspace_diff(root_dir: Path) -> WorkspaceDiff:
     finally:
         temporary_index.unlink(missing_ok=True)
         Path(str(temporary_index) + ".lock").unlink(missing_ok=True)
-
-
-def restore_workspace(root_dir: Path, tree: str) -> None:
-    """Make the working tree (everything but `.git/` and our bookkeeping folder) equal `tree`.
-
-    Untracked files and folders are deleted first (ignore rules do not apply, nested
-    repositories included; `phase2_workspace_diff.md` is kept), then every file of the tree is
-    written back with its mode. The real
-    index, HEAD and refs are not modified; the index's stat cache is refreshed afterwards.
-    """
-    root_dir = Path(root_dir)
-    remove_symlinks(root_dir)
-    git_dir = root_dir / GIT_DIR
-    descriptor, name = tempfile.mkstemp(prefix="codex-memories-restore-index-", dir=git_dir)
-    os.close(descriptor)
-    temporary_index = Path(name)
-    temporary_index.unlink()  # git creates a missing index, but refuses an empty file
-    try:
-        _git(root_dir, "read-tree", tree, index_file=temporary_index)
-        # The diff file stays, as spec 3 step 10 leaves it after a failure (never served, and
-        # rewritten by the next run).
-        _git(
-            root_dir, "clean", "-d", "-f", "-f", "-x", "-q", *_TRACKED_PATHSPEC, f":(exclude){WORKSPACE_DIFF_FILE}",
-            index_file=temporary_index,
-        )
-        _git(root_dir, "checkout-index", "--all", "--force", index_file=temporary_index)
-    finally:
-        temporary_index.unlink(missing_ok=True)
-        Path(str(temporary_index) + ".lock").unlink(missing_ok=True)
-    _refresh_index(root_dir)
 
 
 # --------------------------------------------------------------------------------------------

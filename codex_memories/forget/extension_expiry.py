@@ -59,6 +59,17 @@ def prune_old_extension_resources(
     """Delete `extensions/<name>/resources/<timestamp>….md` older than `now - retention_days`.
 
     Returns the deleted paths, sorted."""
+    root = open_memory_root(root)
+    expired = expired_extension_resources(root, now, retention_days)
+    for path in expired:
+        root.delete(path)
+    return expired
+
+
+def expired_extension_resources(
+    root: RootLike, now: datetime, retention_days: int = EXTENSION_RESOURCE_RETENTION_DAYS
+) -> list[str]:
+    """The resources `prune_old_extension_resources` would delete, sorted; read-only."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     root = open_memory_root(root)
@@ -80,7 +91,6 @@ def prune_old_extension_resources(
                 continue
             created = resource_timestamp(resource.name)
             if created is not None and created < cutoff:
-                root.delete(resource.path)
                 deleted.append(resource.path)
     return sorted(deleted)
 

@@ -1,0 +1,112 @@
+"""`codex-memories review`: the decision on a consolidation that waits for approval (`review = ask`).
+
+Without `--approve`/`--reject` it prints the waiting proposal (when it was made, how many
+stage-1 outputs it consolidates) and its redacted diff against the live folder. A decision goes
+to the flow run that waits for it when one is paused (resumed with the same input its Prefect
+UI form sends); otherwise the library applies (`approve_proposal`: atomically, as a successful
+phase 2) or discards (`reject_proposal`) the proposal on disk. A proposal made from another
+baseline than the live one, or one whose live folder changed since, is refused: one line on
+stderr, exit 2, nothing changed. No proposal waiting is exit 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from codex_memories.settings import RuntimeConfig
+from codex_memories_cli.errors import EXIT_BAD_SETTING, fail
+from codex_memories_cli.memory import _local_memory_root
+from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
+
+review_app = typer.Typer()
+
+# A refused decision exits like a bad setting: it is the input that does not fit, nothing changed.
+EXIT_REFUSED = EXIT_BAD_SETTING
+
+
+@review_app.command()
+def review(
+    approve: Annotated[bool, typer.Option("--approve", help="Apply the waiting proposal to the memory folder.")] = False,
+    reject: Annotated[bool, typer.Option("--reject", help="Discard the waiting proposal (its inputs stay for the next run).")] = False,
+    comment: Annotated[str, typer.Option("--comment", help="Why; sent with the decision to a paused run.")] = "",
+    codex_home: CodexHome = None,
+    db: DbUrl = None,
+    memory_root: MemoryRoot = None,
+    config_file: ConfigFile = None,
+) -> None:
+    """Show the consolidation waiting for review (review = ask), or --approve / --reject it."""
+    from codex_memories.consolidate.review import ReviewRefused, load_proposal, proposal_diff
+
+    if approve and reject:
+        fail("give --approve or --reject, not both", EXIT_REFUSED)
+    _, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    root = _local_memory_root(config, "review")
+    try:
+        proposal = load_proposal(root)
+    except ReviewRefused as error:
+        fail(str(error), EXIT_REFUSED)
+    if proposal is None:
+        fail(f"no consolidation is waiting for review beside {root}")
+    if not approve and not reject:
+        waiting = f"; flow run {proposal.flow_run_id} is paused for the decision" if proposal.flow_run_id else ""
+        print(f"proposal made {proposal.created_at} from {len(proposal.selection)} stage-1 output(s){waiting}")
+        print(proposal_diff(proposal), end="")
+        return
+    if proposal.flow_run_id and _resume_paused_run(proposal.flow_run_id, approve=approve, comment=comment):
+        print(f"{'approved' if approve else 'rejected'}: flow run {proposal.flow_run_id} resumed with the decision")
+        return
+    try:
+        if approve:
+            print(_approve(config, root))
+        else:
+            from codex_memories.consolidate.review import reject_proposal
+
+            reject_proposal(root)
+            print("rejected: the proposal was discarded; the memory folder and the state DB are unchanged")
+    except ReviewRefused as error:
+        fail(str(error), EXIT_REFUSED)
+
+
+def _approve(config: RuntimeConfig, root: Path) -> str:
+    from codex_memories.consolidate.review import approve_proposal
+    from codex_memories.read.index import build_index
+    from codex_memories.runtime import open_store
+
+    approval = approve_proposal(
+        open_store(config.settings.resolved_db_url), root, lease_seconds=config.settings.phase2_lease_seconds
+    )
+    if not approval.mark.owned:
+        return "approved and applied, but the lease was lost before marking success: the next phase 2 marks it"
+    try:
+        build_index(root)
+    except (OSError, ValueError) as error:  # derived data: readers rebuild it lazily
+        print(f"recall index not rebuilt: {type(error).__name__}: {error}")
+    left = "; stage-1 outputs arrived meanwhile, the next phase 2 consolidates them" if approval.mark.work_left else ""
+    return f"approved: applied {len(approval.proposal.selection)} stage-1 output(s) to {root}{left}"
+
+
+def _resume_paused_run(flow_run_id: str, *, approve: bool, comment: str) -> bool:
+    """Resume the paused flow run with the decision; False when no paused run can be reached
+    (it ended, or its server is not this process's), so the proposal is decided on disk."""
+    from uuid import UUID
+
+    import httpx
+    from prefect import get_client
+    from prefect.exceptions import ObjectNotFound
+    from prefect.flow_runs import resume_flow_run
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        return False  # a temporary server of this command could not know the run
+    try:
+        with get_client(sync_client=True) as client:
+            run = client.read_flow_run(UUID(flow_run_id))
+    except (ObjectNotFound, httpx.HTTPError, ValueError):
+        return False
+    if run.state is None or not run.state.is_paused():
+        return False
+    resume_flow_run(UUID(flow_run_id), run_input={"approve": approve, "comment": comment})
+    return True
