@@ -592,7 +592,7 @@ def test_the_newer_of_two_contradicting_entries_wins_and_keeps_its_suffix(tmp_pa
     summary = (tmp_path / paths.MEMORY_SUMMARY_FILE).read_text(encoding="utf-8")
     assert '- "Use httpx, not requests." [Task 1] {memory: type=constraint; weight=0.9; reason=requests has no async}' in handbook
     assert "Always use requests" not in handbook and "Always use requests" not in summary
-    assert '"Use httpx, not requests." (cwd=/work/api) {memory: type=constraint' in summary
+    assert '"Use httpx, not requests." (project=/work/api; cwd=/work/api) {memory: type=constraint' in summary
     assert [(conflict.subject, conflict.winner.source, conflict.loser.source) for conflict in run.conflicts] == [
         ("requests", THREAD_B, THREAD_A)
     ]
