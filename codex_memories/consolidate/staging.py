@@ -71,10 +71,9 @@ from codex_memories.consolidate.workspace import (
 from codex_memories.paths import (
     EXTENSIONS_DIR,
     GIT_DIR,
-    RECALL_INDEX_FILE,
-    WORKSPACE_STATE_DIR,
     MEMORY_FILE,
     MEMORY_SUMMARY_FILE,
+    RECALL_INDEX_FILE,
     ROLLOUT_SUMMARIES_DIR,
     WORKSPACE_DIFF_FILE,
     WORKSPACE_STATE_DIR,
