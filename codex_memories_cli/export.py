@@ -78,18 +78,13 @@ def rebuild(
     if "://" in config.settings.resolved_memory_root:
         fail(f"rebuild needs a local memory folder; {config.settings.resolved_memory_root} is an object-store URL")
     prepare_prefect(verbose)
-    from codex_memories.consolidate.rebuild import RebuildRefused
-    from codex_memories.forget.manual import ResetRefused
     from codex_memories.reports import render_phase2_text
     from codex_memories_flows.rebuild import rebuild as rebuild_flow
 
-    try:
-        report = rebuild_flow(overrides=overrides)
-    except (RebuildRefused, ResetRefused) as error:
-        fail(str(error))
+    report = rebuild_flow(overrides=overrides)
     print(render_phase2_text(report.phase2))
     if report.kept:
         print(f"rebuilt {config.settings.resolved_memory_root} from the stage-1 outputs (ad-hoc notes and extensions kept)")
         return
-    print(f"rebuild did not succeed: the previous memory folder is back at {config.settings.resolved_memory_root}")
+    print(f"rebuild did not succeed: the previous memory folder stays live at {config.settings.resolved_memory_root}")
     raise typer.Exit(EXIT_USER_ERROR)

@@ -79,24 +79,27 @@ T = TypeVar("T")
 
 
 @flow(name="memories-phase2")
-def phase2(overrides: SettingsOverrides | None = None, force: bool = False) -> State:
+def phase2(overrides: SettingsOverrides | None = None, force: bool = False, from_scratch: bool = False) -> State:
     """Consolidate the selected stage-1 memories into the memory folder; one run at a time.
 
     Args:
         overrides: settings for this run on top of the worker's environment, our TOML file and
             the defaults (Codex home, state DB, memory root, provider, model, ...).
         force: skip the cooldown since the last success (never the lease).
+        from_scratch: rebuild: consolidate into a fresh folder (only the extensions and the recall
+            index kept from the old one) instead of on top of the last consolidation; the live
+            folder serves the old one until the rebuilt one is published.
     """
     config = (overrides or SettingsOverrides()).load()
-    report = run_phase2(config, force=force)
+    report = run_phase2(config, force=force, from_scratch=from_scratch)
     message = report.outcome.value if report.outcome else "unknown"
     if report.outcome is not None and report.outcome.is_failure:
         return Failed(message=f"{message}: {report.reason or ''}", data=report)
     return Completed(message=message, data=report)
 
 
-def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
-    report = _run_phase2_once(config, force=force)
+def run_phase2(config: RuntimeConfig, *, force: bool = False, from_scratch: bool = False) -> Phase2Report:
+    report = _run_phase2_once(config, force=force, from_scratch=from_scratch)
     # A consolidation that missed stage-1 outputs (they arrived while it ran) started no cooldown
     # and left the job dirty: consolidate again now rather than leave them to the next schedule.
     for _ in range(PHASE2_MAX_PASSES - 1):
@@ -106,7 +109,7 @@ def run_phase2(config: RuntimeConfig, *, force: bool = False) -> Phase2Report:
     return report
 
 
-def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
+def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool = False) -> Phase2Report:
     report = Phase2Report(
         memory_root=config.settings.resolved_memory_root, provider=config.provider_name, provider_reason=config.provider_reason
     )
@@ -132,11 +135,11 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
         #     work. Otherwise the full run, whose success keeps what it settled on for the next.
         settled = check_settled(config, lease)
         try:
-            if settled.selection is not None:
+            if settled.selection is not None and not from_scratch:
                 report.selected, report.storage_bytes = len(settled.selection.refs), settled.storage_bytes
                 _finish(config, lease, settled.selection, report, Outcome.succeeded_no_workspace_changes)
             else:
-                _consolidate_under_lease(config, lease, report)
+                _consolidate_under_lease(config, lease, report, from_scratch=from_scratch)
                 if report.outcome in (Outcome.succeeded, Outcome.succeeded_no_workspace_changes) and not report.work_left:
                     record_settled(config, settled, report.storage_bytes or 0)
         except Phase2Failure as failure:
@@ -167,7 +170,9 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool) -> Phase2Report:
     return report
 
 
-def _consolidate_under_lease(config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report) -> None:
+def _consolidate_under_lease(
+    config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, *, from_scratch: bool = False
+) -> None:
     local_root = memory_root(config).local_path
     if config.settings.review == "ask" and local_root is not None and load_proposal(local_root) is not None:
         # One proposal at a time: a new consolidation would bury the one waiting for a decision.
@@ -176,12 +181,15 @@ def _consolidate_under_lease(config: RuntimeConfig, lease: Phase2Lease, report: 
         report.reason = "a consolidation is waiting for review: `codex-memories review`, then --approve or --reject"
         return
     scratch = _scratch_dir(config)
+    if from_scratch and scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise Phase2Failure(Outcome.failed_prepare_workspace, "a rebuild needs a local memory root (not an object-store URL)")
     # Readers read the live folder at any time: phase 2 writes a copy of it (a local mirror of an
     # object-store root, a staging copy beside a local root) and publishes it in one step.
     workspace = (
         LocalWorkspace(memory_root(config), scratch)
         if scratch is not None
-        else StagedWorkspace(memory_root(config), lease.ownership_token)
+        else StagedWorkspace(memory_root(config), lease.ownership_token, from_scratch=from_scratch)
     )
     try:
         _consolidate_in_workspace(config, lease, report, workspace)

@@ -1,10 +1,13 @@
-"""Rebuild: the memory folder consolidated again from the stage-1 outputs, from scratch.
+"""Rebuild: the memory folder consolidated again from the stage-1 outputs, from scratch (issue 15,
+openai/codex#30299: Codex offers no rebuild).
 
-Orchestration only (`codex_memories.consolidate.rebuild` decides). The consolidation itself is
-a forced run of the `memories-phase2` flow, called as it is (a subflow run with its own lease,
-injection gate, forget audit and run artifact); this flow gives it a fresh folder (ad-hoc notes
-and extensions kept) and keeps the old folder until the new one succeeded. Parameters are
-settings overrides, none secret.
+Orchestration only. The consolidation is a forced run of the `memories-phase2` flow with
+`from_scratch=True`, called as it is (a subflow run with its own lease, injection gate, forget
+audit and run artifact): phase 2 stages an empty copy of the folder that keeps only the
+extensions (the ad-hoc notes) and the recall index, consolidates the current selection into it
+and publishes it in one step like any other run. Until then, and for good when the rebuild fails,
+the live folder is the old consolidation: no reader ever sees a folder half rebuilt. Parameters
+are settings overrides, none secret.
 """
 
 from __future__ import annotations
@@ -13,39 +16,33 @@ from dataclasses import dataclass
 
 from prefect import flow, get_run_logger
 
+from codex_memories.outcomes import Outcome
 from codex_memories.reports import Phase2Report
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.phase2 import phase2
-from codex_memories_tasks.set_aside_consolidation import set_aside_consolidation
-from codex_memories_tasks.settle_rebuild import settle_rebuild
+
+# The outcomes after which the rebuilt folder is the live one.
+REBUILT_OUTCOMES = frozenset({Outcome.succeeded, Outcome.succeeded_no_workspace_changes})
 
 
 @dataclass
 class RebuildReport:
-    """The rebuild's phase-2 report, and whether its folder was kept (else the old one is back)."""
+    """The rebuild's phase-2 report, and whether the rebuilt folder went live (else the old one
+    stayed)."""
 
     phase2: Phase2Report
     kept: bool
-    set_aside: list[str]
 
 
 @flow(name="memories-rebuild")
 def rebuild(overrides: SettingsOverrides | None = None) -> RebuildReport:
     """Consolidate from scratch: a fresh folder from the current selection, as a forced phase 2."""
-    overrides = overrides or SettingsOverrides()
-    config = overrides.load()
-    # 1. Move the consolidated files aside (refused while a phase 2 holds its lease).
-    aside = set_aside_consolidation(config)
-    # 2. A forced phase 2 through the normal flow; 3. keep its folder or put the old one back.
-    try:
-        state = phase2(overrides=overrides, force=True, return_state=True)
-        report: Phase2Report = state.result(raise_on_failure=False)
-    except BaseException:
-        settle_rebuild(aside, None)
-        raise
-    kept = settle_rebuild(aside, report.outcome)
+    # 1. A forced phase 2 from scratch through the normal flow (it publishes only on success).
+    state = phase2(overrides=overrides or SettingsOverrides(), force=True, from_scratch=True, return_state=True)
+    report: Phase2Report = state.result(raise_on_failure=False)
+    kept = report.outcome in REBUILT_OUTCOMES
     get_run_logger().info(
         "rebuild: phase 2 %s; %s", report.outcome.value if report.outcome else "unknown",
-        "the rebuilt folder is live" if kept else "the previous folder is back",
+        "the rebuilt folder is live" if kept else "the previous folder stays live",
     )
-    return RebuildReport(phase2=report, kept=kept, set_aside=list(aside.entries))
+    return RebuildReport(phase2=report, kept=kept)

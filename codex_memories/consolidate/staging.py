@@ -44,6 +44,11 @@ Contract:
     consolidates again: nothing is lost, but the fallback is not one atomic step.
 - `discard(staging)` deletes a staging copy (a failed, refused or settled run's); the live folder
   is untouched, so nothing needs restoring.
+- A rebuild (`StagedWorkspace(..., from_scratch=True)`) stages at once and clears the copy of
+  everything consolidated (`clear_consolidation`): only the inputs that are not the
+  consolidation's stay, the extensions (ad-hoc notes, other producers' resources) and the derived
+  recall index; the baseline goes too, so phase 2 starts from INIT. The live folder keeps serving
+  the old consolidation until the rebuilt one is published, like any other run's.
 """
 
 from __future__ import annotations
@@ -64,9 +69,11 @@ from codex_memories.consolidate.workspace import (
     tree_status,
 )
 from codex_memories.paths import (
+    EXTENSIONS_DIR,
     GIT_DIR,
     MEMORY_FILE,
     MEMORY_SUMMARY_FILE,
+    RECALL_INDEX_FILE,
     ROLLOUT_SUMMARIES_DIR,
     WORKSPACE_DIFF_FILE,
     WORKSPACE_STATE_DIR,
@@ -126,6 +133,21 @@ def remove_stale_staging(live: Path) -> list[Path]:
     for path in stale:
         discard(path)
     return stale
+
+
+def clear_consolidation(staging: Path) -> None:
+    """Delete from a staging copy everything a consolidation made or synced, the baseline
+    included; keep the extensions and the recall index (see the module docstring)."""
+    for name in sorted(os.listdir(staging)):
+        if name == EXTENSIONS_DIR:
+            continue
+        entry = staging / name
+        if name == WORKSPACE_STATE_DIR and entry.is_dir() and not entry.is_symlink():
+            for inner in sorted(os.listdir(entry)):
+                if inner != RECALL_INDEX_FILE:
+                    discard(entry / inner)
+            continue
+        discard(entry)
 
 
 def discard(path: Path) -> None:
@@ -392,8 +414,9 @@ class StagedWorkspace(LocalWorkspace):
     removes dead runs' staging copies and stages at once when the live folder needs preparing.
     """
 
-    def __init__(self, root: MemoryRoot, token: str) -> None:
+    def __init__(self, root: MemoryRoot, token: str, *, from_scratch: bool = False) -> None:
         super().__init__(root)
+        self.from_scratch = from_scratch
         self.live = resolve_live_folder(self.path)
         self.staging = staging_path(self.live, token)
         self.path = self.live
@@ -412,7 +435,7 @@ class StagedWorkspace(LocalWorkspace):
 
     def pull(self) -> None:
         remove_stale_staging(self.live)
-        if not live_folder_is_ready(self.live):
+        if self.from_scratch or not live_folder_is_ready(self.live):
             self.stage()
 
     def stage(self) -> None:
@@ -424,6 +447,8 @@ class StagedWorkspace(LocalWorkspace):
         discard(self.staging)  # a retried prepare starts from a fresh copy
         self.base_commit = baseline_commit(self.live) if self.live.is_dir() else None
         self.snapshot = copy_tree(self.live, self.staging)
+        if self.from_scratch:
+            clear_consolidation(self.staging)
         self.skipped_links = list(self.snapshot.skipped_symlinks)
         self.staged, self.path = True, self.staging
 
