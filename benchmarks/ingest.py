@@ -35,10 +35,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-# The script's folder goes last on sys.path, not first: benchmarks/secrets.py there would
-# shadow the stdlib `secrets` that pydantic and starlette (Prefect's server) import.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE] + [str(_HERE)]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402 - the path above makes the sibling module importable
     REPO_ROOT,

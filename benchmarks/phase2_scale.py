@@ -26,7 +26,6 @@ Goal: (ii) ≤ 3 × (iii).
 from __future__ import annotations
 
 import argparse
-import importlib
 import random
 import shutil
 import subprocess
@@ -35,13 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-_HERE = Path(__file__).resolve().parent
-# Python puts this folder first on sys.path, and it holds `secrets.py` (a benchmark): without
-# this, the library's `import secrets` (the sandbox's temporary names) would get that file.
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
-importlib.import_module("secrets")  # the standard library's, cached before this folder goes back
-
-sys.path.insert(0, str(_HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402 - the path above makes the sibling module importable
     machine_description,

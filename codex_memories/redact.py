@@ -622,7 +622,7 @@ _SKIPPED_PLUGINS = {
     "IPPublicDetector": "an IP address is not a credential; transcripts are full of them",
     "PrivateKeyDetector": "matches the header line only; the key-block rules above redact the body",
     "CloudantDetector": "keyword-style `name = value` regexes for one IBM service, 12-20 MB/s each on "
-    "transcript text (benchmarks/secrets.py); the name-based assignment rules cover that shape",
+    "transcript text (benchmarks/secret_redaction.py); the name-based assignment rules cover that shape",
     "IbmCloudIamDetector": "same as CloudantDetector (13 MB/s)",
     "IbmCosHmacDetector": "same as CloudantDetector",
     "SoftlayerDetector": "same as CloudantDetector (45 MB/s)",

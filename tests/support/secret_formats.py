@@ -1,6 +1,6 @@
 """Synthetic secrets in 100+ formats, planted in every place a transcript carries text.
 
-Used by `tests/test_redact.py` (table-driven) and `benchmarks/secrets.py` (survivors and the
+Used by `tests/test_redact.py` (table-driven) and `benchmarks/secret_redaction.py` (survivors and the
 false-positive rate). Everything is generated from a seed: `secret_cases(seed)` gives one
 `SecretCase` per format with a random value of the right shape (alphabet, length, prefix), and
 the snippet a person or a tool would actually write around it. Nothing here is a real

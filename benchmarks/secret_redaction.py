@@ -1,6 +1,6 @@
 """Secret benchmark: how many planted secrets survive each redactor, and what ordinary text it breaks.
 
-    .venv/bin/python benchmarks/secrets.py [--seeds 1 2] [--corpus-mb 10] [--repeats 3] [--update-readme]
+    .venv/bin/python benchmarks/secret_redaction.py [--seeds 1 2] [--corpus-mb 10] [--repeats 3] [--update-readme]
 
 1. Survivors. `tests/support/secret_formats.py` draws one random value per format (100+ formats:
    provider tokens, passwords on command lines, `.env` lines, connection strings, cookies, key
@@ -266,13 +266,13 @@ def summarize(results: dict[str, Any], args: argparse.Namespace) -> str:
     names = list(results["redactors"])
     seeds = args.seeds
     lines = [
-        "## Secrets (`secrets.py`)",
+        "## Secrets (`secret_redaction.py`)",
         "",
         "Planted secrets that survive redaction, per placement, and ordinary text that redaction changes. "
         "See the script's docstring for the method; the formats and placements are in "
         "`tests/support/secret_formats.py`.",
         "",
-        f"Command: `.venv/bin/python benchmarks/secrets.py --seeds {' '.join(map(str, seeds))} --corpus-mb {args.corpus_mb} --repeats {args.repeats} --update-readme`",
+        f"Command: `.venv/bin/python benchmarks/secret_redaction.py --seeds {' '.join(map(str, seeds))} --corpus-mb {args.corpus_mb} --repeats {args.repeats} --update-readme`",
         "",
         f"Machine: {machine_description()}",
         "",
