@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/vs_codex.py [--sessions 4] [--keep] [--no-readme]
 
 1. Corpus. Real interactive Codex sessions (the TUI, `source: cli`), one project each, against the
-   recording test server on 127.0.0.1. Every planted secret format of `tests/support/secret_formats.py`
+   recording test server on 127.0.0.1. Every planted secret format of `tests/support/secrets.py`
    is in the corpus once: typed by the user, printed by a scripted `exec_command` call (the tool
    output), or said by the scripted assistant. Harness canaries: developer instructions
    (`developer_instructions` in config.toml), an AGENTS.md block, a skill block (`$canary-skill`),
