@@ -31,7 +31,7 @@ from codex_memories.paths import (
     rollout_summary_path,
 )
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
-from codex_memories.state.records import Stage1Output, Stage1OutputRef
+from codex_memories.state.records import OutputIdentity, Stage1Output, Stage1OutputRef
 from codex_memories.storage import MemoryRoot, open_memory_root
 
 RootLike = MemoryRoot | str | os.PathLike[str]
@@ -290,7 +290,7 @@ class SettledRecord:
     fingerprint: str
     baseline_commit: str
     next_change_at: int | None  # epoch seconds; None: nothing ages out
-    selected: list[tuple[str, int]]  # (thread_id, source_updated_at) as marked at the success
+    selected: list[OutputIdentity]  # as marked at the success
     storage_bytes: int
 
 
@@ -315,7 +315,7 @@ def read_settled_record(root_dir: Path) -> SettledRecord | None:
             fingerprint=str(record["fingerprint"]),
             baseline_commit=str(record["baseline_commit"]),
             next_change_at=None if record["next_change_at"] is None else int(record["next_change_at"]),
-            selected=[(str(thread_id), int(version)) for thread_id, version in record["selected"]],
+            selected=[OutputIdentity(str(thread_id), int(version)) for thread_id, version in record["selected"]],
             storage_bytes=int(record["storage_bytes"]),
         )
     except (KeyError, TypeError, ValueError):

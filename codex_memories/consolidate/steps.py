@@ -54,6 +54,7 @@ from codex_memories.consolidate.inputs import (
 )
 from codex_memories.consolidate.staging import live_tree_is_clean
 from codex_memories.consolidate.workspace import (
+    BaselineStatus,
     WorkspaceDiff,
     clean_baseline_commit,
     prepare_workspace,
@@ -77,7 +78,7 @@ from codex_memories.paths import EXTENSION_RESOURCES_DIR, EXTENSIONS_DIR, RAW_ME
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder
 from codex_memories.state import GLOBAL_JOB_KEY, JobKind
-from codex_memories.state.records import Phase2ClaimOutcome, Phase2ClaimResult, Stage1OutputRef
+from codex_memories.state.records import OutputIdentity, Phase2ClaimOutcome, Phase2ClaimResult, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import LocalWorkspace, open_memory_root
 from codex_memories.typed_entries import has_expired_entry
@@ -106,7 +107,9 @@ class Phase2Lease:
 class Selection:
     """The selected stage-1 outputs, without payloads (loaded only if the sync needs them)."""
 
-    refs: list[Stage1OutputRef]
+    # Identities only in the selection of a settled check (step 1a), which goes straight to the
+    # success mark and is never synced from.
+    refs: list[Stage1OutputRef] | list[OutputIdentity]
     new_watermark: int
 
 
@@ -193,33 +196,38 @@ def check_settled(
     max_unused_days: int,
     now: int,
 ) -> SettledCheck:
-    """One aggregate query, one small JSON file and one `git status`; see `SettledCheck`."""
+    """One aggregate query, one small JSON file and one `git status`; see `SettledCheck`. The
+    `git status` runs while the query and the file are read: it answers last and the two other
+    answers decide first whether it is needed."""
     if root_dir is None:
         return SettledCheck(fingerprint=None, next_ageing_at=None, reason="object-store root")
-    state = store.get_phase2_inputs_state(max_unused_days=max_unused_days)
+    status = BaselineStatus.start(root_dir)
+    try:
+        state = store.get_phase2_inputs_state(max_unused_days=max_unused_days)
+        record = read_settled_record(root_dir)
+    except BaseException:
+        status.cancel()
+        raise
     fingerprint = settled_fingerprint(state.fingerprint, max_outputs=max_outputs, max_unused_days=max_unused_days)
     ageing = None if state.oldest_ranking_time is None else state.oldest_ranking_time + max_unused_days * _SECONDS_PER_DAY
 
     def full_run(reason: str) -> SettledCheck:
+        status.cancel()
         return SettledCheck(fingerprint=fingerprint, next_ageing_at=ageing, reason=reason)
 
-    record = read_settled_record(root_dir)
     if record is None:
         return full_run("no record of a settled folder")
     if record.fingerprint != fingerprint:
         return full_run("the stage-1 outputs, their usage, their threads or the selection settings changed")
     if record.next_change_at is not None and now >= record.next_change_at:
         return full_run("a memory or an extension resource has aged out since the last success")
-    if clean_baseline_commit(root_dir) != record.baseline_commit:
+    if status.commit() != record.baseline_commit:
         return full_run("the memory folder differs from its baseline")
-    # Only the identity the success mark re-flags is kept (spec 2.4 matches `(thread_id,
-    # source_updated_at)` exactly); the refs are never synced from, so the rest stays unset.
-    refs = [Stage1OutputRef.model_construct(thread_id=thread_id, source_updated_at=version) for thread_id, version in record.selected]
     newest = max((version for _, version in record.selected), default=0)
     return SettledCheck(
         fingerprint=fingerprint,
         next_ageing_at=ageing,
-        selection=Selection(refs=refs, new_watermark=max(lease.input_watermark, newest)),
+        selection=Selection(refs=record.selected, new_watermark=max(lease.input_watermark, newest)),
         storage_bytes=record.storage_bytes,
     )
 

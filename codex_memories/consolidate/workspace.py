@@ -152,6 +152,15 @@ def _git_environment(index_file: Path | None = None) -> dict[str, str]:
     return environment
 
 
+def _git_command(root_dir: Path, arguments: tuple[str, ...], *, in_repository: bool = True) -> list[str]:
+    command = ["git"]
+    if in_repository:
+        command += ["--git-dir", str(root_dir / GIT_DIR), "--work-tree", str(root_dir)]
+    for setting in _GIT_CONFIG:
+        command += ["-c", setting]
+    return command + list(arguments)
+
+
 def _git(
     root_dir: Path,
     *arguments: str,
@@ -159,14 +168,8 @@ def _git(
     in_repository: bool = True,
     check: bool = True,
 ) -> subprocess.CompletedProcess[bytes]:
-    command = ["git"]
-    if in_repository:
-        command += ["--git-dir", str(root_dir / GIT_DIR), "--work-tree", str(root_dir)]
-    for setting in _GIT_CONFIG:
-        command += ["-c", setting]
-    command += arguments
     completed = subprocess.run(
-        command,
+        _git_command(root_dir, arguments, in_repository=in_repository),
         cwd=root_dir,
         env=_git_environment(index_file),
         stdin=subprocess.DEVNULL,
@@ -509,20 +512,60 @@ def clean_baseline_commit(root_dir: Path) -> str | None:
     One `git status` on the real index: git's stat cache lets it lstat each tracked file and read
     only those whose stat changed, and it walks the folders for new files, which is what plain
     `git add -A && git diff --cached` costs too."""
-    root_dir = Path(root_dir)
-    git_dir = root_dir / GIT_DIR
-    if os.path.islink(root_dir) or os.path.islink(git_dir) or not git_dir.is_dir():
-        return None
-    completed = _git(
-        root_dir, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--ignored=traditional",
-        "--no-renames", *_TRACKED_PATHSPEC, check=False,
-    )
-    if completed.returncode != 0:
-        return None
-    commit = None
-    for entry in completed.stdout.split(b"\0"):
-        if entry.startswith(_BRANCH_OID_HEADER):
-            commit = entry[len(_BRANCH_OID_HEADER):].decode("ascii", "replace")
-        elif entry and not entry.startswith(b"# "):
-            return None  # any entry that is not a header is a difference from the baseline
-    return commit if commit and commit != "(initial)" else None
+    return BaselineStatus.start(root_dir).commit()
+
+
+class BaselineStatus:
+    """`clean_baseline_commit` in two halves: `start` launches the `git status`, `commit()` waits
+    for it and reads the answer. The settled check starts it first and queries the DB while git
+    walks the folder (two processes, two cores), instead of paying for one after the other.
+    `cancel()` waits for a status whose answer is no longer needed (always call one of the two)."""
+
+    def __init__(self, process: subprocess.Popen[bytes] | None) -> None:
+        self._process = process
+        self._stdout: bytes | None = None
+
+    @classmethod
+    def start(cls, root_dir: Path) -> BaselineStatus:
+        root_dir = Path(root_dir)
+        git_dir = root_dir / GIT_DIR
+        if os.path.islink(root_dir) or os.path.islink(git_dir) or not git_dir.is_dir():
+            return cls(None)
+        arguments = (
+            "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--ignored=traditional",
+            "--no-renames", *_TRACKED_PATHSPEC,
+        )
+        process = subprocess.Popen(
+            _git_command(root_dir, arguments),
+            cwd=root_dir,
+            env=_git_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        return cls(process)
+
+    def commit(self) -> str | None:
+        stdout = self._wait()
+        if stdout is None:
+            return None
+        commit = None
+        for entry in stdout.split(b"\0"):
+            if entry.startswith(_BRANCH_OID_HEADER):
+                commit = entry[len(_BRANCH_OID_HEADER):].decode("ascii", "replace")
+            elif entry and not entry.startswith(b"# "):
+                return None  # any entry that is not a header is a difference from the baseline
+        return commit if commit and commit != "(initial)" else None
+
+    def cancel(self) -> None:
+        # Waited for, never killed: `git status` may be rewriting the index's stat cache under
+        # `index.lock`, and a killed one leaves the lock behind for every later git command.
+        self._wait()
+
+    def _wait(self) -> bytes | None:
+        """git's output once it exited 0, else None (no repository, or git failed)."""
+        if self._process is None:
+            return None
+        if self._process.returncode is None:
+            self._stdout, _ = self._process.communicate()
+        return self._stdout if self._process.returncode == 0 else None

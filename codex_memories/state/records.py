@@ -6,7 +6,7 @@ Times follow the spec: memory tables use Unix epoch seconds, `threads` uses mill
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -99,6 +99,15 @@ class Stage1OutputRef(_Record):
     cwd: str | None = None
     rollout_path: str | None = None
     git_branch: str | None = None
+
+
+class OutputIdentity(NamedTuple):
+    """What phase 2's success mark matches a selected output by (spec 2.4: exactly this pair).
+    A settled check's selection carries only these: it is never synced from, and a tuple costs
+    a fraction of a model (4,096 refs were half of step 1a's time)."""
+
+    thread_id: str
+    source_updated_at: int
 
 
 class Stage1ClaimOutcome(StrEnum):

@@ -66,6 +66,7 @@ from codex_memories.state.records import (
     JobRecord,
     JobStatus,
     MemoryMode,
+    OutputIdentity,
     Phase2ClaimOutcome,
     Phase2ClaimResult,
     Phase2InputsState,
@@ -801,7 +802,7 @@ class MemoryStore:
         *,
         ownership_token: str,
         completed_watermark: int,
-        selected: Sequence[Stage1Output | Stage1OutputRef],
+        selected: Sequence[Stage1Output | Stage1OutputRef | OutputIdentity],
         usage: dict[str, int] | None = None,
         claimed_input_watermark: int | None = None,
     ) -> bool:
@@ -996,17 +997,17 @@ class MemoryStore:
 
         return self._read(run)
 
-    def get_phase2_selected_snapshots(self) -> list[tuple[str, int]]:
+    def get_phase2_selected_snapshots(self) -> list[OutputIdentity]:
         """Query behaviour: `(thread_id, selected_for_phase2_source_updated_at)` of every row
         flagged `selected_for_phase2` (the last successful selection), sorted by thread id."""
 
-        def run(conn: Connection) -> list[tuple[str, int]]:
+        def run(conn: Connection) -> list[OutputIdentity]:
             rows = conn.execute(
                 select(_outputs.c.thread_id, _outputs.c.selected_for_phase2_source_updated_at)
                 .where(_outputs.c.selected_for_phase2 != 0, _outputs.c.selected_for_phase2_source_updated_at.is_not(None))
                 .order_by(_outputs.c.thread_id)
             )
-            return [(thread_id, int(version)) for thread_id, version in rows]
+            return [OutputIdentity(thread_id, int(version)) for thread_id, version in rows]
 
         return self._read(run)
 

@@ -211,3 +211,23 @@ def test_a_success_on_a_folder_that_is_not_its_baseline_records_nothing(store: M
     (root / MEMORY_FILE).write_text("changed after the reset\n")
     assert not record_settled(root, store, settled, storage_bytes=0)
     assert read_settled_record(root) is None
+
+
+def test_the_baseline_status_runs_beside_the_check_and_leaves_no_lock_when_not_needed(root: Path) -> None:
+    """Step 1a starts `git status` before its DB query; a status whose answer is not needed is
+    waited for, not killed, so no `index.lock` is left for the next git command."""
+    from codex_memories.consolidate.workspace import BaselineStatus
+
+    head = subprocess.run(["git", "--git-dir", str(root / ".git"), "rev-parse", "HEAD"], capture_output=True, check=True, text=True).stdout.strip()
+    answered = BaselineStatus.start(root)
+    assert answered.commit() == head
+    assert answered.commit() == head  # the answer is kept; git is not asked twice
+
+    not_needed = BaselineStatus.start(root)
+    not_needed.cancel()
+    assert not (root / ".git" / "index.lock").exists()
+    assert not_needed.commit() == head
+
+    (root / "new-note.md").write_text("a note\n")
+    assert BaselineStatus.start(root).commit() is None
+    assert BaselineStatus.start(root / "missing").commit() is None
