@@ -1,35 +1,24 @@
 """Phase 2: the singleton consolidation that writes the Codex memory folder.
 
-Orchestration only. Two guards, one truth: the state DB's global lease (with its ownership
-token) decides who consolidates; Prefect agrees through a global concurrency slot named
-`codex-memories-phase2` (plus `concurrency_limit: 1` on the deployment). The flow creates that
-limit (1 slot) when it is missing and holds its slot under a short lease, so a killed holder's
-slot is freed by the server once the lease runs out. A slot that cannot be had within a few
-seconds (another run holds it, or a killed holder leaked it where no server expires leases)
-never makes a run hang: the run goes on and the DB lease decides.
+Orchestration only: the numbered steps, each a task run whose error becomes that step's outcome
+code (`phase2_support.stage_step`). Two guards, one truth: the state DB's global lease (with its
+ownership token) decides who consolidates; Prefect agrees through a one-slot global concurrency
+limit (`phase2_support.prefect_singleton_slot`, plus `concurrency_limit: 1` on the deployment),
+which never makes a run hang. With `review = ask` the gated copy waits for a decision
+(`phase2_review`).
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import httpx
-from prefect import flow, get_client, get_run_logger
-from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
-from prefect.concurrency.sync import concurrency
-from prefect.context import FlowRunContext
-from prefect.exceptions import FlowPauseTimeout, ObjectAlreadyExists, ObjectNotFound
-from prefect.flow_runs import pause_flow_run
-from prefect.input import RunInput
-from prefect.states import Completed, Failed, Running, State
-from pydantic import Field
+from prefect import flow, get_run_logger
+from prefect.states import Completed, Failed, State
 
-from codex_memories.consolidate.review import forget_proposal_metadata, load_proposal
+from codex_memories.consolidate.review import load_proposal
 from codex_memories.consolidate.staging import StagedWorkspace
 from codex_memories.consolidate.steps import (
     Phase2Failure,
@@ -45,12 +34,14 @@ from codex_memories.runtime import memory_root, open_store
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Phase2ClaimOutcome
 from codex_memories.storage import LocalWorkspace
+from codex_memories_flows.phase2_review import review_proposal
+from codex_memories_flows.phase2_support import prefect_singleton_slot, stage_step
 from codex_memories_tasks.audit_manual_changes import audit_manual_changes
 from codex_memories_tasks.check_settled import check_settled, record_settled
 from codex_memories_tasks.claim_lock import claim_lock
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.confirm_ownership import confirm_ownership
-from codex_memories_tasks.consolidate import consolidate, lease_heartbeat
+from codex_memories_tasks.consolidate import consolidate
 from codex_memories_tasks.expire_typed_entries import expire_typed_entries
 from codex_memories_tasks.find_entry_conflicts import find_entry_conflicts
 from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
@@ -62,20 +53,14 @@ from codex_memories_tasks.rate_limit import check_rate_limits, release_phase2_le
 from codex_memories_tasks.refresh_recall_index import refresh_recall_index
 from codex_memories_tasks.report import publish_phase2_report
 from codex_memories_tasks.reset_baseline import reset_baseline
-from codex_memories_tasks.review import discard_proposal, propose
 from codex_memories_tasks.select import select
 from codex_memories_tasks.sync import sync
 from codex_memories_tasks.validate_artifacts import validate_artifacts
 from codex_memories_tasks.warn_codex_rewrites import warn_if_codex_rewrites_folder
 
-PREFECT_SLOT_NAME = "codex-memories-phase2"
-PREFECT_SLOT_WAIT_SECONDS = 5.0
-# The shortest lease the server accepts; renewed while the run holds the slot.
-PREFECT_SLOT_LEASE_SECONDS = 60.0
 # Consolidations one flow run may make when stage-1 outputs keep arriving while it consolidates.
 PHASE2_MAX_PASSES = 3
 
-T = TypeVar("T")
 
 
 @flow(name="memories-phase2")
@@ -114,13 +99,13 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool =
         memory_root=config.settings.resolved_memory_root, provider=config.provider_name, provider_reason=config.provider_reason
     )
     report.warning = warn_if_codex_rewrites_folder(config)
-    with _prefect_singleton_slot():
+    with prefect_singleton_slot():
         # 1. Claim the global lock (the DB lease; --force skips only the cooldown), after waiting
         #    a bounded time for stage-1 extractions in flight under live leases. A DB that cannot
         #    be reached is this step's own outcome, reported like any other.
         try:
-            audit_start = _step(Outcome.failed_claim, mark_forget_audit, config)
-            claim, worker = _step(Outcome.failed_claim, claim_lock, config, force)
+            audit_start = stage_step(Outcome.failed_claim, mark_forget_audit, config)
+            claim, worker = stage_step(Outcome.failed_claim, claim_lock, config, force)
         except Phase2Failure as failure:
             report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
             publish_phase2_report(report)  # `_step` logged the failure with its outcome code
@@ -207,27 +192,27 @@ def _consolidate_in_workspace(
     config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, workspace: LocalWorkspace
 ) -> None:
     # 2. Prepare the workspace: layout, symlink hygiene, ad-hoc seed, git baseline.
-    _step(Outcome.failed_prepare_workspace, prepare_workspace, workspace)
+    stage_step(Outcome.failed_prepare_workspace, prepare_workspace, workspace)
     # 3. Select the top-N stage-1 outputs.
-    selection = _step(Outcome.failed_load_stage1_outputs, select, config, lease)
+    selection = stage_step(Outcome.failed_load_stage1_outputs, select, config, lease)
     report.selected = len(selection.refs)
     # 4. Sync raw_memories.md and rollout_summaries/ from the selection.
-    synced = _step(Outcome.failed_sync_workspace_inputs, sync, workspace, selection, config)
+    synced = stage_step(Outcome.failed_sync_workspace_inputs, sync, workspace, selection, config)
     # 5. Prune expired extension resources.
-    expired = _step(Outcome.failed_sync_workspace_inputs, prune_extension_resources, workspace, config)
+    expired = stage_step(Outcome.failed_sync_workspace_inputs, prune_extension_resources, workspace, config)
     # 5a. Expire temporary memory entries past their date (route entry_expiry).
-    expired_entries = _step(Outcome.failed_sync_workspace_inputs, expire_typed_entries, workspace, selection, config)
+    expired_entries = stage_step(Outcome.failed_sync_workspace_inputs, expire_typed_entries, workspace, selection, config)
     report.forgotten = [(item.route, item.target) for item in [*synced.forgotten, *expired, *expired_entries]]
     # 6. Diff against the baseline.
-    diff, settled = _step(Outcome.failed_workspace_status, git_diff, workspace)
+    diff, settled = stage_step(Outcome.failed_workspace_status, git_diff, workspace)
     report.diff_status = [f"{change.status} {change.path}" for change in diff.changes]
     # 7. No change and valid artifacts: finish without any model call. A copy made only to
     #    prepare the folder or re-record its inputs equals its baseline: it goes live as it is.
     if settled:
-        if workspace.writable and not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
+        if workspace.writable and not stage_step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
             report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before publishing"
             return
-        _step(Outcome.failed_workspace_commit, reset_baseline, workspace)
+        stage_step(Outcome.failed_workspace_commit, reset_baseline, workspace)
         report.storage_bytes = memory_storage_bytes(workspace.path)
         _finish(config, lease, selection, report, Outcome.succeeded_no_workspace_changes)
         return
@@ -245,9 +230,9 @@ def _consolidate_and_publish(
     diff: WorkspaceDiff, selection: Any,
 ) -> None:
     # 8. Write the diff file the consolidator reads first.
-    _step(Outcome.failed_workspace_diff_file, write_workspace_diff, workspace, diff)
+    stage_step(Outcome.failed_workspace_diff_file, write_workspace_diff, workspace, diff)
     # 8b. Contradicting memory entries, the newer winning: listed in the run artifact.
-    report.conflicts = _step(Outcome.failed_sync_workspace_inputs, find_entry_conflicts, workspace)
+    report.conflicts = stage_step(Outcome.failed_sync_workspace_inputs, find_entry_conflicts, workspace)
     # 8a. Rate-limit guard (spec 1.3): too little quota left means the agent does not start;
     #     the lease is given back (no failure, no backoff) for the next run.
     guard = check_rate_limits(config)
@@ -256,7 +241,7 @@ def _consolidate_and_publish(
         report.outcome, report.reason, report.rate_limit = Outcome.skipped_rate_limited, guard.reason, guard.reason
         return
     # 9. Consolidate (the lease is renewed meanwhile; a lost lease stops it).
-    step = _step(Outcome.failed_spawn_agent, consolidate, workspace, config, lease)
+    step = stage_step(Outcome.failed_spawn_agent, consolidate, workspace, config, lease)
     report.consolidator, report.agent_stop_reason = step.consolidator, step.stop_reason
     report.agent_steps, report.agent_tool_calls = step.steps, step.tool_calls
     report.usage, report.files_changed = step.usage, step.files_changed
@@ -266,33 +251,33 @@ def _consolidate_and_publish(
     if not step.completed:
         raise Phase2Failure(Outcome.failed_agent, f"consolidation stopped: {step.stop_reason}")
     # 10. Validate the artifacts (symlinks are removed and fatal).
-    problems = _step(Outcome.failed_invalid_artifacts, validate_artifacts, workspace)
+    problems = stage_step(Outcome.failed_invalid_artifacts, validate_artifacts, workspace)
     if problems:
         raise Phase2Failure(Outcome.failed_invalid_artifacts, "; ".join(problems))
     # 11. The injection gate: no line that looks injected goes live. The stage-1 outputs a
     #     refused line came from are quarantined (route pollution), so the next run, without
     #     backoff, consolidates the rest; with no source found the run backs off as any failure.
-    findings = _step(Outcome.failed_injection_gate, injection_gate, workspace)
+    findings = stage_step(Outcome.failed_injection_gate, injection_gate, workspace)
     if findings:
-        verdict = _step(Outcome.failed_injection_gate, quarantine_injection_sources, workspace, findings, selection, config)
+        verdict = stage_step(Outcome.failed_injection_gate, quarantine_injection_sources, workspace, findings, selection, config)
         report.injection_findings, report.quarantined_threads = verdict.report_lines, verdict.quarantined
         raise verdict.failure()
     # 12. Confirm ownership before anything irreversible.
-    if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
+    if not stage_step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before the baseline reset"
         return
     # 12a. Ask mode: the gated copy is a proposal; it goes live only once approved.
-    if config.settings.review == "ask" and not _reviewed(config, lease, report, workspace, diff, selection):
+    if config.settings.review == "ask" and not review_proposal(config, lease, report, workspace, diff, selection):
         return
     # 12b. A note or an edit that reached the live folder while this run worked on its copy
     #      must not be overwritten: leave the folder to the next pass, which sees it.
     if _left_for_next_pass(config, lease, report, workspace):
         return
     # 13. Audit the ad-hoc notes and user edits this consolidation integrated (route 7).
-    _step(Outcome.failed_forget_audit, audit_manual_changes, workspace, diff, config)
+    stage_step(Outcome.failed_forget_audit, audit_manual_changes, workspace, diff, config)
     # 14. Reset the baseline in the copy and publish it (push the mirror, or make the staging
     #     copy the live folder in one step).
-    if not _step(Outcome.failed_workspace_commit, reset_baseline, workspace):
+    if not stage_step(Outcome.failed_workspace_commit, reset_baseline, workspace):
         _left_for_next_pass(config, lease, report, workspace, published=False)
         return
     # 15. Mark success: exact-snapshot selection flags and the watermark.
@@ -302,79 +287,6 @@ def _consolidate_and_publish(
     #     failure is reported, never a failed consolidation).
     if report.outcome is Outcome.succeeded:
         report.recall_index = refresh_recall_index(workspace)
-
-
-class ReviewDecision(RunInput):
-    """The form a paused ask-mode run shows in the Prefect UI."""
-
-    approve: bool = Field(description="Apply the proposed change to the memory folder.")
-    comment: str = Field(default="", description="Why (kept in the run's logs).")
-
-
-# How often a paused run asks the server whether it was resumed.
-REVIEW_POLL_SECONDS = 10
-
-
-def _can_pause() -> bool:
-    """A run can wait for a decision only where someone can resume it: a deployment's run on a
-    server that outlives it (`codex-memories serve`, a worker). A plain `codex-memories phase2`
-    runs against a temporary server that ends with it."""
-    context = FlowRunContext.get()
-    return context is not None and context.flow_run is not None and context.flow_run.deployment_id is not None
-
-
-def _reviewed(
-    config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, workspace: LocalWorkspace,
-    diff: WorkspaceDiff, selection: Any,
-) -> bool:
-    """Keep the copy as a proposal and wait for a decision; True when approved (publish it)."""
-    if not isinstance(workspace, StagedWorkspace):
-        raise Phase2Failure(Outcome.failed_review, "review = ask needs a local memory root (object-store roots publish as auto)")
-    pausable = _can_pause()
-    context = FlowRunContext.get()
-    flow_run_id = str(context.flow_run.id) if pausable and context is not None and context.flow_run is not None else None
-    proposal = _step(Outcome.failed_review, propose, workspace, lease, selection, report.usage or None, diff, flow_run_id)
-    if not pausable:
-        release_phase2_lease(config, lease)
-        report.outcome = Outcome.proposed_awaiting_review
-        report.reason = f"proposal kept at {proposal.path}: `codex-memories review`, then --approve or --reject"
-        return False
-    decision = _wait_for_decision(config, lease)
-    if decision is not None and decision.approve:
-        forget_proposal_metadata(workspace.path)
-        workspace.kept = False  # this run's copy again: published below, or discarded
-        if not _step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
-            report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost while waiting for review"
-            return False
-        return True
-    _step(Outcome.failed_review, discard_proposal, workspace)
-    release_phase2_lease(config, lease)
-    if decision is None:
-        report.outcome, report.reason = Outcome.skipped_review_timeout, "no decision within the review timeout: rejected"
-    else:
-        report.outcome = Outcome.skipped_review_rejected
-        report.reason = redact_secrets(f"rejected in review{': ' + decision.comment if decision.comment else ''}")
-    return False
-
-
-def _wait_for_decision(config: RuntimeConfig, lease: Phase2Lease) -> ReviewDecision | None:
-    """Pause for the reviewer's form while the lease is renewed; None when the timeout ran out."""
-    settings = config.settings
-    with lease_heartbeat(config, lease).running():
-        try:
-            return pause_flow_run(
-                wait_for_input=ReviewDecision,
-                timeout=settings.review_timeout_seconds,
-                poll_interval=min(REVIEW_POLL_SECONDS, settings.review_timeout_seconds),
-            )
-        except FlowPauseTimeout:
-            # The run is still Paused on the server (its pause expired): take it back to Running
-            # so it finishes with its own outcome, the reject, instead of a failed state.
-            context = FlowRunContext.get()
-            if context is not None and context.flow_run is not None:
-                with get_client(sync_client=True) as client:
-                    client.set_flow_run_state(context.flow_run.id, Running(), force=True)
-            return None
 
 
 def _left_for_next_pass(
@@ -403,60 +315,8 @@ def _finish(config: RuntimeConfig, lease: Phase2Lease, selection: Any, report: P
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost before marking success"
 
 
-def _step(outcome: Outcome, task: Callable[..., T], *args: Any) -> T:
-    """Run one stage task; any error it raises becomes this stage's own outcome code."""
-    try:
-        return task(*args)
-    except Phase2Failure:
-        raise
-    except Exception as error:  # noqa: BLE001 - every failure site maps to its outcome code
-        failure = Phase2Failure(outcome, f"{type(error).__name__}: {error}")
-        get_run_logger().error("%s: %s", outcome.value, redact_secrets(failure.reason))
-        raise failure from error
-
-
 def _scratch_dir(config: RuntimeConfig) -> Path | None:
     """A local mirror for object-store roots; unused (None) for local roots."""
     if "://" not in config.settings.resolved_memory_root:
         return None
     return Path(tempfile.mkdtemp(prefix="codex-memories-workspace-"))
-
-
-@contextmanager
-def _prefect_singleton_slot() -> Iterator[None]:
-    _ensure_prefect_singleton_limit()
-    acquired = False
-    try:
-        with concurrency(
-            PREFECT_SLOT_NAME,
-            occupy=1,
-            timeout_seconds=PREFECT_SLOT_WAIT_SECONDS,
-            lease_duration=PREFECT_SLOT_LEASE_SECONDS,
-            strict=False,
-        ):
-            acquired = True
-            yield
-    except TimeoutError:
-        if acquired:
-            raise  # raised by the body, not by the slot wait
-        get_run_logger().warning(
-            "Prefect slot %s is held (another run, or a leaked slot); the DB lease decides", PREFECT_SLOT_NAME
-        )
-        yield
-
-
-def _ensure_prefect_singleton_limit() -> None:
-    """Create the one-slot global limit if it is missing. Never a precondition of the run: if the
-    API cannot be reached, the slot wait below skips or times out and the DB lease decides."""
-    try:
-        with get_client(sync_client=True) as client:
-            try:
-                client.read_global_concurrency_limit_by_name(PREFECT_SLOT_NAME)
-            except ObjectNotFound:
-                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=PREFECT_SLOT_NAME, limit=1))
-    except ObjectAlreadyExists:
-        return  # a concurrent run created it first
-    except (httpx.HTTPError, OSError) as error:
-        get_run_logger().warning(
-            "could not create the Prefect limit %s (%s); the DB lease decides", PREFECT_SLOT_NAME, error
-        )

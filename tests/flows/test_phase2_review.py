@@ -17,7 +17,7 @@ import pytest
 from prefect import get_client
 from prefect.flow_runs import resume_flow_run
 
-import codex_memories_flows.phase2 as phase2_flow
+import codex_memories_flows.phase2_review as phase2_review
 from codex_memories.consolidate.review import load_proposal, proposal_path
 from codex_memories.consolidate.workspace import workspace_diff
 from codex_memories.outcomes import Outcome
@@ -136,8 +136,8 @@ def test_a_proposal_made_from_another_baseline_is_refused_with_exit_2(consolidat
 
 def _paused_run(home: Home, monkeypatch, *, timeout: int = 600) -> tuple[threading.Thread, list[Phase2Report]]:
     # The harness's runs have no deployment; its server outlives them, so they can pause here.
-    monkeypatch.setattr(phase2_flow, "_can_pause", lambda: True)
-    monkeypatch.setattr(phase2_flow, "REVIEW_POLL_SECONDS", 1)
+    monkeypatch.setattr(phase2_review, "can_pause", lambda: True)
+    monkeypatch.setattr(phase2_review, "REVIEW_POLL_SECONDS", 1)
     results: list[Phase2Report] = []
     thread = threading.Thread(target=lambda: results.append(run(home, timeout=timeout)))
     thread.start()

@@ -1,0 +1,107 @@
+"""Phase 2 with `review = ask`: keep the consolidated copy as a proposal and wait for a decision.
+
+A deployment's run pauses with a form in the Prefect UI (`ReviewDecision`) while its lease is
+renewed; a run nobody can resume (a plain `codex-memories phase2` against Prefect's temporary
+server) keeps the proposal for `codex-memories review` and gives the lease back. Orchestration
+only: the proposal itself is `codex_memories.consolidate.review`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import get_client
+from prefect.context import FlowRunContext
+from prefect.exceptions import FlowPauseTimeout
+from prefect.flow_runs import pause_flow_run
+from prefect.input import RunInput
+from prefect.states import Running
+from pydantic import Field
+
+from codex_memories.consolidate.review import forget_proposal_metadata
+from codex_memories.consolidate.staging import StagedWorkspace
+from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease
+from codex_memories.consolidate.workspace import WorkspaceDiff
+from codex_memories.outcomes import Outcome
+from codex_memories.redact import redact_secrets
+from codex_memories.reports import Phase2Report
+from codex_memories.settings import RuntimeConfig
+from codex_memories.storage import LocalWorkspace
+from codex_memories_flows.phase2_support import stage_step
+from codex_memories_tasks.confirm_ownership import confirm_ownership
+from codex_memories_tasks.consolidate import lease_heartbeat
+from codex_memories_tasks.rate_limit import release_phase2_lease
+from codex_memories_tasks.review import discard_proposal, propose
+
+
+class ReviewDecision(RunInput):
+    """The form a paused ask-mode run shows in the Prefect UI."""
+
+    approve: bool = Field(description="Apply the proposed change to the memory folder.")
+    comment: str = Field(default="", description="Why (kept in the run's logs).")
+
+
+# How often a paused run asks the server whether it was resumed.
+REVIEW_POLL_SECONDS = 10
+
+
+def can_pause() -> bool:
+    """A run can wait for a decision only where someone can resume it: a deployment's run on a
+    server that outlives it (`codex-memories serve`, a worker). A plain `codex-memories phase2`
+    runs against a temporary server that ends with it."""
+    context = FlowRunContext.get()
+    return context is not None and context.flow_run is not None and context.flow_run.deployment_id is not None
+
+
+def review_proposal(
+    config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, workspace: LocalWorkspace,
+    diff: WorkspaceDiff, selection: Any,
+) -> bool:
+    """Keep the copy as a proposal and wait for a decision; True when approved (publish it)."""
+    if not isinstance(workspace, StagedWorkspace):
+        raise Phase2Failure(Outcome.failed_review, "review = ask needs a local memory root (object-store roots publish as auto)")
+    pausable = can_pause()
+    context = FlowRunContext.get()
+    flow_run_id = str(context.flow_run.id) if pausable and context is not None and context.flow_run is not None else None
+    proposal = stage_step(Outcome.failed_review, propose, workspace, lease, selection, report.usage or None, diff, flow_run_id)
+    if not pausable:
+        release_phase2_lease(config, lease)
+        report.outcome = Outcome.proposed_awaiting_review
+        report.reason = f"proposal kept at {proposal.path}: `codex-memories review`, then --approve or --reject"
+        return False
+    decision = wait_for_decision(config, lease)
+    if decision is not None and decision.approve:
+        forget_proposal_metadata(workspace.path)
+        workspace.kept = False  # this run's copy again: published below, or discarded
+        if not stage_step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
+            report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost while waiting for review"
+            return False
+        return True
+    stage_step(Outcome.failed_review, discard_proposal, workspace)
+    release_phase2_lease(config, lease)
+    if decision is None:
+        report.outcome, report.reason = Outcome.skipped_review_timeout, "no decision within the review timeout: rejected"
+    else:
+        report.outcome = Outcome.skipped_review_rejected
+        report.reason = redact_secrets(f"rejected in review{': ' + decision.comment if decision.comment else ''}")
+    return False
+
+
+def wait_for_decision(config: RuntimeConfig, lease: Phase2Lease) -> ReviewDecision | None:
+    """Pause for the reviewer's form while the lease is renewed; None when the timeout ran out."""
+    settings = config.settings
+    with lease_heartbeat(config, lease).running():
+        try:
+            return pause_flow_run(
+                wait_for_input=ReviewDecision,
+                timeout=settings.review_timeout_seconds,
+                poll_interval=min(REVIEW_POLL_SECONDS, settings.review_timeout_seconds),
+            )
+        except FlowPauseTimeout:
+            # The run is still Paused on the server (its pause expired): take it back to Running
+            # so it finishes with its own outcome, the reject, instead of a failed state.
+            context = FlowRunContext.get()
+            if context is not None and context.flow_run is not None:
+                with get_client(sync_client=True) as client:
+                    client.set_flow_run_state(context.flow_run.id, Running(), force=True)
+            return None
