@@ -314,3 +314,25 @@ def test_importing_the_module_does_not_import_the_detector():
     code = "import sys, codex_memories.redact; print('detect_secrets' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_the_one_pass_hint_scan_finds_exactly_the_hints_a_substring_search_finds():
+    """`redact_secrets` skips a rule when none of its hints occurs: the set it reads them from
+    (one Aho-Corasick pass) must agree with `hint in text` for every hint, overlapping and
+    nested hints (`passw` inside `password=`, `key` inside `accountkey=`) and non-ASCII text
+    included, or a rule would be skipped on text it could match."""
+    from codex_memories.redact import _MARKER_LOWER, _present_hints, _rules
+
+    hints = sorted({hint for rule in _rules() for hint in rule.hints if hint != _MARKER_LOWER})
+    texts = [
+        "",
+        "plain words, nothing here",
+        "accountkey=abc;password=x glpat-glsoat-xoxapp-",  # overlapping / nested hints
+        "漢字 ✓ İstanbul ghp_ k_live_ _test_ sk- -us -u",
+        "".join(hints),  # every hint, each one running into the next
+        "".join(reversed(hints)),
+        *PLANTED_SECRETS.values(),
+    ]
+    for text in texts:
+        lowered = text.lower()
+        assert _present_hints(lowered) == frozenset(hint for hint in hints if hint in lowered), text[:80]
