@@ -905,21 +905,31 @@ def _applies(rule: _CompiledRule, text: str, lowered: str, present: frozenset[st
     return rule.gate is None or rule.gate.search(text) is not None
 
 
+# Hints this short (`sk`, `-u`, `.`) occur all over ordinary text: a substring search finds
+# them within the first few characters, where the automaton would report every occurrence.
+_SHORT_HINT_CHARS = 2
+
+
 @cache
-def _hint_automaton() -> ahocorasick.Automaton:
-    """Every rule's hints (the marker's aside) in one Aho-Corasick automaton."""
+def _hint_search() -> tuple[ahocorasick.Automaton, tuple[str, ...]]:
+    """(an Aho-Corasick automaton of the rules' longer hints, the short ones), the marker aside."""
+    hints = {hint for rule in _rules() for hint in rule.hints if hint != _MARKER_LOWER}
     automaton = ahocorasick.Automaton()
-    for hint in {hint for rule in _rules() for hint in rule.hints if hint != _MARKER_LOWER}:
-        automaton.add_word(hint, hint)
+    for hint in hints:
+        if len(hint) > _SHORT_HINT_CHARS:
+            automaton.add_word(hint, hint)
     automaton.make_automaton()
-    return automaton
+    return automaton, tuple(sorted(hint for hint in hints if len(hint) <= _SHORT_HINT_CHARS))
 
 
 def _present_hints(lowered: str) -> frozenset[str]:
-    """The rules' hints that occur in `lowered`, found in one pass over it: the same answer as
-    `hint in lowered` for each hint (every occurrence is reported, overlapping ones too), at a
-    fraction of the cost of one substring search per hint (benchmarks/README.md, "Ingest")."""
-    return frozenset(hint for _end, hint in _hint_automaton().iter(lowered))
+    """The rules' hints that occur in `lowered`: the same answer as `hint in lowered` for each
+    hint (the automaton reports every occurrence, overlapping ones too), in one pass over the
+    text instead of one substring search per hint (benchmarks/README.md, "Ingest")."""
+    automaton, short = _hint_search()
+    found = {hint for _end, hint in automaton.iter(lowered)}
+    found.update(hint for hint in short if hint in lowered)
+    return frozenset(found)
 
 
 def redact_secrets(text: str) -> str:
