@@ -259,24 +259,6 @@ _SECRET_WORDS = (
     r"password|passwd|pass|pwd|secret|token|api[_\-]?key|apikey|secret[_\-]?key|access[_\-]?key"
     r"|private[_\-]?key|auth|credentials?"
 )
-# What every one of `_SECRET_WORDS` begins with.
-_SECRET_WORD_STARTS = ("pass", "pwd", "secret", "token", "api", "access", "private", "auth", "credential")
-
-def _literal_starts(*literals: str) -> Callable[[str], Iterator[int]]:
-    """`_Rule.starts` of a rule whose every match begins with one of `literals` (lower case, as
-    a case-insensitive rule's text is): where they occur, overlapping occurrences included."""
-
-    def starts(haystack: str) -> Iterator[int]:
-        positions: set[int] = set()
-        for literal in literals:
-            at = haystack.find(literal)
-            while at >= 0:
-                positions.add(at)
-                at = haystack.find(literal, at + 1)
-        return iter(sorted(positions))
-
-    return starts
-
 
 _RULES_SPEC: tuple[_Rule, ...] = (
     # --- 1. Codex's four rules (spec 1.9), same order and replacements. ---------------------
@@ -312,7 +294,6 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         (1, 2, 3, REDACTED),
         ("api", "token", "secret", "password"),
         case_insensitive=True,
-        starts=_literal_starts("api_key", "api-key", "apikey", "token", "secret", "password"),
     ),
     # --- 2. Known shapes. ------------------------------------------------------------------
     _Rule(
@@ -452,7 +433,6 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         ("key", "token", "secret"),
         case_insensitive=True,
         accept=_value_looks_random,
-        starts=_literal_starts("api", "auth", "access", "session", "secret"),
     ),
     _Rule(
         "aws_secret_access_key",
@@ -469,7 +449,6 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         (1, REDACTED),
         ("aws",),
         case_insensitive=True,
-        starts=_literal_starts("aws"),
     ),
     _Rule(
         # "password": "...", \"api_key\":\"...\", 'client_secret': '...', "auth": "...": a quoted
@@ -486,7 +465,6 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         (1, REDACTED),
         ("password", "passwd", "secret", "token", "key", "credential", "auth", "session"),
         case_insensitive=True,
-        starts=_literal_starts("passw", "secret", "token", "api", "access", "private", "credential", "auth", "session"),
     ),
     _Rule(
         # Password=...; Pwd=...; AccountKey=...; SharedAccessKey=...; ?sig=...&: connection
@@ -502,10 +480,6 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         case_insensitive=True,
         accept=_not_code,
         boundary=_NAME_CHARS,
-        starts=_literal_starts(
-            "pwd", "password", "accountkey", "sharedaccess", "sig", "x-amz-", "x-goog-", "access_token",
-            "refresh_token", "id_token", "client_secret", "auth_token", "session_token", "apikey", "api_key",
-        ),
     ),
     _Rule(
         # DB_PASSWORD=..., DB_PASS=..., GITHUB_TOKEN: ..., client_secret = ...: a name that ends
@@ -522,9 +496,6 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         (1, REDACTED),
         ("pass", "pwd", "secret", "token", "key", "auth", "credential"),
         case_insensitive=True,
-        starts=_literal_starts(
-            *(separator + word for separator in "_-" for word in _SECRET_WORD_STARTS)
-        ),
     ),
     _Rule(
         # PGPASSWORD=..., newPassword: ..., passwd = ...: the word at the end of a longer name.
@@ -540,7 +511,6 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         (1, REDACTED),
         ("passw",),
         case_insensitive=True,
-        starts=_literal_starts("passw"),
     ),
     _Rule(
         # pass = ..., pwd: ...: the short forms as a name of their own (not OLDPWD, not bypass).
@@ -557,7 +527,6 @@ _RULES_SPEC: tuple[_Rule, ...] = (
         ("pass", "pwd"),
         case_insensitive=True,
         boundary=_NAME_CHARS,
-        starts=_literal_starts("pass", "pwd"),
     ),
     _Rule(
         # JWT_SIGNING_KEY=..., RAILS_MASTER_KEY=..., MAILCHIMP_KEY=...: names ending in `_key`
@@ -799,33 +768,24 @@ class _CompiledRule:
         """(start, end, replacement) of every secret this rule finds in `text`, left to right."""
         if self.extra:
             # Several regexes: their finds merged left to right.
-            found = sorted(
-                edit for regex in (self.public, *self.extra) for edit in self._edits(regex, text, text, starts=None)
-            )
+            found = sorted(edit for regex in (self.public, *self.extra) for edit in self._edits(regex, text, text))
             yield from found
             return
         if self.case_insensitive and len(lowered) == len(text):
             haystack, regex = lowered, self.fast
-            starts = self.starts
         else:
             # Unicode lower-casing changed the length (e.g. "İ"): positions would not carry over.
-            # The rule's `starts` are then of no use either (they look for lower-case literals).
             haystack, regex = text, self.public
-            starts = None if self.case_insensitive else self.starts
-        yield from self._edits(regex, text, haystack, starts=starts)
+        yield from self._edits(regex, text, haystack)
 
-    @staticmethod
-    def _matches(
-        regex: re.Pattern[str], haystack: str, starts: Callable[[str], Iterator[int]] | None
-    ) -> Iterator[re.Match[str]]:
-        """What `regex.finditer(haystack)` finds; tried at `starts` only when given (every match
-        begins at one of them; finditer's matches do not overlap, so a start inside the previous
-        match is passed over)."""
-        if starts is None:
+    def _matches(self, regex: re.Pattern[str], haystack: str) -> Iterator[re.Match[str]]:
+        """What `regex.finditer(haystack)` finds; tried at `starts` only when the rule has them
+        (matches cannot overlap: a match at each start not inside the previous one)."""
+        if self.starts is None:
             yield from regex.finditer(haystack)
             return
         last_end = 0
-        for start in starts(haystack):
+        for start in self.starts(haystack):
             if start < last_end:
                 continue
             match = regex.match(haystack, start)
@@ -833,10 +793,8 @@ class _CompiledRule:
                 last_end = match.end()
                 yield match
 
-    def _edits(
-        self, regex: re.Pattern[str], text: str, haystack: str, *, starts: Callable[[str], Iterator[int]] | None
-    ) -> Iterator[tuple[int, int, str]]:
-        for match in self._matches(regex, haystack, starts):
+    def _edits(self, regex: re.Pattern[str], text: str, haystack: str) -> Iterator[tuple[int, int, str]]:
+        for match in self._matches(regex, haystack):
             if self.boundary is not None and not _at_boundary(text, match.start(), self.boundary):
                 continue
             if self.accept is not None and not self.accept(match, text):
