@@ -171,9 +171,9 @@ class MemoryTranscript:
 
     items: list[dict[str, Any]]  # kept, sanitized, redacted items (head + tail when truncated)
     text: str  # compact JSON array of `items`, with a marker string between head and tail
-    # o200k tokens of `text`, at most: when `text` is no longer in UTF-8 bytes than the budget
-    # it cannot hold more tokens than that (a token is at least one byte) and is not tokenised,
-    # and this is its byte length (`tokens_exact` False). Otherwise the sum of the kept items'
+    # o200k tokens of `text`. A text no longer in UTF-8 bytes than the budget cannot hold more
+    # tokens than that (a token is at least one byte) and is not tokenised: this is then its
+    # byte length, an upper bound (`tokens_counted` False). Otherwise the sum of the kept items'
     # exact counts plus one per separator (the items are tokenised once, when kept); `text` is
     # counted whole only when that sum comes within `_RECOUNT_MARGIN_TOKENS` per item of the
     # budget, and then this is exact.
@@ -181,7 +181,7 @@ class MemoryTranscript:
     truncated_tokens: int  # tokens left out (estimated for dropped items, exact for cut ones)
     original_tokens_estimate: int
     stats: LineStats
-    tokens_exact: bool = True  # False: `tokens` is the byte bound above, not a count
+    tokens_counted: bool = True  # False: `tokens` is the byte bound above, not a count
 
 
 # --- Files -------------------------------------------------------------------------------------
@@ -965,8 +965,8 @@ def _whole_transcript(items: list[dict[str, Any]], stats: LineStats, token_budge
             return None
         items = parsed
     byte_length = _utf8_length(redacted)
-    exact = byte_length is None or byte_length > token_budget
-    tokens = count_tokens(redacted) if exact else byte_length
+    counted = byte_length is None or byte_length > token_budget
+    tokens = count_tokens(redacted) if counted else byte_length
     if tokens > token_budget:
         return None
     return MemoryTranscript(
@@ -976,5 +976,5 @@ def _whole_transcript(items: list[dict[str, Any]], stats: LineStats, token_budge
         truncated_tokens=0,
         original_tokens_estimate=tokens,
         stats=stats,
-        tokens_exact=exact,
+        tokens_counted=counted,
     )
