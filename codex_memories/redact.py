@@ -37,7 +37,8 @@ Import cost: importing this module compiles nothing and does not import `detect-
 
 Performance (benchmarks/README.md, "Secrets": about half the throughput of the previous
 17-rule table): every rule is precompiled, starts with a literal where it can, bounds its
-repetitions, and is skipped outright when none of its literal hints occurs in the text. Checks a
+repetitions, and is skipped outright when none of its literal hints occurs in the text (all the
+hints of all the rules are found in one Aho-Corasick pass, `pyahocorasick`). Checks a
 regex cannot do cheaply (word boundaries, "is this value random?") run in Python on matches only,
 never as a look-behind tried at every position.
 Case-insensitive rules run case-sensitively over a lower-cased copy of the text (same length, so
@@ -53,6 +54,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+import ahocorasick
 
 REDACTED = "[REDACTED_SECRET]"
 
@@ -167,6 +170,9 @@ class _Rule:
     # Characters that must not come right before the match (checked in Python: a look-behind
     # at the start of a pattern costs a check at every position of the text).
     boundary: frozenset[str] | None = None
+    # Where in the text a match can start (every match starts at one of these positions,
+    # ascending): the regex is then tried there only, instead of at every position.
+    starts: Callable[[str], Iterator[int]] | None = None
 
 
 def _value_looks_random(match: re.Match[str], text: str) -> bool:
@@ -670,6 +676,41 @@ _DETECTOR_HINTS = {
 
 # ---- 4. generic tokens ----------------------------------------------------------------------
 
+# `prefixed_token` matches only characters of this class, at least 18 of them, and the character
+# before a match is not of the class (its look-behind): so every match starts where a run of 18
+# or more such characters starts. Found on the UTF-8 bytes mapped to one mark per class (every
+# non-ASCII byte is outside it), where a plain substring search skips ahead quickly.
+_TOKEN_RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~"
+_MIN_TOKEN_RUN = 18
+_TOKEN_RUN_MARKS = bytes(0x61 if chr(code) in _TOKEN_RUN_CHARS else 0x20 for code in range(256))
+_TOKEN_RUN = b"a" * _MIN_TOKEN_RUN
+
+
+def _token_run_starts(text: str) -> Iterator[int]:
+    """Start (a `text` index) of every maximal run of `_TOKEN_RUN_CHARS` of `_MIN_TOKEN_RUN` or
+    more characters, ascending."""
+    ascii_only = text.isascii()
+    # surrogatepass: a lone surrogate (from a JSON escape) has no strict UTF-8 form.
+    data = text.encode("ascii") if ascii_only else text.encode("utf-8", "surrogatepass")
+    marks = data.translate(_TOKEN_RUN_MARKS)
+    byte_at, char_at = 0, 0  # a run start seen last, as a byte offset and a text index
+    found = marks.find(_TOKEN_RUN)
+    while found >= 0:
+        start = marks.rfind(b" ", 0, found) + 1
+        if ascii_only:
+            yield start
+        else:
+            # Run starts are ASCII characters, so character boundaries: count the characters
+            # between the previous start and this one.
+            char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
+            byte_at = start
+            yield char_at
+        end = marks.find(b" ", found + _MIN_TOKEN_RUN)
+        if end < 0:
+            return
+        found = marks.find(_TOKEN_RUN, end)
+
+
 _GENERIC_RULES: tuple[_Rule, ...] = (
     _Rule(
         # glpat-..., hf_..., npm_..., pypi-..., dop_v1_..., hvs....: a short prefix, a separator,
@@ -682,6 +723,7 @@ _GENERIC_RULES: tuple[_Rule, ...] = (
         (REDACTED,),
         (),
         locate=_locate_prefixed_token,
+        starts=_token_run_starts,
     ),
     _Rule(
         # https://<token>@github.com, https://<token>:x-oauth-basic@...: a random user part.
@@ -718,6 +760,7 @@ class _CompiledRule:
     locate: Callable[[re.Match[str], str], tuple[int, int] | None] | None
     boundary: frozenset[str] | None
     gate: re.Pattern[str] | None = None
+    starts: Callable[[str], Iterator[int]] | None = None
     # More regexes of the same rule (a detect-secrets plugin has several): one hint check.
     extra: tuple[re.Pattern[str], ...] = ()
 
@@ -735,8 +778,23 @@ class _CompiledRule:
             haystack, regex = text, self.public
         yield from self._edits(regex, text, haystack)
 
+    def _matches(self, regex: re.Pattern[str], haystack: str) -> Iterator[re.Match[str]]:
+        """What `regex.finditer(haystack)` finds; tried at `starts` only when the rule has them
+        (matches cannot overlap: a match at each start not inside the previous one)."""
+        if self.starts is None:
+            yield from regex.finditer(haystack)
+            return
+        last_end = 0
+        for start in self.starts(haystack):
+            if start < last_end:
+                continue
+            match = regex.match(haystack, start)
+            if match is not None:
+                last_end = match.end()
+                yield match
+
     def _edits(self, regex: re.Pattern[str], text: str, haystack: str) -> Iterator[tuple[int, int, str]]:
-        for match in regex.finditer(haystack):
+        for match in self._matches(regex, haystack):
             if self.boundary is not None and not _at_boundary(text, match.start(), self.boundary):
                 continue
             if self.accept is not None and not self.accept(match, text):
@@ -762,6 +820,7 @@ def _compile(rule: _Rule) -> _CompiledRule:
         widen=False,
         locate=rule.locate,
         boundary=rule.boundary,
+        starts=rule.starts,
     )
 
 
@@ -882,26 +941,51 @@ def _apply(rule: _CompiledRule, text: str, lowered: str) -> str:
 _MARKER_LOWER = REDACTED.lower()
 
 
-def _applies(rule: _CompiledRule, text: str, lowered: str, seen: dict[str, bool] | None = None) -> bool:
+def _applies(rule: _CompiledRule, text: str, lowered: str, present: frozenset[str] | None = None) -> bool:
     """Whether `rule` can match: one of its hints occurs and its gate matches.
 
-    `seen` caches hint look-ups over the text as it was before any replacement. That is safe:
-    a replacement only removes text and inserts the marker, so a hint absent before can only
-    appear inside the marker, which no rule matches (`_NOT_REDACTED`); only the marker itself,
-    as a hint, is looked up in the current text."""
+    `present` is the set of hints that occur in the text as it was before any replacement
+    (`_present_hints`). That is safe: a replacement only removes text and inserts the marker,
+    so a hint absent before can only appear inside the marker, which no rule matches
+    (`_NOT_REDACTED`); only the marker itself, as a hint, is looked up in the current text."""
     if rule.hints:
         for hint in rule.hints:
-            if seen is None or hint == _MARKER_LOWER:
+            if present is None or hint == _MARKER_LOWER:
                 found = hint in lowered
             else:
-                found = seen.get(hint)
-                if found is None:
-                    found = seen[hint] = hint in lowered
+                found = hint in present
             if found:
                 break
         else:
             return False
     return rule.gate is None or rule.gate.search(text) is not None
+
+
+# Hints this short (`sk`, `-u`, `.`) occur all over ordinary text: a substring search finds
+# them within the first few characters, where the automaton would report every occurrence.
+_SHORT_HINT_CHARS = 2
+
+
+@cache
+def _hint_search() -> tuple[ahocorasick.Automaton, tuple[str, ...]]:
+    """(an Aho-Corasick automaton of the rules' longer hints, the short ones), the marker aside."""
+    hints = {hint for rule in _rules() for hint in rule.hints if hint != _MARKER_LOWER}
+    automaton = ahocorasick.Automaton()
+    for hint in hints:
+        if len(hint) > _SHORT_HINT_CHARS:
+            automaton.add_word(hint, hint)
+    automaton.make_automaton()
+    return automaton, tuple(sorted(hint for hint in hints if len(hint) <= _SHORT_HINT_CHARS))
+
+
+def _present_hints(lowered: str) -> frozenset[str]:
+    """The rules' hints that occur in `lowered`: the same answer as `hint in lowered` for each
+    hint (the automaton reports every occurrence, overlapping ones too), in one pass over the
+    text instead of one substring search per hint (benchmarks/README.md, "Ingest")."""
+    automaton, short = _hint_search()
+    found = {hint for _end, hint in automaton.iter(lowered)}
+    found.update(hint for hint in short if hint in lowered)
+    return frozenset(found)
 
 
 def redact_secrets(text: str) -> str:
@@ -910,9 +994,9 @@ def redact_secrets(text: str) -> str:
         return text
     lowered = text.lower()
     original_lowered = lowered
-    seen: dict[str, bool] = {}
+    present = _present_hints(original_lowered)
     for rule in _rules():
-        if not _applies(rule, text, lowered if rule.hints == (_MARKER_LOWER,) else original_lowered, seen):
+        if not _applies(rule, text, lowered if rule.hints == (_MARKER_LOWER,) else original_lowered, present):
             continue
         replaced = _apply(rule, text, lowered)
         if replaced != text:

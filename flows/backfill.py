@@ -97,7 +97,7 @@ def run_backfill(
         "non-interactive sessions": discovery.non_interactive,
         "unreadable files": len(discovery.unreadable),
     }
-    harvest_citations(config, discovery.read_paths)
+    harvest_citations(config, discovery.read_paths, discovery.read_scans)
 
     # 5. Candidates: enabled, interactive, in the window, not yet extracted at their version.
     candidates = list_backfill_candidates(config, discovery.thread_ids, window)

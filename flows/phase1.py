@@ -102,7 +102,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     audit_polluted_threads(config, discovery.polluted_thread_ids)
 
     # 5. Harvest memory citations from the rollouts discovery read: usage counts for phase 2.
-    harvest = harvest_citations(config, discovery.read_paths)
+    harvest = harvest_citations(config, discovery.read_paths, discovery.read_scans)
     report.discovery["citation blocks harvested"] = harvest.citation_blocks
     report.discovery["citation uses recorded"] = harvest.usage_recorded
 

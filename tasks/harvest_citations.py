@@ -1,12 +1,14 @@
 """Task: harvest memory citations from new rollout lines (`codex_memories.read.harvest`).
 
-Input: the rollout files discovery read. Output: a `HarvestReport`. Side effect: usage counts and
+Input: the rollout files discovery read, and its scans of them (so no file is read twice in a
+run). Output: a `HarvestReport`. Side effect: usage counts and
 per-file offsets in one transaction each, so a citation is counted once (idempotent with the
 Stop hook, which harvests the same way).
 """
 
 from prefect import get_run_logger, task
 
+from codex_memories.ingest.rollouts import RolloutScan
 from codex_memories.read.harvest import HarvestReport
 from codex_memories.read.harvest import harvest_citations as harvest
 from codex_memories.runtime import open_store
@@ -14,9 +16,11 @@ from codex_memories.settings import RuntimeConfig
 
 
 @task(name="harvest-citations", cache_policy=None)
-def harvest_citations(config: RuntimeConfig, rollout_paths: list[str]) -> HarvestReport:
+def harvest_citations(
+    config: RuntimeConfig, rollout_paths: list[str], scans: dict[str, RolloutScan] | None = None
+) -> HarvestReport:
     """Memory citations in new rollout lines become usage counts (phase-2 ranking)."""
-    report = harvest(open_store(config.settings.resolved_db_url), rollout_paths)
+    report = harvest(open_store(config.settings.resolved_db_url), rollout_paths, scans=scans)
     logger = get_run_logger()
     logger.info(
         "citations: %d block(s) in %d rollout(s), %d use(s) recorded",

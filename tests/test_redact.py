@@ -1,6 +1,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codex_memories.redact import REDACTED, SECRET_PATTERNS, find_secret_kinds, redact_secrets
 from tests.support.secrets import PLANTED_SECRETS, SECRET_VALUES
@@ -314,3 +316,58 @@ def test_importing_the_module_does_not_import_the_detector():
     code = "import sys, codex_memories.redact; print('detect_secrets' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_the_one_pass_hint_scan_finds_exactly_the_hints_a_substring_search_finds():
+    """`redact_secrets` skips a rule when none of its hints occurs: the set it reads them from
+    (one Aho-Corasick pass) must agree with `hint in text` for every hint, overlapping and
+    nested hints (`passw` inside `password=`, `key` inside `accountkey=`) and non-ASCII text
+    included, or a rule would be skipped on text it could match."""
+    from codex_memories.redact import _MARKER_LOWER, _present_hints, _rules
+
+    hints = sorted({hint for rule in _rules() for hint in rule.hints if hint != _MARKER_LOWER})
+    texts = [
+        "",
+        "plain words, nothing here",
+        "accountkey=abc;password=x glpat-glsoat-xoxapp-",  # overlapping / nested hints
+        "漢字 ✓ İstanbul ghp_ k_live_ _test_ sk- -us -u",
+        "".join(hints),  # every hint, each one running into the next
+        "".join(reversed(hints)),
+        *PLANTED_SECRETS.values(),
+    ]
+    for text in texts:
+        lowered = text.lower()
+        assert _present_hints(lowered) == frozenset(hint for hint in hints if hint in lowered), text[:80]
+
+
+def _prefixed_token_rule():
+    from codex_memories.redact import _rules
+
+    return next(rule for rule in _rules() if rule.name == "prefixed_token")
+
+
+# Pieces of text around the edges of a token run: token characters, the two that only block a
+# match (`/`, `%`), JSON escapes, non-ASCII (2, 3 and 4 UTF-8 bytes), a lone surrogate.
+_TOKENISH = st.lists(
+    st.sampled_from(list("aZ9_-.~/%\\n \"'+:") + ["漢", "✓", "İ", "😀", "\ud800", "ghp_", "sk-", "Ab3xYz9Qw" * 2]),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_TOKENISH, max_size=6).map("".join))
+def test_prefixed_token_tried_at_run_starts_only_finds_what_a_full_scan_finds(text):
+    """`prefixed_token` runs its regex only where a long run of token characters starts
+    (`_token_run_starts`): it must find exactly the matches `finditer` finds at every position,
+    on ASCII and non-ASCII text, with lone surrogates and JSON escapes."""
+    rule = _prefixed_token_rule()
+    assert [m.span() for m in rule._matches(rule.public, text)] == [m.span() for m in rule.public.finditer(text)]
+
+
+def test_prefixed_token_run_starts_on_real_tokens():
+    rule = _prefixed_token_rule()
+    for text in [*PLANTED_SECRETS.values(), "漢字 /ghp_" + "Ab3xYz9Qw" * 4, "x" * 17 + "." + "Ab3xYz9Qw" * 3, "%" + "a_" + "b" * 40, "a_" + "b" * 16, " a_" + "b" * 16 + " 漢 a_" + "b" * 16]:
+        for wrapped in (text, json.dumps(text), json.dumps(json.dumps(text)), json.dumps(text, ensure_ascii=False)):
+            expected = [m.span() for m in rule.public.finditer(wrapped)]
+            assert [m.span() for m in rule._matches(rule.public, wrapped)] == expected
+    assert [m.span() for m in rule.public.finditer("a_" + "b" * 16)] == [(0, 18)]  # the shortest match

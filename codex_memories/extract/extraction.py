@@ -64,7 +64,7 @@ class ExtractionResult(BaseModel):
     provider: str | None = None
     model: str | None = None
     prompt_sha256: str | None = None
-    transcript_tokens: int = 0
+    transcript_tokens: int = 0  # `MemoryTranscript.tokens`: a count, or a byte bound for a short transcript
     truncated_tokens: int = 0
     lines_skipped: int = 0
     usage: dict[str, int] = {}

@@ -39,6 +39,9 @@ class DiscoveryReport:
     missing_thread_ids: list[str] = field(default_factory=list)
     # Rollouts read in full this run (new or changed): where new memory citations can be.
     read_paths: list[str] = field(default_factory=list)
+    # The scan of each of them, by path: the citation harvest of the same run takes its blocks
+    # from here instead of reading the file again (`harvest_citations(..., scans=...)`).
+    read_scans: dict[str, RolloutScan] = field(default_factory=dict)
     # Every thread id found (read or unchanged), and (backfill) those kept at another path.
     thread_ids: list[str] = field(default_factory=list)
     known_elsewhere: int = 0
@@ -240,6 +243,7 @@ class _FolderScanner:
                 continue
             report.files_read += 1
             report.read_paths.append(key)
+            report.read_scans[key] = scan
             report.lines_skipped += scan.stats.lines_skipped
             report.skipped_by_reason.update(scan.stats.skipped_by_reason)
             thread_id = scan.thread_id or thread_id_from_filename(path)

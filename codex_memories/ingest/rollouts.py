@@ -171,13 +171,17 @@ class MemoryTranscript:
 
     items: list[dict[str, Any]]  # kept, sanitized, redacted items (head + tail when truncated)
     text: str  # compact JSON array of `items`, with a marker string between head and tail
-    # o200k tokens of `text`: the sum of the kept items' exact counts plus one per separator
-    # (the items are tokenised once, when kept); `text` is counted whole only when that sum
-    # comes within `_RECOUNT_MARGIN_TOKENS` per item of the budget, and then this is exact.
+    # o200k tokens of `text`. A text no longer in UTF-8 bytes than the budget cannot hold more
+    # tokens than that (a token is at least one byte) and is not tokenised: this is then its
+    # byte length, an upper bound (`tokens_counted` False). Otherwise the sum of the kept items'
+    # exact counts plus one per separator (the items are tokenised once, when kept); `text` is
+    # counted whole only when that sum comes within `_RECOUNT_MARGIN_TOKENS` per item of the
+    # budget, and then this is exact.
     tokens: int
     truncated_tokens: int  # tokens left out (estimated for dropped items, exact for cut ones)
     original_tokens_estimate: int
     stats: LineStats
+    tokens_counted: bool = True  # False: `tokens` is the byte bound above, not a count
 
 
 # --- Files -------------------------------------------------------------------------------------
@@ -896,10 +900,12 @@ def build_memory_transcript(path: Path, *, token_budget: int) -> MemoryTranscrip
     parser = _LineParser()
     builder = _TranscriptBuilder(token_budget)
     # Most sessions fit the budget whole: their items wait here, unserialised, and are redacted
-    # and counted once as one text (`_whole_transcript`). A token is at least one UTF-8 byte, so
-    # items whose lines total at most half the budget in bytes cannot outgrow it (the half leaves
-    # room for redaction markers); past that, they go through the head/tail builder.
-    whole_limit = token_budget // 2
+    # once as one text (`_whole_transcript`), and tokenised only if that text is longer in bytes
+    # than the budget. A token is at least one UTF-8 byte, and an item's compact JSON is about
+    # as long as its line or shorter, so items whose lines total at most the budget in bytes
+    # almost always fit (`_whole_transcript` checks and hands the rare one that does not back);
+    # past that, they go through the head/tail builder.
+    whole_limit = token_budget
     pending: list[tuple[dict[str, Any], int]] | None = []
     pending_bytes = 0
     with _open_rollout(path) as stream:
@@ -932,10 +938,22 @@ def build_memory_transcript(path: Path, *, token_budget: int) -> MemoryTranscrip
     return builder.finish(stats)
 
 
+def _utf8_length(text: str) -> int | None:
+    """Bytes of `text` in UTF-8, or None when it has no UTF-8 form (a lone surrogate from a
+    `\\udXXX` escape): then only the tokenizer can say how long it is."""
+    if text.isascii():
+        return len(text)
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return None
+
+
 def _whole_transcript(items: list[dict[str, Any]], stats: LineStats, token_budget: int) -> MemoryTranscript | None:
-    """Every item, redacted as one JSON array text and counted once; None when that does not
-    work out (the redaction broke the JSON, or the text is over the budget after all), and the
-    caller then takes the item-by-item path."""
+    """Every item, redacted as one JSON array text; None when that does not work out (the
+    redaction broke the JSON, or the text is over the budget after all), and the caller then
+    takes the item-by-item path. The text is tokenised only when its UTF-8 length does not
+    already prove it within the budget."""
     text = "[" + ",".join(_dumps(item) for item in items) + "]"
     redacted = redact_secrets(text)
     if redacted != text:
@@ -946,9 +964,17 @@ def _whole_transcript(items: list[dict[str, Any]], stats: LineStats, token_budge
         if not isinstance(parsed, list) or len(parsed) != len(items) or not all(isinstance(entry, dict) for entry in parsed):
             return None
         items = parsed
-    tokens = count_tokens(redacted)
+    byte_length = _utf8_length(redacted)
+    counted = byte_length is None or byte_length > token_budget
+    tokens = count_tokens(redacted) if counted else byte_length
     if tokens > token_budget:
         return None
     return MemoryTranscript(
-        items=items, text=redacted, tokens=tokens, truncated_tokens=0, original_tokens_estimate=tokens, stats=stats
+        items=items,
+        text=redacted,
+        tokens=tokens,
+        truncated_tokens=0,
+        original_tokens_estimate=tokens,
+        stats=stats,
+        tokens_counted=counted,
     )

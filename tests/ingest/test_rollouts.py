@@ -486,3 +486,58 @@ def test_a_token_in_the_git_remote_url_of_session_meta_never_reaches_the_thread_
     scan = scan_rollout(path)
     assert scan.git_origin_url is not None and token not in scan.git_origin_url
     assert scan.git_branch == "main" and scan.cwd == "/home/dana/src/app"
+
+
+def _item_by_item(path: Path, budget: int):
+    """The head/tail builder over every kept item: the path a session takes when it does not fit
+    the budget in bytes."""
+    from codex_memories.ingest import rollouts
+
+    parser = rollouts._LineParser()
+    builder = rollouts._TranscriptBuilder(budget)
+    with path.open("rb") as stream:
+        for line in rollouts._read_lines(stream):
+            obj = parser.parse(line)
+            if obj is None:
+                continue
+            line_type, payload = rollouts._envelope(obj)
+            item = rollouts.sanitize_response_item(payload) if line_type == "response_item" and payload else None
+            if item is not None:
+                builder.add(item, line.end - line.offset)
+    return builder.finish(parser.stats())
+
+
+def test_a_session_that_fits_the_budget_in_bytes_is_not_tokenised_and_sends_what_the_item_path_sends(tmp_path):
+    """Within the budget in UTF-8 bytes a text cannot exceed it in tokens (a token is at least
+    one byte): such a transcript is redacted as one text and not counted (`tokens` is then its
+    byte length, an upper bound), and it is the very text the item-by-item path renders."""
+    calls = [(f"pytest -q tests/t{i}", "PASS ✓ 漢字 src/app.py:12 " * (30 * i + 5) + PLANTED_SECRETS["github_pat"]) for i in range(10)]
+    path = write_rollout(tmp_path, created_at=WHEN, user_messages=["go", "again"], tool_calls=calls, assistant_messages=["ok", "done"])
+    size = path.stat().st_size
+    bounded = 0
+    for budget in (size // 4, size // 3, size // 2, size, 2 * size):
+        transcript = build_memory_transcript(path, token_budget=budget)
+        exact = count_tokens(transcript.text)
+        assert exact <= budget
+        assert SECRET_VALUES["github_pat"] not in transcript.text
+        if transcript.tokens_counted:
+            assert abs(transcript.tokens - exact) <= 16 + 2 * len(transcript.items)
+            continue
+        bounded += 1
+        assert exact <= transcript.tokens == len(transcript.text.encode("utf-8")) <= budget
+        assert transcript.truncated_tokens == 0
+        reference = _item_by_item(path, budget)
+        assert (transcript.text, transcript.items) == (reference.text, reference.items)
+    assert bounded >= 2
+
+
+def test_a_session_over_the_budget_in_bytes_only_after_redaction_is_counted_exactly(tmp_path):
+    """Redaction can lengthen a text (an 8-character value becomes the 17-character marker):
+    when the redacted text is over the budget in bytes, it is counted, and kept whole when the
+    count fits."""
+    path = write_rollout(tmp_path, created_at=WHEN, user_messages=["password=abcdefgh " * 300], assistant_messages=["ok"])
+    text_bytes = len(build_memory_transcript(path, token_budget=10**6).text.encode("utf-8"))
+    transcript = build_memory_transcript(path, token_budget=text_bytes - 1)
+    assert transcript.tokens_counted
+    assert transcript.tokens == count_tokens(transcript.text) <= text_bytes - 1
+    assert transcript.truncated_tokens == 0 and "abcdefgh" not in transcript.text

@@ -109,3 +109,57 @@ def test_phase_one_harvests_the_rollouts_discovery_read(prefect_harness: None, t
 
     assert report.discovery["citation uses recorded"] == 1
     assert home.store.get_stage1_output(remembered).usage_count == 1
+
+
+def test_discoverys_scan_is_harvested_without_reading_the_file_again(store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Discovery scanned the file from offset 0 in this run: the harvest takes the blocks past
+    its stored offset from that scan (the same ones a scan resumed there finds) and reads
+    nothing."""
+    from codex_memories.ingest.rollouts import scan_rollout
+    from codex_memories.read import harvest
+
+    rollout = write_rollout(tmp_path, created_at=CREATED, user_messages=["use the package manager"], assistant_messages=[citation(CITED)])
+    assert harvest_citations(store, [rollout]).usage_recorded == 1
+    append_turn(rollout, citation(CITED), CREATED + timedelta(minutes=5))
+    append_turn(rollout, "no citation this time", CREATED + timedelta(minutes=6))
+    offset = store.get_harvest_offset(str(rollout))
+    resumed = scan_rollout(rollout, start_offset=offset)
+    discovered = scan_rollout(rollout)
+    assert len(discovered.citations) == 2 and len(resumed.citations) == 1
+
+    def no_second_read(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the harvest read a file discovery had scanned")
+
+    monkeypatch.setattr(harvest, "scan_rollout", no_second_read)
+    report = harvest_citations(store, [rollout], scans={str(rollout): discovered})
+
+    assert (report.citation_blocks, report.usage_recorded) == (len(resumed.citations), 1)
+    assert usage_count(store) == 2
+    assert store.get_harvest_offset(str(rollout)) == resumed.end_offset == rollout.stat().st_size
+
+
+def test_a_scan_that_ends_before_the_stored_offset_is_not_used(store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process (the Stop hook) harvested past the scan's end in between: the scan says
+    nothing about what lies beyond, and moving the offset back would count blocks twice, so
+    the file is read from the stored offset as without a scan."""
+    from codex_memories.ingest.rollouts import scan_rollout
+    from codex_memories.read import harvest
+
+    rollout = write_rollout(tmp_path, created_at=CREATED, user_messages=["use the package manager"], assistant_messages=["nothing cited"])
+    early = scan_rollout(rollout)
+    append_turn(rollout, citation(CITED), CREATED + timedelta(minutes=5))
+    assert harvest_citations(store, [rollout]).usage_recorded == 1  # the hook, after discovery's scan
+    reads: list[int] = []
+    real_scan = harvest.scan_rollout
+
+    def counted(path: Path, *, start_offset: int = 0):
+        reads.append(start_offset)
+        return real_scan(path, start_offset=start_offset)
+
+    monkeypatch.setattr(harvest, "scan_rollout", counted)
+    report = harvest_citations(store, [rollout], scans={str(rollout): early})
+
+    assert reads == [rollout.stat().st_size]
+    assert (report.citation_blocks, report.usage_recorded) == (0, 0)
+    assert usage_count(store) == 1
+    assert store.get_harvest_offset(str(rollout)) == rollout.stat().st_size
