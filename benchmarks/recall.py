@@ -62,11 +62,12 @@ from codex_memories.read.recall import (  # noqa: E402
     Tuning,
     clean_query,
     gate,
+    gate_features,
     lexical_ranking,
     query_terms,
     rank,
 )
-from codex_memories.read.relevance import FEATURES, GateModel, QueryEvidence  # noqa: E402
+from codex_memories.read.relevance import FEATURES, GateModel  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "recall"
 SECTION = "recall"
@@ -318,11 +319,7 @@ def tune(index: recall_index.Index, questions: list[dict[str, Any]], keys: dict[
     for floor_relevance in (0.0, 0.1, 0.2):
         survivors = [[c for c in candidates[q["id"]] if c.relevance >= floor_relevance or c.full_lexical_match] for q in tuning_questions]
         windows = [kept[:GATE_WINDOW] for kept in survivors]
-        rows = [
-            (kept[0].evidence or QueryEvidence(0.0, 0.0)).features(max(c.similarity for c in kept), max(c.coverage for c in kept[:GATE_WINDOW]))
-            if kept else dict.fromkeys(FEATURES, 0.0)
-            for kept in survivors
-        ]
+        rows = [gate_features(kept) if kept else dict.fromkeys(FEATURES, 0.0) for kept in survivors]
         by_letter = np.array([any(c.full_lexical_match for c in window) for window in windows])
         for size in range(1, len(FEATURES) + 1):
             for names in itertools.combinations(FEATURES, size):
@@ -482,7 +479,10 @@ def main() -> None:
 
         if arguments.tune:
             outcomes = tune(index, questions, keys, cwds)
-            for _objective, tuning, scores in outcomes[:12]:
+            best_per_floor = {}
+            for outcome in outcomes:
+                best_per_floor.setdefault(outcome[1].floor_relevance, outcome)
+            for _objective, tuning, scores in outcomes[:12] + sorted(best_per_floor.values(), key=lambda item: item[1].floor_relevance):
                 print(f"hit@5={scores.hit5:.2f} no-answer={scores.no_answer:.2f} floor={tuning.floor_relevance} {tuning.gate_model}")
 
         lines = folder_lines(root)

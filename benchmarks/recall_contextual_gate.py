@@ -66,7 +66,7 @@ from codex_memories.read.recall import (  # noqa: E402
 from codex_memories.scopes import project_key_for_directory  # noqa: E402
 
 STATIC = ("top_similarity", "margin", "coverage", "vocabulary")
-CONTEXTUAL = ("ctx_top", "ctx_margin")
+CONTEXTUAL = ("ctx_top", "ctx_top_window", "ctx_margin")
 MARGIN_DEPTH = 20
 NAMES = STATIC + CONTEXTUAL
 # (which similarity the chunk floor applies to, floor)
@@ -137,6 +137,7 @@ def signals(question: Question, floor: tuple[str, float]):
     if survivors:
         row.update(
             top_similarity=max(c.static for c in survivors), ctx_top=max(c.ctx for c in survivors),
+            ctx_top_window=max(c.ctx for c in survivors[:GATE_WINDOW]),
             coverage=max(c.coverage for c in survivors[:GATE_WINDOW]),
         )
     return survivors, row, any(c.full_match for c in survivors[:GATE_WINDOW])
@@ -244,8 +245,9 @@ def main() -> None:
                     paraphrase, answerable, none = figures(tune_questions, decide(data, tune_questions, floor, subset, predict, threshold))
                     outcomes.append((answerable, -size, paraphrase, none, floor, subset, predict, threshold))
         outcomes.sort(key=lambda item: item[:3], reverse=True)
-        print("tune, threshold for >= 85 % no-answer on tune (best 10):")
-        for answerable, _size, paraphrase, none, floor, subset, _p, threshold in outcomes[:10]:
+        print("tune, threshold for >= 85 % no-answer on tune (best 10, then the best that reads contextual vectors of the gate window only):")
+        window_only = [o for o in outcomes if "ctx_top_window" in o[5] and not set(o[5]) & {"ctx_top", "ctx_margin"} and o[4][0] == "static"]
+        for answerable, _size, paraphrase, none, floor, subset, _p, threshold in outcomes[:10] + window_only[:5]:
             print(f"  floor {floor[0]}>={floor[1]:.1f} {'+'.join(subset):40s} answerable hit@5 {answerable:.2f} paraphrase {paraphrase:.2f} no-answer {none:.2f} p>={threshold:.3f}")
         best_static = next(o for o in outcomes if set(o[5]) <= set(STATIC) and o[4][0] == "static")
         best_ctx = next(o for o in outcomes if set(o[5]) & set(CONTEXTUAL) or o[4][0] == "ctx")

@@ -68,6 +68,7 @@ class HookOutcome(StrEnum):
     failed_bad_input = "failed_bad_input"
     failed_unknown_event = "failed_unknown_event"
     failed_memory_root_unreadable = "failed_memory_root_unreadable"
+    failed_encoder_unavailable = "failed_encoder_unavailable"  # an embedding package is missing or broken
     failed_settings = "failed_settings"
     failed_state_db = "failed_state_db"
     failed_transcript_unreadable = "failed_transcript_unreadable"
@@ -199,12 +200,19 @@ def _user_prompt_submit(payload: dict[str, Any], options: HookOptions) -> HookRe
     # Imported here: only this event pays for the recall index (numpy and the static embeddings).
     import sqlite3
 
+    from codex_memories.read.embedding import EmbedderUnavailable
     from codex_memories.read.prompt_context import memory_context_for_prompt
 
     try:
         context = memory_context_for_prompt(options.memory_root, prompt, _string_field(payload, "cwd"), options.prompt_budget_tokens)
     except (OSError, UnicodeDecodeError, sqlite3.Error) as error:
         return HookResult(event, HookOutcome.failed_memory_root_unreadable, detail=f"{options.memory_root}: {error}")
+    except EmbedderUnavailable as error:
+        # Not "nothing relevant": recall cannot run at all until the install is repaired, and
+        # the person should hear it (Codex shows hook stderr in its logs) rather than lose
+        # every recall silently.
+        sys.stderr.write(f"codex-memories hook: recall is unavailable, nothing injected: {error}\n")
+        return HookResult(event, HookOutcome.failed_encoder_unavailable, detail=str(error))
     if not context:
         return HookResult(event, HookOutcome.skipped_nothing_relevant)
     return HookResult(event, HookOutcome.injected_relevant_memory, stdout=additional_context_output(event, context))
