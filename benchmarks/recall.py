@@ -10,7 +10,8 @@ Method:
 - A result answers a question when its text contains the fact's key (case-insensitive). For
   answerable questions: hit@1, hit@5, MRR (top 5). For unanswerable ones: the share that got an
   empty answer. Three methods on the same folder in the same run:
-  - hybrid: `codex_memories.read.recall` (BM25 + WordLlama embeddings, RRF, scope order, gate);
+  - hybrid: `codex_memories.read.recall` (BM25 + WordLlama embeddings, RRF, scope order, gate
+    reading the all-MiniLM-L6-v2 cosine of the query to its first candidates);
   - hybrid, gate off: the same ranking without the relevance gate (what the ranking alone finds);
   - bm25: the same FTS5 BM25 leg alone, top 5, no gate, no scope order (empty only when no word
     matches);
@@ -18,11 +19,12 @@ Method:
     `rg -i`) search per content word of the question, lines ranked by how many distinct words
     they contain.
 - `--tune` chooses the gate model (`relevance.GATE_MODEL`: a logistic regression over a subset of
-  the query's top cosine, similarity margin, term coverage and vocabulary coverage, and its
-  threshold) and the chunk floor on the tune split only, and prints the best fits; the constants in
+  the query's top cosine, similarity margin, term coverage, vocabulary coverage and contextual
+  cosine, and its threshold) and the chunk floor on the tune split only, and prints the best fits; the constants in
   `codex_memories/read/relevance.py` and `recall.Tuning` were copied from that. The tables
-  report tune and test separately; the test split (55 paraphrases, 38 unanswerable) was never
-  used to choose anything.
+  report tune and test separately; the test split (48 paraphrases, 33 unanswerable) chose no
+  coefficient or threshold (the caveats about what it was looked at are in benchmarks/README.md).
+  `recall_contextual_gate.py` is the experiment that led to the contextual feature.
 - Speed: `recall` in a fresh `python -c` process (as a prompt hook runs it) next to
   `python -c pass` in the same run; per query in a warm process; index build time and size for
   synthetic folders of 100 and 10,000 MEMORY.md blocks, and the rebuild after a one-line edit.
