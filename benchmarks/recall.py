@@ -20,7 +20,7 @@ Method:
     they contain.
 - `--tune` chooses the gate model (`relevance.GATE_MODEL`: a logistic regression over a subset of
   the query's top cosine, similarity margin, term coverage, vocabulary coverage and contextual
-  cosine, and its threshold) and the chunk floor on the tune split only, and prints the best fits; the constants in
+  cosine, and its threshold), the chunk floor and the contextual floor on shown chunks on the tune split only, and prints the best fits; the constants in
   `codex_memories/read/relevance.py` and `recall.Tuning` were copied from that. The tables
   report tune and test separately; the test split (48 paraphrases, 33 unanswerable) chose no
   coefficient or threshold (the caveats about what it was looked at are in benchmarks/README.md).
@@ -68,6 +68,7 @@ from codex_memories.read.recall import (  # noqa: E402
     lexical_ranking,
     query_terms,
     rank,
+    shown,
 )
 from codex_memories.read.relevance import FEATURES, GateModel  # noqa: E402
 
@@ -222,7 +223,7 @@ def hybrid_candidates(index: recall_index.Index, question: str, cwd: str | None,
 def gated(candidates: list[ScoredChunk], tuning: Tuning) -> Ranked:
     """What `recall` returns for these candidates under `tuning` (the same `gate` function)."""
     rescored = [replace(candidate, relevance=tuning.relevance(candidate.similarity, candidate.coverage)) for candidate in candidates]
-    return Ranked([scored.chunk.text for scored in gate(rescored, tuning)[:TOP]])
+    return Ranked([scored.chunk.text for scored in shown(gate(rescored, tuning), TOP, tuning)])
 
 
 def bm25_ranked(index: recall_index.Index, question: str) -> Ranked:
@@ -326,14 +327,18 @@ def tune(index: recall_index.Index, questions: list[dict[str, Any]], keys: dict[
         for size in range(1, len(FEATURES) + 1):
             for names in itertools.combinations(FEATURES, size):
                 model = fit_gate_model(names, np.array([[row[name] for name in names] for row in rows]), answerable, by_letter)
-                tuning = replace(DEFAULT_TUNING, floor_relevance=floor_relevance, gate_model=model)
-                results = {qid: gated(found, tuning) for qid, found in candidates.items()}
-                scores = evaluate(results, tuning_questions, keys)
-                outcomes.append(((scores.hit5, -size, scores.reciprocal / scores.answerable, scores.no_answer), tuning, scores))
+                # The contextual floor only removes shown chunks: it leaves the fit alone. Strictest
+                # first, so a tie in every objective goes to the floor that shows less.
+                for floor_contextual in CONTEXTUAL_FLOORS:
+                    tuning = replace(DEFAULT_TUNING, floor_relevance=floor_relevance, floor_contextual=floor_contextual, gate_model=model)
+                    results = {qid: gated(found, tuning) for qid, found in candidates.items()}
+                    scores = evaluate(results, tuning_questions, keys)
+                    outcomes.append(((scores.hit5, -size, scores.reciprocal / scores.answerable, scores.no_answer), tuning, scores))
     outcomes.sort(key=lambda item: tuple(-value for value in item[0]))
     return outcomes
 
 
+CONTEXTUAL_FLOORS = (0.4, 0.35, 0.3, 0.25, 0.2, 0.15, 0.1, 0.05, 0.0)
 GATE_NO_ANSWER_TARGET = 0.85  # On the tune split: a margin over the issue's 80 % for unseen questions.
 
 
@@ -483,9 +488,12 @@ def main() -> None:
             outcomes = tune(index, questions, keys, cwds)
             best_per_floor = {}
             for outcome in outcomes:
-                best_per_floor.setdefault(outcome[1].floor_relevance, outcome)
-            for _objective, tuning, scores in outcomes[:12] + sorted(best_per_floor.values(), key=lambda item: item[1].floor_relevance):
-                print(f"hit@5={scores.hit5:.2f} no-answer={scores.no_answer:.2f} floor={tuning.floor_relevance} {tuning.gate_model}")
+                best_per_floor.setdefault((outcome[1].floor_relevance, outcome[1].floor_contextual), outcome)
+            for _objective, tuning, scores in outcomes[:12] + sorted(best_per_floor.values(), key=lambda item: (item[1].floor_relevance, item[1].floor_contextual)):
+                print(
+                    f"hit@5={scores.hit5:.2f} no-answer={scores.no_answer:.2f} floor={tuning.floor_relevance} "
+                    f"contextual floor={tuning.floor_contextual} {tuning.gate_model}"
+                )
 
         lines = folder_lines(root)
         hybrid: dict[str, Ranked] = {}
