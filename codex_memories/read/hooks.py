@@ -29,7 +29,10 @@ Contract:
   (SQLAlchemy) and our settings (to resolve the DB URL, which never appears in `hooks.json`).
 - `main(argv)` is the `codex-memories-hook` console script: `codex-memories-hook <Event>
   --codex-home DIR --memory-root DIR [--budget N] [--prompt-budget N]`, stdin in, JSON out,
-  exit 0 always. `install` writes this command into `hooks.json`.
+  exit 0 always. `install` writes this command into `hooks.json`. It runs OpenBLAS on one thread
+  (`OPENBLAS_NUM_THREADS=1`, set before numpy loads; a value the user set is kept): the
+  encoder's products are small, and on a busy machine extra BLAS threads made the prompt hook
+  several times slower (benchmarks/README.md, Recall).
 """
 
 from __future__ import annotations
@@ -383,6 +386,9 @@ def run(argv: list[str], stdin_text: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """`codex-memories-hook`: always prints one JSON object and exits 0."""
+    # Read once, when numpy loads (nothing before this line imports it): the fresh-process hook
+    # took 0.50 s median with one thread against 2.05 s with the default on a loaded 2-core machine.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         stdin_text = sys.stdin.read()
     except (OSError, UnicodeDecodeError) as error:
