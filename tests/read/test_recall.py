@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -23,6 +24,7 @@ from codex_memories.read.recall import (
     gate,
     recall,
     results_as_json,
+    shown,
     similarity_margin,
 )
 from codex_memories.read.relevance import GATE_MODEL, MARGIN_DEPTH, GateModel, QueryEvidence, answer_probability
@@ -216,6 +218,21 @@ def test_the_gate_reads_the_contextual_cosine_of_the_query_to_the_window():
 
     assert [s.chunk.id for s in gate(_window("how do I release to prod?", facts), CONTEXTUAL_GATE)] == [1, 2]
     assert gate(_window("what is the capital of Australia?", facts), CONTEXTUAL_GATE) == []
+
+
+def test_a_shown_chunk_needs_the_contextual_floor_unless_it_holds_every_query_word():
+    facts = [
+        "- production deploys go through `make ship-prod` [Task 1]",  # contextual cosine 0.34 to the query
+        "- always use pnpm, never npm [Task 3]",  # 0.18
+        "- the CI image pins Python 3.11 [Task 2]",  # 0.10, but every query word is in it (say the heading)
+    ]
+    window = _window("how do I release to prod?", facts)
+    window[2] = dataclasses.replace(window[2], full_lexical_match=True)
+    floored = Tuning(floor_contextual=0.25)
+
+    assert [s.chunk.id for s in shown(window, 5, floored)] == [1, 3]
+    assert [s.chunk.id for s in shown(window, 2, floored)] == [1]  # A dropped chunk is not replaced by a later one.
+    assert [s.chunk.id for s in shown(window, 5, Tuning(floor_contextual=0.0))] == [1, 2, 3]
 
 
 def test_a_missing_encoder_package_is_an_error_not_an_empty_answer(root, monkeypatch):
