@@ -10,7 +10,8 @@ Method:
 - A result answers a question when its text contains the fact's key (case-insensitive). For
   answerable questions: hit@1, hit@5, MRR (top 5). For unanswerable ones: the share that got an
   empty answer. Three methods on the same folder in the same run:
-  - hybrid: `codex_memories.read.recall` (BM25 + WordLlama embeddings, RRF, scope order, gate);
+  - hybrid: `codex_memories.read.recall` (BM25 + WordLlama embeddings, RRF, scope order, gate
+    reading the all-MiniLM-L6-v2 cosine of the query to its first candidates);
   - hybrid, gate off: the same ranking without the relevance gate (what the ranking alone finds);
   - bm25: the same FTS5 BM25 leg alone, top 5, no gate, no scope order (empty only when no word
     matches);
@@ -18,11 +19,12 @@ Method:
     `rg -i`) search per content word of the question, lines ranked by how many distinct words
     they contain.
 - `--tune` chooses the gate model (`relevance.GATE_MODEL`: a logistic regression over a subset of
-  the query's top cosine, similarity margin, term coverage and vocabulary coverage, and its
-  threshold) and the chunk floor on the tune split only, and prints the best fits; the constants in
+  the query's top cosine, similarity margin, term coverage, vocabulary coverage and contextual
+  cosine, and its threshold), the chunk floor and the contextual floor on shown chunks on the tune split only, and prints the best fits; the constants in
   `codex_memories/read/relevance.py` and `recall.Tuning` were copied from that. The tables
-  report tune and test separately; the test split (55 paraphrases, 38 unanswerable) was never
-  used to choose anything.
+  report tune and test separately; the test split (48 paraphrases, 33 unanswerable) chose no
+  coefficient or threshold (the caveats about what it was looked at are in benchmarks/README.md).
+  `recall_contextual_gate.py` is the experiment that led to the contextual feature.
 - Speed: `recall` in a fresh `python -c` process (as a prompt hook runs it) next to
   `python -c pass` in the same run; per query in a warm process; index build time and size for
   synthetic folders of 100 and 10,000 MEMORY.md blocks, and the rebuild after a one-line edit.
@@ -62,11 +64,13 @@ from codex_memories.read.recall import (  # noqa: E402
     Tuning,
     clean_query,
     gate,
+    gate_features,
     lexical_ranking,
     query_terms,
     rank,
+    shown,
 )
-from codex_memories.read.relevance import FEATURES, GateModel, QueryEvidence  # noqa: E402
+from codex_memories.read.relevance import FEATURES, GateModel  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "recall"
 SECTION = "recall"
@@ -219,7 +223,7 @@ def hybrid_candidates(index: recall_index.Index, question: str, cwd: str | None,
 def gated(candidates: list[ScoredChunk], tuning: Tuning) -> Ranked:
     """What `recall` returns for these candidates under `tuning` (the same `gate` function)."""
     rescored = [replace(candidate, relevance=tuning.relevance(candidate.similarity, candidate.coverage)) for candidate in candidates]
-    return Ranked([scored.chunk.text for scored in gate(rescored, tuning)[:TOP]])
+    return Ranked([scored.chunk.text for scored in shown(gate(rescored, tuning), TOP, tuning)])
 
 
 def bm25_ranked(index: recall_index.Index, question: str) -> Ranked:
@@ -318,23 +322,23 @@ def tune(index: recall_index.Index, questions: list[dict[str, Any]], keys: dict[
     for floor_relevance in (0.0, 0.1, 0.2):
         survivors = [[c for c in candidates[q["id"]] if c.relevance >= floor_relevance or c.full_lexical_match] for q in tuning_questions]
         windows = [kept[:GATE_WINDOW] for kept in survivors]
-        rows = [
-            (kept[0].evidence or QueryEvidence(0.0, 0.0)).features(max(c.similarity for c in kept), max(c.coverage for c in kept[:GATE_WINDOW]))
-            if kept else dict.fromkeys(FEATURES, 0.0)
-            for kept in survivors
-        ]
+        rows = [gate_features(kept) if kept else dict.fromkeys(FEATURES, 0.0) for kept in survivors]
         by_letter = np.array([any(c.full_lexical_match for c in window) for window in windows])
         for size in range(1, len(FEATURES) + 1):
             for names in itertools.combinations(FEATURES, size):
                 model = fit_gate_model(names, np.array([[row[name] for name in names] for row in rows]), answerable, by_letter)
-                tuning = replace(DEFAULT_TUNING, floor_relevance=floor_relevance, gate_model=model)
-                results = {qid: gated(found, tuning) for qid, found in candidates.items()}
-                scores = evaluate(results, tuning_questions, keys)
-                outcomes.append(((scores.hit5, -size, scores.reciprocal / scores.answerable, scores.no_answer), tuning, scores))
+                # The contextual floor only removes shown chunks: it leaves the fit alone. Strictest
+                # first, so a tie in every objective goes to the floor that shows less.
+                for floor_contextual in CONTEXTUAL_FLOORS:
+                    tuning = replace(DEFAULT_TUNING, floor_relevance=floor_relevance, floor_contextual=floor_contextual, gate_model=model)
+                    results = {qid: gated(found, tuning) for qid, found in candidates.items()}
+                    scores = evaluate(results, tuning_questions, keys)
+                    outcomes.append(((scores.hit5, -size, scores.reciprocal / scores.answerable, scores.no_answer), tuning, scores))
     outcomes.sort(key=lambda item: tuple(-value for value in item[0]))
     return outcomes
 
 
+CONTEXTUAL_FLOORS = (0.4, 0.35, 0.3, 0.25, 0.2, 0.15, 0.1, 0.05, 0.0)
 GATE_NO_ANSWER_TARGET = 0.85  # On the tune split: a margin over the issue's 80 % for unseen questions.
 
 
@@ -482,8 +486,14 @@ def main() -> None:
 
         if arguments.tune:
             outcomes = tune(index, questions, keys, cwds)
-            for _objective, tuning, scores in outcomes[:12]:
-                print(f"hit@5={scores.hit5:.2f} no-answer={scores.no_answer:.2f} floor={tuning.floor_relevance} {tuning.gate_model}")
+            best_per_floor = {}
+            for outcome in outcomes:
+                best_per_floor.setdefault((outcome[1].floor_relevance, outcome[1].floor_contextual), outcome)
+            for _objective, tuning, scores in outcomes[:12] + sorted(best_per_floor.values(), key=lambda item: (item[1].floor_relevance, item[1].floor_contextual)):
+                print(
+                    f"hit@5={scores.hit5:.2f} no-answer={scores.no_answer:.2f} floor={tuning.floor_relevance} "
+                    f"contextual floor={tuning.floor_contextual} {tuning.gate_model}"
+                )
 
         lines = folder_lines(root)
         hybrid: dict[str, Ranked] = {}

@@ -18,8 +18,8 @@ Contract:
   backup and atomic write.
 - `doctor(...) -> DoctorReport`: one `Check` per line, `ok` when all pass: Codex found and its
   version; hooks installed and pointing at an existing executable; Codex's own memory feature off
-  for the folder we write; MCP server registered; state DB and memory root reachable; provider
-  resolved and why. Reads only (opening the state DB may create or migrate it, as every command
+  for the folder we write; MCP server registered; state DB and memory root reachable; the recall
+  gate's encoder package installed with the pinned weights; provider resolved and why. Reads only (opening the state DB may create or migrate it, as every command
   does).
 """
 
@@ -432,9 +432,22 @@ def doctor(
     report.checks.append(_check_mcp(codex, codex_home, memory_root))
     report.checks.append(_check_state_db(db_url, open_store))
     report.checks.append(_check_memory_root(memory_root))
+    report.checks.append(check_recall_encoder())
     name, why = provider
     report.checks.append(Check("provider", True, f"{name} ({why})"))
     return report
+
+
+def check_recall_encoder() -> Check:
+    """The contextual encoder of the recall gate: its package installed, its weights the pinned file."""
+    from codex_memories.read import contextual
+
+    try:
+        contextual.verify_weights()
+        contextual.require()
+    except contextual.EncoderUnavailable as error:
+        return Check("recall encoder", False, str(error))
+    return Check("recall encoder", True, f"{contextual.ENCODER_ID} from {contextual.model_dir()} (sha256 checked)")
 
 
 def _check_codex(codex: Path | None, codex_home: Path) -> Check:

@@ -107,6 +107,7 @@ def recall(
     """The memory lines that answer a question (lexical and semantic search fused); nothing when none does."""
     import json
 
+    from codex_memories.read.embedding import EmbedderUnavailable
     from codex_memories.read.recall import RecallError, results_as_json
     from codex_memories.read.recall import recall as recall_memories
 
@@ -120,6 +121,8 @@ def recall(
             results = recall_memories(root, query, cwd=cwd if cwd is not None else str(Path.cwd()), limit=limit)
         except RecallError as error:
             _fail(str(error), EXIT_BAD_SETTING)
+        except EmbedderUnavailable as error:  # A broken install, not "no memories": say so, exit 1.
+            _fail(f"recall is unavailable: {error}")
     if as_json:
         _say(json.dumps(results_as_json(results), ensure_ascii=False))
         return

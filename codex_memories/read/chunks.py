@@ -70,22 +70,27 @@ class Chunk:
 
     @property
     def embed_text(self) -> str:
-        """What the semantic leg embeds: the chunk's own words, without the headings around it.
+        """What the semantic leg embeds: `own_words(text)`, or the searched text when that is empty."""
+        return own_words(self.text) or self.search_text
 
-        Mean-pooled static embeddings are diluted by every extra token: a one-line bullet embedded
-        with its group's title and scope line looks like its group, not like its fact.
-        """
-        kept = []
-        for line in self.text.split("\n"):
-            stripped = line.strip()
-            if not stripped or _COMMENT.match(stripped) or stripped.startswith("- rollout_summaries/"):
-                continue
-            stripped = _HEADING.sub(lambda match: match.group("title"), stripped)
-            stripped = _CITATION.sub("", _BULLET.sub("", stripped)).replace("`", "")
-            if stripped.lower() in ("rollout_summary_files", "keywords", "---"):
-                continue
-            kept.append(stripped)
-        return "\n".join(kept) or self.search_text
+
+def own_words(text: str) -> str:
+    """A chunk's own words, without the headings, comments, citations and file lists around it.
+
+    Mean-pooled embeddings are diluted by every extra token: a one-line bullet embedded with its
+    group's title and scope line looks like its group, not like its fact.
+    """
+    kept = []
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if not stripped or _COMMENT.match(stripped) or stripped.startswith("- rollout_summaries/"):
+            continue
+        stripped = _HEADING.sub(lambda match: match.group("title"), stripped)
+        stripped = _CITATION.sub("", _BULLET.sub("", stripped)).replace("`", "")
+        if stripped.lower() in ("rollout_summary_files", "keywords", "---"):
+            continue
+        kept.append(stripped)
+    return "\n".join(kept)
 
 
 def source_files(root: Path) -> list[str]:

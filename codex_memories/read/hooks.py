@@ -29,7 +29,10 @@ Contract:
   (SQLAlchemy) and our settings (to resolve the DB URL, which never appears in `hooks.json`).
 - `main(argv)` is the `codex-memories-hook` console script: `codex-memories-hook <Event>
   --codex-home DIR --memory-root DIR [--budget N] [--prompt-budget N]`, stdin in, JSON out,
-  exit 0 always. `install` writes this command into `hooks.json`.
+  exit 0 always. `install` writes this command into `hooks.json`. It runs OpenBLAS on one thread
+  (`OPENBLAS_NUM_THREADS=1`, set before numpy loads; a value the user set is kept): the
+  encoder's products are small, and on a busy machine extra BLAS threads made the prompt hook
+  several times slower (benchmarks/README.md, Recall).
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ class HookOutcome(StrEnum):
     failed_bad_input = "failed_bad_input"
     failed_unknown_event = "failed_unknown_event"
     failed_memory_root_unreadable = "failed_memory_root_unreadable"
+    failed_encoder_unavailable = "failed_encoder_unavailable"  # an embedding package is missing or broken
     failed_settings = "failed_settings"
     failed_state_db = "failed_state_db"
     failed_transcript_unreadable = "failed_transcript_unreadable"
@@ -199,12 +203,19 @@ def _user_prompt_submit(payload: dict[str, Any], options: HookOptions) -> HookRe
     # Imported here: only this event pays for the recall index (numpy and the static embeddings).
     import sqlite3
 
+    from codex_memories.read.embedding import EmbedderUnavailable
     from codex_memories.read.prompt_context import memory_context_for_prompt
 
     try:
         context = memory_context_for_prompt(options.memory_root, prompt, _string_field(payload, "cwd"), options.prompt_budget_tokens)
     except (OSError, UnicodeDecodeError, sqlite3.Error) as error:
         return HookResult(event, HookOutcome.failed_memory_root_unreadable, detail=f"{options.memory_root}: {error}")
+    except EmbedderUnavailable as error:
+        # Not "nothing relevant": recall cannot run at all until the install is repaired, and
+        # the person should hear it (Codex shows hook stderr in its logs) rather than lose
+        # every recall silently.
+        sys.stderr.write(f"codex-memories hook: recall is unavailable, nothing injected: {error}\n")
+        return HookResult(event, HookOutcome.failed_encoder_unavailable, detail=str(error))
     if not context:
         return HookResult(event, HookOutcome.skipped_nothing_relevant)
     return HookResult(event, HookOutcome.injected_relevant_memory, stdout=additional_context_output(event, context))
@@ -375,6 +386,9 @@ def run(argv: list[str], stdin_text: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """`codex-memories-hook`: always prints one JSON object and exits 0."""
+    # Read once, when numpy loads (nothing before this line imports it): the fresh-process hook
+    # took 0.50 s median with one thread against 2.05 s with the default on a loaded 2-core machine.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         stdin_text = sys.stdin.read()
     except (OSError, UnicodeDecodeError) as error:

@@ -30,7 +30,7 @@ Contract:
     relevant memory chunks, best first, each a `SemanticMatch` (`line_number` =
     `start_line_number` = the chunk's first line, plus `end_line_number`, `score` and `scope`),
     limited to `path` when given; `context_lines` does not apply; an empty page means nothing
-    relevant.
+    relevant, and a missing or broken embedding package is `SemanticSearchUnavailable`.
   - Reading and searching stop after `ANSWER_TIME_BUDGET_SECONDS`: a search page that has matches
     is returned `truncated` with a cursor to continue from; otherwise the call fails with
     `AnswerTimedOut`, which says to narrow the path or the query.
@@ -105,6 +105,10 @@ class MemoryToolError(Exception):
     @property
     def kind(self) -> str:
         return type(self).__name__
+
+
+class SemanticSearchUnavailable(MemoryToolError):
+    """The semantic mode cannot run: an embedding package is missing or broken (the literal mode still works)."""
 
 
 class InvalidPath(MemoryToolError):
@@ -346,13 +350,17 @@ def search(
 
 def _semantic_search(root: Path, target: _Target, query: str, start_index: int, page_size: int) -> SearchResult:
     # Imported here: the literal tools must not pay for numpy and the embedding model.
+    from codex_memories.read.embedding import EmbedderUnavailable
     from codex_memories.read.recall import recall
 
     limit = start_index + page_size + 1
     found = []
     if target.kind is not None:
         prefix = target.display
-        results = recall(root, query, limit=limit if not prefix else MAX_SEARCH_RESULTS + limit)
+        try:
+            results = recall(root, query, limit=limit if not prefix else MAX_SEARCH_RESULTS + limit)
+        except EmbedderUnavailable as error:
+            raise SemanticSearchUnavailable(str(error)) from error
         found = [result for result in results if not prefix or result.path == prefix or result.path.startswith(prefix + "/")]
     if start_index > len(found):
         raise InvalidCursor(f"cursor {start_index} is past the end of {len(found)} results")

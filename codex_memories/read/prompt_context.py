@@ -42,7 +42,9 @@ def memory_context_for_prompt(root: Path, prompt: str, cwd: str | None, token_bu
         raise ValueError("token_budget must be at least 1")
     if not prompt.strip():
         return ""
-    found = recall_scored(Path(root), prompt, cwd=cwd, limit=MAX_ENTRIES * 2)
+    # `recall_scored` leaves other projects out already, so MAX_ENTRIES is all it needs to return; a
+    # larger limit would only make its contextual floor encode chunks that are never shown.
+    found = recall_scored(Path(root), prompt, cwd=cwd, limit=MAX_ENTRIES)
     chosen = _choose(found)
     if not chosen:
         return ""

@@ -8,8 +8,11 @@ Contract:
   - `vocabulary`: the share of the query terms' IDF weight carried by terms that occur anywhere
     in the index.
   With `top_similarity`, the best cosine among the candidates the caller may see (a scope filter
-  may have removed some), and `coverage`, the best lexical term coverage among the first ones
-  (`recall.GATE_WINDOW`), these are the `FEATURES` a `GateModel` may use.
+  may have removed some), `coverage`, the best lexical term coverage among the first ones
+  (`recall.GATE_WINDOW`), and `contextual`, the best cosine of the query to those first ones
+  under the contextual encoder (`contextual`, all-MiniLM-L6-v2: it tells "worded differently"
+  from "not there" where the static embeddings cannot), these are the `FEATURES` a `GateModel`
+  may use.
 - `GateModel` is a logistic regression over a subset of `FEATURES` (raw values, no scaling) and
   a probability threshold under which recall answers nothing. `GATE_MODEL`, the shipped one, is
   data: `benchmarks/recall.py --tune` chooses the feature subset and fits the coefficients and
@@ -24,16 +27,21 @@ from dataclasses import dataclass
 
 # How many of the query's best similarities make its "typical neighbourhood" for the margin.
 MARGIN_DEPTH = 50
-FEATURES = ("top_similarity", "margin", "coverage", "vocabulary")
+FEATURES = ("top_similarity", "margin", "coverage", "vocabulary", "contextual")
 
 
 @dataclass(frozen=True)
 class QueryEvidence:
     margin: float
     vocabulary: float
+    # The query as searched: the contextual feature encodes it with the gate window's chunks.
+    query: str = ""
 
-    def features(self, top_similarity: float, coverage: float) -> dict[str, float]:
-        return {"top_similarity": top_similarity, "margin": self.margin, "coverage": coverage, "vocabulary": self.vocabulary}
+    def features(self, top_similarity: float, coverage: float, contextual: float) -> dict[str, float]:
+        return {
+            "top_similarity": top_similarity, "margin": self.margin, "coverage": coverage, "vocabulary": self.vocabulary,
+            "contextual": contextual,
+        }
 
 
 @dataclass(frozen=True)
@@ -56,12 +64,13 @@ class GateModel:
 
 # Chosen and fitted by `benchmarks/recall.py --tune` on the tune split (57 answerable, 33
 # unanswerable questions): the threshold leaves >= 85 % of its unanswerable questions empty (a
-# margin over the issue's 80 % for unseen ones); of all feature subsets, top cosine + vocabulary
-# found the most answers there at every chunk floor (floor 0.1: all answerable hit@5 0.68 at
-# no-answer 0.88, against 0.58 for the top cosine alone, with or without the margin). Shipped
-# with the 0.2 floor (hit@5 0.65): at 0.1 an unrelated line reached the prompt in the hook tests.
-# benchmarks/README.md has the figures, held-out split included.
-GATE_MODEL = GateModel(intercept=-2.130047, weights=(("top_similarity", 6.07056), ("vocabulary", 2.145676)), threshold=0.662314)
+# margin over the issue's 80 % for unseen ones). At `recall.Tuning`'s chunk floor 0.1,
+# vocabulary + the contextual cosine found the most answers there: all answerable hit@5 0.84 at
+# no-answer 0.88 with contextual floor 0.15 on shown chunks, 0.82 with the 0.2 that ships (the
+# prompt-hook test's noise guard), against 0.77 for the static top cosine + contextual model it
+# replaces (floor 0.2, no contextual floor). benchmarks/README.md has the figures, held-out split
+# included.
+GATE_MODEL = GateModel(intercept=-3.539901, weights=(("vocabulary", 3.125873), ("contextual", 8.108395)), threshold=0.581358)
 
 
 def margin_of(sorted_similarities: list[float]) -> float:
@@ -72,5 +81,5 @@ def margin_of(sorted_similarities: list[float]) -> float:
     return top[0] - sum(top) / len(top)
 
 
-def answer_probability(evidence: QueryEvidence, top_similarity: float, coverage: float, model: GateModel = GATE_MODEL) -> float:
-    return model.probability(evidence.features(top_similarity, coverage))
+def answer_probability(features: dict[str, float], model: GateModel = GATE_MODEL) -> float:
+    return model.probability(features)

