@@ -20,7 +20,9 @@ Timing hooks live in this script only: every Prefect task the flow module calls 
 timer (stage breakdown), and a `codex_memories.progress` listener marks when the extraction map
 starts. The extraction stage is measured from the map's start (first submission) to the start of
 the quality check (all futures collected); the model-call window is the first request the server
-received to the last extraction finished.
+received to the last extraction finished. The slot turnaround is, per freed slot, the time from an
+answer sent to the next request received (`_turnarounds`): the window's loss against the ideal is
+made of these gaps.
 
     .venv/bin/python benchmarks/phase1_efficiency.py [--rollouts 200] [--latency 0.5] [--repeats 3] [--update-readme]
 """
