@@ -20,7 +20,9 @@ Timing hooks live in this script only: every Prefect task the flow module calls 
 timer (stage breakdown), and a `codex_memories.progress` listener marks when the extraction map
 starts. The extraction stage is measured from the map's start (first submission) to the start of
 the quality check (all futures collected); the model-call window is the first request the server
-received to the last extraction finished.
+received to the last extraction finished. The slot turnaround is, per freed slot, the time from an
+answer sent to the next request received (`_turnarounds`): the window's loss against the ideal is
+made of these gaps.
 
     .venv/bin/python benchmarks/phase1_efficiency.py [--rollouts 200] [--latency 0.5] [--repeats 3] [--update-readme]
 """
@@ -231,6 +233,7 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path) -> None:
                     # sent (each answer leaves `latency` after its request arrived).
                     "server_window_seconds": max(marks.requests) + latency - min(marks.requests),
                     "requests": len(marks.requests),
+                    "turnarounds": _turnarounds(marks.requests, latency),
                     "stages": stages,
                 }
             )
@@ -251,6 +254,15 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path) -> None:
              f"{result['library_shared_seconds']:.1f} s / {result['library_per_call_seconds']:.1f} s, Prefect floor "
              f"{result['prefect_floor_seconds']:.1f} s / {result['prefect_floor_persisted_seconds']:.1f} s")
     output.write_text(json.dumps(result), encoding="utf-8")
+
+
+def _turnarounds(requests: list[float], latency: float) -> list[float]:
+    """Per freed slot: from an answer sent to the next request received. With a fixed latency
+    answers leave in request order, and the bounded submitter sends request k (k >= concurrency)
+    once an answer frees a slot, i.e. after answer k - concurrency; the window's loss against the
+    ideal is these gaps along each slot's chain."""
+    ordered = sorted(requests)
+    return [ordered[k] - (ordered[k - CONCURRENCY] + latency) for k in range(CONCURRENCY, len(ordered))]
 
 
 def _say(message: str) -> None:
@@ -433,6 +445,14 @@ def summarize(results: list[dict[str, Any]]) -> str:
     stage_rows.append(["flow start/finish, Prefect bookkeeping and the rest (flow − stages − extraction)", spread(other, unit=" s")])
     stage_table = markdown_table(["other stage (sum over the flow runs)", "seconds, median (range)"], stage_rows)
 
+    turnarounds = [sorted(gap for run in result["runs"] for gap in run["turnarounds"]) for result in results]
+    turnaround_rows = [
+        ["median", spread([1000 * gaps[len(gaps) // 2] for gaps in turnarounds], unit=" ms")],
+        ["90th percentile", spread([1000 * gaps[int(len(gaps) * 0.9)] for gaps in turnarounds], unit=" ms")],
+        ["sum over the freed slots / concurrency (≈ the window's loss)", spread([sum(gaps) / CONCURRENCY for gaps in turnarounds], unit=" s")],
+    ]
+    turnaround_table = markdown_table(["slot turnaround: answer sent → the freed slot's next request received", "value"], turnaround_rows)
+
     process_rows = [
         ["`import codex_memories_flows.phase1` (Prefect, openai, SQLAlchemy, ...)", spread([r["import_seconds"] for r in results], unit=" s")],
         ["Prefect temporary server start (first flow call in a process)", spread([r["prefect_start_seconds"] for r in results], unit=" s")],
@@ -452,6 +472,8 @@ def summarize(results: list[dict[str, Any]]) -> str:
         main_table,
         "",
         per_run_table,
+        "",
+        turnaround_table,
         "",
         stage_table,
         "",

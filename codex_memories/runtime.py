@@ -50,18 +50,25 @@ def close_stores() -> None:
         _stores.clear()
 
 
-def rate_limit_guard(config: RuntimeConfig, *, rollout_snapshot: RateLimitSnapshot | None = None) -> GuardDecision:
-    """Spec 1.3 for every provider: the freshest of our last response's headers (the provider
-    keeps them) and the newest rollout snapshot (pass it in to avoid rescanning) decides."""
-    from codex_memories.ratelimit import GuardDecision, decide, newest_rollout_snapshot
+def rate_limit_guard(config: RuntimeConfig) -> GuardDecision:
+    """Spec 1.3 for every provider, the full way: our last response's headers against the newest
+    rollout snapshot, rescanned now."""
+    from codex_memories.ratelimit import newest_rollout_snapshot
+
+    return rate_limit_decision(config, newest_rollout_snapshot(config.settings.codex_home_path))
+
+
+def rate_limit_decision(config: RuntimeConfig, rollout_snapshot: RateLimitSnapshot | None) -> GuardDecision:
+    """Spec 1.3 with a rollout snapshot read earlier (None: the rollouts had none): the freshest of
+    it and our last response's headers (the provider keeps them) decides. No file is read, so the
+    guard between extraction waves can ask at every freed slot."""
+    from codex_memories.ratelimit import GuardDecision, decide
 
     minimum = config.memories.min_rate_limit_remaining_percent
     if config.provider_name == "heuristic":
         return GuardDecision(True, "the heuristic provider spends no model quota", minimum)
     provider = extraction_provider(config)
     own = provider.last_rate_limits() if hasattr(provider, "last_rate_limits") else None
-    if rollout_snapshot is None:
-        rollout_snapshot = newest_rollout_snapshot(config.settings.codex_home_path)
     return decide([own, rollout_snapshot], minimum, time.time())
 
 

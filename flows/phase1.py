@@ -14,11 +14,11 @@ from typing import Any
 from prefect import Task, flow, get_run_logger
 from prefect.futures import PrefectFuture, as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from codex_memories import progress
-from codex_memories.extract import quality
 from codex_memories.extract.extraction import ExtractionResult, failed_extraction
-from codex_memories.extract.prefetch import TranscriptPrefetch, transcript_pool
+from codex_memories.extract.prefetch import TranscriptPrefetch, prepare_quality_check, transcript_pool
 from codex_memories.extract.waves import WaveGuard
 from codex_memories.outcomes import Outcome
 from codex_memories.ratelimit import GuardDecision
@@ -119,7 +119,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     logger.info("claimed %d thread(s) (provider %s, model %s)", report.claimed, report.provider, report.model)
 
     # 7-9. Extract (at most `concurrency` at once), check the batch's quality, finalize each job.
-    extracted = extract_claims(claims, config)
+    extracted = extract_claims(claims, config, guard)
     report.extractions, report.quality, report.usage = extracted.lines, extracted.quality, extracted.usage
     report.usage_reused = extracted.usage_reused
     report.rate_limit = extracted.rate_limit
@@ -143,12 +143,14 @@ class ExtractedBatch:
     usage_reused: Counter[str] | None = None
 
 
-def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig) -> ExtractedBatch:
-    """Steps 7-9 of phase 1, shared with the backfill flow (which calls them once per batch)."""
+def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig, guard: GuardDecision | None = None) -> ExtractedBatch:
+    """Steps 7-9 of phase 1, shared with the backfill flow (which calls them once per batch).
+    `guard` is the rate-limit decision taken just before claiming: the guard between waves starts
+    from its snapshot instead of rescanning the rollouts."""
     # 7. Extract: one task per claim, at most `concurrency` at once (the quality check's
-    #    great-expectations import, ~3 s, happens meanwhile in the background).
+    #    great-expectations import, ~3 s of CPU, happens meanwhile in the worker process if any).
     if claims:
-        quality.prewarm()
+        prepare_quality_check()
     progress.start("extract", len(claims))
     extract = extract_rollout.with_options(
         retries=config.settings.model_retries,
@@ -163,7 +165,7 @@ def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig) -> Extracte
         ahead=2 * config.settings.concurrency,
         executor=transcript_pool(),
     )
-    futures, guard = _submit_bounded(extract, claims, config, prefetch=prefetch, arrived=arrived)
+    futures, stopped_by = _submit_bounded(extract, claims, config, prefetch=prefetch, arrived=arrived, before_batch=guard)
     # The rate-limit guard stopped the waves: the claims never sent go back, unfailed.
     sent, unsent = claims[: len(futures)], claims[len(futures) :]
     if unsent:
@@ -175,7 +177,7 @@ def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig) -> Extracte
 
     # 9. Finalize each job with one of the three outcomes.
     lines = finalize_extractions(results, verdict.failed_expectations, config)
-    reason = guard.reason if guard is not None else None
+    reason = stopped_by.reason if stopped_by is not None else None
     lines += [ExtractionLine(thread_id=claim.thread_id, outcome=Outcome.skipped_rate_limited, reason=reason) for claim in unsent]
     usage = sum((Counter(result.usage) for result in results), Counter())
     reused = sum((Counter(result.usage) for result in results if result.reused_arrived_result), Counter())
@@ -194,6 +196,7 @@ def _submit_bounded(
     *,
     prefetch: TranscriptPrefetch | None = None,
     arrived: dict[str, Stage1ArrivedResult] | None = None,
+    before_batch: GuardDecision | None = None,
 ) -> tuple[list[PrefectFuture[ExtractionResult]], GuardDecision | None]:
     """Submit claims, never more than `concurrency` in flight; results keep claim order. Between
     waves (each slot freed after the first `concurrency`) the rate-limit guard may stop it; the
@@ -204,7 +207,7 @@ def _submit_bounded(
     in_flight: set[PrefectFuture[ExtractionResult]] = set()
     # Between waves the guard runs in this thread, not as a task run per freed slot (step 6a
     # ran the task before claiming): it gates the next submission (`codex_memories.extract.waves`).
-    waves = WaveGuard(config)
+    waves = WaveGuard(config, before_batch=before_batch)
     for claim in claims:
         if len(in_flight) >= limit:
             finished = next(as_completed(list(in_flight)))
@@ -213,12 +216,16 @@ def _submit_bounded(
             if not guard.allowed:
                 get_run_logger().warning("skipped_rate_limited: %s", guard.reason)
                 return futures, guard
+        # `quote`: Prefect walks every task parameter, item by item, when it creates the task run
+        # and again when it starts it; for the configuration and a transcript that was most of a
+        # task's Prefect overhead (py-spy, benchmarks/README.md "Phase-1 efficiency"). The task
+        # gets the objects themselves; the claim stays plain (the task run's name comes from it).
         extras: dict[str, Any] = {}
         if prefetch is not None:
-            extras["transcript"] = prefetch.take(claim)
+            extras["transcript"] = quote(prefetch.take(claim))
         if arrived and claim.thread_id in arrived:
-            extras["arrived"] = arrived[claim.thread_id]
-        future = extract.submit(claim, config=config, **extras)
+            extras["arrived"] = quote(arrived[claim.thread_id])
+        future = extract.submit(claim, config=quote(config), **extras)
         futures.append(future)
         in_flight.add(future)
     return futures, None

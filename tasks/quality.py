@@ -10,7 +10,8 @@ from typing import Any
 from prefect import get_run_logger, task
 
 from codex_memories.extract.extraction import ExtractionResult
-from codex_memories.extract.quality import QualityRow, check_extraction_batch
+from codex_memories.extract.prefetch import run_quality_check
+from codex_memories.extract.quality import QualityRow
 from codex_memories.outcomes import Outcome
 
 
@@ -35,7 +36,8 @@ def check_extraction_quality(results: list[ExtractionResult]) -> QualityVerdict:
     ]
     if not rows:
         return QualityVerdict()
-    report = check_extraction_batch(rows)
+    # In the transcript worker process when there is one: off the flow process's GIL.
+    report = run_quality_check(rows)
     failed = {row.thread_id: row.failed_expectations for row in report.rows if not row.passed}
     if failed:
         get_run_logger().warning("%d extraction(s) failed the quality check", len(failed))

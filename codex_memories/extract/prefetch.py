@@ -1,4 +1,5 @@
-"""Phase-1 transcripts built ahead of the extraction map, off the threads that gate it.
+"""Phase-1 CPU work kept off the threads that gate the extraction map: transcripts built ahead,
+and the batch quality check's great-expectations.
 
 Building a transcript (parse, sanitize, redact, tokenise) is CPU work. Done inside each
 extraction task it runs under the flow process's GIL, next to the HTTP clients and Prefect's
@@ -9,8 +10,16 @@ ahead of the submissions, so a freed slot finds its transcript ready. When no co
 start-up of seconds and competes for the same cores, so a background thread of this process
 builds them ahead instead: still off the submission path, though under the GIL.
 
+The batch quality check (great-expectations: about 3 s of CPU to import, then the validation)
+runs in the same worker process when there is one, imported there while the extractions wait on
+the model (`prepare_quality_check`). Without a worker it runs in the calling thread, imported when
+the check comes: a background import thread in the flow process during the extraction map held
+the GIL the freed slots needed and cost 0.11 of phase-1 efficiency at 0.5 s latency
+(benchmarks/README.md, "Phase-1 efficiency").
+
 A transcript that could not be built ahead (an I/O error, a broken worker) is simply not
-prefetched: the extraction builds it itself and reports the failure as before.
+prefetched: the extraction builds it itself and reports the failure as before. A broken worker
+process never loses a quality check either: it then runs in the calling thread.
 """
 
 from __future__ import annotations
@@ -18,9 +27,15 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
+from codex_memories.extract.quality import (
+    BatchQualityReport,
+    QualityRow,
+    check_extraction_batch,
+    import_validation_modules,
+)
 from codex_memories.ingest.rollouts import MemoryTranscript, build_memory_transcript
 from codex_memories.state.records import Stage1Claim
 
@@ -61,6 +76,41 @@ def transcript_pool() -> Executor:
         if _thread is None:
             _thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="transcripts")
         return _thread
+
+
+def _worker_process() -> ProcessPoolExecutor | None:
+    with _pool_lock:
+        return _pool
+
+
+def prepare_quality_check() -> None:
+    """Queue the great-expectations import in the worker process, if this process has one (call
+    it once the batch has claims: a worker busy importing delays the process's exit); without
+    one, nothing: see the module docstring."""
+    worker = _worker_process()
+    if worker is None:
+        return
+    try:
+        worker.submit(import_validation_modules)
+    except RuntimeError:  # broken (BrokenProcessPool) or shut down: the check runs in the calling thread
+        return
+
+
+def run_quality_check(rows: list[QualityRow]) -> BatchQualityReport:
+    """`check_extraction_batch(rows)` in the worker process when there is one, else here. An error
+    of the check itself is raised as it is; only a broken worker falls back to this thread."""
+    worker = _worker_process()
+    if worker is not None:
+        try:
+            future = worker.submit(check_extraction_batch, rows)
+        except RuntimeError:  # broken or shut down
+            future = None
+        if future is not None:
+            try:
+                return future.result()
+            except BrokenExecutor:
+                pass  # the worker died (killed, out of memory): check in this thread instead
+    return check_extraction_batch(rows)
 
 
 class TranscriptPrefetch:

@@ -26,7 +26,6 @@ CLI must not pay that at start-up.
 from __future__ import annotations
 
 import re
-import threading
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -125,24 +124,9 @@ def parse_front_matter(raw_memory: str) -> dict[str, str] | None:
     return fields
 
 
-_prewarm_lock = threading.Lock()
-_prewarm_thread: threading.Thread | None = None
-
-
-def prewarm() -> None:
-    """Import great-expectations in the background (about 3 s) while extractions wait on the model.
-
-    Safe to call more than once; the real check simply finds the modules imported, or waits on
-    Python's import lock for the background import to finish."""
-    global _prewarm_thread
-    with _prewarm_lock:
-        if _prewarm_thread is not None:
-            return
-        _prewarm_thread = threading.Thread(target=_import_validation_modules, name="gx-prewarm", daemon=True)
-        _prewarm_thread.start()
-
-
-def _import_validation_modules() -> None:
+def import_validation_modules() -> None:
+    """great-expectations and pandas, imported (about 3 s of CPU) where the check will run, ahead
+    of it (`codex_memories.extract.prefetch.prepare_quality_check`)."""
     import great_expectations  # noqa: F401
     import pandas  # noqa: F401
 

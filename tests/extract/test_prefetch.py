@@ -41,3 +41,38 @@ def test_prefetched_transcripts_equal_the_task_built_ones_and_stay_bounded(tmp_p
     assert prefetch.take(missing) is None  # the task builds it and reports the unreadable file
     assert executor.submitted == 7
     executor.shutdown()
+
+
+def test_the_quality_check_in_the_worker_process_gives_the_same_report(monkeypatch):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from codex_memories.extract import prefetch
+    from codex_memories.extract.quality import check_extraction_batch
+    from tests.extract.test_quality import CRAFTED_FAILURES, good
+
+    rows = [good("t-ok"), *CRAFTED_FAILURES.values()]
+    worker = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    monkeypatch.setattr(prefetch, "_pool", worker)
+    try:
+        prefetch.prepare_quality_check()
+        in_worker = prefetch.run_quality_check(rows)
+    finally:
+        worker.shutdown()
+    assert in_worker == check_extraction_batch(rows)
+    assert not in_worker.success
+
+
+def test_a_broken_worker_process_never_loses_the_quality_check(monkeypatch):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from codex_memories.extract import prefetch
+    from tests.extract.test_quality import good
+
+    worker = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    worker.shutdown()  # submit now raises: the check runs in this thread
+    monkeypatch.setattr(prefetch, "_pool", worker)
+    prefetch.prepare_quality_check()
+    report = prefetch.run_quality_check([good("t-ok")])
+    assert report.success and [row.thread_id for row in report.rows] == ["t-ok"]

@@ -137,6 +137,15 @@ def test_default_test_server_handler_gives_a_valid_extraction_in_both_modes():
 
 
 @pytest.mark.parametrize("api_mode", ["responses", "chat"])
+def test_building_the_provider_warms_the_client_without_sending_a_request(api_mode):
+    with running_openai_server() as server:
+        provider = make_provider(server.base_url, api_mode=api_mode)
+        assert server.requests == []  # the warm-up is local: no request, nothing billed
+        assert provider.extract(make_request()).extraction.raw_memory.startswith("---\n")
+        assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api_mode", ["responses", "chat"])
 @pytest.mark.parametrize(
     ("status", "error_type"),
     [
