@@ -65,6 +65,7 @@ from codex_memories.read.recall import (  # noqa: E402
     clean_query,
     gate,
     gate_features,
+    gate_window,
     lexical_ranking,
     query_terms,
     rank,
@@ -321,7 +322,7 @@ def tune(index: recall_index.Index, questions: list[dict[str, Any]], keys: dict[
     outcomes = []
     for floor_relevance in (0.0, 0.1, 0.2):
         survivors = [[c for c in candidates[q["id"]] if c.relevance >= floor_relevance or c.full_lexical_match] for q in tuning_questions]
-        windows = [kept[:GATE_WINDOW] for kept in survivors]
+        windows = [gate_window(kept) for kept in survivors]
         rows = [gate_features(kept) if kept else dict.fromkeys(FEATURES, 0.0) for kept in survivors]
         by_letter = np.array([any(c.full_lexical_match for c in window) for window in windows])
         for size in range(1, len(FEATURES) + 1):

@@ -117,12 +117,11 @@ class Tuning:
     rrf_k: float = 30.0
     coverage_weight: float = 0.0
     # Chosen with the gate model and the contextual floor by benchmarks/recall.py --tune (tune split).
-    floor_relevance: float = 0.1
+    floor_relevance: float = 0.2
     # A shown chunk must also have at least this contextual cosine to the query (unless it holds
-    # every query word): at the 0.1 static floor unrelated lines pass it. The tune split's best was
-    # 0.15 (hit@5 0.84); 0.2 (0.82) is the lowest grid value that keeps "The user set up pnpm
-    # workspaces." (contextual cosine 0.19; the answer 0.56) out of the prompt for "How do I build
-    # atlas?" in tests/read/test_hooks.py.
+    # every query word). The tune split's best was 0.15; 0.2 is the lowest grid value that keeps
+    # "The user set up pnpm workspaces." (contextual cosine 0.19; the answer 0.56) out of the
+    # prompt for "How do I build atlas?" in tests/read/test_hooks.py.
     floor_contextual: float = 0.2
     # The "is there an answer at all" decision; `replace(GATE_MODEL, threshold=0.0)` turns it off.
     gate_model: GateModel = GATE_MODEL
@@ -220,7 +219,7 @@ def recall_scored(
 def gate(ranked: list[ScoredChunk], tuning: Tuning = DEFAULT_TUNING) -> list[ScoredChunk]:
     """The ranked candidates that pass the relevance gate (module docstring), in order; [] for no answer."""
     kept = [scored for scored in ranked if scored.relevance >= tuning.floor_relevance or scored.full_lexical_match]
-    window = kept[:GATE_WINDOW]
+    window = gate_window(kept)
     if not window:
         return []
     if any(scored.full_lexical_match for scored in window):
@@ -231,25 +230,34 @@ def gate(ranked: list[ScoredChunk], tuning: Tuning = DEFAULT_TUNING) -> list[Sco
 
 
 def shown(kept: list[ScoredChunk], limit: int, tuning: Tuning = DEFAULT_TUNING) -> list[ScoredChunk]:
-    """The first `limit` chunks that passed the gate, less those under `Tuning.floor_contextual`.
+    """The first `limit` chunks that passed the gate and reach `Tuning.floor_contextual`, in order.
 
-    Not refilled from further down: the first `GATE_WINDOW` are already encoded for the gate, so
-    at the default limit the floor costs no forward pass; a dropped chunk shortens the answer."""
-    first = kept[:limit]
-    if tuning.floor_contextual <= 0.0 or not first or not first[0].evidence or not first[0].evidence.query:
-        return first
-    query = first[0].evidence.query
-    return [
-        scored for scored in first
-        if scored.full_lexical_match or contextual_similarity(query, [scored.chunk.text]) >= tuning.floor_contextual
-    ]
+    A dropped chunk is replaced from further down, but at most `GATE_WINDOW` more are looked at:
+    each one costs a forward pass of the encoder unless the gate already encoded it."""
+    if tuning.floor_contextual <= 0.0 or not kept or not kept[0].evidence or not kept[0].evidence.query:
+        return kept[:limit]
+    query = kept[0].evidence.query
+    chosen: list[ScoredChunk] = []
+    for scored in kept[: limit + GATE_WINDOW]:
+        if scored.full_lexical_match or contextual_similarity(query, [scored.chunk.text]) >= tuning.floor_contextual:
+            chosen.append(scored)
+            if len(chosen) == limit:
+                break
+    return chosen
+
+
+def gate_window(kept: list[ScoredChunk]) -> list[ScoredChunk]:
+    """The `GATE_WINDOW` survivors with the best fused score, whatever their scope. The gate asks
+    whether the folder answers at all: a current project's weak chunks, first in scope order,
+    must not hide the answer a user-level chunk holds (tests/flows/test_scopes_end_to_end.py)."""
+    return sorted(kept, key=lambda scored: (-scored.score, scored.chunk.id))[:GATE_WINDOW]
 
 
 def gate_features(kept: list[ScoredChunk]) -> dict[str, float]:
     """The gate's `relevance.FEATURES` for the surviving candidates of one query (at least one).
 
     Over the survivors, not the index: chunks a caller filtered out must not open the gate."""
-    window = kept[:GATE_WINDOW]
+    window = gate_window(kept)
     evidence = window[0].evidence or QueryEvidence(margin=0.0, vocabulary=0.0)
     return evidence.features(
         max(scored.similarity for scored in kept), max(scored.coverage for scored in window),

@@ -231,7 +231,8 @@ def test_a_shown_chunk_needs_the_contextual_floor_unless_it_holds_every_query_wo
     floored = Tuning(floor_contextual=0.25)
 
     assert [s.chunk.id for s in shown(window, 5, floored)] == [1, 3]
-    assert [s.chunk.id for s in shown(window, 2, floored)] == [1]  # A dropped chunk is not replaced by a later one.
+    assert [s.chunk.id for s in shown(window, 2, floored)] == [1, 3]  # A dropped chunk is replaced by a later one.
+    assert [s.chunk.id for s in shown(window, 1, floored)] == [1]
     assert [s.chunk.id for s in shown(window, 5, Tuning(floor_contextual=0.0))] == [1, 2, 3]
 
 
