@@ -12,6 +12,7 @@ import pytest
 from codex_memories import paths
 from codex_memories.read.index import IndexedChunk
 from codex_memories.read.recall import (
+    CURRENT_PROJECT,
     MAX_QUERY_CHARS,
     USER_LEVEL,
     EmptyQuery,
@@ -22,6 +23,7 @@ from codex_memories.read.recall import (
     Tuning,
     clean_query,
     gate,
+    gate_window,
     recall,
     results_as_json,
     shown,
@@ -218,6 +220,18 @@ def test_the_gate_reads_the_contextual_cosine_of_the_query_to_the_window():
 
     assert [s.chunk.id for s in gate(_window("how do I release to prod?", facts), CONTEXTUAL_GATE)] == [1, 2]
     assert gate(_window("what is the capital of Australia?", facts), CONTEXTUAL_GATE) == []
+
+
+def test_the_gate_window_is_the_best_scored_survivors_whatever_their_scope():
+    """A current project's weak chunks come first in scope order; the answer, a user-level chunk
+    behind them, must still be what the gate looks at."""
+    weak = [f"- project chore number {number} [Task {number}]" for number in range(1, 8)]
+    window = _window("how do I release to prod?", [*weak, "- production deploys go through `make ship-prod` [Task 8]"])
+    ranked = [dataclasses.replace(scored, score=0.01, scope_class=CURRENT_PROJECT) for scored in window[:7]]
+    ranked.append(dataclasses.replace(window[7], score=0.05))
+
+    assert [scored.chunk.id for scored in gate_window(ranked)][0] == 8
+    assert [scored.chunk.id for scored in gate(ranked, CONTEXTUAL_GATE)] == [scored.chunk.id for scored in ranked]
 
 
 def test_a_shown_chunk_needs_the_contextual_floor_unless_it_holds_every_query_word():
