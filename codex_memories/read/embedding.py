@@ -18,14 +18,13 @@ Contract:
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import struct
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from codex_memories.read.safetensors import installed_package_dir, read_header
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -88,25 +87,23 @@ def _model() -> _Model:
 
 
 def _package_dir() -> Path:
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    folder = installed_package_dir(PACKAGE)
+    if folder is None:
         raise EmbedderUnavailable(f"the {PACKAGE!r} package is not installed")
-    return Path(next(iter(spec.submodule_search_locations)))
+    return folder
 
 
 def _map_weights(path: Path) -> np.ndarray:
     """The embedding matrix of a safetensors file, memory-mapped (format: u64 header size, JSON header, data)."""
     try:
-        with path.open("rb") as file:
-            (header_size,) = struct.unpack("<Q", file.read(8))
-            header = json.loads(file.read(header_size))
-    except (OSError, struct.error, ValueError) as error:
+        header, data_offset = read_header(path)
+    except (OSError, ValueError) as error:
         raise EmbedderUnavailable(f"cannot read the WordLlama weights {path}: {error}") from error
-    tensor = header.get(WEIGHTS_TENSOR)
+    tensor = header.get(WEIGHTS_TENSOR) if isinstance(header, dict) else None
     if not isinstance(tensor, dict) or tensor.get("dtype") != "F16" or len(tensor.get("shape", ())) != 2:
         raise EmbedderUnavailable(f"{path} has no float16 matrix {WEIGHTS_TENSOR!r}")
     rows, columns = tensor["shape"]
     begin, end = tensor["data_offsets"]
     if columns != DIMENSIONS or end - begin != rows * columns * 2:
         raise EmbedderUnavailable(f"{path}: unexpected shape {tensor['shape']} for {WEIGHTS_TENSOR!r}")
-    return np.memmap(path, dtype=np.float16, mode="r", offset=8 + header_size + begin, shape=(rows, columns))
+    return np.memmap(path, dtype=np.float16, mode="r", offset=data_offset + begin, shape=(rows, columns))
