@@ -343,8 +343,9 @@ CONTEXTUAL_FLOORS = (0.4, 0.35, 0.3, 0.25, 0.2, 0.15, 0.1, 0.05, 0.0)
 GATE_NO_ANSWER_TARGET = 0.85  # On the tune split: a margin over the issue's 80 % for unseen questions.
 
 
-def fit_gate_model(names: tuple[str, ...], features: np.ndarray, answerable: np.ndarray, by_letter: np.ndarray, l2: float = 1.0) -> GateModel:
-    """Logistic regression (coefficients on the raw features) and its threshold (see `tune`)."""
+def logistic_fit(features: np.ndarray, answerable: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Newton's method for an L2-penalised logistic regression on standardised features: the
+    weights (intercept first) and the mean and deviation the features were standardised with."""
     mean, deviation = features.mean(axis=0), features.std(axis=0) + 1e-9
     design = np.c_[np.ones(len(features)), (features - mean) / deviation]
     penalty = np.diag([0.0] + [l2] * features.shape[1])
@@ -354,17 +355,27 @@ def fit_gate_model(names: tuple[str, ...], features: np.ndarray, answerable: np.
         gradient = design.T @ (probability - answerable) + penalty @ weights
         hessian = design.T @ (design * (probability * (1 - probability))[:, None]) + penalty
         weights -= np.linalg.solve(hessian, gradient)
+    return weights, mean, deviation
+
+
+def no_answer_threshold(probabilities: np.ndarray, answerable: np.ndarray, by_letter: np.ndarray) -> float:
+    """The lowest probability threshold that keeps GATE_NO_ANSWER_TARGET of the unanswerable
+    questions empty; questions the full-match rule opens cannot be kept empty by any threshold."""
+    negatives = np.sort(probabilities[(answerable == 0) & ~by_letter])
+    needed = int(np.ceil(GATE_NO_ANSWER_TARGET * (answerable == 0).sum()))
+    return float(negatives[needed - 1]) + 1e-6 if 0 < needed <= len(negatives) else 1.0
+
+
+def fit_gate_model(names: tuple[str, ...], features: np.ndarray, answerable: np.ndarray, by_letter: np.ndarray, l2: float = 1.0) -> GateModel:
+    """Logistic regression (coefficients on the raw features) and its threshold (see `tune`)."""
+    weights, mean, deviation = logistic_fit(features, answerable, l2)
     raw = weights[1:] / deviation
     model = GateModel(
         intercept=round(float(weights[0] - (raw * mean).sum()), 6),
         weights=tuple((name, round(float(weight), 6)) for name, weight in zip(names, raw, strict=True)), threshold=0.0,
     )
     probabilities = np.array([model.probability(dict(zip(names, row, strict=True))) for row in features])
-    # Questions the full-match rule opens cannot be kept empty by any threshold.
-    negatives = np.sort(probabilities[(answerable == 0) & ~by_letter])
-    needed = int(np.ceil(GATE_NO_ANSWER_TARGET * (answerable == 0).sum()))
-    threshold = float(negatives[needed - 1]) + 1e-6 if 0 < needed <= len(negatives) else 1.0
-    return replace(model, threshold=round(threshold, 6))
+    return replace(model, threshold=round(no_answer_threshold(probabilities, answerable, by_letter), 6))
 
 
 PREVIOUS_GATE_FLOOR = 0.2  # The gate this model replaced: one cosine threshold over the first GATE_WINDOW chunks.

@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import scratch_dir  # noqa: E402
 from recall import (  # noqa: E402
-    GATE_NO_ANSWER_TARGET,
     TOP,
     Ranked,
     Scores,
@@ -43,6 +42,8 @@ from recall import (  # noqa: E402
     hybrid_candidates,
     load_corpus,
     load_questions,
+    logistic_fit,
+    no_answer_threshold,
     project_cwds,
     render_folder,
 )
@@ -144,24 +145,12 @@ def signals(question: Question, floor: tuple[str, float]):
 
 def fit(features: np.ndarray, answerable: np.ndarray, by_letter: np.ndarray, l2: float = 1.0):
     """Logistic regression on standardised features; threshold for the no-answer target (as recall.fit_gate_model)."""
-    mean, deviation = features.mean(axis=0), features.std(axis=0) + 1e-9
-    design = np.c_[np.ones(len(features)), (features - mean) / deviation]
-    penalty = np.diag([0.0] + [l2] * features.shape[1])
-    weights = np.zeros(design.shape[1])
-    for _ in range(50):
-        probability = 1 / (1 + np.exp(-design @ weights))
-        gradient = design.T @ (probability - answerable) + penalty @ weights
-        hessian = design.T @ (design * (probability * (1 - probability))[:, None]) + penalty
-        weights -= np.linalg.solve(hessian, gradient)
+    weights, mean, deviation = logistic_fit(features, answerable, l2)
 
     def predict(rows: np.ndarray) -> np.ndarray:
         return 1 / (1 + np.exp(-(np.c_[np.ones(len(rows)), (rows - mean) / deviation] @ weights)))
 
-    probabilities = predict(features)
-    negatives = np.sort(probabilities[(answerable == 0) & ~by_letter])
-    needed = int(np.ceil(GATE_NO_ANSWER_TARGET * (answerable == 0).sum()))
-    threshold = float(negatives[needed - 1]) + 1e-6 if 0 < needed <= len(negatives) else 1.0
-    return predict, threshold
+    return predict, no_answer_threshold(predict(features), answerable, by_letter)
 
 
 def auc(values: np.ndarray, labels: np.ndarray) -> float:
