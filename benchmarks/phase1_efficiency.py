@@ -3,7 +3,11 @@
 What it does, per repetition, in a fresh child process (as the CLI runs):
 1. writes N realistic small interactive `cli` rollouts with the rollout factory into a temp
    CODEX_HOME (`[features] memories = true`), all eligible (`ignore_age_windows=True`);
-2. starts the test OpenAI-compatible server on 127.0.0.1 with a fixed latency per request;
+2. starts the test OpenAI-compatible server on 127.0.0.1 with a fixed latency per request, by
+   default in a process of its own (`--server process`, as a real model server is remote; it
+   records each request's arrival on the shared monotonic clock), or in a thread of the child
+   (`--server thread`, how this benchmark ran until 2026-12-01 evening: its request handling then
+   shares the GIL with the flow and with the baselines alike);
 3. imports the flow and starts Prefect's temporary server with a no-op flow (both timed and
    reported apart: they are per-process costs, not phase-1 costs);
 4. runs the real `phase1` flow (provider `openai`, `base_url` = the test server, concurrency 8,
@@ -24,12 +28,13 @@ received to the last extraction finished. The slot turnaround is, per freed slot
 answer sent to the next request received (`_turnarounds`): the window's loss against the ideal is
 made of these gaps.
 
-    .venv/bin/python benchmarks/phase1_efficiency.py [--rollouts 200] [--latency 0.5] [--repeats 3] [--update-readme]
+    .venv/bin/python benchmarks/phase1_efficiency.py [--rollouts 200] [--latency 0.5] [--repeats 3] [--server process|thread] [--update-readme]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import shutil
@@ -112,6 +117,69 @@ def write_sessions(codex_home: Path, count: int) -> int:
     return total
 
 
+# ---- the model server in its own process -----------------------------------------------------
+
+
+class _ServerProcess:
+    """The test OpenAI-compatible server in a process of its own, as a real model server is: in
+    the flow's process its HTTP handling and JSON encoding of every answer share the GIL with the
+    flow. It appends one JSON line per request (arrival on the shared monotonic clock: perf_counter
+    is CLOCK_MONOTONIC on Linux, comparable across processes; endpoint; body) to `record`, and runs
+    until its stdin closes."""
+
+    def __init__(self, latency: float, record: Path) -> None:
+        self.record = record
+        self._read = 0
+        self._process = subprocess.Popen(
+            [sys.executable, __file__, "--model-server", "--latency", str(latency), "--output", str(record)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO_ROOT, text=True,
+        )
+        assert self._process.stdout is not None
+        self.base_url = self._process.stdout.readline().strip()
+        if not self.base_url.startswith("http://"):
+            self.stop()
+            raise RuntimeError(f"the model-server process did not start (said {self.base_url!r})")
+
+    def all_requests(self) -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        return [json.loads(line) for line in self.record.read_text(encoding="utf-8").splitlines() if line]
+
+    def new_arrivals(self) -> list[float]:
+        """Arrival times of the extraction requests received since the last call."""
+        requests = self.all_requests()
+        fresh, self._read = requests[self._read:], len(requests)
+        return [request["at"] for request in fresh if request["endpoint"] == "responses"]
+
+    def stop(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
+def run_model_server(latency: float, record: Path) -> None:
+    from tests.support.openai_server import default_handler, running_openai_server
+
+    lock = threading.Lock()
+    with record.open("a", encoding="utf-8") as sink:
+
+        def recording_handler(request: Any) -> Any:
+            arrived = time.perf_counter()
+            line = json.dumps({"at": arrived, "endpoint": request.endpoint, "body": request.body})
+            with lock:
+                sink.write(line + "\n")
+                sink.flush()
+            return default_handler(request)
+
+        with running_openai_server(recording_handler, latency_seconds=latency) as server:
+            print(server.base_url, flush=True)
+            sys.stdin.read()  # until the benchmark closes the pipe
+
+
 # ---- the child: one measured repetition ------------------------------------------------------
 
 
@@ -161,7 +229,7 @@ def _install_stage_timers(module: Any, marks: _Marks) -> None:
         setattr(module, name, timed)
 
 
-def run_child(rollouts: int, latency: float, work: Path, output: Path) -> None:
+def run_child(rollouts: int, latency: float, work: Path, output: Path, server_mode: str) -> None:
     prepare_prefect_environment(work / "prefect")
     codex_home = work / "codex_home"
     data_bytes = write_sessions(codex_home, rollouts)
@@ -205,7 +273,16 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path) -> None:
         "prefect_start_seconds": prefect_start_seconds,
         "runs": [],
     }
-    with running_openai_server(recording_handler, latency_seconds=latency) as server:
+    result["server_mode"] = server_mode
+    with contextlib.ExitStack() as stack:
+        if server_mode == "process":
+            server_process = _ServerProcess(latency, work / "requests.jsonl")
+            stack.callback(server_process.stop)
+            base_url = server_process.base_url
+        else:
+            server_process = None
+            in_process = stack.enter_context(running_openai_server(recording_handler, latency_seconds=latency))
+            base_url = in_process.base_url
         extracted = 0
         while extracted < rollouts:
             marks.stages.clear()
@@ -213,8 +290,10 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path) -> None:
             marks.extract_advanced.clear()
             marks.requests.clear()
             started = time.perf_counter()
-            report = phase1_module.phase1(overrides=SettingsOverrides(codex_home=str(codex_home), db_url=f"sqlite:///{work / 'state.sqlite'}", memory_root=str(work / "memories"), provider="openai", base_url=server.base_url, max_rollouts_per_startup=MAX_CLAIMS_PER_RUN, ignore_age_windows=True, concurrency=CONCURRENCY))
+            report = phase1_module.phase1(overrides=SettingsOverrides(codex_home=str(codex_home), db_url=f"sqlite:///{work / 'state.sqlite'}", memory_root=str(work / "memories"), provider="openai", base_url=base_url, max_rollouts_per_startup=MAX_CLAIMS_PER_RUN, ignore_age_windows=True, concurrency=CONCURRENCY))
             finished = time.perf_counter()
+            if server_process is not None:
+                marks.requests[:] = server_process.new_arrivals()
             if report.claimed == 0:
                 raise RuntimeError(f"a flow run claimed nothing with {rollouts - extracted} rollouts left")
             outcomes = {str(key): value for key, value in report.outcome_counts().items()}
@@ -240,11 +319,14 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path) -> None:
             extracted += report.claimed
             _say(f"flow run: {report.claimed} claimed, {finished - started:.1f} s")
 
-        bodies = [request.body for request in server.requests if request.endpoint == "responses"]
+        if server_process is not None:
+            bodies = [request["body"] for request in server_process.all_requests() if request["endpoint"] == "responses"]
+        else:
+            bodies = [request.body for request in in_process.requests if request.endpoint == "responses"]
         claims = list(marks.claims)
-        result["plain_pool_seconds"] = _plain_pool(server.base_url, bodies)
+        result["plain_pool_seconds"] = _plain_pool(base_url, bodies)
         result["library_shared_seconds"], result["library_per_call_seconds"] = _library_pools(
-            server.base_url, codex_home, claims
+            base_url, codex_home, claims
         )
         result["replayed_requests"] = len(bodies)
         result["prefect_floor_seconds"], result["prefect_floor_persisted_seconds"] = _prefect_floor(
@@ -361,7 +443,7 @@ def ideal_seconds(count: int, latency: float) -> float:
     return math.ceil(count / CONCURRENCY) * latency
 
 
-def run_repetition(rollouts: int, latency: float) -> dict[str, Any]:
+def run_repetition(rollouts: int, latency: float, server_mode: str) -> dict[str, Any]:
     """One fresh child process; retried once when it fails (the temporary Prefect server can
     fail to start on an overloaded machine), so one hiccup does not lose the other repetitions."""
     for attempt in (1, 2):
@@ -370,7 +452,7 @@ def run_repetition(rollouts: int, latency: float) -> dict[str, Any]:
         try:
             completed = subprocess.run(
                 [sys.executable, __file__, "--child", "--rollouts", str(rollouts), "--latency", str(latency),
-                 "--work", str(work), "--output", str(output)],
+                 "--work", str(work), "--output", str(output), "--server", server_mode],
                 check=False,
                 cwd=REPO_ROOT,
             )
@@ -466,7 +548,8 @@ def summarize(results: list[dict[str, Any]]) -> str:
         f"N = {rollouts} rollouts ({first['data_bytes'] / 1e6:.1f} MB), latency {latency} s, concurrency {CONCURRENCY}, "
         f"{len(results)} repetitions (fresh process each); flow runs per repetition: {len(first['runs'])} "
         f"(claims {', '.join(str(run['claimed']) for run in first['runs'])}); requests replayed by the baseline: "
-        f"{first['replayed_requests']}; outcomes: {outcome_line}.",
+        f"{first['replayed_requests']}; outcomes: {outcome_line}; the test model server ran "
+        + ("in its own process." if first.get("server_mode", "thread") == "process" else "in a thread of the flow's process."),
         f"Ideal = ceil({rollouts}/{CONCURRENCY}) × {latency} s = **{ideal:.2f} s** (per-run ideals sum to {ideal_total:.2f} s).",
         "",
         main_table,
@@ -504,20 +587,28 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.5, help="test-server latency per request, seconds")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions, each in a fresh process")
     parser.add_argument("--update-readme", action="store_true", help="write the results into benchmarks/README.md")
+    parser.add_argument(
+        "--server", choices=("process", "thread"), default="process",
+        help="the test model server in its own process (default, as a real server is) or in a thread of the flow's process",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--model-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.model_server:
+        run_model_server(args.latency, args.output)
+        return
     if args.child:
-        run_child(args.rollouts, args.latency, args.work, args.output)
+        run_child(args.rollouts, args.latency, args.work, args.output, args.server)
         return
 
     command = ".venv/bin/python benchmarks/phase1_efficiency.py"
-    options = f" --rollouts {args.rollouts} --latency {args.latency} --repeats {args.repeats}"
+    options = f" --rollouts {args.rollouts} --latency {args.latency} --repeats {args.repeats} --server {args.server}"
     results = []
     for repetition in range(args.repeats):
         print(f"repetition {repetition + 1}/{args.repeats} ...", file=sys.stderr, flush=True)
-        results.append(run_repetition(args.rollouts, args.latency))
+        results.append(run_repetition(args.rollouts, args.latency, args.server))
     body = summarize(results)
     print(body)
     if args.update_readme:

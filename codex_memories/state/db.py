@@ -9,10 +9,16 @@ Contract:
   plain deferred `BEGIN` so readers never wait for writers.
 - `is_transient_lock_error(exc)` says whether a failed transaction may simply be run again
   (SQLite busy/locked, PostgreSQL deadlock or serialization failure).
+- `writer_queue(engine)` is what a write transaction holds in this process before it begins:
+  for a SQLite file, one lock per database file, so the threads of one process take SQLite's
+  write lock in turn instead of polling for it; for PostgreSQL (row locks, many writers) and
+  in-memory SQLite (one shared connection), nothing.
 """
 
 from __future__ import annotations
 
+import threading
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,15 @@ SQLITE_BUSY_TIMEOUT_SECONDS = 30
 READ_ONLY_OPTION = "codex_memories_read_only"
 
 _POSTGRES_RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock
+
+# Why: a writer that finds SQLite's write lock taken sleeps in SQLite's busy handler (1, 2, 5,
+# ... 25, 50, 100 ms steps) and wakes late, after the lock was free and taken again; with eight
+# extraction threads recording arrived answers that stalled some for 0.4 s (benchmarks/README.md,
+# "Phase-1 efficiency"). A Python lock hands over at once. Keyed by the file, not the engine: two
+# engines on one file in one process share it. Reentrant, so a write inside a write on the same
+# thread behaves as before (SQLite's own busy timeout) instead of deadlocking here.
+_sqlite_writer_queues: dict[str, threading.RLock] = {}
+_sqlite_writer_queues_lock = threading.Lock()
 
 
 def normalize_url(url: str | URL) -> URL:
@@ -44,6 +59,15 @@ def create_engine_for_url(url: str | URL) -> Engine:
 
 def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
+
+
+def writer_queue(engine: Engine) -> AbstractContextManager[Any]:
+    database = engine.url.database or ""
+    if not is_sqlite(engine) or database in ("", ":memory:") or database.startswith("file::memory:"):
+        return nullcontext()
+    key = str(Path(database).expanduser().resolve())
+    with _sqlite_writer_queues_lock:
+        return _sqlite_writer_queues.setdefault(key, threading.RLock())
 
 
 def is_transient_lock_error(exc: BaseException) -> bool:

@@ -47,7 +47,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
 
 from codex_memories.scopes import project_key
-from codex_memories.state.db import READ_ONLY_OPTION, create_engine_for_url, is_transient_lock_error
+from codex_memories.state.db import READ_ONLY_OPTION, create_engine_for_url, is_transient_lock_error, writer_queue
 from codex_memories.state.migrations import upgrade_to_head
 from codex_memories.state.models import (
     CitationHarvestRow,
@@ -112,6 +112,7 @@ class MemoryStore:
     def __init__(self, engine: Engine, *, clock: Callable[[], float] = time.time) -> None:
         self._engine = engine
         self._read_engine = engine.execution_options(**{READ_ONLY_OPTION: True})
+        self._writer_queue = writer_queue(engine)
         self._clock = clock
         self._dialect = engine.dialect.name
 
@@ -1439,7 +1440,7 @@ class MemoryStore:
         lock_keys = sorted({_ADVISORY_LOCK_KEYS[kind] for kind in locks})
         for attempt in range(_MAX_TRANSIENT_RETRIES + 1):
             try:
-                with self._engine.begin() as conn:
+                with self._writer_queue, self._engine.begin() as conn:
                     if self._dialect == "postgresql":
                         for key in lock_keys:
                             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})

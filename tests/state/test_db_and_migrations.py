@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from contextlib import nullcontext
 from pathlib import Path
 
 from sqlalchemy import inspect, text
 
 from codex_memories.paths import default_db_url
 from codex_memories.state import MemoryStore
-from codex_memories.state.db import create_engine_for_url, normalize_url
+from codex_memories.state.db import create_engine_for_url, normalize_url, writer_queue
 from codex_memories.state.migrations import VERSION_TABLE, current_revision, head_revision
 from tests.state.support import make_thread, query_sql
 
@@ -37,6 +39,42 @@ def test_sqlite_gets_its_directory_wal_busy_timeout_and_foreign_keys(tmp_path: P
         assert path.parent.is_dir()
     finally:
         engine.dispose()
+
+
+def test_writers_to_one_sqlite_file_queue_in_the_process_and_other_databases_do_not(tmp_path: Path):
+    path = tmp_path / "state.sqlite"
+    first, second = create_engine_for_url(f"sqlite:///{path}"), create_engine_for_url(f"sqlite:///{tmp_path}/./state.sqlite")
+    other = create_engine_for_url(f"sqlite:///{tmp_path / 'other.sqlite'}")
+    try:
+        assert writer_queue(first) is writer_queue(second)  # one file, one queue, whatever the engine
+        assert writer_queue(other) is not writer_queue(first)
+        assert isinstance(writer_queue(create_engine_for_url("sqlite://")), nullcontext)
+        assert isinstance(writer_queue(create_engine_for_url("postgresql://u@127.0.0.1:1/x")), nullcontext)
+    finally:
+        for engine in (first, second, other):
+            engine.dispose()
+
+
+def test_a_write_transaction_holds_the_files_writer_queue_until_it_commits(tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    with MemoryStore.open(url) as store:
+        inside, release = threading.Event(), threading.Event()
+        queue = writer_queue(create_engine_for_url(url))
+
+        def slow_write(conn):
+            inside.set()
+            release.wait(10)
+
+        writer = threading.Thread(target=store._write, args=(slow_write,))
+        writer.start()
+        try:
+            assert inside.wait(10)
+            assert not queue.acquire(blocking=False)  # another thread's writer waits here, not in SQLite
+        finally:
+            release.set()
+            writer.join(10)
+        assert queue.acquire(blocking=False)
+        queue.release()
 
 
 def test_an_in_memory_sqlite_store_works_for_quick_experiments():

@@ -373,6 +373,11 @@ class _Server(ThreadingHTTPServer):
 class _RequestHandler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY, as production HTTP servers set it: an answer goes out as two writes (headers,
+    # then body), and with Nagle's algorithm the body waited for the client's delayed ACK of the
+    # headers, which held 10-15 % of answers for 0.3-0.5 s (benchmarks/README.md, "Phase-1
+    # efficiency"): a stall of the test server, not of the client under test.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         # Quiet by design: tests assert on `server.requests`, not on stderr noise.
