@@ -17,6 +17,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from codex_memories import progress
+from codex_memories.extract.collector import frozen_old_objects
 from codex_memories.extract.extraction import ExtractionResult, failed_extraction
 from codex_memories.extract.prefetch import TranscriptPrefetch, prepare_quality_check, transcript_pool
 from codex_memories.extract.waves import WaveGuard
@@ -165,12 +166,15 @@ def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig, guard: Guar
         ahead=2 * config.settings.concurrency,
         executor=transcript_pool(),
     )
-    futures, stopped_by = _submit_bounded(extract, claims, config, prefetch=prefetch, arrived=arrived, before_batch=guard)
-    # The rate-limit guard stopped the waves: the claims never sent go back, unfailed.
-    sent, unsent = claims[: len(futures)], claims[len(futures) :]
-    if unsent:
-        release_claims(config, unsent)
-    results = _collect(sent, futures)
+    # The objects the run holds so far stay out of the collector's full passes while slots turn
+    # over (`codex_memories.extract.collector`).
+    with frozen_old_objects():
+        futures, stopped_by = _submit_bounded(extract, claims, config, prefetch=prefetch, arrived=arrived, before_batch=guard)
+        # The rate-limit guard stopped the waves: the claims never sent go back, unfailed.
+        sent, unsent = claims[: len(futures)], claims[len(futures) :]
+        if unsent:
+            release_claims(config, unsent)
+        results = _collect(sent, futures)
 
     # 8. Data quality on the batch (great-expectations).
     verdict = check_extraction_quality(results)
