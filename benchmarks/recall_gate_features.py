@@ -14,11 +14,13 @@ Method:
   - soft term coverage with the static embeddings (no forward pass): for each query content word,
     its best WordLlama cosine to a word of the chunk, IDF-weighted mean (`soft`), its minimum
     (`soft_min`), and `soft` of the window chunk with the best contextual cosine (`soft_ctxtop`);
-  - late interaction with all-MiniLM-L6-v2 token states (the forward pass the gate already runs,
-    token states kept instead of only their mean): for each query content word, its best token
-    cosine to the chunk's tokens; mean over words (`ms_mean`), minimum (`ms_min`), second lowest
-    (`ms_min2`), mean over all query tokens (`ms_all`), `ms_mean` of the best-contextual chunk
-    (`ms_top`), best of `ms_mean + contextual` over the window (`ms_pair`).
+  - word match with all-MiniLM-L6-v2 token states (late interaction; the forward pass the gate
+    already runs, token states kept instead of only their mean, so no extra pass): for each
+    content word of the query (`recall.query_terms`' rule), its best token cosine in the chunk (a
+    word of several pieces: the mean of its pieces' best); mean over words (`ms_mean`), the
+    weakest word (`ms_min`), the second weakest (`ms_min2`), mean over all query tokens
+    (`ms_all`), `ms_mean` of the best-contextual chunk (`ms_top`), best of `ms_mean + contextual`
+    over the window (`ms_pair`); each the best over the window.
 - Models: logistic regression (`recall.logistic_fit`) with the threshold at the lowest probability
   that keeps `recall.GATE_NO_ANSWER_TARGET` of the training part's unanswerable questions empty
   (`recall.no_answer_threshold`), the full-match rule and the shown chunks' contextual floor as
@@ -30,8 +32,10 @@ Method:
      unanswerable questions empty (the trade-off at equal silence) and the out-of-fold AUC;
   3. paired random halves (`HALVES` times): each candidate against the shipped form on the same
      halves; how often it does better or worse.
+  4. the model fitted on the whole tune split, on the folder of tests/read/test_prompt_context.py:
+     does "how do I release to prod?" from atlas still get its answer (that test requires it)?
   Every subset of up to three features is run through (1) and the best are listed: that list is
-  a maximum over many noisy estimates, so (2) and (3) re-check a few pre-declared candidates.
+  a maximum over many noisy estimates, so (2) to (4) re-check a few pre-declared candidates.
 
 Command: `.venv/bin/python benchmarks/recall_gate_features.py`
 """
