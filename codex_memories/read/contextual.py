@@ -129,6 +129,15 @@ class _Model:
 
     def forward(self, batch: list[list[int]]) -> np.ndarray:
         """Mean-pooled, L2-normalised last hidden states of a batch of token id lists."""
+        hidden, mask = self.hidden_states(batch)
+        pooled = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def hidden_states(self, batch: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The last layer's token states (batch, length, HIDDEN) and the attention mask (1 for a
+        real token, 0 for padding). `benchmarks/recall_gate_features.py` reads the token states
+        for its word-match features."""
         length = max(len(ids) for ids in batch)
         token_ids = np.zeros((len(batch), length), dtype=np.int64)
         mask = np.zeros((len(batch), length), dtype=np.float32)
@@ -154,9 +163,7 @@ class _Model:
             hidden = _layer_norm(_apply(context, layer.attention_out) + hidden, *layer.attention_norm)
             inner = _gelu(_apply(hidden, layer.intermediate))
             hidden = _layer_norm(_apply(inner, layer.output) + hidden, *layer.output_norm)
-        pooled = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return hidden, mask
 
 
 def _weight_and_bias(tensors: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:

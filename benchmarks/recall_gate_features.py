@@ -1,0 +1,378 @@
+"""Experiment (issue 12, gate features): does any new answerability feature beat the shipped gate under cross-validation inside the tune split?
+
+Method:
+- The recall benchmark's folder, questions and ranking (`benchmarks/recall.py`), tune split only:
+  the test split is never ranked here, so this script cannot choose anything on it.
+- Per tune question and chunk floor (0.1, 0.2; the library's floor rule): the survivors, the
+  gate's window (`recall.gate_window`), the shipped features (`recall.gate_features`) and new ones
+  over the window, each with the cost it would add to the prompt hook:
+  - window-relative contextual cosines (no extra forward pass): `ctx_second` (the second best),
+    `ctx_mean` (mean of the window), `ctx_gap` (best minus the mean of the other four);
+  - background-normalised (12 fixed sentences, `BACKGROUND`, 12 more forward passes per process
+    unless shipped as constants): `bg_mean` (the query's mean cosine to them), `ctx_bg` (best
+    window cosine minus `bg_mean`), `ctx_bgmax` (minus the query's best background cosine);
+  - soft term coverage with the static embeddings (no forward pass): for each query content word,
+    its best WordLlama cosine to a word of the chunk, IDF-weighted mean (`soft`), its minimum
+    (`soft_min`), and `soft` of the window chunk with the best contextual cosine (`soft_ctxtop`);
+  - word match with all-MiniLM-L6-v2 token states (late interaction; the forward pass the gate
+    already runs, token states kept instead of only their mean, so no extra pass): for each
+    content word of the query (`recall.query_terms`' rule), its best token cosine in the chunk (a
+    word of several pieces: the mean of its pieces' best); mean over words (`ms_mean`), the
+    weakest word (`ms_min`), the second weakest (`ms_min2`), mean over all query tokens
+    (`ms_all`), `ms_mean` of the best-contextual chunk (`ms_top`), best of `ms_mean + contextual`
+    over the window (`ms_pair`); each the best over the window.
+- Models: logistic regression (`recall.logistic_fit`) with the threshold at the lowest probability
+  that keeps `recall.GATE_NO_ANSWER_TARGET` of the training part's unanswerable questions empty
+  (`recall.no_answer_threshold`), the full-match rule and the shown chunks' contextual floor as
+  the library applies them (`recall.shown`, `DEFAULT_TUNING`). Three estimates, each on held-out
+  tune questions only:
+  1. repeated stratified 5-fold CV (`recall.cross_validated`, its 6 repeats; 20 for the re-checks): hit@5 of all answerable, of paraphrases, and
+     the no-answer rate, thresholds fitted on the 4 training folds;
+  2. pooled out-of-fold probabilities: hit@5 where the threshold leaves 80 % / 85 % of the
+     unanswerable questions empty (the trade-off at equal silence) and the out-of-fold AUC;
+  3. paired random halves (`HALVES` times): each candidate against the shipped form on the same
+     halves; how often it does better or worse.
+  4. the model fitted on the whole tune split, on the folder of tests/read/test_prompt_context.py:
+     does "how do I release to prod?" from atlas still get its answer (that test requires it)?
+  Every subset of up to three features is run through (1) and the best are listed: that list is
+  a maximum over many noisy estimates, so (2) to (4) re-check a few pre-declared candidates.
+
+Command: `.venv/bin/python benchmarks/recall_gate_features.py`
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support: the prompt-context test's folder
+
+from _common import scratch_dir  # noqa: E402
+from recall import (  # noqa: E402
+    GATE_NO_ANSWER_TARGET,
+    TOP,
+    TuneRow,
+    cross_validated,
+    cwd_of,
+    fact_keys,
+    hybrid_candidates,
+    load_corpus,
+    load_questions,
+    logistic_fit,
+    no_answer_threshold,
+    opens,
+    project_cwds,
+    render_folder,
+    tune_figures,
+)
+
+from codex_memories.read import contextual, embedding  # noqa: E402
+from codex_memories.read import index as recall_index  # noqa: E402
+from codex_memories.read.chunks import own_words  # noqa: E402
+from codex_memories.read.recall import (  # noqa: E402
+    DEFAULT_TUNING,
+    ScoredChunk,
+    clean_query,
+    gate_features,
+    gate_window,
+    query_terms,
+    shown,
+)
+from tests.support.memory_folder import ATLAS, write_memory_folder  # noqa: E402
+
+FLOORS = (0.1, 0.2)
+HALVES = 300
+SHIPPED_FORM = (0.2, ("top_similarity", "contextual"))
+FIXTURE_PROMPT = "how do I release to prod?"
+# Checked by the paired halves besides the best of the exhaustive search (declared before it ran).
+DECLARED = [
+    (0.2, ("contextual",)), (0.2, ("contextual", "ctx_second")), (0.2, ("contextual", "ctx_bg")),
+    (0.2, ("contextual", "soft")), (0.2, ("contextual", "ms_mean")), (0.1, ("contextual", "ms_mean")),
+    (0.2, ("contextual", "ms_min")), (0.1, ("contextual", "ms_min")), (0.2, ("ms_pair",)),
+]
+BACKGROUND = [
+    "How do I do this?", "What is the best way to handle it?", "Can you help me with this task?",
+    "Write some code for me.", "Explain how this works.", "What should I use here?",
+    "The user prefers short answers.", "Run the tests before committing.", "The build uses a configuration file.",
+    "Fix the bug in the function.", "Which version do we use?", "Where is the documentation?",
+]
+NEW_FEATURES = (
+    "ctx_second", "ctx_mean", "ctx_gap", "bg_mean", "ctx_bg", "ctx_bgmax", "soft", "soft_min", "soft_ctxtop",
+    "ms_mean", "ms_min", "ms_min2", "ms_all", "ms_top", "ms_pair",
+)
+SHIPPED_FEATURES = ("top_similarity", "margin", "coverage", "vocabulary", "contextual")
+ALL_FEATURES = SHIPPED_FEATURES + NEW_FEATURES
+
+
+# ---- encoders -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A text under all-MiniLM-L6-v2: its sentence vector (as `contextual.encode`), its unit token
+    states without [CLS] and [SEP] (from the same forward pass), and its words as the tokenizer
+    splits them (lower-cased), each with the rows of `tokens` that are its pieces."""
+
+    pooled: np.ndarray
+    tokens: np.ndarray
+    words: tuple[tuple[str, tuple[int, ...]], ...]
+
+
+_encoded: dict[str, Encoded] = {}
+
+
+def encoded(text: str) -> Encoded:
+    if text not in _encoded:
+        model = contextual._model()
+        encoding = model.tokenizer.encode(text)
+        hidden, _mask = model.hidden_states([encoding.ids])
+        states = hidden[0]
+        pooled = states.mean(axis=0)
+        pooled /= max(float(np.linalg.norm(pooled)), 1e-12)
+        own = states[1:-1]
+        tokens = own / np.maximum(np.linalg.norm(own, axis=1, keepdims=True), 1e-12)
+        pieces: dict[int, list[int]] = {}
+        spans: dict[int, tuple[int, int]] = {}
+        for row, (word, (start, end)) in enumerate(zip(encoding.word_ids[1:-1], encoding.offsets[1:-1], strict=True)):
+            if word is not None:
+                pieces.setdefault(word, []).append(row)
+                spans[word] = (spans.get(word, (start, end))[0], end)
+        words = tuple((text[spans[w][0] : spans[w][1]].lower(), tuple(rows)) for w, rows in pieces.items())
+        _encoded[text] = Encoded(pooled.astype(np.float32), tokens.astype(np.float32), words)
+    return _encoded[text]
+
+
+_word_vectors: dict[str, np.ndarray] = {}
+
+
+def word_vector(word: str) -> np.ndarray:
+    if word not in _word_vectors:
+        _word_vectors[word] = embedding.embed_texts([word])[0]
+    return _word_vectors[word]
+
+
+def chunk_words(chunk: ScoredChunk) -> str:
+    return own_words(chunk.chunk.text) or chunk.chunk.text
+
+
+# ---- features -------------------------------------------------------------------------------
+
+
+def late_interaction(query_text: str, query: Encoded, chunk: Encoded) -> tuple[float, float, float, float]:
+    """Each content word of the query (`recall.query_terms`' rule) takes its best token cosine in
+    the chunk (a word of several pieces: the mean of its pieces' best). Returns the mean over the
+    words, the weakest word (`ms_min`), the second weakest, and the mean over all query tokens."""
+    if not len(chunk.tokens) or not len(query.tokens):
+        return 0.0, 0.0, 0.0, 0.0
+    best = (query.tokens @ chunk.tokens.T).max(axis=1)
+    wanted = set(query_terms(query_text))
+    per_word = sorted(float(best[list(rows)].mean()) for word, rows in query.words if word in wanted)
+    if not per_word:
+        return 0.0, 0.0, 0.0, float(best.mean())
+    return float(np.mean(per_word)), per_word[0], per_word[min(1, len(per_word) - 1)], float(best.mean())
+
+
+def soft_coverage(terms: list[str], weights: list[float], text: str) -> tuple[float, float]:
+    """IDF-weighted mean and minimum over query terms of the best static cosine to a chunk word."""
+    words = sorted({word for word in query_terms(text)})
+    if not terms or not words:
+        return 0.0, 0.0
+    matrix = np.stack([word_vector(word) for word in words])
+    best = [float((matrix @ word_vector(term)).max()) for term in terms]
+    return sum(w * b for w, b in zip(weights, best, strict=True)) / sum(weights), min(best)
+
+
+def idf_weights(index: recall_index.Index, terms: list[str]) -> list[float]:
+    """BM25's IDF of each term over the index (as `recall.term_coverage` weighs them)."""
+    total = index.chunk_count
+    weights = []
+    for term in terms:
+        (frequency,) = index.connection.execute("SELECT count(*) FROM chunk_text WHERE chunk_text MATCH ?", (f'"{term}"',)).fetchone()
+        weights.append(math.log(1 + (total - frequency + 0.5) / (frequency + 0.5)))
+    return weights
+
+
+def window_features(index: recall_index.Index, question: str, cwd: str | None, floor: float, background: np.ndarray) -> tuple[dict[str, float] | None, bool, list[ScoredChunk]]:
+    """The shipped and the new features of one question at chunk floor `floor` (None: no
+    survivor), whether the full-match rule opens the gate, and the survivors."""
+    candidates = hybrid_candidates(index, question, cwd, DEFAULT_TUNING)
+    kept = [c for c in candidates if c.relevance >= floor or c.full_lexical_match]
+    window = gate_window(kept)
+    if not window:
+        return None, False, kept
+    query_text = clean_query(question)
+    query = encoded(query_text)
+    terms = query_terms(query_text)
+    weights = idf_weights(index, terms)
+    features = gate_features(kept)
+    chunks = [encoded(chunk_words(c)) for c in window]
+    cosines = [float(query.pooled @ chunk.pooled) for chunk in chunks]
+    ordered = sorted(cosines, reverse=True)
+    late = [late_interaction(query_text, query, chunk) for chunk in chunks]
+    soft = [soft_coverage(terms, weights, chunk_words(c)) for c in window]
+    best_chunk = int(np.argmax(cosines))
+    background_cosines = background @ query.pooled
+    features.update(
+        ctx_second=ordered[1] if len(ordered) > 1 else 0.0, ctx_mean=float(np.mean(ordered)),
+        ctx_gap=ordered[0] - (float(np.mean(ordered[1:])) if len(ordered) > 1 else 0.0),
+        bg_mean=float(background_cosines.mean()), ctx_bg=ordered[0] - float(background_cosines.mean()),
+        ctx_bgmax=ordered[0] - float(background_cosines.max()),
+        soft=max(x[0] for x in soft), soft_min=max(x[1] for x in soft), soft_ctxtop=soft[best_chunk][0],
+        ms_mean=max(m[0] for m in late), ms_min=max(m[1] for m in late), ms_min2=max(m[2] for m in late),
+        ms_all=max(m[3] for m in late), ms_top=late[best_chunk][0],
+        ms_pair=max(m[0] + c for m, c in zip(late, cosines, strict=True)),
+    )
+    return features, any(c.full_lexical_match for c in window), kept
+
+
+def question_row(index: recall_index.Index, question: dict[str, Any], key: str | None, cwd: str | None, floor: float, background: np.ndarray) -> TuneRow:
+    features, by_letter, kept = window_features(index, question["question"], cwd, floor, background)
+    texts = [c.chunk.text for c in shown(kept, TOP, DEFAULT_TUNING)] if features else []
+    hit = key is not None and any(key.lower() in text.lower() for text in texts)
+    return TuneRow(features, by_letter, key is not None, question["kind"] == "paraphrase", hit)
+
+
+# ---- models and estimates -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """`recall.fit_gate_model`'s fit over any feature names (GateModel accepts only the shipped ones)."""
+
+    names: tuple[str, ...]
+    intercept: float
+    weights: np.ndarray
+    threshold: float
+
+    def probability(self, features: dict[str, float]) -> float:
+        logit = self.intercept + float(sum(w * features[n] for n, w in zip(self.names, self.weights, strict=True)))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
+
+
+def fit(rows: list[TuneRow], names: tuple[str, ...]) -> Fitted:
+    features = np.array([[row.features[n] if row.features else 0.0 for n in names] for row in rows])
+    answerable = np.array([row.answerable for row in rows], dtype=float)
+    weights, mean, deviation = logistic_fit(features, answerable)
+    raw = weights[1:] / deviation
+    model = Fitted(names, float(weights[0] - (raw * mean).sum()), raw, 0.0)
+    probabilities = np.array([model.probability(row.features) if row.features else 0.0 for row in rows])
+    threshold = no_answer_threshold(probabilities, answerable, np.array([row.by_letter for row in rows]))
+    return Fitted(names, model.intercept, raw, threshold)
+
+
+def at_equal_silence(rows: list[TuneRow], probabilities: np.ndarray, silence: float) -> tuple[float, float]:
+    """All-answerable hit@5 where the pooled out-of-fold threshold leaves `silence` of the
+    unanswerable questions empty, and the out-of-fold AUC."""
+    answerable = np.array([row.answerable for row in rows])
+    by_letter = np.array([row.by_letter for row in rows])
+    negatives = np.sort(probabilities[~answerable & ~by_letter])
+    needed = int(np.ceil(silence * (~answerable).sum()))
+    threshold = negatives[needed - 1] + 1e-9 if needed <= len(negatives) else 1.0
+    opened = [row.features is not None and (row.by_letter or p >= threshold) for row, p in zip(rows, probabilities, strict=True)]
+    positives, negatives_all = probabilities[answerable], probabilities[~answerable]
+    auc = float(np.mean([(a > b) + 0.5 * (a == b) for a in positives for b in negatives_all]))
+    return tune_figures(rows, opened)[0], auc
+
+
+def paired_halves(rows_by_floor: dict[float, list[TuneRow]], candidate: tuple[float, tuple[str, ...]], halves: int = HALVES) -> tuple[float, float, float, float]:
+    """Candidate minus the shipped form on the same random halves (fit on one, score the other):
+    mean all-answerable hit@5 difference, share of halves better, share worse, mean no-answer difference."""
+    generator = np.random.default_rng(5)
+    reference = rows_by_floor[SHIPPED_FORM[0]]
+    differences = []
+    for _ in range(halves):
+        train = set()
+        for wanted in (True, False):
+            members = [i for i, row in enumerate(reference) if row.answerable == wanted]
+            generator.shuffle(members)
+            train.update(members[: len(members) // 2])
+        scored = []
+        for floor, names in (SHIPPED_FORM, candidate):
+            rows = rows_by_floor[floor]
+            model = fit([rows[i] for i in sorted(train)], names)
+            held_out = [rows[i] for i in range(len(rows)) if i not in train]
+            scored.append(np.array(tune_figures(held_out, [opens(model, row) for row in held_out])))
+        differences.append(scored[1] - scored[0])
+    array = np.array(differences)
+    return float(array[:, 0].mean()), float((array[:, 0] > 0).mean()), float((array[:, 0] < 0).mean()), float(array[:, 2].mean())
+
+
+# ---- main -----------------------------------------------------------------------------------
+
+
+def main() -> None:
+    corpus = load_corpus()
+    questions = [q for q in load_questions() if q["split"] == "tune"]
+    keys = fact_keys(corpus)
+    cwds = project_cwds(corpus)
+    work = scratch_dir("recall-gate-features-")
+    try:
+        root = work / "memories"
+        render_folder(corpus, root)
+        recall_index.build_index(root)
+        index = recall_index.open_index(root)
+        assert index is not None
+        background = np.stack([encoded(sentence).pooled for sentence in BACKGROUND])
+        rows_by_floor = {
+            floor: [question_row(index, q, keys[q["expect"]] if q["expect"] else None, cwd_of(q, cwds), floor, background) for q in questions]
+            for floor in FLOORS
+        }
+        index.close()
+        # The prompt-context test's folder (tests/read/test_prompt_context.py): does the model fitted
+        # on the whole tune split still answer its "how do I release to prod?" from atlas?
+        fixture_root = write_memory_folder(work / "fixture")
+        recall_index.build_index(fixture_root)
+        fixture_index = recall_index.open_index(fixture_root)
+        assert fixture_index is not None
+        fixture = {floor: window_features(fixture_index, FIXTURE_PROMPT, ATLAS, floor, background)[:2] for floor in FLOORS}
+        fixture_index.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    answerable = sum(q["expect"] is not None for q in questions)
+    print(f"tune split: {answerable} answerable, {len(questions) - answerable} unanswerable; no-answer target {GATE_NO_ANSWER_TARGET}")
+    print("\nAUC of each feature for 'answerable' (tune, floor 0.2):")
+    rows = rows_by_floor[0.2]
+    for name in ALL_FEATURES:
+        positives = [r.features[name] for r in rows if r.answerable and r.features]
+        negatives = [r.features[name] for r in rows if not r.answerable and r.features]
+        print(f"  {name:15s} {np.mean([(a > b) + 0.5 * (a == b) for a in positives for b in negatives]):.3f}")
+
+    searched = []
+    for floor in FLOORS:
+        for size in (1, 2, 3):
+            for names in itertools.combinations(ALL_FEATURES, size):
+                searched.append((cross_validated(rows_by_floor[floor], names, fit)[0], floor, names))
+    searched.sort(key=lambda item: -item[0][0])
+    print(f"\n(1) repeated 5-fold CV, best 10 of {len(searched)} (floor, subset); a maximum over noisy estimates:")
+    for (all_hit, paraphrase_hit, no_answer), floor, names in searched[:10]:
+        print(f"  all hit@5 {all_hit:.3f}  paraphrase {paraphrase_hit:.3f}  no-answer {no_answer:.3f}  floor {floor}  {names}")
+
+    print("\n(2) and (3): the shipped form, the declared candidates and the CV search's best:")
+    print("  floor  features | CV all / paraphrase / no-answer | pooled OOF hit@5 at 80 % / 85 % silence, AUC | paired halves vs shipped form: hit@5 diff, better, worse, no-answer diff | fitted on all tune: fixture prompt answered (P - threshold)")
+    best = [(floor, names) for _, floor, names in searched[:3]]
+    for floor, names in [SHIPPED_FORM, *DECLARED, *best]:
+        (all_hit, paraphrase_hit, no_answer), probabilities = cross_validated(rows_by_floor[floor], names, fit, repeats=20)
+        at80 = np.mean([at_equal_silence(rows_by_floor[floor], p, 0.80) for p in probabilities], axis=0)
+        at85 = np.mean([at_equal_silence(rows_by_floor[floor], p, 0.85) for p in probabilities], axis=0)
+        paired = paired_halves(rows_by_floor, (floor, names)) if (floor, names) != SHIPPED_FORM else (0.0, 0.0, 0.0, 0.0)
+        whole = fit(rows_by_floor[floor], names)
+        features, by_letter = fixture[floor]
+        margin = whole.probability(features) - whole.threshold if features else -1.0
+        answered = features is not None and (by_letter or margin >= 0)
+        print(
+            f"  {floor}  {names} | {all_hit:.3f} / {paraphrase_hit:.3f} / {no_answer:.3f} | {at80[0]:.3f} / {at85[0]:.3f}, {at85[1]:.3f} | "
+            f"{paired[0]:+.3f}, {paired[1]:.0%}, {paired[2]:.0%}, {paired[3]:+.3f} | {'yes' if answered else 'no'} ({margin:+.3f})"
+        )
+
+
+if __name__ == "__main__":
+    main()
