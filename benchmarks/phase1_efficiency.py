@@ -229,7 +229,7 @@ def _install_stage_timers(module: Any, marks: _Marks) -> None:
         setattr(module, name, timed)
 
 
-def run_child(rollouts: int, latency: float, work: Path, output: Path, server_mode: str) -> None:
+def run_child(rollouts: int, latency: float, work: Path, output: Path, server_mode: str, whole_run_pairs: int) -> None:
     prepare_prefect_environment(work / "prefect")
     codex_home = work / "codex_home"
     data_bytes = write_sessions(codex_home, rollouts)
@@ -335,6 +335,28 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path, server_mo
         _say(f"baselines: plain pool {result['plain_pool_seconds']:.1f} s, library "
              f"{result['library_shared_seconds']:.1f} s / {result['library_per_call_seconds']:.1f} s, Prefect floor "
              f"{result['prefect_floor_seconds']:.1f} s / {result['prefect_floor_persisted_seconds']:.1f} s")
+
+        # Whole runs: the same flow on fresh state at zero latency and at `latency`, alternating, in
+        # this warm process (imports, the temporary server and the quality check's first import
+        # are paid by the runs above), so the difference is what the model's latency costs.
+        if whole_run_pairs:
+            if server_process is not None:
+                instant = _ServerProcess(0.0, work / "requests-instant.jsonl")
+                stack.callback(instant.stop)
+                instant_url = instant.base_url
+            else:
+                instant_url = stack.enter_context(running_openai_server(default_handler)).base_url
+            result["whole_runs"] = {"instant": [], "latency": []}
+            for pair in range(whole_run_pairs):
+                for kind, url in (("instant", instant_url), ("latency", base_url)):
+                    fresh = work / f"whole-{pair}-{kind}"
+                    started = time.perf_counter()
+                    report = phase1_module.phase1(overrides=SettingsOverrides(codex_home=str(codex_home), db_url=f"sqlite:///{fresh / 'state.sqlite'}", memory_root=str(fresh / "memories"), provider="openai", base_url=url, max_rollouts_per_startup=MAX_CLAIMS_PER_RUN, ignore_age_windows=True, concurrency=CONCURRENCY))
+                    elapsed = time.perf_counter() - started
+                    if report.claimed != min(rollouts, MAX_CLAIMS_PER_RUN):
+                        raise RuntimeError(f"a whole run claimed {report.claimed}")
+                    result["whole_runs"][kind].append(elapsed)
+                    _say(f"whole run {pair + 1} at {'0' if kind == 'instant' else latency} s: {elapsed:.1f} s")
     output.write_text(json.dumps(result), encoding="utf-8")
 
 
@@ -443,7 +465,7 @@ def ideal_seconds(count: int, latency: float) -> float:
     return math.ceil(count / CONCURRENCY) * latency
 
 
-def run_repetition(rollouts: int, latency: float, server_mode: str) -> dict[str, Any]:
+def run_repetition(rollouts: int, latency: float, server_mode: str, whole_run_pairs: int) -> dict[str, Any]:
     """One fresh child process; retried once when it fails (the temporary Prefect server can
     fail to start on an overloaded machine), so one hiccup does not lose the other repetitions."""
     for attempt in (1, 2):
@@ -452,7 +474,7 @@ def run_repetition(rollouts: int, latency: float, server_mode: str) -> dict[str,
         try:
             completed = subprocess.run(
                 [sys.executable, __file__, "--child", "--rollouts", str(rollouts), "--latency", str(latency),
-                 "--work", str(work), "--output", str(output), "--server", server_mode],
+                 "--work", str(work), "--output", str(output), "--server", server_mode, "--whole-run-pairs", str(whole_run_pairs)],
                 check=False,
                 cwd=REPO_ROOT,
             )
@@ -541,6 +563,22 @@ def summarize(results: list[dict[str, Any]]) -> str:
     ]
     process_table = markdown_table(["per-process cost (paid by every CLI invocation, outside the flow wall time)", "seconds"], process_rows)
 
+    whole_lines: list[str] = []
+    if all(result.get("whole_runs") for result in results):
+        instant = [median(result["whole_runs"]["instant"]) for result in results]
+        slow = [median(result["whole_runs"]["latency"]) for result in results]
+        paired = [ideal / (s - i) for result in results for s, i in zip(result["whole_runs"]["latency"], result["whole_runs"]["instant"], strict=True)]
+        pairs = len(results[0]["whole_runs"]["instant"])
+        whole_rows = [
+            [f"flow wall at 0 s latency (median of {pairs} per repetition)", spread(instant, unit=" s")],
+            [f"flow wall at {latency} s latency (median of {pairs} per repetition)", spread(slow, unit=" s")],
+            ["**whole-run efficiency `ideal / (wall(latency) − wall(0 s))`**, medians", spread([ideal / (s - i) for s, i in zip(slow, instant, strict=True)])],
+            ["the same, per adjacent pair (all pairs)", spread(paired)],
+        ]
+        whole_lines = [
+            markdown_table(["whole runs in one warm process, fresh state each, alternating 0 s / latency", "value"], whole_rows),
+            "",
+        ]
     flow_eff = median(efficiency(flow))
     stage_eff = median(efficiency(stage))
     outcome_line = ", ".join(f"{key}: {value}" for key, value in sorted(_merge_outcomes(first).items()))
@@ -562,6 +600,7 @@ def summarize(results: list[dict[str, Any]]) -> str:
         "",
         process_table,
         "",
+        *whole_lines,
         f"Goal efficiency ≥ 0.93 in the model-server window: {median(efficiency(server_window)):.2f} "
         f"({_verdict(median(efficiency(server_window)), 0.93)}); plain pool {median(efficiency(plain)):.2f}. "
         f"Whole flow {flow_eff:.2f}, extraction stage {stage_eff:.2f}.",
@@ -591,6 +630,10 @@ def main() -> None:
         "--server", choices=("process", "thread"), default="process",
         help="the test model server in its own process (default, as a real server is) or in a thread of the flow's process",
     )
+    parser.add_argument(
+        "--whole-run-pairs", type=int, default=2,
+        help="whole flow runs at 0 s and at --latency, alternating, per repetition (0: none); N <= 128 only",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -600,15 +643,18 @@ def main() -> None:
         run_model_server(args.latency, args.output)
         return
     if args.child:
-        run_child(args.rollouts, args.latency, args.work, args.output, args.server)
+        run_child(args.rollouts, args.latency, args.work, args.output, args.server, args.whole_run_pairs)
         return
 
     command = ".venv/bin/python benchmarks/phase1_efficiency.py"
-    options = f" --rollouts {args.rollouts} --latency {args.latency} --repeats {args.repeats} --server {args.server}"
+    options = (
+        f" --rollouts {args.rollouts} --latency {args.latency} --repeats {args.repeats} --server {args.server}"
+        f" --whole-run-pairs {args.whole_run_pairs}"
+    )
     results = []
     for repetition in range(args.repeats):
         print(f"repetition {repetition + 1}/{args.repeats} ...", file=sys.stderr, flush=True)
-        results.append(run_repetition(args.rollouts, args.latency, args.server))
+        results.append(run_repetition(args.rollouts, args.latency, args.server, args.whole_run_pairs))
     body = summarize(results)
     print(body)
     if args.update_readme:
