@@ -14,9 +14,11 @@ the prompt or the model's text. No state besides the client; safe to share betwe
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from enum import StrEnum
+from types import SimpleNamespace
 from typing import Any
 
 import openai
@@ -78,25 +80,14 @@ class OpenAIExtractionProvider:
         self._warm_client()
 
     def _warm_client(self) -> None:
-        """Builds, once and in this thread, what the client builds lazily on its first call: the
-        resource module of the API mode and the pydantic schemas of its response types. Left to the
-        first call, the first wave's threads each built them at once under the GIL (1.23 s for 8
-        parallel first calls against a local server, 0.37 s after this 0.17 s warm-up; measured
-        for benchmarks/README.md "Phase-1 efficiency"). No request is sent."""
-        try:
-            from openai._models import construct_type  # the client's own parser, private
-        except ImportError:
-            return  # a client whose internals moved builds them on its first call, as before
+        """Imports, once and in this thread, the resource module of the API mode, which the client
+        imports lazily on its first call: left to the first call, the first wave's threads each did
+        it at once under the GIL (measured for benchmarks/README.md "Phase-1 efficiency"). The
+        answer's own parsing needs no warm-up (`_answer_fields`). No request is sent."""
         if self.api_mode is ApiMode.responses:
-            from openai.types.responses import Response
-
             self._client.responses  # noqa: B018 - the lazy resource import is the point
-            construct_type(type_=Response, value={"id": "warm-up", "object": "response", "output": []})
         else:
-            from openai.types.chat import ChatCompletion
-
             self._client.chat  # noqa: B018 - the lazy resource import is the point
-            construct_type(type_=ChatCompletion, value={"id": "warm-up", "object": "chat.completion", "choices": []})
 
     def last_rate_limits(self) -> RateLimitSnapshot | None:
         """The rate limits the server reported with our newest response (the guard's first signal)."""
@@ -153,7 +144,7 @@ class OpenAIExtractionProvider:
                 **optional,
             )
             self._record_rate_limits(raw.headers)
-            response = raw.parse()
+            response = _answer_fields(raw)
         except openai.APIError as error:
             self._record_rate_limits(getattr(getattr(error, "response", None), "headers", None))
             raise classify_api_error(error, "responses") from None
@@ -184,7 +175,7 @@ class OpenAIExtractionProvider:
                 **optional,
             )
             self._record_rate_limits(raw.headers)
-            completion = raw.parse()
+            completion = _answer_fields(raw)
         except openai.APIError as error:
             self._record_rate_limits(getattr(getattr(error, "response", None), "headers", None))
             raise classify_api_error(error, "chat.completions") from None
@@ -217,6 +208,16 @@ def _error_details(error: openai.APIStatusError) -> str:
     if not details:
         return ""
     return " (" + ", ".join(detail[:60] for detail in details) + ")"
+
+
+def _answer_fields(raw: Any) -> Any:
+    """The answer's JSON as nested attribute objects, which is all `_responses_text`,
+    `_chat_text` and the usage readers look at (by `getattr`, so a missing field reads as absent).
+    Not `raw.parse()`: the client's parser builds a pydantic `TypeAdapter` for the output union of
+    every answer (its cache misses on the annotated type), several milliseconds of CPU per answer
+    under the GIL on the path that frees an extraction slot (py-spy, benchmarks/README.md
+    "Phase-1 efficiency"). A body that is not JSON raises ValueError, as `raw.parse()` did."""
+    return json.loads(raw.http_response.content, object_hook=lambda fields: SimpleNamespace(**fields))
 
 
 def _responses_text(response: Any) -> str:
