@@ -46,10 +46,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from codex_memories import progress
 from codex_memories.settings import SettingsError, SettingsOverrides, config_fingerprint
+
+if TYPE_CHECKING:
+    from codex_memories.progress import ProgressListener
 
 PROTOCOL_VERSION = 1
 SOCKET_FILE = "codex-memories-serve.sock"
@@ -115,9 +118,11 @@ def hand_off(
     *,
     force: bool = False,
     path: Path | None = None,
+    listener: ProgressListener | None = None,
 ) -> HandoffOutcome:
     """Offer the run to serve. Returns its report, or None and why it should run here; raises
-    `HandoffFailed` when serve took the run and it did not end with a report here."""
+    `HandoffFailed` when serve took the run and it did not end with a report here. Serve's
+    progress events go to `listener` (the CLI's bar)."""
     path = path or default_socket_path()
     request = {
         "protocol": PROTOCOL_VERSION,
@@ -131,8 +136,7 @@ def hand_off(
         connection = _connect(path, READY_TIMEOUT_SECONDS)
     except OSError as error:
         return HandoffOutcome(None, f"no codex-memories serve listening at {path} ({_why(error)})")
-    with connection:
-        reader = connection.makefile("rb")
+    with connection, connection.makefile("rb") as reader:
         try:
             _send(connection, request)
             answer = _receive(reader)
@@ -150,10 +154,10 @@ def hand_off(
             return HandoffOutcome(None, f"codex-memories serve went away before the start ({_why(error)})")
         # The run is serve's now: however long it takes, and whatever happens, not run here.
         connection.settimeout(None)
-        return _follow(flow, reader)
+        return _follow(flow, reader, listener)
 
 
-def _follow(flow: str, reader: IO[bytes]) -> HandoffOutcome:
+def _follow(flow: str, reader: IO[bytes], listener: ProgressListener | None) -> HandoffOutcome:
     flow_run: FlowRunRef | None = None
     try:
         while True:
@@ -170,11 +174,11 @@ def _follow(flow: str, reader: IO[bytes]) -> HandoffOutcome:
             event = message.get("event")
             if event == "flow_run":
                 flow_run = FlowRunRef(str(message["id"]), str(message["name"]), message.get("url"))
-            elif event == "progress":
+            elif event == "progress" and listener is not None:
                 if message.get("action") == "start":
-                    progress.start(str(message["stage"]), int(message["count"]))
+                    listener.start(str(message["stage"]), int(message["count"]))
                 elif message.get("action") == "advance":
-                    progress.advance(str(message["stage"]), int(message["count"]))
+                    listener.advance(str(message["stage"]), int(message["count"]))
             elif event == "report":
                 where = f"ran in codex-memories serve as {flow_run.describe()}" if flow_run else "ran in codex-memories serve"
                 return HandoffOutcome(decode_report(flow, message["report"]), where, flow_run)
@@ -292,11 +296,10 @@ class HandoffServer:
             threading.Thread(target=self._serve_connection, args=(connection,), name="hand-off", daemon=True).start()
 
     def _serve_connection(self, connection: socket.socket) -> None:
-        with connection:
+        with connection, connection.makefile("rb") as reader:
             if not _peer_is_this_user(connection):
                 return
             connection.settimeout(REQUEST_TIMEOUT_SECONDS)
-            reader = connection.makefile("rb")
             try:
                 request = _receive(reader)
             except (OSError, ValueError):

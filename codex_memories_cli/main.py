@@ -71,9 +71,8 @@ class _RichProgress:
             self._progress.advance(self._tasks[stage], amount)
 
 
-def _with_progress(run: Any) -> Any:
-    from codex_memories import progress as progress_events
-
+@contextmanager
+def _progress_bar() -> Iterator[_RichProgress]:
     bar = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -83,7 +82,14 @@ def _with_progress(run: Any) -> Any:
         transient=True,
     )
     with bar:
-        unsubscribe = progress_events.subscribe(_RichProgress(bar))
+        yield _RichProgress(bar)
+
+
+def _with_progress(run: Any) -> Any:
+    from codex_memories import progress as progress_events
+
+    with _progress_bar() as listener:
+        unsubscribe = progress_events.subscribe(listener)
         try:
             return run()
         finally:
@@ -110,12 +116,13 @@ def _handed_off(flow: str, overrides: SettingsOverrides, config: RuntimeConfig, 
     from codex_memories.settings import config_fingerprint
     from codex_memories_cli.handoff import HandoffFailed, hand_off
 
-    def offer() -> Any:
-        return hand_off(flow, overrides, config_fingerprint(config), force=force)
-
+    fingerprint = config_fingerprint(config)
     try:
-        # Phase 1 shows its progress bar (the events come over the socket); phase 2 has none here either.
-        outcome = _with_progress(offer) if flow == "phase1" else offer()
+        if flow == "phase1":  # its progress bar, fed by serve's events; phase 2 has none here either
+            with _progress_bar() as bar:
+                outcome = hand_off(flow, overrides, fingerprint, force=force, listener=bar)
+        else:
+            outcome = hand_off(flow, overrides, fingerprint, force=force)
     except HandoffFailed as error:
         fail(str(error), error.exit_code)
     if verbose:
