@@ -101,7 +101,7 @@ class StandInRunner:
         progress.advance("extract")
         if self.error is not None:
             raise self.error
-        return self.report
+        return self.report[flow] if isinstance(self.report, dict) else self.report
 
 
 @contextmanager
@@ -346,6 +346,22 @@ def test_the_cli_prints_serves_report_and_runs_nothing_itself(
     assert render_phase1_text(runner.report) in result.stdout
     assert "ran in codex-memories serve as flow run 'brave-otter'" in result.stderr
     assert len(runner.calls) == 1
+
+
+def test_run_hands_off_both_phases_and_a_failed_phase_2_exits_1_as_it_would_here(
+    environment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codex_memories.reports import render_phase2_text
+    from codex_memories_cli.main import app
+
+    failed = Phase2Report(outcome=Outcome.failed_sync_workspace_inputs, reason="the disk is full")
+    runner = StandInRunner(report={"phase1": _report(), "phase2": failed})
+    monkeypatch.setattr("codex_memories_cli.prefect_server.running_prefect_server", _must_not_run_here)
+    with serving(runner, _socket(tmp_path)):
+        result = CliRunner().invoke(app, ["run", "--codex-home", str(environment), "--provider", "heuristic", "--force"])
+    assert result.exit_code == 1, result.output
+    assert render_phase1_text(_report()) in result.stdout and render_phase2_text(failed) in result.stdout
+    assert [(flow, force) for flow, _overrides, force, _thread in runner.calls] == [("phase1", False), ("phase2", True)]
 
 
 def test_the_cli_runs_the_flow_itself_when_serve_declines_and_with_local(
