@@ -123,6 +123,8 @@ def hand_off(
     """Offer the run to serve. Returns its report, or None and why it should run here; raises
     `HandoffFailed` when serve took the run and it did not end with a report here. Serve's
     progress events go to `listener` (the CLI's bar)."""
+    if not hasattr(socket, "AF_UNIX"):
+        return HandoffOutcome(None, "this platform has no Unix-domain sockets")
     path = path or default_socket_path()
     request = {
         "protocol": PROTOCOL_VERSION,
@@ -228,6 +230,8 @@ class HandoffServer:
         self.close()
 
     def start(self) -> None:
+        if not hasattr(socket, "AF_UNIX"):
+            raise HandoffUnavailable("this platform has no Unix-domain sockets")
         if len(os.fsencode(self.path)) > MAX_SOCKET_PATH_BYTES:
             raise HandoffUnavailable(f"the socket path {self.path} is longer than {MAX_SOCKET_PATH_BYTES} bytes")
         self._replace_stale_socket()
@@ -351,19 +355,19 @@ class HandoffServer:
         unsubscribe = progress.subscribe(_ProgressForwarder(sender))
         try:
             report = self._run_flow(flow, overrides, force=bool(request.get("force")), on_flow_run=on_flow_run)
+            last = {"event": "report", "report": encode_report(flow, report)}
         except Exception as error:  # noqa: BLE001 - the CLI shows it as it would its own run's error
             from codex_memories.redact import redact_secrets
 
-            message = redact_secrets(f"{type(error).__name__}: {error}")
-            self._say(f"hand-off: {flow} failed: {message}")
-            sender.send({"event": "error", "message": message})
-        else:
-            sender.send({"event": "report", "report": encode_report(flow, report)})
-            if sender.gone:
-                self._say(f"hand-off: {flow} finished; the CLI that asked for it had gone")
+            text = redact_secrets(f"{type(error).__name__}: {error}")
+            self._say(f"hand-off: {flow} failed: {text}")
+            last = {"event": "error", "message": text}
         finally:
             unsubscribe()
             close_stores()  # as the CLI's process does when it ends
+        sender.send(last)
+        if sender.gone:
+            self._say(f"hand-off: {flow} ended; the CLI that asked for it had gone")
 
 
 def _check_request(request: Any, api_url: str) -> str | None:
