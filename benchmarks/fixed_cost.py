@@ -258,8 +258,9 @@ def main() -> None:
     if args.update_readme:
         header = (
             "## Fixed cost of a CLI run (`fixed_cost.py`)\n\n"
-            "`codex-memories phase1` at zero model latency, with no Prefect server and with `codex-memories serve` up, "
-            "against `python -c pass` and a bare Prefect flow run in the same run. See the script's docstring.\n\n"
+            "`codex-memories phase1` at zero model latency: with no Prefect server, handed to a running `codex-memories serve`, "
+            "and with `--local` against serve's server, against `python -c pass` and a bare Prefect flow run in the same run. "
+            "See the script's docstring.\n\n"
             f"Command: `.venv/bin/python benchmarks/fixed_cost.py --sessions {args.sessions} --repeats {args.repeats} --update-readme`\n\n"
             f"Machine: {machine_description()}\n\n"
         )
