@@ -95,9 +95,10 @@ def run_handed_off(
     # automation a user writes would), and the CLI learns of serve's end over the socket.
     with temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         if flow_name == "phase1":
-            return phase1.with_options(on_running=[tell])(overrides=overrides)
+            return phase1.with_options(on_running=[*phase1.on_running_hooks, tell])(overrides=overrides)
         if flow_name == "phase2":
-            return phase2_report(phase2.with_options(on_running=[tell])(overrides=overrides, force=force, return_state=True))
+            told = phase2.with_options(on_running=[*phase2.on_running_hooks, tell])
+            return phase2_report(told(overrides=overrides, force=force, return_state=True))
     raise ValueError(f"no hand-off for the flow {flow_name!r}")
 
 
