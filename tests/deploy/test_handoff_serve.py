@@ -4,7 +4,8 @@ What it proves: with serve up (its own `prefect server start` on 127.0.0.1, reco
 PREFECT_HOME, its hand-off socket next to the record), `codex-memories phase1` from another
 process gets the run done by serve: the flow run the CLI names exists in serve's Prefect server
 and completed, the model server received the extraction requests, serve's log names the run, the CLI prints the
-report; and once serve stops, its socket is gone.
+report; `codex-memories phase2` is handed over the same way; and once serve stops, its socket is
+gone.
 """
 
 from __future__ import annotations
@@ -100,6 +101,17 @@ def test_phase1_runs_in_the_serve_process_and_shows_in_its_prefect_server(tmp_pa
             assert (flow_run["name"], flow_run["state_type"]) == (name, "COMPLETED")
             # serve's own log names the same run: it ran there, not in the CLI's process.
             assert f"hand-off: phase1 as flow run '{name}'" in log_path.read_text(errors="replace")
+
+        # Phase 2 goes the same way (offline consolidator): its report here, its folder written.
+        phase2 = [
+            *CLI, "phase2", "--codex-home", str(codex_home), "--db", f"sqlite:///{tmp_path / 'state.sqlite'}",
+            "--memory-root", str(tmp_path / "memories"), "--provider", "heuristic", "--force", "--verbose",
+        ]
+        consolidated = subprocess.run(phase2, cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=240)
+        assert consolidated.returncode == 0, consolidated.stderr + log_path.read_text(errors="replace")
+        assert "phase 2: succeeded" in consolidated.stdout, consolidated.stdout
+        assert "phase2: ran in codex-memories serve as flow run" in consolidated.stderr
+        assert (tmp_path / "memories" / "MEMORY.md").is_file()
     finally:
         os.killpg(serve.pid, signal.SIGINT)
         try:
