@@ -43,6 +43,7 @@ import os
 import socket
 import struct
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -360,7 +361,7 @@ class HandoffServer:
             from codex_memories.redact import redact_secrets
 
             text = redact_secrets(f"{type(error).__name__}: {error}")
-            self._say(f"hand-off: {flow} failed: {text}")
+            self._say(f"hand-off: {flow} failed: {text}\n{redact_secrets(traceback.format_exc())}")
             last = {"event": "error", "message": text}
         finally:
             unsubscribe()
