@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from codex_memories_cli.handoff import SOCKET_FILE
-from tests.deploy.prefect_stack import REPO_ROOT, free_port, wait_for
+from tests.deploy.prefect_stack import REPO_ROOT, free_port, stop_process_group, wait_for
 from tests.support.openai_server import default_handler, running_openai_server
 from tests.support.rollout_factory import write_rollout
 
@@ -113,10 +113,5 @@ def test_phase1_runs_in_the_serve_process_and_shows_in_its_prefect_server(tmp_pa
         assert "phase2: ran in codex-memories serve as flow run" in consolidated.stderr
         assert (tmp_path / "memories" / "MEMORY.md").is_file()
     finally:
-        os.killpg(serve.pid, signal.SIGINT)
-        try:
-            serve.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(serve.pid, signal.SIGKILL)
-            serve.wait(timeout=10)
+        stop_process_group(serve, signal.SIGINT, timeout=60)
     assert not socket_path.exists()
