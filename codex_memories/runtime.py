@@ -13,7 +13,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from codex_memories.settings import RuntimeConfig
+from codex_memories.settings import RuntimeConfig, forget_codex_login_probes
 
 if TYPE_CHECKING:
     from codex_memories.consolidate.consolidators import Consolidator
@@ -48,6 +48,18 @@ def close_stores() -> None:
         for store in _stores.values():
             store.close()
         _stores.clear()
+
+
+def forget_run_state() -> None:
+    """Start the next run of a long-lived process (`codex-memories serve`'s hand-off runs) as a
+    fresh process would: no open store (a state DB deleted meanwhile must not be written through
+    an old connection), no built provider (it remembers the last run's rate-limit headers), no
+    memoised Codex login probe. What stays is only what costs time and decides nothing: imports,
+    tokenizers, the transcript worker."""
+    close_stores()
+    with _providers_lock:
+        _providers.clear()
+    forget_codex_login_probes()
 
 
 def rate_limit_guard(config: RuntimeConfig) -> GuardDecision:

@@ -18,9 +18,12 @@ rejects them instead: a bad value is one clear line naming the key and its allow
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import threading
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -508,3 +511,61 @@ def _allowed_range(field: Any) -> str:
     if low is None and high is None:
         return ""
     return f" (allowed: {low if low is not None else '-inf'}..{high if high is not None else 'inf'})"
+
+
+# What a run reads from the environment besides our settings: object-store credentials (boto),
+# the openai client's and Codex's own variables, the HTTP clients' proxies and CA bundles.
+_FINGERPRINT_ENV_PREFIXES = ("AWS_", "OPENAI_", "CODEX_")
+_FINGERPRINT_ENV_NAMES = frozenset(
+    name
+    for base in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+    for name in (base, base.lower())
+) | {"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"}
+
+
+def config_fingerprint(config: RuntimeConfig, environ: Mapping[str, str] | None = None) -> str:
+    """sha256 of everything a run's behaviour depends on that two processes could see differently.
+
+    Two processes with the same fingerprint run a flow the same way (the CLI hands a run to
+    `codex-memories serve` only then): every resolved setting (secrets included, by value, since
+    only the hash leaves the process), Codex's effective `[memories]` values, the provider chosen
+    and why, the environment a run reads besides our settings (`_FINGERPRINT_ENV_PREFIXES`), the
+    installed code, and the working directory when a configured path is relative to it."""
+    environ = os.environ if environ is None else environ
+    settings = config.settings
+    values = settings.model_dump(mode="json")
+    values["api_key"] = settings.api_key.get_secret_value() if settings.api_key is not None else None
+    document: dict[str, Any] = {
+        "settings": values,
+        "resolved": {
+            "codex_home": str(settings.codex_home_path),
+            "db_url": settings.resolved_db_url,
+            "memory_root": settings.resolved_memory_root,
+            "backfill_cache_dir": str(settings.resolved_backfill_cache_dir),
+        },
+        "memories": config.memories.model_dump(mode="json"),
+        "provider": [config.provider_name, config.provider_reason],
+        "environment": {
+            name: value
+            for name, value in environ.items()
+            if name.startswith(_FINGERPRINT_ENV_PREFIXES) or name in _FINGERPRINT_ENV_NAMES
+        },
+        "code": str(Path(__file__).resolve().parent),
+    }
+    if _depends_on_working_directory(settings):
+        document["working_directory"] = os.getcwd()
+    encoded = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
+def _depends_on_working_directory(settings: Settings) -> bool:
+    paths_given = [settings.codex_home_path, settings.resolved_backfill_cache_dir]
+    if settings.config_file is not None:
+        paths_given.append(settings.config_file.expanduser())
+    if "://" not in settings.resolved_memory_root:
+        paths_given.append(Path(settings.resolved_memory_root).expanduser())
+    if any(not path.is_absolute() for path in paths_given):
+        return True
+    # sqlite:///relative.db is relative to the working directory, sqlite:////abs.db is not.
+    scheme, _, database = settings.resolved_db_url.partition(":///")
+    return scheme.startswith("sqlite") and bool(database) and not database.startswith(("/", ":memory:"))

@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
-from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, say_error
+from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, fail, say_error
 from codex_memories_cli.options import (
     ApiMode,
     BaseUrl,
@@ -32,6 +35,7 @@ from codex_memories_cli.options import (
     DbUrl,
     ExtractModel,
     IgnoreAgeWindows,
+    Local,
     MaxRollouts,
     MemoryRoot,
     Provider,
@@ -67,9 +71,8 @@ class _RichProgress:
             self._progress.advance(self._tasks[stage], amount)
 
 
-def _with_progress(run: Any) -> Any:
-    from codex_memories import progress as progress_events
-
+@contextmanager
+def _progress_bar() -> Iterator[_RichProgress]:
     bar = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -79,7 +82,14 @@ def _with_progress(run: Any) -> Any:
         transient=True,
     )
     with bar:
-        unsubscribe = progress_events.subscribe(_RichProgress(bar))
+        yield _RichProgress(bar)
+
+
+def _with_progress(run: Any) -> Any:
+    from codex_memories import progress as progress_events
+
+    with _progress_bar() as listener:
+        unsubscribe = progress_events.subscribe(listener)
         try:
             return run()
         finally:
@@ -89,12 +99,38 @@ def _with_progress(run: Any) -> Any:
 # ---- commands ------------------------------------------------------------------------------
 
 
-def _run_phase1(overrides: SettingsOverrides) -> Phase1Report:
+def _run_phase1(overrides: SettingsOverrides, config: RuntimeConfig, *, local: bool, verbose: bool) -> Phase1Report:
+    if not local:
+        report = _handed_off("phase1", overrides, config, verbose=verbose, force=False)
+        if report is not None:
+            return report
     from codex_memories_cli.prefect_server import running_prefect_server
     from codex_memories_flows.phase1 import phase1
 
     with running_prefect_server():  # a server that is up spares Prefect's temporary one
         return _with_progress(lambda: phase1(overrides=overrides))
+
+
+def _handed_off(flow: str, overrides: SettingsOverrides, config: RuntimeConfig, *, verbose: bool, force: bool) -> Any:
+    """The flow's report when `codex-memories serve` ran it (`handoff`), else None: run it here."""
+    from codex_memories.settings import config_fingerprint
+    from codex_memories_cli.handoff import HandoffFailed, hand_off
+
+    fingerprint = config_fingerprint(config)
+    try:
+        if flow == "phase1":  # its progress bar, fed by serve's events; phase 2 has none here either
+            with _progress_bar() as bar:
+                outcome = hand_off(flow, overrides, fingerprint, force=force, listener=bar)
+        else:
+            outcome = hand_off(flow, overrides, fingerprint, force=force)
+    except HandoffFailed as error:
+        fail(str(error), error.exit_code)
+    if verbose:
+        errors.print(
+            f"{flow}: {outcome.reason}" + ("" if outcome.report is not None else "; running it here"),
+            markup=False, highlight=False, soft_wrap=True,
+        )
+    return outcome.report
 
 
 def _print_where(config: RuntimeConfig) -> None:
@@ -117,24 +153,29 @@ def phase1(
     config_file: ConfigFile = None,
     max_rollouts: MaxRollouts = None,
     ignore_age_windows: IgnoreAgeWindows = None,
+    local: Local = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
     """Run phase 1 now: discover rollouts, claim, extract stage-1 memories."""
-    overrides, config = load_config(**{key: value for key, value in locals().items() if key != "verbose"})
+    overrides, config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "local")})
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text
 
     _print_where(config)
-    console.print(render_phase1_text(_run_phase1(overrides)), markup=False, highlight=False)
+    report = _run_phase1(overrides, config, local=local, verbose=verbose)
+    console.print(render_phase1_text(report), markup=False, highlight=False)
 
 
-def _run_phase2(overrides: SettingsOverrides, *, force: bool) -> Any:
+def _run_phase2(overrides: SettingsOverrides, config: RuntimeConfig, *, force: bool, local: bool, verbose: bool) -> Any:
+    if not local:
+        report = _handed_off("phase2", overrides, config, verbose=verbose, force=force)
+        if report is not None:
+            return report
     from codex_memories_cli.prefect_server import running_prefect_server
-    from codex_memories_flows.phase2 import phase2
+    from codex_memories_flows.phase2 import phase2, phase2_report
 
     with running_prefect_server():  # a server that is up spares Prefect's temporary one
-        state = phase2(overrides=overrides, force=force, return_state=True)
-    return state.result(raise_on_failure=False) if state.is_failed() else state.result()
+        return phase2_report(phase2(overrides=overrides, force=force, return_state=True))
 
 
 @app.command()
@@ -148,15 +189,16 @@ def phase2(
     consolidation_model: ConsolidationModel = None,
     config_file: ConfigFile = None,
     force: Annotated[bool, typer.Option("--force", help="Skip the 6-hour cooldown (never the lease).")] = False,
+    local: Local = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
     """Run phase 2 now: consolidate the selected stage-1 outputs into the memory folder."""
-    overrides, config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
+    overrides, config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force", "local")})
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase2_text
 
     _print_where(config)
-    report = _run_phase2(overrides, force=force)
+    report = _run_phase2(overrides, config, force=force, local=local, verbose=verbose)
     console.print(render_phase2_text(report), markup=False, highlight=False)
     if report.outcome is not None and report.outcome.is_failure:
         raise typer.Exit(EXIT_USER_ERROR)
@@ -177,16 +219,18 @@ def run(
     max_rollouts: MaxRollouts = None,
     ignore_age_windows: IgnoreAgeWindows = None,
     force: Annotated[bool, typer.Option("--force", help="Phase 2 skips the cooldown (never the lease).")] = False,
+    local: Local = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
     """The main job: phase 1, then phase 2, then a short report of both."""
-    overrides, config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force")})
+    overrides, config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force", "local")})
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text, render_phase2_text
 
     _print_where(config)
-    console.print(render_phase1_text(_run_phase1(overrides)), markup=False, highlight=False)
-    report = _run_phase2(overrides, force=force)
+    phase1_report = _run_phase1(overrides, config, local=local, verbose=verbose)
+    console.print(render_phase1_text(phase1_report), markup=False, highlight=False)
+    report = _run_phase2(overrides, config, force=force, local=local, verbose=verbose)
     console.print(render_phase2_text(report), markup=False, highlight=False)
     _print_memory_folder(config)
     if report.outcome is not None and report.outcome.is_failure:
@@ -224,7 +268,40 @@ def serve(
         console.print(f"Prefect API: {api_url}  (UI: {api_url.removesuffix('/api')})", markup=False, highlight=False)
         from codex_memories_flows.serve import serve_deployments
 
-        serve_deployments(overrides)
+        with _hand_off_listener(api_url):
+            serve_deployments(overrides)
+
+
+@contextmanager
+def _hand_off_listener(api_url: str) -> Iterator[None]:
+    """While serve runs: the socket that takes the CLI's phase-1 and phase-2 runs (`handoff`),
+    and the imports those runs need, warmed in the background. Without the socket (its reason
+    printed) serve runs its schedules all the same."""
+    from functools import partial
+
+    from prefect.settings import PREFECT_HOME
+
+    from codex_memories_cli.handoff import SOCKET_FILE, HandoffServer, HandoffUnavailable
+    from codex_memories_flows.serve import run_handed_off, warm_up_hand_off_runs
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    listener = HandoffServer(
+        PREFECT_HOME.value() / SOCKET_FILE, partial(run_handed_off, api_url=api_url), prefect_api_url=api_url, say=say
+    )
+    try:
+        listener.start()
+    except HandoffUnavailable as error:
+        say(f"Hand-off socket: off ({error}); `phase1`, `phase2` and `run` run in their own process")
+        yield
+        return
+    say(f"Hand-off socket: {listener.path}  (`phase1`, `phase2` and `run` run here; `--local` to run them apart)")
+    threading.Thread(target=warm_up_hand_off_runs, name="warm-up", daemon=True).start()
+    try:
+        yield
+    finally:
+        listener.close()
 
 
 def _print_memory_folder(config: RuntimeConfig) -> None:

@@ -28,6 +28,14 @@ IgnoreAgeWindows = Annotated[
     typer.Option("--ignore-age-windows/--age-windows", help="Claim regardless of the idle and age windows."),
 ]
 
+Local = Annotated[
+    bool,
+    typer.Option(
+        "--local",
+        help="Run the flow in this process, even when `codex-memories serve` is up to take it (see README, serve).",
+    ),
+]
+
 
 def load_config(**values: Any) -> tuple[SettingsOverrides, RuntimeConfig]:
     """CLI values (None = not given) -> the overrides the flows get, and the effective configuration.

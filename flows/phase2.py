@@ -83,6 +83,15 @@ def phase2(overrides: SettingsOverrides | None = None, force: bool = False, from
     return Completed(message=message, data=report)
 
 
+def phase2_report(state: State) -> Phase2Report:
+    """The report a phase2 flow run's final state carries (a failed consolidation is a Failed
+    state with its report); an error the flow raised is raised here."""
+    result = state.result(raise_on_failure=False)
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
 def run_phase2(config: RuntimeConfig, *, force: bool = False, from_scratch: bool = False) -> Phase2Report:
     report = _run_phase2_once(config, force=force, from_scratch=from_scratch)
     # A consolidation that missed stage-1 outputs (they arrived while it ran) started no cooldown

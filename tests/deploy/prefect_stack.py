@@ -36,6 +36,17 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def stop_process_group(process: subprocess.Popen[bytes], signal_number: int = signal.SIGTERM, timeout: float = 20) -> None:
+    """Signal a process started with `start_new_session=True` and its children; SIGKILL if it
+    has not ended within `timeout` seconds."""
+    os.killpg(process.pid, signal_number)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
 def wait_for(condition: Callable[[], T], *, timeout: float, interval: float = 0.25, what: str) -> T:
     deadline = time.monotonic() + timeout
     while True:
@@ -102,12 +113,7 @@ class PrefectStack:
     def stop(self) -> None:
         for process, log in reversed(self._processes):
             if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait(timeout=10)
+                stop_process_group(process)
             log.close()
         self._processes.clear()
         with psycopg.connect(POSTGRES_ADMIN_DSN, autocommit=True) as connection:

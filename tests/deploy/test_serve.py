@@ -8,7 +8,6 @@ is asked for, without a work pool or a worker.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import yaml
 
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.serve import SERVED, served_deployments
-from tests.deploy.prefect_stack import REPO_ROOT, PrefectStack, wait_for
+from tests.deploy.prefect_stack import REPO_ROOT, PrefectStack, stop_process_group, wait_for
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "CRASHED"}
 
@@ -88,12 +87,7 @@ def test_serve_registers_the_four_deployments_and_runs_what_it_is_asked(stack: P
             finished = wait_for(lambda: _terminal_or_none(client, run.id), timeout=150, what="the served forget run")
             assert finished.state.type.value == "COMPLETED", finished.state
     finally:
-        os.killpg(serve.pid, signal.SIGINT)
-        try:
-            serve.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(serve.pid, signal.SIGKILL)
-            serve.wait(timeout=10)
+        stop_process_group(serve, signal.SIGINT, timeout=30)
         log.close()
 
 

@@ -1,0 +1,117 @@
+"""`codex-memories phase1` handed to a running `codex-memories serve`, end to end.
+
+What it proves: with serve up (its own `prefect server start` on 127.0.0.1, recorded under
+PREFECT_HOME, its hand-off socket next to the record), `codex-memories phase1` from another
+process gets the run done by serve: the flow run the CLI names exists in serve's Prefect server
+and completed, the model server received the extraction requests, serve's log names the run, the CLI prints the
+report; `codex-memories phase2` is handed over the same way; and once serve stops, its socket is
+gone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from codex_memories_cli.handoff import SOCKET_FILE
+from tests.deploy.prefect_stack import REPO_ROOT, free_port, stop_process_group, wait_for
+from tests.support.openai_server import default_handler, running_openai_server
+from tests.support.rollout_factory import write_rollout
+
+CLI = [sys.executable, "-m", "codex_memories_cli.main"]
+SESSIONS = 3
+
+
+def _environment(prefect_home: Path) -> dict[str, str]:
+    base = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PREFECT_", "CODEX_MEMORIES_", "CODEX_HOME", "OPENAI_"))
+    }
+    return base | {
+        "PREFECT_HOME": str(prefect_home),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_UI_ENABLED": "false",
+        "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
+        "OPENAI_API_KEY": "sk-handoff-test",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def _write_sessions(codex_home: Path) -> None:
+    start = datetime.now(UTC) - timedelta(days=2)
+    for index in range(SESSIONS):
+        write_rollout(
+            codex_home,
+            created_at=start + timedelta(minutes=30 * index),
+            cwd=f"/home/dana/src/project{index}",
+            user_messages=[f"Fix the flaky test in project{index}; we always use pnpm, never npm."],
+            tool_calls=[("pnpm test", "FAIL src/a.test.ts\n  expected 200, got 500\n")],
+            assistant_messages=["Fixed: the test now waits for the server."],
+        )
+
+
+@pytest.mark.prefect_server
+@pytest.mark.timeout(420)
+def test_phase1_runs_in_the_serve_process_and_shows_in_its_prefect_server(tmp_path: Path) -> None:
+    prefect_home = tmp_path / "prefect-home"
+    environment = _environment(prefect_home)
+    codex_home = tmp_path / "codex_home"
+    _write_sessions(codex_home)
+    idle_home = tmp_path / "serve_codex_home"
+    (idle_home / "sessions").mkdir(parents=True)
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    log_path = tmp_path / "serve.log"
+    with log_path.open("wb") as log:
+        serve = subprocess.Popen(
+            [*CLI, "serve", "--port", str(port), "--codex-home", str(idle_home),
+             "--db", f"sqlite:///{tmp_path / 'serve.sqlite'}", "--memory-root", str(tmp_path / "serve-memories"),
+             "--provider", "heuristic"],
+            cwd=REPO_ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    socket_path = prefect_home / SOCKET_FILE
+    try:
+        wait_for(lambda: serve.poll() is not None or socket_path.is_socket(), timeout=240, what="serve's hand-off socket")
+        assert serve.poll() is None, log_path.read_text(errors="replace")
+        with running_openai_server(default_handler, latency_seconds=0.0) as model:
+            phase1 = [
+                *CLI, "phase1", "--codex-home", str(codex_home), "--db", f"sqlite:///{tmp_path / 'state.sqlite'}",
+                "--memory-root", str(tmp_path / "memories"), "--provider", "openai", "--base-url", model.base_url,
+                "--ignore-age-windows", "--max-rollouts", str(SESSIONS), "--verbose",
+            ]
+            handed = subprocess.run(phase1, cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=240)
+            assert handed.returncode == 0, handed.stderr + log_path.read_text(errors="replace")
+            assert f"phase 1: succeeded={SESSIONS}" in handed.stdout
+            served = re.search(r"ran in codex-memories serve as flow run '([^']+)' \((\S+)/runs/flow-run/([0-9a-f-]+)\)", handed.stderr)
+            assert served is not None, handed.stderr
+            name, flow_run_id = served.group(1), served.group(3)
+            extraction_requests = [request for request in model.requests if request.endpoint == "responses"]
+            assert len(extraction_requests) == SESSIONS
+
+            flow_run = httpx.get(f"{api_url}/flow_runs/{flow_run_id}", timeout=10).json()
+            assert (flow_run["name"], flow_run["state_type"]) == (name, "COMPLETED")
+            # serve's own log names the same run: it ran there, not in the CLI's process.
+            assert f"hand-off: phase1 as flow run '{name}'" in log_path.read_text(errors="replace")
+
+        # Phase 2 goes the same way (offline consolidator): its report here, its folder written.
+        phase2 = [
+            *CLI, "phase2", "--codex-home", str(codex_home), "--db", f"sqlite:///{tmp_path / 'state.sqlite'}",
+            "--memory-root", str(tmp_path / "memories"), "--provider", "heuristic", "--force", "--verbose",
+        ]
+        consolidated = subprocess.run(phase2, cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=240)
+        assert consolidated.returncode == 0, consolidated.stderr + log_path.read_text(errors="replace")
+        assert "phase 2: succeeded" in consolidated.stdout, consolidated.stdout
+        assert "phase2: ran in codex-memories serve as flow run" in consolidated.stderr
+        assert (tmp_path / "memories" / "MEMORY.md").is_file()
+    finally:
+        stop_process_group(serve, signal.SIGINT, timeout=60)
+    assert not socket_path.exists()
