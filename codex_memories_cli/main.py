@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -263,6 +264,10 @@ def serve(
     prepare_prefect(verbose)
     from codex_memories_cli.prefect_server import local_prefect_server
 
+    # Until Prefect's runner installs its own SIGTERM handler (a graceful stop, once the
+    # deployments are served), a SIGTERM (`kill`, a service manager) would end this process
+    # without unwinding it, and the Prefect server it started would outlive it.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     _print_where(config)
     with local_prefect_server(port) as api_url:
         console.print(f"Prefect API: {api_url}  (UI: {api_url.removesuffix('/api')})", markup=False, highlight=False)
@@ -270,6 +275,10 @@ def serve(
 
         with _hand_off_listener(api_url):
             serve_deployments(overrides)
+
+
+def _exit_on_sigterm(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 @contextmanager

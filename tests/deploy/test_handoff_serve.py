@@ -115,3 +115,42 @@ def test_phase1_runs_in_the_serve_process_and_shows_in_its_prefect_server(tmp_pa
     finally:
         stop_process_group(serve, signal.SIGINT, timeout=60)
     assert not socket_path.exists()
+
+
+@pytest.mark.prefect_server
+@pytest.mark.timeout(300)
+def test_a_sigterm_to_serve_stops_the_prefect_server_it_started(tmp_path: Path) -> None:
+    """`kill <serve>` (what a service manager sends) as soon as serve listens, before Prefect's
+    runner has its own handler: serve's server, record and socket go with it."""
+    prefect_home = tmp_path / "prefect-home"
+    environment = _environment(prefect_home)
+    idle_home = tmp_path / "serve_codex_home"
+    (idle_home / "sessions").mkdir(parents=True)
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    with log_path.open("wb") as log:
+        serve = subprocess.Popen(
+            [*CLI, "serve", "--port", str(port), "--codex-home", str(idle_home),
+             "--db", f"sqlite:///{tmp_path / 'serve.sqlite'}", "--memory-root", str(tmp_path / "serve-memories"),
+             "--provider", "heuristic"],
+            cwd=REPO_ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    socket_path, record = prefect_home / SOCKET_FILE, prefect_home / "codex-memories-server.json"
+    try:
+        wait_for(lambda: serve.poll() is not None or socket_path.is_socket(), timeout=240, what="serve's hand-off socket")
+        assert serve.poll() is None, log_path.read_text(errors="replace")
+        assert record.is_file()
+        serve.send_signal(signal.SIGTERM)  # to serve alone, not to its process group
+        assert serve.wait(timeout=90) in (0, 128 + signal.SIGTERM), log_path.read_text(errors="replace")
+    finally:
+        if serve.poll() is None:
+            stop_process_group(serve, signal.SIGINT, timeout=60)
+
+    def server_answers() -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for(lambda: not server_answers(), timeout=60, what="serve's Prefect server to stop")
+    assert not record.exists() and not socket_path.exists()
