@@ -59,17 +59,10 @@ def _write_sessions(codex_home: Path) -> None:
         )
 
 
-@pytest.mark.prefect_server
-@pytest.mark.timeout(420)
-def test_phase1_runs_in_the_serve_process_and_shows_in_its_prefect_server(tmp_path: Path) -> None:
-    prefect_home = tmp_path / "prefect-home"
-    environment = _environment(prefect_home)
-    codex_home = tmp_path / "codex_home"
-    _write_sessions(codex_home)
+def _start_serve(tmp_path: Path, environment: dict[str, str], port: int) -> tuple[subprocess.Popen[bytes], Path]:
+    """`codex-memories serve` with its own idle Codex home, in a session of its own; its log."""
     idle_home = tmp_path / "serve_codex_home"
     (idle_home / "sessions").mkdir(parents=True)
-    port = free_port()
-    api_url = f"http://127.0.0.1:{port}/api"
     log_path = tmp_path / "serve.log"
     with log_path.open("wb") as log:
         serve = subprocess.Popen(
@@ -78,6 +71,19 @@ def test_phase1_runs_in_the_serve_process_and_shows_in_its_prefect_server(tmp_pa
              "--provider", "heuristic"],
             cwd=REPO_ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
+    return serve, log_path
+
+
+@pytest.mark.prefect_server
+@pytest.mark.timeout(420)
+def test_phase1_runs_in_the_serve_process_and_shows_in_its_prefect_server(tmp_path: Path) -> None:
+    prefect_home = tmp_path / "prefect-home"
+    environment = _environment(prefect_home)
+    codex_home = tmp_path / "codex_home"
+    _write_sessions(codex_home)
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    serve, log_path = _start_serve(tmp_path, environment, port)
     socket_path = prefect_home / SOCKET_FILE
     try:
         wait_for(lambda: serve.poll() is not None or socket_path.is_socket(), timeout=240, what="serve's hand-off socket")
@@ -124,17 +130,8 @@ def test_a_sigterm_to_serve_stops_the_prefect_server_it_started(tmp_path: Path) 
     runner has its own handler: serve's server, record and socket go with it."""
     prefect_home = tmp_path / "prefect-home"
     environment = _environment(prefect_home)
-    idle_home = tmp_path / "serve_codex_home"
-    (idle_home / "sessions").mkdir(parents=True)
     port = free_port()
-    log_path = tmp_path / "serve.log"
-    with log_path.open("wb") as log:
-        serve = subprocess.Popen(
-            [*CLI, "serve", "--port", str(port), "--codex-home", str(idle_home),
-             "--db", f"sqlite:///{tmp_path / 'serve.sqlite'}", "--memory-root", str(tmp_path / "serve-memories"),
-             "--provider", "heuristic"],
-            cwd=REPO_ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+    serve, log_path = _start_serve(tmp_path, environment, port)
     socket_path, record = prefect_home / SOCKET_FILE, prefect_home / "codex-memories-server.json"
     try:
         wait_for(lambda: serve.poll() is not None or socket_path.is_socket(), timeout=240, what="serve's hand-off socket")
