@@ -64,12 +64,13 @@ def spare_cores() -> float:
 def transcript_pool() -> Executor:
     """Where this process builds transcripts ahead: its one worker process when a core is spare
     (spawned, not forked: the flow process runs threads; started on first use and kept), else
-    one background thread."""
+    one background thread. A daemonic process (a multiprocessing pool's worker running a flow)
+    may not start children, so it always takes the thread."""
     global _pool, _thread
     with _pool_lock:
         if _pool is not None:
             return _pool
-        if spare_cores() >= 1:
+        if spare_cores() >= 1 and not multiprocessing.current_process().daemon:
             _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
             _pool.submit(_warm)
             return _pool

@@ -76,3 +76,20 @@ def test_a_broken_worker_process_never_loses_the_quality_check(monkeypatch):
     prefetch.prepare_quality_check()
     report = prefetch.run_quality_check([good("t-ok")])
     assert report.success and [row.thread_id for row in report.rows] == ["t-ok"]
+
+
+def test_a_daemonic_process_builds_transcripts_in_a_thread_even_with_a_core_to_spare(monkeypatch):
+    import multiprocessing
+
+    from codex_memories.extract import prefetch
+
+    monkeypatch.setattr(prefetch, "_pool", None)
+    monkeypatch.setattr(prefetch, "_thread", None)
+    monkeypatch.setattr(prefetch, "spare_cores", lambda: 2.0)
+    monkeypatch.setattr(multiprocessing.current_process(), "daemon", True)  # as in a Pool worker
+    executor = prefetch.transcript_pool()
+    try:
+        assert isinstance(executor, ThreadPoolExecutor)  # a daemonic process may not start children
+        assert prefetch._pool is None
+    finally:
+        executor.shutdown()

@@ -109,4 +109,15 @@ def run_pipeline(
         app(arguments, standalone_mode=False)
     except SystemExit as exit_:
         return int(exit_.code or 0)
+    finally:
+        _stop_temporary_prefect_servers()
     return 0
+
+
+def _stop_temporary_prefect_servers() -> None:
+    """A pool worker ends without running atexit handlers, and that is where Prefect stops the
+    temporary server it started for this process's flow runs: without this it outlived the test."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    for server in list(SubprocessASGIServer._instances.values()):
+        server.stop()
