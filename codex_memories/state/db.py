@@ -63,7 +63,7 @@ def is_sqlite(engine: Engine) -> bool:
 
 def writer_queue(engine: Engine) -> AbstractContextManager[Any]:
     database = engine.url.database or ""
-    if not is_sqlite(engine) or database in ("", ":memory:") or database.startswith("file::memory:"):
+    if not is_sqlite(engine) or _is_in_memory(database):
         return nullcontext()
     key = str(Path(database).expanduser().resolve())
     with _sqlite_writer_queues_lock:
@@ -80,9 +80,13 @@ def is_transient_lock_error(exc: BaseException) -> bool:
     return "database is locked" in message or "database is busy" in message
 
 
+def _is_in_memory(database: str) -> bool:
+    return database in ("", ":memory:") or database.startswith("file::memory:")
+
+
 def _create_sqlite_engine(url: URL) -> Engine:
     database = url.database or ""
-    in_memory = database in ("", ":memory:") or database.startswith("file::memory:")
+    in_memory = _is_in_memory(database)
     kwargs: dict[str, Any] = {
         "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False}
     }
