@@ -288,16 +288,15 @@ def _hand_off_listener(api_url: str) -> Iterator[None]:
     printed) serve runs its schedules all the same."""
     from functools import partial
 
-    from prefect.settings import PREFECT_HOME
-
-    from codex_memories_cli.handoff import SOCKET_FILE, HandoffServer, HandoffUnavailable
+    from codex_memories_cli.handoff import HandoffServer, HandoffUnavailable, default_socket_path
     from codex_memories_flows.serve import run_handed_off, warm_up_hand_off_runs
 
     def say(line: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
+    # The path the CLI's side looks at, by the same function: the two cannot disagree.
     listener = HandoffServer(
-        PREFECT_HOME.value() / SOCKET_FILE, partial(run_handed_off, api_url=api_url), prefect_api_url=api_url, say=say
+        default_socket_path(), partial(run_handed_off, api_url=api_url), prefect_api_url=api_url, say=say
     )
     try:
         listener.start()
