@@ -290,7 +290,7 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path, server_mo
             marks.extract_advanced.clear()
             marks.requests.clear()
             started = time.perf_counter()
-            report = phase1_module.phase1(overrides=SettingsOverrides(codex_home=str(codex_home), db_url=f"sqlite:///{work / 'state.sqlite'}", memory_root=str(work / "memories"), provider="openai", base_url=base_url, max_rollouts_per_startup=MAX_CLAIMS_PER_RUN, ignore_age_windows=True, concurrency=CONCURRENCY))
+            report = phase1_module.phase1(overrides=_run_overrides(codex_home, work, base_url))
             finished = time.perf_counter()
             if server_process is not None:
                 marks.requests[:] = server_process.new_arrivals()
@@ -355,7 +355,7 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path, server_mo
             for pair, kind, url in runs:
                 fresh = work / f"whole-{pair}-{kind}"
                 started = time.perf_counter()
-                report = phase1_module.phase1(overrides=SettingsOverrides(codex_home=str(codex_home), db_url=f"sqlite:///{fresh / 'state.sqlite'}", memory_root=str(fresh / "memories"), provider="openai", base_url=url, max_rollouts_per_startup=MAX_CLAIMS_PER_RUN, ignore_age_windows=True, concurrency=CONCURRENCY))
+                report = phase1_module.phase1(overrides=_run_overrides(codex_home, fresh, url))
                 elapsed = time.perf_counter() - started
                 if report.claimed != min(rollouts, MAX_CLAIMS_PER_RUN):
                     raise RuntimeError(f"a whole run claimed {report.claimed}")
@@ -363,6 +363,15 @@ def run_child(rollouts: int, latency: float, work: Path, output: Path, server_mo
                     result["whole_runs"][kind].append(elapsed)
                 _say(f"whole run {pair + 1} ({kind}) at {latency if kind == 'latency' else 0} s: {elapsed:.1f} s")
     output.write_text(json.dumps(result), encoding="utf-8")
+
+
+def _run_overrides(codex_home: Path, state_dir: Path, base_url: str) -> SettingsOverrides:
+    """One measured flow run: its state DB and memory root under `state_dir`, the test server's URL."""
+    return SettingsOverrides(
+        codex_home=str(codex_home), db_url=f"sqlite:///{state_dir / 'state.sqlite'}", memory_root=str(state_dir / "memories"),
+        provider="openai", base_url=base_url, max_rollouts_per_startup=MAX_CLAIMS_PER_RUN, ignore_age_windows=True,
+        concurrency=CONCURRENCY,
+    )
 
 
 def _turnarounds(requests: list[float], latency: float) -> list[float]:
