@@ -5,7 +5,8 @@
     odd planted fake secret), medium sessions of a few MB and a few large ones dominated by tool
     output (`write_large_rollout`), as real homes are. Per repetition, in this process:
     - product: `discover_rollouts` into a fresh SQLite store (streaming parse, scan, upserts),
-      then `build_memory_transcript` (parse, sanitize, redact, token budget) for every file;
+      then `build_memory_transcript` (parse, sanitize, redact, token budget) for every file,
+      given discovery's `KeptLines` of the long ones as phase 1 gives them;
     - baseline: open each file and `json.loads` every line, nothing else.
     Both read the same files from the page cache (a warm-up pass reads everything first; the
     order of product and baseline alternates between repetitions). Reported in MB/s of rollout
@@ -155,8 +156,10 @@ def product_pass(codex_home: Path, files: list[Path], work: Path) -> tuple[float
             now_ms=int(time.time() * 1000),
         )
         discovered = time.perf_counter()
+        # As phase 1 does: a long rollout's transcript reads what discovery's index says it keeps.
+        kept_lines = report.kept_lines()
         for path in files:
-            build_memory_transcript(path, token_budget=TOKEN_BUDGET)
+            build_memory_transcript(path, token_budget=TOKEN_BUDGET, kept_lines=kept_lines.get(str(path)))
         finished = time.perf_counter()
         cpu_seconds = time.process_time() - cpu_started
     finally:

@@ -124,7 +124,7 @@ def run_backfill(
             report.phase1.rate_limit = guard.reason
             break
         batch = claim_backfill(config, candidates[start : start + batch_size])
-        extracted = extract_claims(batch.claims, config, guard)
+        extracted = extract_claims(batch.claims, config, guard, kept_lines=discovery.kept_lines())
         report.phase1.rate_limit = extracted.rate_limit or report.phase1.rate_limit
         report.batches += 1
         report.phase1.claimed += len(batch.claims)

@@ -8,6 +8,7 @@ flow parameter, which Prefect would store).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from codex_memories.extract.collector import frozen_old_objects
 from codex_memories.extract.extraction import ExtractionResult, failed_extraction
 from codex_memories.extract.prefetch import TranscriptPrefetch, prepare_quality_check, transcript_pool
 from codex_memories.extract.waves import WaveGuard
+from codex_memories.ingest.rollouts import KeptLines
 from codex_memories.outcomes import Outcome
 from codex_memories.ratelimit import GuardDecision
 from codex_memories.reports import ExtractionLine, Phase1Report
@@ -120,7 +122,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     logger.info("claimed %d thread(s) (provider %s, model %s)", report.claimed, report.provider, report.model)
 
     # 7-9. Extract (at most `concurrency` at once), check the batch's quality, finalize each job.
-    extracted = extract_claims(claims, config, guard)
+    extracted = extract_claims(claims, config, guard, kept_lines=discovery.kept_lines())
     report.extractions, report.quality, report.usage = extracted.lines, extracted.quality, extracted.usage
     report.usage_reused = extracted.usage_reused
     report.rate_limit = extracted.rate_limit
@@ -144,10 +146,17 @@ class ExtractedBatch:
     usage_reused: Counter[str] | None = None
 
 
-def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig, guard: GuardDecision | None = None) -> ExtractedBatch:
+def extract_claims(
+    claims: list[Stage1Claim],
+    config: RuntimeConfig,
+    guard: GuardDecision | None = None,
+    *,
+    kept_lines: Mapping[str, KeptLines] | None = None,
+) -> ExtractedBatch:
     """Steps 7-9 of phase 1, shared with the backfill flow (which calls them once per batch).
     `guard` is the rate-limit decision taken just before claiming: the guard between waves starts
-    from its snapshot instead of rescanning the rollouts."""
+    from its snapshot instead of rescanning the rollouts. `kept_lines`, by rollout path, is what
+    this run's discovery learnt of where long rollouts keep their transcript lines."""
     # 7. Extract: one task per claim, at most `concurrency` at once (the quality check's
     #    great-expectations import, ~3 s of CPU, happens meanwhile in the worker process if any).
     if claims:
@@ -165,6 +174,7 @@ def extract_claims(claims: list[Stage1Claim], config: RuntimeConfig, guard: Guar
         token_budget=config.settings.rollout_token_budget,
         ahead=2 * config.settings.concurrency,
         executor=transcript_pool(),
+        kept_lines=kept_lines,
     )
     # The objects the run holds so far stay out of the collector's full passes while slots turn
     # over (`codex_memories.extract.collector`).

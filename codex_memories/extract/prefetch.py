@@ -27,6 +27,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+from collections.abc import Mapping
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from codex_memories.extract.quality import (
     check_extraction_batch,
     import_validation_modules,
 )
-from codex_memories.ingest.rollouts import MemoryTranscript, build_memory_transcript
+from codex_memories.ingest.rollouts import KeptLines, MemoryTranscript, build_memory_transcript
 from codex_memories.state.records import Stage1Claim
 
 _pool: ProcessPoolExecutor | None = None
@@ -44,8 +45,8 @@ _thread: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def _build(rollout_path: str, token_budget: int) -> MemoryTranscript:
-    return build_memory_transcript(Path(rollout_path), token_budget=token_budget)
+def _build(rollout_path: str, token_budget: int, kept_lines: KeptLines | None) -> MemoryTranscript:
+    return build_memory_transcript(Path(rollout_path), token_budget=token_budget, kept_lines=kept_lines)
 
 
 def _warm() -> None:
@@ -118,9 +119,18 @@ class TranscriptPrefetch:
     """Transcripts of `claims`, at most `ahead` built and not yet taken (bounds the memory a
     batch of large rollouts holds), in claim order."""
 
-    def __init__(self, claims: list[Stage1Claim], *, token_budget: int, ahead: int, executor: Executor | None) -> None:
+    def __init__(
+        self,
+        claims: list[Stage1Claim],
+        *,
+        token_budget: int,
+        ahead: int,
+        executor: Executor | None,
+        kept_lines: Mapping[str, KeptLines] | None = None,
+    ) -> None:
         self._claims = list(claims)
         self._token_budget = token_budget
+        self._kept_lines = kept_lines or {}
         self._ahead = max(1, ahead)
         self._executor = executor
         self._futures: dict[str, Future[MemoryTranscript]] = {}
@@ -146,7 +156,9 @@ class TranscriptPrefetch:
             claim = self._claims[self._next]
             self._next += 1
             try:
-                self._futures[claim.ownership_token] = self._executor.submit(_build, claim.rollout_path, self._token_budget)
+                self._futures[claim.ownership_token] = self._executor.submit(
+                    _build, claim.rollout_path, self._token_budget, self._kept_lines.get(claim.rollout_path)
+                )
             except RuntimeError:  # the pool was shut down (interpreter exit): build in the task
                 self._executor = None
                 return

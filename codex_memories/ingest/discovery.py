@@ -18,7 +18,13 @@ from datetime import datetime
 from pathlib import Path
 
 from codex_memories import paths
-from codex_memories.ingest.rollouts import RolloutScan, iter_rollout_files, scan_rollout, thread_id_from_filename
+from codex_memories.ingest.rollouts import (
+    KeptLines,
+    RolloutScan,
+    iter_rollout_files,
+    scan_rollout,
+    thread_id_from_filename,
+)
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
 from codex_memories.state.records import MemoryMode, ThreadRecord
 from codex_memories.state.store import MemoryStore
@@ -45,6 +51,11 @@ class DiscoveryReport:
     # Every thread id found (read or unchanged), and (backfill) those kept at another path.
     thread_ids: list[str] = field(default_factory=list)
     known_elsewhere: int = 0
+
+    def kept_lines(self) -> dict[str, KeptLines]:
+        """By path, where the long rollouts read this run keep their transcript lines: the
+        same run's extraction reads their head and tail only (`build_memory_transcript`)."""
+        return {path: scan.kept_lines for path, scan in self.read_scans.items() if scan.kept_lines is not None}
 
 
 def _to_ms(moment: datetime | None) -> int | None:

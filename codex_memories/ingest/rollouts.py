@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+from array import array
 from collections import Counter, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -163,6 +165,7 @@ class RolloutScan:
     stats: LineStats = field(default_factory=LineStats)
     end_offset: int = 0  # just past the last complete line; resume citation harvest from here
     external_context_kinds: tuple[str, ...] = ()  # why used_external_context is true
+    kept_lines: KeptLines | None = None  # where the transcript's lines are (long rollouts only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +185,29 @@ class MemoryTranscript:
     original_tokens_estimate: int
     stats: LineStats
     tokens_counted: bool = True  # False: `tokens` is the byte bound above, not a count
+
+
+# A rollout whose kept lines total less than this is read whole by its transcript, and its scan
+# keeps no `KeptLines`: such a file is cheap to read again, and an index of every rollout a
+# backfill reads would hold memory for nothing. Past it, the middle the budget drops is most of
+# the file (the default budget of 150,000 tokens is about 600 KB of JSON).
+KEPT_LINES_MIN_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class KeptLines:
+    """Where a transcript's items are in a rollout, as the discovery scan read it: the byte offset
+    and length of every line `build_memory_transcript` keeps, the line counts of the whole file,
+    and the file's size and mtime then. With it, the transcript of a long rollout parses its head
+    and the lines left in its tail only, not the middle the budget drops; only while the file
+    still has that size and mtime."""
+
+    size: int
+    mtime_ns: int
+    offsets: array  # array("q"): byte offset of each kept line, in file order
+    lengths: array  # array("q"): its length in bytes, newline included
+    stats: LineStats
+    total_bytes: int  # sum of `lengths`
 
 
 # --- Files -------------------------------------------------------------------------------------
@@ -544,12 +570,15 @@ def scan_rollout(path: Path, *, start_offset: int = 0) -> RolloutScan:
     The whole file is always read for the thread facts; citations are harvested only from
     lines starting at or after `start_offset` (a previous scan's `end_offset`). `end_offset` is
     the byte offset just past the last complete line (or past a final unterminated line that
-    parsed).
+    parsed). A long rollout that did not change while it was read also gets its `KeptLines`.
     """
     parser = _LineParser()
     state = _ScanState()
     end_offset = 0
+    offsets, lengths = array("q"), array("q")
+    kept_bytes = 0
     with _open_rollout(path) as stream:
+        before = _file_identity(path, stream)
         for line in _read_lines(stream):
             obj = parser.parse(line)
             if line.complete or obj is not None:
@@ -557,7 +586,25 @@ def scan_rollout(path: Path, *, start_offset: int = 0) -> RolloutScan:
             if obj is None:
                 continue
             _scan_line(state, obj, line.offset, harvest=line.offset >= start_offset)
-    return _finish_scan(state, parser.stats(), end_offset)
+            if _kept_item(obj) is not None:
+                offsets.append(line.offset)
+                lengths.append(line.end - line.offset)
+                kept_bytes += line.end - line.offset
+        after = _file_identity(path, stream)
+    stats = parser.stats()
+    kept_lines = None
+    if before is not None and before == after and kept_bytes >= KEPT_LINES_MIN_BYTES:
+        kept_lines = KeptLines(before[0], before[1], offsets, lengths, stats, kept_bytes)
+    return _finish_scan(state, stats, end_offset, kept_lines)
+
+
+def _file_identity(path: Path, stream: BinaryIO) -> tuple[int, int] | None:
+    """(size, mtime_ns) of an open plain rollout; None for a compressed one, whose line offsets
+    are positions in the decompressed stream, where nothing can seek."""
+    if path.name.endswith(".zst"):
+        return None
+    status = os.fstat(stream.fileno())
+    return status.st_size, status.st_mtime_ns
 
 
 def _scan_line(state: _ScanState, obj: dict[str, Any], offset: int, *, harvest: bool) -> None:
@@ -597,7 +644,7 @@ def _scan_line(state: _ScanState, obj: dict[str, Any], offset: int, *, harvest: 
             state.citations_this_turn.clear()
 
 
-def _finish_scan(state: _ScanState, stats: LineStats, end_offset: int) -> RolloutScan:
+def _finish_scan(state: _ScanState, stats: LineStats, end_offset: int, kept_lines: KeptLines | None) -> RolloutScan:
     meta = state.meta or {}
     git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
     created_at = _parse_timestamp(meta.get("timestamp")) or state.meta_line_timestamp
@@ -622,6 +669,7 @@ def _finish_scan(state: _ScanState, stats: LineStats, end_offset: int) -> Rollou
         citations=state.citations,
         stats=stats,
         end_offset=end_offset,
+        kept_lines=kept_lines,
     )
 
 
@@ -650,6 +698,15 @@ def sanitize_response_item(item: dict[str, Any]) -> dict[str, Any] | None:
                 return None
             kept["content"] = parts
     return kept
+
+
+def _kept_item(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The sanitized response item of a parsed rollout line, or None when the transcript does not
+    keep the line (another line type, or an item phase 1 drops)."""
+    line_type, payload = _envelope(obj)
+    if line_type != "response_item" or payload is None:
+        return None
+    return sanitize_response_item(payload)
 
 
 def _dumps(item: Any) -> str:
@@ -758,18 +815,19 @@ class _TranscriptBuilder:
         self.head: list[_Kept] = []
         self.head_tokens = 0
         self.head_open = True
-        # Tail items as parsed, each with the length of the raw line it came from: the rolling
-        # tail is bounded by raw bytes, so an item is serialised (and redacted) only if it is
-        # still there at the end.
-        self.tail: deque[tuple[dict[str, Any], int]] = deque()
+        # Tail items as parsed (or, read from `KeptLines`, not yet read), each with the length of
+        # the raw line it came from: the rolling tail is bounded by raw bytes, so an item is
+        # read, serialised and redacted only if it is still there at the end.
+        self.tail: deque[tuple[dict[str, Any] | _DeferredItem, int]] = deque()
         self.tail_chars = 0
         self.tail_cap_chars = max(1, self.tail_budget * _TAIL_CHARS_PER_TOKEN)
         self.omitted_items = 0
         self.omitted_tokens_estimate = 0
 
-    def add(self, item: dict[str, Any], raw_length: int) -> None:
+    def add(self, item: dict[str, Any] | _DeferredItem, raw_length: int) -> None:
         """Add one kept item; `raw_length` is the byte length of its rollout line (an upper
-        bound of the item's own JSON, used to bound the tail without serialising the item)."""
+        bound of the item's own JSON, used to bound the tail without serialising the item). A
+        `_DeferredItem` only comes once the head is closed (`_Assembly.reading_head`)."""
         if self.head_open:
             kept = self._keep(item)
             if self.head_tokens + kept.tokens + 1 <= self.head_budget:
@@ -781,7 +839,7 @@ class _TranscriptBuilder:
         if raw_length > self.tail_cap_chars:
             # Cut an item that alone outgrows the tail. `_keep` redacts before it cuts, so a
             # secret straddling the cut is still caught.
-            kept = self._keep(item, max_tokens=self.tail_budget)
+            kept = self._keep(_loaded(item), max_tokens=self.tail_budget)
             self.omitted_tokens_estimate += kept.original_tokens - kept.tokens
             item, raw_length = kept.item, len(kept.text)
         self._push_tail(item, raw_length)
@@ -794,7 +852,7 @@ class _TranscriptBuilder:
             redacted, text, tokens = _shrink_item(redacted, max_tokens)
         return _Kept(redacted, text, tokens, original)
 
-    def _push_tail(self, item: dict[str, Any], length: int) -> None:
+    def _push_tail(self, item: dict[str, Any] | _DeferredItem, length: int) -> None:
         self.tail.append((item, length))
         self.tail_chars += length
         while self.tail_chars > self.tail_cap_chars and len(self.tail) > 1:
@@ -845,7 +903,7 @@ class _TranscriptBuilder:
         kept: list[_Kept] = []
         used = 0
         while self.tail:
-            item, _ = self.tail.pop()
+            item = _loaded(self.tail.pop()[0])
             entry = self._keep(item)
             if used + entry.tokens + 1 > budget:
                 if not kept:
@@ -887,55 +945,131 @@ class _TranscriptBuilder:
         return tokens + max(parts - 1, 0) + 2
 
 
-def build_memory_transcript(path: Path, *, token_budget: int) -> MemoryTranscript:
+def build_memory_transcript(path: Path, *, token_budget: int, kept_lines: KeptLines | None = None) -> MemoryTranscript:
     """The phase-1 model input for one rollout, within `token_budget` tokens (spec 1.5).
 
     Keeps model-visible items only, strips AGENTS.md and skill blocks from user messages,
     clears `encrypted_content` and user-message `status`, redacts secrets in every kept item,
     and truncates the middle of an oversized conversation (an item-level marker string
     `…N tokens truncated…` sits between head and tail). Never fails on size.
+
+    `kept_lines`, the discovery scan's index of this file, lets a long rollout be read without
+    parsing the middle the budget drops: the same transcript, from its head and the lines left
+    in its tail. It is used only while the file has the size and mtime the scan saw; otherwise,
+    or when a line is not what the scan found there, the file is read whole as without it.
     """
     if token_budget < 1:
         raise ValueError("token_budget must be at least 1")
-    parser = _LineParser()
-    builder = _TranscriptBuilder(token_budget)
-    # Most sessions fit the budget whole: their items wait here, unserialised, and are redacted
-    # once as one text (`_whole_transcript`), and tokenised only if that text is longer in bytes
-    # than the budget. A token is at least one UTF-8 byte, and an item's compact JSON is about
-    # as long as its line or shorter, so items whose lines total at most the budget in bytes
-    # almost always fit (`_whole_transcript` checks and hands the rare one that does not back);
-    # past that, they go through the head/tail builder.
-    whole_limit = token_budget
-    pending: list[tuple[dict[str, Any], int]] | None = []
-    pending_bytes = 0
     with _open_rollout(path) as stream:
-        for line in _read_lines(stream):
-            obj = parser.parse(line)
-            if obj is None:
-                continue
-            line_type, payload = _envelope(obj)
-            if line_type != "response_item" or payload is None:
-                continue
-            item = sanitize_response_item(payload)
-            if item is None:
-                continue
-            if pending is None:
-                builder.add(item, line.end - line.offset)
-                continue
-            pending.append((item, line.end - line.offset))
-            pending_bytes += line.end - line.offset
-            if pending_bytes > whole_limit:
-                for waiting, length in pending:
-                    builder.add(waiting, length)
-                pending = None
-    stats = parser.stats()
-    if pending:
-        whole = _whole_transcript([item for item, _ in pending], stats, token_budget)
-        if whole is not None:
-            return whole
-        for waiting, length in pending:
-            builder.add(waiting, length)
-    return builder.finish(stats)
+        if (
+            kept_lines is not None
+            and kept_lines.total_bytes > token_budget
+            and _file_identity(path, stream) == (kept_lines.size, kept_lines.mtime_ns)
+        ):
+            try:
+                return _transcript_of_kept_lines(stream, token_budget, kept_lines)
+            except _StaleKeptLines:
+                stream.seek(0)
+        return _transcript_of_stream(stream, token_budget)
+
+
+def _transcript_of_stream(stream: BinaryIO, token_budget: int) -> MemoryTranscript:
+    parser = _LineParser()
+    assembly = _Assembly(token_budget)
+    for line in _read_lines(stream):
+        obj = parser.parse(line)
+        item = None if obj is None else _kept_item(obj)
+        if item is not None:
+            assembly.add(item, line.end - line.offset)
+    return assembly.finish(parser.stats())
+
+
+def _transcript_of_kept_lines(stream: BinaryIO, token_budget: int, kept_lines: KeptLines) -> MemoryTranscript:
+    """Reads the kept lines that may reach the head one by one, then takes the rest by their
+    lengths alone: the tail reads the few it keeps when it is fitted (`_DeferredItem`)."""
+    assembly = _Assembly(token_budget)
+    offsets, lengths = kept_lines.offsets, kept_lines.lengths
+    index = 0
+    while index < len(offsets) and assembly.reading_head:
+        assembly.add(_read_kept_item(stream, offsets[index], lengths[index]), lengths[index])
+        index += 1
+    for offset, length in zip(offsets[index:], lengths[index:], strict=True):
+        assembly.add(_DeferredItem(stream, offset, length), length)
+    return assembly.finish(kept_lines.stats)
+
+
+class _StaleKeptLines(Exception):
+    """A line of `KeptLines` is not a kept item any more: the file changed under the same size
+    and mtime. The transcript is then read from the whole file."""
+
+
+def _read_kept_item(stream: BinaryIO, offset: int, length: int) -> dict[str, Any]:
+    stream.seek(offset)
+    data = stream.read(length)
+    if len(data) != length:
+        raise _StaleKeptLines
+    obj = _LineParser().parse(_RawLine(offset, offset + length, data, data.endswith(b"\n")))
+    item = None if obj is None else _kept_item(obj)
+    if item is None:
+        raise _StaleKeptLines
+    return item
+
+
+@dataclass(frozen=True, slots=True)
+class _DeferredItem:
+    """A tail item known by its place in the file, read only if the tail still holds it at the end."""
+
+    stream: BinaryIO
+    offset: int
+    length: int
+
+    def load(self) -> dict[str, Any]:
+        return _read_kept_item(self.stream, self.offset, self.length)
+
+
+def _loaded(item: dict[str, Any] | _DeferredItem) -> dict[str, Any]:
+    return item.load() if isinstance(item, _DeferredItem) else item
+
+
+class _Assembly:
+    """One transcript's kept items in file order. Most sessions fit the budget whole: their items
+    wait here, unserialised, and are redacted once as one text (`_whole_transcript`), and
+    tokenised only if that text is longer in bytes than the budget. A token is at least one UTF-8
+    byte, and an item's compact JSON is about as long as its line or shorter, so items whose lines
+    total at most the budget in bytes almost always fit (`_whole_transcript` checks and hands the
+    rare one that does not back); past that, they go through the head/tail builder."""
+
+    def __init__(self, token_budget: int) -> None:
+        self.token_budget = token_budget
+        self.builder = _TranscriptBuilder(token_budget)
+        self.pending: list[tuple[dict[str, Any], int]] | None = []
+        self.pending_bytes = 0
+
+    @property
+    def reading_head(self) -> bool:
+        """Whether the next item may still reach the head or the whole text: until then each item
+        must be parsed; after, the builder bounds its tail by line lengths alone."""
+        return self.pending is not None or self.builder.head_open
+
+    def add(self, item: dict[str, Any] | _DeferredItem, length: int) -> None:
+        if self.pending is None:
+            self.builder.add(item, length)
+            return
+        self.pending.append((item, length))
+        self.pending_bytes += length
+        if self.pending_bytes > self.token_budget:
+            for waiting, waiting_length in self.pending:
+                self.builder.add(waiting, waiting_length)
+            self.pending = None
+
+    def finish(self, stats: LineStats) -> MemoryTranscript:
+        if self.pending:
+            whole = _whole_transcript([item for item, _ in self.pending], stats, self.token_budget)
+            if whole is not None:
+                return whole
+            for waiting, length in self.pending:
+                self.builder.add(waiting, length)
+        return self.builder.finish(stats)
 
 
 def _utf8_length(text: str) -> int | None:

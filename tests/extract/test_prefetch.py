@@ -93,3 +93,43 @@ def test_a_daemonic_process_builds_transcripts_in_a_thread_even_with_a_core_to_s
         assert prefetch._pool is None
     finally:
         executor.shutdown()
+
+
+def test_a_long_rollout_discovery_read_is_built_ahead_from_its_kept_lines_in_a_worker_process(tmp_path):
+    """Discovery's index of a long rollout reaches the transcript worker (a spawned process, as
+    in a phase-1 run with a spare core) under the path the thread record carries, is used there,
+    and gives the transcript the whole file gives."""
+    import dataclasses
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from codex_memories.ingest.discovery import discover_rollouts
+    from codex_memories.ingest.rollouts import LineStats
+    from codex_memories.state.store import MemoryStore
+    from tests.support.rollout_factory import write_large_rollout
+
+    home = tmp_path / "home"
+    long_path = home / "sessions" / "2026" / "11" / "03" / "rollout-2026-11-03T09-00-00-019a4a00-0000-7000-8000-000000000001.jsonl"
+    write_large_rollout(long_path, 1_500_000, seed=4)
+    write_rollout(home, created_at=WHEN, user_messages=["short one"])
+    store = MemoryStore.open(f"sqlite:///{tmp_path / 'state.sqlite'}")
+    try:
+        report = discover_rollouts(store, home, generate_memories=True, disable_on_external_context=False, now_ms=0)
+        recorded = {store.get_thread(thread_id).rollout_path for thread_id in report.thread_ids}
+    finally:
+        store.close()
+    kept_lines = report.kept_lines()
+    assert set(kept_lines) == {str(long_path)} and str(long_path) in recorded
+    # A marker in the index's line counts shows the worker built from the index, not the file.
+    marked = {str(long_path): dataclasses.replace(kept_lines[str(long_path)], stats=LineStats(lines_total=-1))}
+    claim = Stage1Claim(thread_id="long", ownership_token="o-long", source_updated_at=1, rollout_path=str(long_path))
+    worker = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        built = TranscriptPrefetch([claim], token_budget=20_000, ahead=1, executor=worker, kept_lines=kept_lines).take(claim)
+        from_marked = TranscriptPrefetch([claim], token_budget=20_000, ahead=1, executor=worker, kept_lines=marked).take(claim)
+    finally:
+        worker.shutdown()
+    whole = build_memory_transcript(long_path, token_budget=20_000)
+    assert built is not None and from_marked is not None
+    assert (built.text, built.stats, built.truncated_tokens) == (whole.text, whole.stats, whole.truncated_tokens)
+    assert from_marked.stats.lines_total == -1
