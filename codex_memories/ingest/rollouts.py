@@ -42,6 +42,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import orjson
+
 from codex_memories.redact import REDACTED, redact_secrets
 from codex_memories.tokens import count_tokens, marker_line, truncate_middle
 
@@ -290,10 +292,21 @@ def _read_lines(stream: BinaryIO, *, start_offset: int = 0) -> Iterator[_RawLine
         yield _RawLine(start, offset, chunk, chunk.endswith(b"\n"))
 
 
-class _LineParser:
-    """Turns raw lines into JSON objects and counts what it had to skip."""
+# What `_LineParser(fast=True)` gets back when orjson refused a line.
+_REFUSED = object()
 
-    def __init__(self) -> None:
+
+class _LineParser:
+    """Turns raw lines into JSON objects and counts what it had to skip.
+
+    `fast`: parse with orjson (about twice the speed of `json.loads` on rollout lines), and with
+    `json.loads` what orjson refuses, so every line is used or skipped for the same reason as
+    without it (NaN, a lone surrogate escape, invalid UTF-8, deep nesting). orjson reads an
+    integer past 64 bits as a float, which `json.loads` does not: only a reader that uses no such
+    number may ask for it (the discovery scan); the transcript keeps every value as it is."""
+
+    def __init__(self, *, fast: bool = False) -> None:
+        self.fast = fast
         self.total = 0
         self.parsed = 0
         self.skipped: Counter[str] = Counter()
@@ -310,19 +323,28 @@ class _LineParser:
             return None
         self.total += 1
         reason: str | None = None
-        obj: Any = None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            reason = "invalid_utf8"
-        else:
+        obj: Any = _REFUSED
+        if self.fast:
             try:
-                obj = json.loads(text)
-            except (ValueError, RecursionError):
-                reason = "invalid_json"
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                obj = _REFUSED  # json.loads below reads it or names the damage
+        if obj is _REFUSED:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                reason = "invalid_utf8"
             else:
-                if not isinstance(obj, dict):
-                    reason = "not_an_object"
+                try:
+                    obj = json.loads(text)
+                except ValueError:
+                    reason = "invalid_json"
+                except RecursionError:
+                    # Nested past what the parser's stack holds (how deep that is depends on
+                    # the caller's stack); orjson's limit is 1024 levels: either way, too deep.
+                    reason = "too_deeply_nested"
+        if reason is None and not isinstance(obj, dict):
+            reason = "not_an_object"
         if reason is not None:
             # An unterminated last line is most likely a session still being written.
             self.skipped["partial_last_line" if not line.complete else reason] += 1
@@ -572,7 +594,7 @@ def scan_rollout(path: Path, *, start_offset: int = 0) -> RolloutScan:
     the byte offset just past the last complete line (or past a final unterminated line that
     parsed). A long rollout that did not change while it was read also gets its `KeptLines`.
     """
-    parser = _LineParser()
+    parser = _LineParser(fast=True)
     state = _ScanState()
     end_offset = 0
     offsets, lengths = array("q"), array("q")

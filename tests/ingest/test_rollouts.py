@@ -90,10 +90,11 @@ def test_pure_garbage_never_raises(tmp_path):
     assert build_memory_transcript(path, token_budget=100).items == []
 
 
-def test_deeply_nested_json_counts_as_invalid_json(tmp_path):
+def test_json_nested_past_the_parsers_stack_counts_as_too_deeply_nested(tmp_path):
     path = tmp_path / "nested.jsonl"
     path.write_text("[" * 200_000 + "]" * 200_000 + "\n")
-    assert scan_rollout(path).stats.skipped_by_reason in ({"invalid_json": 1}, {"not_an_object": 1})
+    assert scan_rollout(path).stats.skipped_by_reason == {"too_deeply_nested": 1}
+    assert build_memory_transcript(path, token_budget=100).stats.skipped_by_reason == {"too_deeply_nested": 1}
 
 
 def test_too_long_line_is_skipped_without_being_held(tmp_path, monkeypatch):

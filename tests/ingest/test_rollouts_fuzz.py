@@ -202,7 +202,7 @@ def test_deeply_nested_json_is_used_or_skipped_never_a_recursion_error(tmp_path:
         assert scan.stats.lines_parsed == 1 and len(transcript.items) == 1
     else:
         assert scan.stats.lines_skipped == 1
-        assert set(scan.stats.skipped_by_reason) <= {"too_deeply_nested", "invalid_json"}
+        assert scan.stats.skipped_by_reason == {"too_deeply_nested": 1}
 
 
 def test_an_unreadable_rollout_is_the_documented_oserror(tmp_path: Path) -> None:
@@ -211,3 +211,56 @@ def test_an_unreadable_rollout_is_the_documented_oserror(tmp_path: Path) -> None
         scan_rollout(missing)
     with pytest.raises(OSError):
         build_memory_transcript(missing, token_budget=100)
+
+
+TEMPLATE_LINES = [json.dumps(template, separators=(",", ":")).encode() for template in TEMPLATES]
+ODD_LINES = [
+    b'{"type":"event_msg","payload":{"type":"x","v":NaN}}',
+    b'{"type":"event_msg","payload":{"type":"x","v":-Infinity}}',
+    b'{"type":"event_msg","payload":{"type":"x","v":1e999}}',
+    b'{"type":"event_msg","payload":{"type":"x","v":"\\ud800"}}',  # a lone surrogate escape
+    b'{"type":"event_msg","payload":{"type":"x","v":"\xed\xa0\x80"}}',  # an encoded surrogate
+    b'{"type":"event_msg","payload":{"type":"x","v":"\x01"}}',  # a raw control character
+    b'{"type":"event_msg","payload":{"type":"x","v":' + b"[" * 1500 + b"]" * 1500 + b"}}",
+    b'{"type":"event_msg","payload":{"type":"x"}}{"b":2}',
+    b'{"type":"event_msg","payload":{"type":"x",}}',
+    b'["response_item"]',
+    b"\xff\xfe{}",
+]
+
+
+def _same_reading(data: bytes) -> None:
+    from codex_memories.ingest.rollouts import _LineParser, _RawLine
+
+    exact, fast = _LineParser(), _LineParser(fast=True)
+    line = _RawLine(0, len(data), data, data.endswith(b"\n"))
+    by_exact, by_fast = exact.parse(line), fast.parse(line)
+    assert fast.stats() == exact.stats(), data[:100]
+    # NaN is not equal to itself: compare the JSON both would write.
+    assert json.dumps(by_fast, sort_keys=True) == json.dumps(by_exact, sort_keys=True), data[:100]
+
+
+@pytest.mark.parametrize("data", ODD_LINES + [line + b"\n" for line in ODD_LINES])
+def test_the_orjson_reader_of_the_scan_uses_or_skips_odd_lines_as_json_loads_does(data: bytes) -> None:
+    _same_reading(data)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    template=st.sampled_from(TEMPLATE_LINES),
+    edits=st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 2), st.binary(max_size=3)), max_size=4),
+    newline=st.booleans(),
+)
+def test_the_orjson_reader_of_the_scan_uses_or_skips_any_damaged_line_as_json_loads_does(template, edits, newline) -> None:
+    """Discovery parses with orjson, the transcript with `json.loads`; the scan's line counts stand
+    for the transcript's (`KeptLines`), so both must read every line the same way."""
+    data = bytearray(template)
+    for position, kind, chunk in edits:
+        index = position % (len(data) + 1)
+        if kind == 0:
+            data[index:index] = chunk  # insert
+        elif kind == 1:
+            del data[index : index + len(chunk) + 1]  # delete
+        else:
+            data[index : index + len(chunk)] = chunk  # overwrite
+    _same_reading(bytes(data) + (b"\n" if newline else b""))
