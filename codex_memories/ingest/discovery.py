@@ -220,7 +220,8 @@ class _FolderScanner:
         self.for_backfill = for_backfill
         self.known_states = store.get_rollout_file_states()
         self.seen_paths: set[str] = set()
-        self._batch: list[ThreadRecord] = []
+        # Files read and not yet settled: their threads' rows are looked up in one query.
+        self._read: list[_ReadFile] = []
 
     def scan(self, root: Path, *, archived: bool) -> None:
         report = self.report
@@ -264,44 +265,66 @@ class _FolderScanner:
             report.thread_ids.append(thread_id)
             if scan.source not in INTERACTIVE_SESSION_SOURCES:
                 report.non_interactive += 1
-            existing = self.store.get_thread(thread_id)
+            self._read.append(_ReadFile(path, stat, scan, thread_id, archived_here))
+            if len(self._read) >= _SETTLE_BATCH:
+                self._settle()
+
+    def finish(self) -> None:
+        self._settle()
+        # Newly polluted threads go through the store so a selected memory enqueues phase 2.
+        for thread_id in self.report.polluted_thread_ids:
+            self.store.mark_thread_memory_mode_polluted(thread_id)
+
+    def _settle(self) -> None:
+        """The thread rows of the files read since the last call: their stored state decides
+        the memory mode (and, in a backfill, whether the thread lives at another path)."""
+        if not self._read:
+            return
+        report = self.report
+        existing_by_id = self.store.get_threads(read.thread_id for read in self._read)
+        batch: list[ThreadRecord] = []
+        for read in self._read:
+            existing = existing_by_id.get(read.thread_id)
             if (
                 self.for_backfill
                 and existing is not None
-                and existing.rollout_path != key
+                and existing.rollout_path != str(read.path)
                 and Path(existing.rollout_path).is_file()
             ):
                 report.known_elsewhere += 1
                 continue
             mode = _memory_mode_for(
-                scan,
+                read.scan,
                 existing,
                 generate_memories=self.generate_memories,
                 disable_on_external_context=self.disable_on_external_context,
             )
             if mode == MemoryMode.polluted and (existing is None or existing.memory_mode != mode):
-                report.polluted_thread_ids.append(thread_id)
-            self._batch.append(
+                report.polluted_thread_ids.append(read.thread_id)
+            batch.append(
                 _thread_from_scan(
-                    scan,
-                    thread_id=thread_id,
-                    path=path,
-                    stat=stat,
-                    archived=archived_here,
+                    read.scan,
+                    thread_id=read.thread_id,
+                    path=read.path,
+                    stat=read.stat,
+                    archived=read.archived,
                     memory_mode=mode,
                     now_ms=self.now_ms,
                 )
             )
-            if len(self._batch) >= 200:
-                self._flush()
+        self._read.clear()
+        if batch:
+            report.threads_upserted += self.store.upsert_threads(batch)
 
-    def finish(self) -> None:
-        self._flush()
-        # Newly polluted threads go through the store so a selected memory enqueues phase 2.
-        for thread_id in self.report.polluted_thread_ids:
-            self.store.mark_thread_memory_mode_polluted(thread_id)
 
-    def _flush(self) -> None:
-        if self._batch:
-            self.report.threads_upserted += self.store.upsert_threads(self._batch)
-            self._batch.clear()
+# Files read per lookup of their threads' rows and per upsert of the results.
+_SETTLE_BATCH = 200
+
+
+@dataclass(frozen=True, slots=True)
+class _ReadFile:
+    path: Path
+    stat: os.stat_result
+    scan: RolloutScan
+    thread_id: str
+    archived: bool

@@ -154,6 +154,22 @@ class MemoryStore:
 
         return self._read(run)
 
+    def get_threads(self, thread_ids: Iterable[str]) -> dict[str, ThreadRecord]:
+        """Query behaviour:
+        - the `threads` rows of these ids, by id (one query per chunk of ids); unknown ids are
+          left out.
+        """
+        ids = sorted(set(thread_ids))
+
+        def run(conn: Connection) -> dict[str, ThreadRecord]:
+            found: dict[str, ThreadRecord] = {}
+            for chunk in _chunks(ids, _IN_LIST_CHUNK):
+                for row in conn.execute(select(_threads).where(_threads.c.id.in_(chunk))):
+                    found[row.id] = _thread_record(row)
+            return found
+
+        return self._read(run)
+
     def get_rollout_file_states(self) -> dict[str, tuple[int, int]]:
         """Query behaviour:
         - every known rollout path → (size, mtime_ns) as last seen by discovery, so unchanged

@@ -22,6 +22,15 @@ def test_upsert_inserts_new_threads_and_updates_known_ones(store):
     assert store.get_thread("unknown") is None
 
 
+def test_get_threads_returns_the_known_rows_by_id_across_chunks_of_ids(store):
+    ids = [f"t{index:04d}" for index in range(1_200)]  # more than one IN-list chunk
+    store.upsert_threads([make_thread(thread_id) for thread_id in ids[::2]])
+    found = store.get_threads([*ids, "unknown", ids[0]])
+    assert sorted(found) == ids[::2]
+    assert found[ids[2]] == store.get_thread(ids[2])
+    assert store.get_threads([]) == {}
+
+
 def test_upsert_round_trips_every_thread_field(store):
     original = make_thread(
         "full",
