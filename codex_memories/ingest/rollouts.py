@@ -20,7 +20,9 @@ Inputs are the append-only JSONL session files Codex writes under `$CODEX_HOME/s
 
 Two consumers:
 * Discovery calls `scan_rollout` for the thread facts (id, times, source, cwd, git, whether the
-  session touched external context, the memory citations it contains).
+  session touched external context, the memory citations it contains) and, for a long rollout,
+  where the lines the transcript keeps are (`KeptLines`): the same run's transcript of it then
+  parses its head and the lines left in its tail, not the whole file again.
 * Phase 1 calls `build_memory_transcript`, which keeps only what the model saw (spec 1.5 and
   10.8), strips injected harness text, clears `encrypted_content`, redacts secrets and fits the
   token budget by keeping the head and the tail of the conversation. Memory stays bounded by
