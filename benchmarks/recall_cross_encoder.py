@@ -17,7 +17,8 @@ only, the test split is never ranked here):
   window (`recall.gate_window`, the 5 survivors with the best fused score), the shipped features
   (`recall.gate_features`), and the cross-encoder's logit of (query, each window chunk's own words):
   `xenc_max` (the best over the window), `xenc_first` (the window's first chunk), `xenc_np_max`
-  (the numpy path's best).
+  (the numpy path's best); and `xenc_full_max`, the best logit over the chunks' whole text (with
+  the headings and lines that `own_words` drops, onnxruntime only).
 - AUC of "answerable" for each feature (floor 0.2, and 0.1).
 - The declared candidates (below, fixed before any figure was seen), each as
   `recall_gate_features.py` measures them: (1) repeated stratified 5-fold CV (20 repeats), each
@@ -86,7 +87,7 @@ MODEL_FOLDER = ("models", "data", "reranker_en")
 MAX_PAIR_TOKENS = 256  # query + chunk, longest-first truncation (the chunks here are far shorter)
 FLOORS = (0.1, 0.2)
 SHIPPED_FEATURES = ("top_similarity", "margin", "coverage", "vocabulary", "contextual")
-NEW_FEATURES = ("xenc_max", "xenc_first", "xenc_np_max")
+NEW_FEATURES = ("xenc_max", "xenc_first", "xenc_np_max", "xenc_full_max")
 DECLARED = [
     (0.2, ("contextual",)),
     (0.2, ("xenc_max",)),
@@ -96,6 +97,8 @@ DECLARED = [
     (0.1, ("contextual", "xenc_max")),
     (0.2, ("xenc_np_max",)),
     (0.2, ("contextual", "xenc_np_max")),
+    (0.2, ("xenc_full_max",)),
+    (0.2, ("contextual", "xenc_full_max")),
 ]
 
 
@@ -337,6 +340,7 @@ def window_features(index: recall_index.Index, question: str, cwd: str | None, f
     features = gate_features(kept)
     by_onnx, by_numpy = scorer.window(clean_query(question), [chunk_words(c) for c in window])
     features.update(xenc_max=float(by_onnx.max()), xenc_first=float(by_onnx[0]), xenc_np_max=float(by_numpy.max()))
+    features["xenc_full_max"] = float(scorer.onnx.logits(clean_query(question), [c.chunk.text for c in window]).max())
     features.update(scorer.nli_features(clean_query(question), [chunk_words(c) for c in window]))
     return features, any(c.full_lexical_match for c in window), kept
 
