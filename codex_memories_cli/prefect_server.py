@@ -36,8 +36,8 @@ PROBE_TIMEOUT_SECONDS = 1.0
 SERVER_RECORD_FILE = "codex-memories-server.json"
 # How the Prefect server `serve` starts records task runs. Prefect 3 clients report task-run states
 # as events, and the server's task-run recorder writes them to its SQLite database, by default one
-# event per write (batch size 1): some 200 writes for a 64-session phase 1, still going on when the
-# next run starts. A deferred transaction that has already read does not wait for SQLite's write
+# event per write (batch size 1): some 200 writes for a 64-session phase 1, the writer the next
+# run's first request meets (batched, those 503s are gone). A deferred transaction that has already read does not wait for SQLite's write
 # lock (the busy timeout only applies before the first read): Prefect's create_flow_run reads the
 # flow's labels, then inserts, meets a recorder write, fails with "database is locked", the server
 # answers 503 and Prefect's client retries after 2 s. Measured (benchmarks/README.md, "Fixed cost"):
