@@ -36,14 +36,14 @@ PROBE_TIMEOUT_SECONDS = 1.0
 SERVER_RECORD_FILE = "codex-memories-server.json"
 # How the Prefect server `serve` starts records task runs. Prefect 3 clients report task-run states
 # as events, and the server's task-run recorder writes them to its SQLite database, by default one
-# event per write (batch size 1): some 200 writes for a 64-session phase 1, the writer the next
-# run's first request meets (batched, those 503s are gone). A deferred transaction that has already read does not wait for SQLite's write
-# lock (the busy timeout only applies before the first read): Prefect's create_flow_run reads the
-# flow's labels, then inserts, meets a recorder write, fails with "database is locked", the server
-# answers 503 and Prefect's client retries after 2 s. Measured (benchmarks/README.md, "Fixed cost"):
-# 10 such 503s in 38 back-to-back hand-offs with the default, none in 38 with this. Batched, the
-# same states are written (all of them: the recorder coalesces task-run rows, not states) in a few
-# transactions, at most 1 s later in the UI (the flush interval is whole seconds; 1 is its floor).
+# event per write (batch size 1): some 200 writes for a 64-session phase 1. A deferred transaction
+# that has already read does not wait for SQLite's write lock (the busy timeout applies only
+# before the first read): Prefect's create_flow_run reads the flow's labels, then inserts; meeting
+# a recorder write it fails with "database is locked", the server answers 503 and Prefect's client
+# retries after 2 s. Measured (benchmarks/README.md, "Fixed cost"): 10 such 503s in 38
+# back-to-back hand-offs with the default, none in 38 with this. Batched, the same states are
+# written (all of them: the recorder coalesces task-run rows, not states) in a few transactions,
+# at most 1 s later in the UI (the flush interval is whole seconds; 1 is its floor).
 TASK_RUN_RECORDER_BATCHING = {"batch_size": 100, "flush_interval": 1}
 
 
