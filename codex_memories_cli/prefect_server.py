@@ -5,7 +5,8 @@
 started. Otherwise it starts `prefect server start` on 127.0.0.1:`port` in a subprocess (its log
 in `$PREFECT_HOME/codex-memories-server.log`), waits for `/api/health`, points this process at it,
 records its URL in `$PREFECT_HOME/codex-memories-server.json` for as long as it runs, and stops it
-when the block ends. A server that does not come up is one clear error.
+when the block ends. A server that does not come up is one clear error. That server records task
+runs in batches (`own_server_environment`); a configured server is used as it is.
 
 `running_prefect_server()` (for the commands that run one flow: `phase1`, `phase2`, `run`,
 `backfill`) decides where their flow runs report. With `PREFECT_API_URL` configured, there.
@@ -33,6 +34,17 @@ DEFAULT_PORT = 4200
 # A probe of a server that is up answers in milliseconds; one that hangs must not stall the CLI.
 PROBE_TIMEOUT_SECONDS = 1.0
 SERVER_RECORD_FILE = "codex-memories-server.json"
+# How the Prefect server `serve` starts records task runs. Prefect 3 clients report task-run states
+# as events, and the server's task-run recorder writes them to its SQLite database, by default one
+# event per write (batch size 1): some 200 writes for a 64-session phase 1. A deferred transaction
+# that has already read does not wait for SQLite's write lock (the busy timeout applies only
+# before the first read): Prefect's create_flow_run reads the flow's labels, then inserts; meeting
+# a recorder write it fails with "database is locked", the server answers 503 and Prefect's client
+# retries after 2 s. Measured (benchmarks/README.md, "Fixed cost"): 10 such 503s in 38
+# back-to-back hand-offs with the default, none in 38 with this. Batched, the same states are
+# written (all of them: the recorder coalesces task-run rows, not states) in a few transactions,
+# at most 1 s later in the UI (the flush interval is whole seconds; 1 is its floor).
+TASK_RUN_RECORDER_BATCHING = {"batch_size": 100, "flush_interval": 1}
 
 
 class PrefectServerUnavailable(RuntimeError):
@@ -54,6 +66,7 @@ def local_prefect_server(port: int) -> Iterator[str]:
     with log_path.open("ab") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            env=own_server_environment(),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -76,6 +89,21 @@ def local_prefect_server(port: int) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=10)
+
+
+def own_server_environment() -> dict[str, str]:
+    """This process's environment plus the task-run batching for the server `serve` starts; a
+    value the user set (environment or Prefect profile) stays theirs."""
+    from prefect.settings import get_current_settings
+
+    recorder = get_current_settings().server.services.task_run_recorder
+    environment = dict(os.environ)
+    for field, value in TASK_RUN_RECORDER_BATCHING.items():
+        name = f"PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_{field.upper()}"
+        # `model_fields_set`: given by the environment or the profile when the settings were read.
+        if name not in environment and field not in recorder.model_fields_set:
+            environment[name] = str(value)
+    return environment
 
 
 @contextmanager

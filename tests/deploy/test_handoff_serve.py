@@ -3,9 +3,9 @@
 What it proves: with serve up (its own `prefect server start` on 127.0.0.1, recorded under
 PREFECT_HOME, its hand-off socket next to the record), `codex-memories phase1` from another
 process gets the run done by serve: the flow run the CLI names exists in serve's Prefect server
-and completed, the model server received the extraction requests, serve's log names the run, the CLI prints the
-report; `codex-memories phase2` is handed over the same way; and once serve stops, its socket is
-gone.
+and completed, with its task runs (that server records them in batches), the model server
+received the extraction requests, serve's log names the run, the CLI prints the report;
+`codex-memories phase2` is handed over the same way; and once serve stops, its socket is gone.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from codex_memories_cli.handoff import SOCKET_FILE
+from codex_memories_cli.prefect_server import TASK_RUN_RECORDER_BATCHING
 from tests.deploy.prefect_stack import REPO_ROOT, free_port, stop_process_group, wait_for
 from tests.support.openai_server import default_handler, running_openai_server
 from tests.support.rollout_factory import write_rollout
@@ -105,6 +106,19 @@ def test_phase1_runs_in_the_serve_process_and_shows_in_its_prefect_server(tmp_pa
 
             flow_run = httpx.get(f"{api_url}/flow_runs/{flow_run_id}", timeout=10).json()
             assert (flow_run["name"], flow_run["state_type"]) == (name, "COMPLETED")
+            # serve's server records task runs in batches (`own_server_environment`), and they
+            # all arrive: one completed extraction task per session.
+            recorder = httpx.get(f"{api_url}/admin/settings", timeout=10).json()["server"]["services"]["task_run_recorder"]
+            assert (recorder["batch_size"], recorder["flush_interval"]) == (
+                TASK_RUN_RECORDER_BATCHING["batch_size"], TASK_RUN_RECORDER_BATCHING["flush_interval"],
+            )
+
+            def completed_extractions() -> int:
+                body = {"flow_runs": {"id": {"any_": [flow_run_id]}}}
+                runs = httpx.post(f"{api_url}/task_runs/filter", json=body, timeout=10).json()
+                return sum(run["name"].startswith("extract-") and run["state_type"] == "COMPLETED" for run in runs)
+
+            wait_for(lambda: completed_extractions() == SESSIONS, timeout=60, what="the run's task runs in serve's server")
             # serve's own log names the same run: it ran there, not in the CLI's process.
             assert f"hand-off: phase1 as flow run '{name}'" in log_path.read_text(errors="replace")
 
