@@ -608,8 +608,7 @@ def scan_rollout(path: Path, *, start_offset: int = 0) -> RolloutScan:
                 end_offset = line.end
             if obj is None:
                 continue
-            _scan_line(state, obj, line.offset, harvest=line.offset >= start_offset)
-            if _kept_item(obj) is not None:
+            if _scan_line(state, obj, line.offset, harvest=line.offset >= start_offset):
                 offsets.append(line.offset)
                 lengths.append(line.end - line.offset)
                 kept_bytes += line.end - line.offset
@@ -630,13 +629,27 @@ def _file_identity(path: Path, stream: BinaryIO) -> tuple[int, int] | None:
     return status.st_size, status.st_mtime_ns
 
 
-def _scan_line(state: _ScanState, obj: dict[str, Any], offset: int, *, harvest: bool) -> None:
+def _scan_line(state: _ScanState, obj: dict[str, Any], offset: int, *, harvest: bool) -> bool:
+    """Note one parsed line's thread facts; True when the transcript keeps the line (so the scan
+    can record where it is without working out the envelope again)."""
     moment = _parse_timestamp(obj.get("timestamp"))
     if moment is not None and (state.last_activity_at is None or moment > state.last_activity_at):
         state.last_activity_at = moment
     line_type, payload = _envelope(obj)
     if payload is None:
-        return
+        return False
+    _note_payload(state, line_type, payload, moment, offset, harvest)
+    return line_type == "response_item" and _is_kept_item(payload)
+
+
+def _note_payload(
+    state: _ScanState,
+    line_type: str | None,
+    payload: dict[str, Any],
+    moment: datetime | None,
+    offset: int,
+    harvest: bool,
+) -> None:
     kind = payload.get("type")
     if line_type == "session_meta":
         if state.meta is None:  # forks repeat the parent's meta later; the first line is ours
@@ -704,23 +717,32 @@ def sanitize_response_item(item: dict[str, Any]) -> dict[str, Any] | None:
 
     Not redacted: redaction runs on the serialised item (`build_memory_transcript`).
     """
-    kind = item.get("type")
-    if not isinstance(kind, str) or kind not in KEPT_RESPONSE_ITEM_TYPES:
-        return None
-    role = item.get("role")
-    if kind == "message" and isinstance(role, str) and role in DROPPED_MESSAGE_ROLES:
+    if not _is_kept_item(item):
         return None
     kept = dict(item)
     kept.pop("encrypted_content", None)
-    if kind == "message" and kept.get("role") == "user":
+    if kept.get("type") == "message" and kept.get("role") == "user":
         kept.pop("status", None)
         content = kept.get("content")
         if isinstance(content, list):
-            parts = [part for part in content if not _is_injected_instructions(part)]
-            if not parts:
-                return None
-            kept["content"] = parts
+            kept["content"] = [part for part in content if not _is_injected_instructions(part)]
     return kept
+
+
+def _is_kept_item(item: dict[str, Any]) -> bool:
+    """Whether phase 1 keeps a response item: the one drop rule both the transcript and the
+    discovery scan (which records where the kept lines are) decide by."""
+    kind = item.get("type")
+    if not isinstance(kind, str) or kind not in KEPT_RESPONSE_ITEM_TYPES:
+        return False
+    role = item.get("role")
+    if kind != "message" or not isinstance(role, str):
+        return True
+    if role in DROPPED_MESSAGE_ROLES:
+        return False
+    content = item.get("content")
+    # A user message made only of injected instructions (or of nothing) carries nothing of the user's.
+    return not (role == "user" and isinstance(content, list) and all(map(_is_injected_instructions, content)))
 
 
 def _kept_item(obj: dict[str, Any]) -> dict[str, Any] | None:
