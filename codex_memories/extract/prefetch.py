@@ -12,7 +12,10 @@ builds them ahead instead: still off the submission path, though under the GIL.
 
 The batch quality check (great-expectations: about 3 s of CPU to import, then the validation)
 runs in the same worker process when there is one, imported there while the extractions wait on
-the model (`prepare_quality_check`). Without a worker it runs in the calling thread, imported when
+the model (`prepare_quality_check`). The worker runs one thing at a time, so while that import
+runs a transcript queued behind it would hold its extraction for seconds: `take` then leaves the
+transcript to the extraction task instead of waiting (a fresh worker's first batch only; later
+imports are no-ops). Without a worker it runs in the calling thread, imported when
 the check comes: a background import thread in the flow process during the extraction map held
 the GIL the freed slots needed and cost 0.11 of phase-1 efficiency at 0.5 s latency
 (benchmarks/README.md, "Phase-1 efficiency").
@@ -43,6 +46,8 @@ from codex_memories.state.records import Stage1Claim
 _pool: ProcessPoolExecutor | None = None
 _thread: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+# The great-expectations import queued in the worker process, while it has not finished.
+_quality_import: Future[None] | None = None
 
 
 def _build(rollout_path: str, token_budget: int, kept_lines: KeptLines | None) -> MemoryTranscript:
@@ -89,13 +94,20 @@ def prepare_quality_check() -> None:
     """Queue the great-expectations import in the worker process, if this process has one (call
     it once the batch has claims: a worker busy importing delays the process's exit); without
     one, nothing: see the module docstring."""
+    global _quality_import
     worker = _worker_process()
     if worker is None:
         return
     try:
-        worker.submit(import_validation_modules)
+        _quality_import = worker.submit(import_validation_modules)
     except RuntimeError:  # broken (BrokenProcessPool) or shut down: the check runs in the calling thread
         return
+
+
+def quality_import_running() -> bool:
+    """Whether the worker process is (or will next be) busy importing great-expectations."""
+    pending = _quality_import
+    return pending is not None and not pending.done()
 
 
 def run_quality_check(rows: list[QualityRow]) -> BatchQualityReport:
@@ -139,10 +151,14 @@ class TranscriptPrefetch:
 
     def take(self, claim: Stage1Claim) -> MemoryTranscript | None:
         """The claim's transcript (waiting for it if needed), or None when it was not built
-        ahead; then the next claims' builds are queued."""
+        ahead; then the next claims' builds are queued. A build still waiting behind the
+        quality check's import in the worker is not waited for (None: the task builds it)."""
         future = self._futures.pop(claim.ownership_token, None)
         self._fill()
         if future is None:
+            return None
+        if not future.done() and self._executor is _worker_process() and quality_import_running():
+            future.cancel()  # not started yet: dropped; already handed to the worker: built unused
             return None
         try:
             return future.result()

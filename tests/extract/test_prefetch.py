@@ -133,3 +133,34 @@ def test_a_long_rollout_discovery_read_is_built_ahead_from_its_kept_lines_in_a_w
     assert built is not None and from_marked is not None
     assert (built.text, built.stats, built.truncated_tokens) == (whole.text, whole.stats, whole.truncated_tokens)
     assert from_marked.stats.lines_total == -1
+
+
+def test_a_transcript_queued_behind_the_quality_import_is_left_to_the_task(tmp_path, monkeypatch):
+    """The worker runs one job at a time: while great-expectations imports there, the first
+    extractions must not wait seconds for a transcript queued behind it."""
+    import threading
+
+    from codex_memories.extract import prefetch
+
+    worker = ThreadPoolExecutor(max_workers=1)  # stands in for the worker process: one job at a time
+    release = threading.Event()
+    monkeypatch.setattr(prefetch, "_pool", worker)
+    monkeypatch.setattr(prefetch, "_quality_import", None)
+    monkeypatch.setattr(prefetch, "import_validation_modules", release.wait)
+    claims = []
+    for index in range(3):
+        path = write_rollout(tmp_path, created_at=WHEN + timedelta(minutes=index), user_messages=[f"task {index}"])
+        claims.append(Stage1Claim(thread_id=f"t{index}", ownership_token=f"o{index}", source_updated_at=1, rollout_path=str(path)))
+    try:
+        prefetch.prepare_quality_check()
+        ahead = TranscriptPrefetch(claims, token_budget=5_000, ahead=3, executor=worker)
+        assert ahead.take(claims[0]) is None  # left to the task, not waited for
+        assert prefetch.quality_import_running()  # so take() did not wait for the import
+        release.set()
+        prefetch._quality_import.result(timeout=30)
+        built = ahead.take(claims[1])  # the import is done: transcripts come from the worker again
+        assert built is not None
+        assert built.text == build_memory_transcript(Path(claims[1].rollout_path), token_budget=5_000).text
+    finally:
+        release.set()
+        worker.shutdown()
