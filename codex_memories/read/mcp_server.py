@@ -54,7 +54,8 @@ SEARCH_DESCRIPTION = (
     "Pages are bounded (at most 200 matches, 256 KiB, long lines cut); pass next_cursor back as cursor for more. "
     "With mode=semantic, query is a question in plain words: the answer is the memory passages relevant "
     "to it, best first, each with its line range and score, even when worded differently; none means "
-    "memory holds nothing relevant."
+    "memory holds nothing relevant. Give cwd (the session's working directory) with mode=semantic so that "
+    "project's memories come first and other projects' are left out."
 )
 NOTE_DESCRIPTION = (
     "Record one new ad-hoc memory note. Use only after the user explicitly asks you to remember, "
@@ -106,10 +107,15 @@ def build_server(memory_root: Path, *, notes_enabled: bool = True) -> MCPServer:
             memory_tools.SearchMode,
             Field(description="literal (default): exact substring per line. semantic: passages relevant to a question."),
         ] = "literal",
+        cwd: Annotated[
+            str | None,
+            Field(description="semantic mode: the session's working directory (absolute); its project's memories first, other projects' left out."),
+        ] = None,
     ) -> Annotated[CallToolResult, memory_tools.SearchResult]:
         return _call(
             lambda: memory_tools.search(
-                root, query, path=path, cursor=cursor, context_lines=context_lines, max_results=max_results, mode=mode
+                root, query, path=path, cursor=cursor, context_lines=context_lines, max_results=max_results, mode=mode,
+                cwd=cwd,
             )
         )
 

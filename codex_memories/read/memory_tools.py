@@ -30,7 +30,10 @@ Contract:
     relevant memory chunks, best first, each a `SemanticMatch` (`line_number` =
     `start_line_number` = the chunk's first line, plus `end_line_number`, `score` and `scope`),
     limited to `path` when given; `context_lines` does not apply; an empty page means nothing
-    relevant, and a missing or broken embedding package is `SemanticSearchUnavailable`.
+    relevant, and a missing or broken embedding package is `SemanticSearchUnavailable`. With
+    `cwd` (the session's working directory, absolute) that project's memories come first and
+    other projects' are left out, as at the prompt; without it every project counts alike.
+    `cwd` does not apply to the literal mode, which stays Codex's contract.
   - Reading and searching stop after `ANSWER_TIME_BUDGET_SECONDS`: a search page that has matches
     is returned `truncated` with a cursor to continue from; otherwise the call fails with
     `AnswerTimedOut`, which says to narrow the path or the query.
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import re
 import time
 from collections import deque
@@ -85,6 +89,7 @@ READ_WINDOW_BYTES = 1024 * 1024
 ANSWER_TIME_BUDGET_SECONDS = 20.0
 LINE_TRUNCATED_MARKER = " [line truncated]"
 MAX_QUERY_BYTES = 1_000
+MAX_CWD_CHARS = 4_096  # PATH_MAX on Linux
 _CHUNK_BYTES = 65_536
 # JSON field names and numbers of one search match, of one listed entry.
 _MATCH_OVERHEAD_BYTES = 96
@@ -165,6 +170,10 @@ class AnswerTimedOut(MemoryToolError):
 
 class InvalidMode(MemoryToolError):
     """`mode` is not one of the search modes."""
+
+
+class InvalidCwd(MemoryToolError):
+    """`cwd` is not an absolute path (or is longer than `MAX_CWD_CHARS`)."""
 
 
 class _Result(BaseModel):
@@ -299,6 +308,7 @@ def search(
     context_lines: int = 0,
     max_results: int = DEFAULT_SEARCH_MAX_RESULTS,
     mode: SearchMode = "literal",
+    cwd: str | None = None,
     *,
     time_budget_seconds: float = ANSWER_TIME_BUDGET_SECONDS,
     clock: Callable[[], float] = time.monotonic,
@@ -313,11 +323,13 @@ def search(
         raise QueryTooLong(f"query must be at most {MAX_QUERY_BYTES} bytes")
     if not 0 <= context_lines <= MAX_CONTEXT_LINES:
         raise InvalidContextLines(f"context_lines must be between 0 and {MAX_CONTEXT_LINES}")
+    if cwd is not None and (len(cwd) > MAX_CWD_CHARS or not os.path.isabs(cwd)):
+        raise InvalidCwd(f"cwd must be an absolute path of at most {MAX_CWD_CHARS} characters")
     page_size = _page_size(max_results, MAX_SEARCH_RESULTS)
     start_index = _parse_cursor(cursor)
     folder, target = _resolve(Path(root), path)
     if mode == "semantic":
-        return _semantic_search(Path(root), target, query, start_index, page_size)
+        return _semantic_search(Path(root), target, query, start_index, page_size, cwd)
     deadline = _Deadline(clock, time_budget_seconds)
 
     page = _SearchPage(start_index=start_index, page_size=page_size, context_lines=context_lines)
@@ -348,7 +360,9 @@ def search(
     )
 
 
-def _semantic_search(root: Path, target: _Target, query: str, start_index: int, page_size: int) -> SearchResult:
+def _semantic_search(
+    root: Path, target: _Target, query: str, start_index: int, page_size: int, cwd: str | None
+) -> SearchResult:
     # Imported here: the literal tools must not pay for numpy and the embedding model.
     from codex_memories.read.embedding import EmbedderUnavailable
     from codex_memories.read.recall import recall
@@ -358,7 +372,7 @@ def _semantic_search(root: Path, target: _Target, query: str, start_index: int, 
     if target.kind is not None:
         prefix = target.display
         try:
-            results = recall(root, query, limit=limit if not prefix else MAX_SEARCH_RESULTS + limit)
+            results = recall(root, query, cwd=cwd, limit=limit if not prefix else MAX_SEARCH_RESULTS + limit)
         except EmbedderUnavailable as error:
             raise SemanticSearchUnavailable(str(error)) from error
         found = [result for result in results if not prefix or result.path == prefix or result.path.startswith(prefix + "/")]

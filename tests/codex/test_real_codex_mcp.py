@@ -9,13 +9,14 @@ shell command and only then calls the tool.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 from codex_memories.read.notes import validate_note_filename
-from tests.support.codex_cli import CodexHome, is_user_turn, run_codex_exec, tool_names
+from tests.support.codex_cli import CODEX_VERSIONS, CodexHome, is_user_turn, run_codex_exec, tool_names
 from tests.support.openai_server import OpenAITestServer, RecordedRequest, ScriptedReply, ToolCall
 
 pytestmark = pytest.mark.codex
@@ -86,3 +87,48 @@ def test_codex_adds_an_ad_hoc_note_through_the_mcp_server(
     validate_note_filename(written.name)
     assert written.name.endswith("-staging-read-only.md")
     assert written.read_text(encoding="utf-8") == note
+
+
+def _session_cwd(request: RecordedRequest) -> str:
+    """The working directory Codex tells the model about (its environment context)."""
+    match = re.search(r"<cwd>([^<]+)</cwd>", json.dumps(request.body.get("input", []), ensure_ascii=False))
+    assert match is not None, "no <cwd> in the request Codex sent"
+    return match.group(1)
+
+
+@pytest.mark.parametrize("codex_version", CODEX_VERSIONS, indirect=True)
+def test_codex_semantic_search_from_a_project_leaves_other_projects_rules_out(
+    codex_home: CodexHome, codex_server: OpenAITestServer, codex_workdir: Path, tmp_path: Path
+) -> None:
+    """The scripted model passes the cwd Codex gave it, as the tool's description asks; the answer
+    holds this project's way to deploy and not another project's."""
+    root = tmp_path / "memories"
+    root.mkdir()
+    other = "/home/dev/work/atlas"
+    (root / "MEMORY.md").write_text(
+        f"# Task Group: {codex_workdir}\napplies_to: cwd={codex_workdir}\n\n"
+        "- Production deploys are cut by pushing a `v*` tag; goreleaser builds the images.\n\n"
+        f"# Task Group: {other}\napplies_to: cwd={other}\n\n"
+        "- Production deploys go through `make ship-prod`; it waits for the canary.\n",
+        encoding="utf-8",
+    )
+    configure_memory_server(codex_home, root)
+    outputs: dict[str, str] = {}
+    base = call_memory_tool("search", {}, outputs, [])
+
+    def handler(request: RecordedRequest) -> ScriptedReply:
+        given = {item.get("call_id") for item in request.body.get("input", []) if item.get("type") == "function_call_output"}
+        if is_user_turn(request) and WAIT_CALL in given and TOOL_CALL not in given:
+            arguments = {"query": "how do I deploy to production?", "mode": "semantic", "cwd": _session_cwd(request)}
+            outputs.update(
+                {item.get("call_id"): item.get("output") for item in request.body["input"] if item.get("type") == "function_call_output"}
+            )
+            return ScriptedReply.function_calls(ToolCall("search", json.dumps(arguments), TOOL_CALL, namespace=NAMESPACE))
+        return base(request)
+
+    codex_server.set_handler(handler)
+    result = run_codex_exec(codex_home, "How do we deploy this project?", cwd=codex_workdir, server=codex_server)
+    assert result.returncode == 0, result.stderr[-2000:]
+    answer = outputs[TOOL_CALL]  # the tool's result as Codex passed it back to the model
+    assert "goreleaser" in answer
+    assert "make ship-prod" not in answer

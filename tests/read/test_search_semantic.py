@@ -9,7 +9,7 @@ from codex_memories import paths
 from codex_memories.read import memory_tools
 from codex_memories.read.memory_tools import InvalidMode, SemanticMatch
 from tests.read.test_mcp_server import run_session
-from tests.support.memory_folder import ATLAS, line_of, write_memory_folder
+from tests.support.memory_folder import ATLAS, BILLING, line_of, write_memory_folder
 
 
 @pytest.fixture
@@ -48,6 +48,20 @@ def test_semantic_mode_keeps_to_the_given_path(root, query, path, allowed_prefix
     assert all(match.path.startswith(allowed_prefix) for match in result.matches)
 
 
+@pytest.mark.parametrize(("cwd", "kept", "left_out"), [(BILLING, "goreleaser", "make ship-prod"), (ATLAS, "make ship-prod", "goreleaser")])
+def test_semantic_mode_with_a_cwd_keeps_other_projects_rules_out(root, cwd, kept, left_out):
+    """Each project has its own way to deploy: asked from one, the other's is not an answer."""
+    query = "how do I deploy to production?"
+    everywhere = memory_tools.search(root, query, mode="semantic", max_results=20)
+    from_project = memory_tools.search(root, query, mode="semantic", max_results=20, cwd=cwd)
+
+    assert any(left_out in match.content for match in everywhere.matches)  # without a cwd both projects count
+    assert any(kept in match.content for match in from_project.matches)
+    assert not any(left_out in match.content for match in from_project.matches)
+    other_project = ATLAS if cwd == BILLING else BILLING
+    assert other_project not in {match.scope for match in from_project.matches}
+
+
 def test_semantic_mode_answers_nothing_for_an_unanswerable_question(root):
     assert memory_tools.search(root, "what is the capital of Australia?", mode="semantic").matches == []
 
@@ -67,6 +81,8 @@ def test_semantic_mode_pages_with_the_cursor(root):
         ({"query": "  ", "mode": "semantic"}, memory_tools.EmptyQuery),
         ({"query": "deploy", "mode": "semantic", "path": "../outside"}, memory_tools.InvalidPath),
         ({"query": "deploy", "mode": "semantic", "path": ".codex-memories"}, memory_tools.NotFound),
+        ({"query": "deploy", "mode": "semantic", "cwd": "work/atlas"}, memory_tools.InvalidCwd),
+        ({"query": "deploy", "mode": "semantic", "cwd": "/" + "a" * 5_000}, memory_tools.InvalidCwd),
     ],
 )
 def test_semantic_mode_rejects_bad_arguments_like_literal_mode(root, arguments, error):
