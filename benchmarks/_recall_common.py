@@ -20,10 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 from _common import scratch_dir  # noqa: E402
 from recall import (  # noqa: E402
     GATE_NO_ANSWER_TARGET,
+    TOP,
     TuneRow,
     cross_validated,
     cwd_of,
     fact_keys,
+    hybrid_candidates,
     load_corpus,
     load_questions,
     logistic_fit,
@@ -35,6 +37,7 @@ from recall import (  # noqa: E402
 )
 
 from codex_memories.read import index as recall_index  # noqa: E402
+from codex_memories.read.recall import DEFAULT_TUNING, ScoredChunk, gate_window, shown  # noqa: E402
 from tests.support.memory_folder import ATLAS, write_memory_folder  # noqa: E402
 
 SHIPPED_FORM = (0.2, ("top_similarity", "contextual"))
@@ -45,6 +48,20 @@ HALVES = 300
 RowOf = Callable[[recall_index.Index, dict[str, Any], str | None, str | None, float], TuneRow]
 # (index, prompt, cwd, chunk floor) -> (features or None, whether the full-match rule opens the gate)
 WindowOf = Callable[[recall_index.Index, str, str | None, float], tuple[dict[str, float] | None, bool]]
+
+
+def survivors(index: recall_index.Index, question: str, cwd: str | None, floor: float) -> tuple[list[ScoredChunk], list[ScoredChunk]]:
+    """The candidates that pass chunk floor `floor` (the library's floor rule) and the gate's window."""
+    candidates = hybrid_candidates(index, question, cwd, DEFAULT_TUNING)
+    kept = [c for c in candidates if c.relevance >= floor or c.full_lexical_match]
+    return kept, gate_window(kept)
+
+
+def tune_row(question: dict[str, Any], key: str | None, features: dict[str, float] | None, by_letter: bool, kept: list[ScoredChunk]) -> TuneRow:
+    """A tune question's row: a hit when a chunk the library would show holds the fact's key."""
+    texts = [c.chunk.text for c in shown(kept, TOP, DEFAULT_TUNING)] if features else []
+    hit = key is not None and any(key.lower() in text.lower() for text in texts)
+    return TuneRow(features, by_letter, key is not None, question["kind"] == "paraphrase", hit)
 
 
 def built_index(corpus: dict[str, Any], root: Path) -> recall_index.Index:

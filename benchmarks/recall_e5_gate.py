@@ -45,17 +45,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support: the prompt-context test's folder
 
-from _recall_common import auc, print_candidates, tune_rows  # noqa: E402
+from _recall_common import auc, print_candidates, survivors, tune_row, tune_rows  # noqa: E402
 from recall import (  # noqa: E402
-    TOP,
     TuneRow,
     fresh_process_seconds,
-    hybrid_candidates,
 )
 from recall_gate_features import chunk_words  # noqa: E402
 
 from codex_memories.read import index as recall_index  # noqa: E402
-from codex_memories.read.recall import DEFAULT_TUNING, ScoredChunk, clean_query, gate_features, gate_window, shown  # noqa: E402
+from codex_memories.read.recall import ScoredChunk, clean_query, gate_features  # noqa: E402
 
 FLOORS = (0.1, 0.2)
 SHIPPED_FEATURES = ("top_similarity", "margin", "coverage", "vocabulary", "contextual")
@@ -104,9 +102,7 @@ class E5Scorer:
 def window_features(index: recall_index.Index, question: str, cwd: str | None, floor: float, scorer: E5Scorer) -> tuple[dict[str, float] | None, bool, list[ScoredChunk]]:
     """The shipped features and E5's over the gate's window (None: no survivor), whether the
     full-match rule opens the gate, and the survivors."""
-    candidates = hybrid_candidates(index, question, cwd, DEFAULT_TUNING)
-    kept = [c for c in candidates if c.relevance >= floor or c.full_lexical_match]
-    window = gate_window(kept)
+    kept, window = survivors(index, question, cwd, floor)
     if not window:
         return None, False, kept
     features = gate_features(kept)
@@ -117,9 +113,7 @@ def window_features(index: recall_index.Index, question: str, cwd: str | None, f
 
 def question_row(index: recall_index.Index, question: dict[str, Any], key: str | None, cwd: str | None, floor: float, scorer: E5Scorer) -> TuneRow:
     features, by_letter, kept = window_features(index, question["question"], cwd, floor, scorer)
-    texts = [c.chunk.text for c in shown(kept, TOP, DEFAULT_TUNING)] if features else []
-    hit = key is not None and any(key.lower() in text.lower() for text in texts)
-    return TuneRow(features, by_letter, key is not None, question["kind"] == "paraphrase", hit)
+    return tune_row(question, key, features, by_letter, kept)
 
 
 def main() -> None:

@@ -54,25 +54,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support: the prompt-context test's folder
 
-from _recall_common import auc, fit, print_candidates, tune_rows  # noqa: E402
+from _recall_common import auc, fit, print_candidates, survivors, tune_row, tune_rows  # noqa: E402
 from recall import (  # noqa: E402
-    TOP,
     TuneRow,
     cross_validated,
-    hybrid_candidates,
 )
 
 from codex_memories.read import contextual, embedding  # noqa: E402
 from codex_memories.read import index as recall_index  # noqa: E402
 from codex_memories.read.chunks import own_words  # noqa: E402
 from codex_memories.read.recall import (  # noqa: E402
-    DEFAULT_TUNING,
     ScoredChunk,
     clean_query,
     gate_features,
-    gate_window,
     query_terms,
-    shown,
 )
 
 FLOORS = (0.1, 0.2)
@@ -187,9 +182,7 @@ def idf_weights(index: recall_index.Index, terms: list[str]) -> list[float]:
 def window_features(index: recall_index.Index, question: str, cwd: str | None, floor: float, background: np.ndarray) -> tuple[dict[str, float] | None, bool, list[ScoredChunk]]:
     """The shipped and the new features of one question at chunk floor `floor` (None: no
     survivor), whether the full-match rule opens the gate, and the survivors."""
-    candidates = hybrid_candidates(index, question, cwd, DEFAULT_TUNING)
-    kept = [c for c in candidates if c.relevance >= floor or c.full_lexical_match]
-    window = gate_window(kept)
+    kept, window = survivors(index, question, cwd, floor)
     if not window:
         return None, False, kept
     query_text = clean_query(question)
@@ -219,9 +212,7 @@ def window_features(index: recall_index.Index, question: str, cwd: str | None, f
 
 def question_row(index: recall_index.Index, question: dict[str, Any], key: str | None, cwd: str | None, floor: float, background: np.ndarray) -> TuneRow:
     features, by_letter, kept = window_features(index, question["question"], cwd, floor, background)
-    texts = [c.chunk.text for c in shown(kept, TOP, DEFAULT_TUNING)] if features else []
-    hit = key is not None and any(key.lower() in text.lower() for text in texts)
-    return TuneRow(features, by_letter, key is not None, question["kind"] == "paraphrase", hit)
+    return tune_row(question, key, features, by_letter, kept)
 
 
 # ---- models and estimates -------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,12 @@ def configure_memory_server(home: CodexHome, memory_root: Path) -> None:
         )
 
 
-def call_memory_tool(name: str, arguments: dict, outputs: dict[str, str], tools_seen: list[list[str]]):
+def call_memory_tool(
+    name: str, arguments: dict | Callable[[RecordedRequest], dict], outputs: dict[str, str], tools_seen: list[list[str]]
+):
+    """A scripted model that waits for the MCP server, then calls tool `name` once with
+    `arguments` (or with what `arguments` makes of the request Codex sent)."""
+
     def handler(request: RecordedRequest) -> ScriptedReply:
         if not is_user_turn(request):
             return ScriptedReply.output_text("Nothing to do.")
@@ -46,7 +52,8 @@ def call_memory_tool(name: str, arguments: dict, outputs: dict[str, str], tools_
         if TOOL_CALL in given:
             return ScriptedReply.output_text("Done with the memory tool.")
         if WAIT_CALL in given:
-            return ScriptedReply.function_calls(ToolCall(name, json.dumps(arguments), TOOL_CALL, namespace=NAMESPACE))
+            given_arguments = arguments(request) if callable(arguments) else arguments
+            return ScriptedReply.function_calls(ToolCall(name, json.dumps(given_arguments), TOOL_CALL, namespace=NAMESPACE))
         return ScriptedReply.function_calls(ToolCall("exec_command", json.dumps({"cmd": "sleep 5"}), WAIT_CALL))
 
     return handler
@@ -114,19 +121,11 @@ def test_codex_semantic_search_from_a_project_leaves_other_projects_rules_out(
     )
     configure_memory_server(codex_home, root)
     outputs: dict[str, str] = {}
-    base = call_memory_tool("search", {}, outputs, [])
 
-    def handler(request: RecordedRequest) -> ScriptedReply:
-        given = {item.get("call_id") for item in request.body.get("input", []) if item.get("type") == "function_call_output"}
-        if is_user_turn(request) and WAIT_CALL in given and TOOL_CALL not in given:
-            arguments = {"query": "how do I deploy to production?", "mode": "semantic", "cwd": _session_cwd(request)}
-            outputs.update(
-                {item.get("call_id"): item.get("output") for item in request.body["input"] if item.get("type") == "function_call_output"}
-            )
-            return ScriptedReply.function_calls(ToolCall("search", json.dumps(arguments), TOOL_CALL, namespace=NAMESPACE))
-        return base(request)
+    def arguments(request: RecordedRequest) -> dict:
+        return {"query": "how do I deploy to production?", "mode": "semantic", "cwd": _session_cwd(request)}
 
-    codex_server.set_handler(handler)
+    codex_server.set_handler(call_memory_tool("search", arguments, outputs, []))
     result = run_codex_exec(codex_home, "How do we deploy this project?", cwd=codex_workdir, server=codex_server)
     assert result.returncode == 0, result.stderr[-2000:]
     answer = outputs[TOOL_CALL]  # the tool's result as Codex passed it back to the model
