@@ -57,6 +57,8 @@ from typing import Any
 
 import ahocorasick
 
+from codex_memories.secret_screen import ScreenRule, SecretScreen, build_screen
+
 REDACTED = "[REDACTED_SECRET]"
 
 # Values never start with an existing marker: keeps every rule idempotent and lets
@@ -988,20 +990,55 @@ def _present_hints(lowered: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@cache
+def _screen() -> SecretScreen | None:
+    """The Hyperscan screen over the whole table (None without Hyperscan), built on first use."""
+    screen_rules = []
+    for rule in _rules():
+        if rule.widen:  # a detect-secrets rule: its own regexes and flags, over the original text
+            screen_rules.append(ScreenRule(patterns=(rule.public, *rule.extra), hints=rule.hints))
+        elif rule.case_insensitive:  # run as `fast` over the lowered text (`_CompiledRule.edits`)
+            screen_rules.append(ScreenRule(lowered_patterns=(rule.fast,), hints=rule.hints, screened=rule.starts is None))
+        else:
+            # Rules tried at `starts` only already skip most of the text, and their patterns
+            # (long runs of a broad class) cost the screen more than they save.
+            screen_rules.append(ScreenRule(patterns=(rule.public,), hints=rule.hints, screened=rule.starts is None))
+    return build_screen(screen_rules)
+
+
+def _candidates(text: str, lowered: str) -> set[int] | None:
+    """Indices (into `_rules()`) of the rules that can match `text`, hints and gates checked;
+    None when the screen cannot tell (every rule is then checked as `_applies` does)."""
+    screen = _screen()
+    candidates = None if screen is None else screen.candidates(text, lowered)
+    if candidates is None:
+        return None
+    rules = _rules()
+    return {index for index in candidates if rules[index].gate is None or rules[index].gate.search(text) is not None}
+
+
 def redact_secrets(text: str) -> str:
     """Replace every recognised secret in `text` with `REDACTED` (rules applied in table order)."""
     if not text:
         return text
     lowered = text.lower()
-    original_lowered = lowered
-    present = _present_hints(original_lowered)
-    for rule in _rules():
-        if not _applies(rule, text, lowered if rule.hints == (_MARKER_LOWER,) else original_lowered, present):
+    candidates = _candidates(text, lowered)
+    # Without the screen, the hints that occur are found once, in the text as given (see `_applies`).
+    present = _present_hints(lowered) if candidates is None else None
+    for index, rule in enumerate(_rules()):
+        if candidates is not None:
+            if index not in candidates:
+                continue
+        elif not _applies(rule, text, lowered, present):
             continue
         replaced = _apply(rule, text, lowered)
         if replaced != text:
             text = replaced
             lowered = text.lower()
+            if candidates is not None:
+                # A replacement can make a later rule match (the marker starts
+                # `wrapped_key_continuation`): screen the new text.
+                candidates = _candidates(text, lowered)
     return text
 
 
@@ -1010,8 +1047,10 @@ def find_secret_kinds(text: str) -> list[str]:
     if not text:
         return []
     lowered = text.lower()
+    candidates = _candidates(text, lowered)
     return [
         rule.name
-        for rule in _rules()
-        if _applies(rule, text, lowered) and next(rule.edits(text, lowered), None) is not None
+        for index, rule in enumerate(_rules())
+        if (index in candidates if candidates is not None else _applies(rule, text, lowered))
+        and next(rule.edits(text, lowered), None) is not None
     ]
