@@ -45,7 +45,7 @@ Case-insensitive rules run case-sensitively over a lower-cased copy of the text 
 match positions carry over), which is several times faster than `re.IGNORECASE`.
 Before any rule runs, `codex_memories.secret_screen` scans the text once with Hyperscan for all
 the rules' patterns (loosened, in prefilter mode) and hints: only the rules it reports run, so
-the output is the same, about three times faster on transcripts (benchmarks/README.md, "Ingest").
+the output is the same; building transcripts took half the time (benchmarks/README.md, "Ingest").
 Without Hyperscan, or for a text it cannot judge, every rule is checked as above.
 """
 
