@@ -17,6 +17,12 @@ from tests.support.secret_formats import PLACEMENTS, ordinary_texts, planted_ite
 
 pytestmark = pytest.mark.skipif(secret_screen.hyperscan is None, reason="hyperscan is not installed here")
 
+
+@pytest.fixture(autouse=True)
+def _screen_in_use():
+    """Bulk mode, as phase 1's transcript worker sets it: the screen answers from the first text."""
+    redact.prepare_screen()
+
 # Characters where Python and Hyperscan disagree, or where lower-casing is odd (İ grows, K is
 # the Kelvin sign, ſ folds to s), whitespace Python knows and PCRE may not, a lone surrogate
 # (no valid UTF-8), and characters that are safe but not ASCII.
@@ -138,3 +144,24 @@ def test_threads_share_the_screen():
     expected = [redact_secrets(text) for text in texts]
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(redact_secrets, texts)) == expected
+
+
+def test_the_screen_is_built_only_for_bulk_work(monkeypatch):
+    builds = []
+    real = redact._screen
+    monkeypatch.setattr(redact, "_screen", lambda: builds.append(1) or real())
+    monkeypatch.setattr(redact, "_chars_unscreened", 0)
+    text = "token = abcdefghijkl and some ordinary words " * 200
+    for _ in range(20):  # a hook's or a note's worth of text: no build
+        redact_secrets(text)
+    assert builds == []
+    monkeypatch.setattr(redact, "_chars_unscreened", redact._SCREEN_AFTER_CHARS - 1)
+    redact_secrets(text)
+    assert builds == []
+    assert redact_secrets(text) == _unscreened(redact_secrets, text, monkeypatch)
+    assert builds, "past the threshold, the screen answers"
+    monkeypatch.setattr(redact, "_chars_unscreened", 0)
+    redact.prepare_screen()
+    builds.clear()
+    redact_secrets(text)
+    assert builds

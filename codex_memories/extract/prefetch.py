@@ -55,10 +55,11 @@ def _build(rollout_path: str, token_budget: int, kept_lines: KeptLines | None) -
 
 
 def _warm() -> None:
-    """Loads the tokenizer and the redaction patterns in the worker, before the first claim."""
-    from codex_memories.redact import redact_secrets
+    """Loads the tokenizer and the redaction patterns and screen in the worker, before the first claim."""
+    from codex_memories.redact import prepare_screen, redact_secrets
     from codex_memories.tokens import count_tokens
 
+    prepare_screen()
     count_tokens(redact_secrets("warm up"))
 
 
