@@ -6,7 +6,8 @@
     output (`write_large_rollout`), as real homes are. Per repetition, in this process:
     - product: `discover_rollouts` into a fresh SQLite store (streaming parse, scan, upserts),
       then `build_memory_transcript` (parse, sanitize, redact, token budget) for every file,
-      given discovery's `KeptLines` of the long ones as phase 1 gives them;
+      given discovery's `KeptLines` of the long ones as phase 1 gives them (the redaction
+      screen is built before the first repetition, as phase 1's worker builds it before a claim);
     - baseline: open each file and `json.loads` every line, nothing else.
     Both read the same files from the page cache (a warm-up pass reads everything first; the
     order of product and baseline alternates between repetitions). Reported in MB/s of rollout
@@ -174,6 +175,9 @@ def measure_throughput(codex_home: Path, work: Path, repeats: int) -> dict[str, 
     files = rollout_files(codex_home)
     data_bytes = sum(path.stat().st_size for path in files)
     plain_parse(files)  # warm the page cache for both sides
+    from codex_memories.redact import prepare_screen
+
+    prepare_screen()  # as phase 1's transcript worker does before its first claim
     discover_s, transcript_s, plain_s, product_cpu_s, plain_cpu_s = [], [], [], [], []
     for repetition in range(repeats):
         order = ("product", "plain") if repetition % 2 == 0 else ("plain", "product")

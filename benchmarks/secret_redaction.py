@@ -125,7 +125,11 @@ def detect_secrets_redactor() -> Redactor:
 
 
 def redactors() -> dict[str, Redactor]:
-    from codex_memories.redact import redact_secrets
+    from codex_memories.redact import prepare_screen, redact_secrets
+
+    # Bulk mode, as phase 1's transcript worker runs it: the Hyperscan screen answers from the
+    # first item (a process that redacts little never builds it; section 4 measures that case).
+    prepare_screen()
 
     return {"codex": codex_redact, "before": load_before(), "detect-secrets": detect_secrets_redactor(), "now": redact_secrets}
 
