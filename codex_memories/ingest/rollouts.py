@@ -246,8 +246,16 @@ def thread_id_from_filename(path: Path | str) -> str | None:
     return match.group(1).lower() if match else None
 
 
+# A file read line by line from start to end gets a buffer this large: with the default (8 KiB)
+# the reads of 100 MB of rollouts cost 0.14-0.20 s of CPU, with 1 MiB 0.02-0.03 s (readline
+# copies and joins one chunk per buffer fill). A file read at a few kept lines keeps the
+# default, since every seek and read would fill the whole buffer.
+_SEQUENTIAL_BUFFER_BYTES = 1 << 20
+
+
 @contextmanager
-def _open_rollout(path: Path) -> Iterator[BinaryIO]:
+def _open_rollout(path: Path, *, sequential: bool = True) -> Iterator[BinaryIO]:
+    buffer_bytes = _SEQUENTIAL_BUFFER_BYTES if sequential else io.DEFAULT_BUFFER_SIZE
     if path.name.endswith(".zst"):
         if zstandard is None:
             raise UnsupportedRolloutCompression(
@@ -255,10 +263,10 @@ def _open_rollout(path: Path) -> Iterator[BinaryIO]:
             )
         with path.open("rb") as raw:
             reader = zstandard.ZstdDecompressor().stream_reader(raw)
-            with io.BufferedReader(reader) as stream:
+            with io.BufferedReader(reader, buffer_size=buffer_bytes) as stream:
                 yield stream
         return
-    with path.open("rb") as stream:
+    with path.open("rb", buffering=buffer_bytes) as stream:
         yield stream
 
 
@@ -1005,12 +1013,9 @@ def build_memory_transcript(path: Path, *, token_budget: int, kept_lines: KeptLi
     """
     if token_budget < 1:
         raise ValueError("token_budget must be at least 1")
-    with _open_rollout(path) as stream:
-        if (
-            kept_lines is not None
-            and kept_lines.total_bytes > token_budget
-            and _file_identity(path, stream) == (kept_lines.size, kept_lines.mtime_ns)
-        ):
+    may_use_kept_lines = kept_lines is not None and kept_lines.total_bytes > token_budget
+    with _open_rollout(path, sequential=not may_use_kept_lines) as stream:
+        if may_use_kept_lines and _file_identity(path, stream) == (kept_lines.size, kept_lines.mtime_ns):
             try:
                 return _transcript_of_kept_lines(stream, token_budget, kept_lines)
             except _StaleKeptLines:
