@@ -23,6 +23,7 @@ def _screen_in_use():
     """Bulk mode, as phase 1's transcript worker sets it: the screen answers from the first text."""
     redact.prepare_screen()
 
+
 # Characters where Python and Hyperscan disagree, or where lower-casing is odd (İ grows, K is
 # the Kelvin sign, ſ folds to s), whitespace Python knows and PCRE may not, a lone surrogate
 # (no valid UTF-8), and characters that are safe but not ASCII.
