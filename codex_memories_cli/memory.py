@@ -224,6 +224,7 @@ def forget(
         _say(f"nothing to forget: thread {thread} has no memory and is already disabled")
         return
     _say(f"forgot thread {thread}: {_removed(actions[0].removed)}; its files leave the memory folder at the next phase 2")
+    _say_team_files(actions)
 
 
 def _forget_selectively(
@@ -240,13 +241,14 @@ def _forget_selectively(
     _, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
     store = open_store(config.settings.resolved_db_url)
     verb = "would forget" if dry_run else "forgot"
+    actions: list[ForgetAction] = []
     try:
         if project is not None:
             target = selective.resolve_project(project)
             listed = selective.plan_project_forget(store, target).describe()
             what = f"project {target.key}"
             if not dry_run:
-                record_actions(store, selective.forget_project(store, target, reason="project forgotten with `codex-memories forget --project`"))
+                actions = record_actions(store, selective.forget_project(store, target, reason="project forgotten with `codex-memories forget --project`"))
         else:
             assert match is not None
             root = open_configured_root(config)
@@ -254,7 +256,7 @@ def _forget_selectively(
             listed = selective.plan_match_forget(store, root, text).describe()
             what = f"the memory lines holding {selective.shown_match_text(text)!r}"
             if not dry_run:
-                record_actions(store, selective.forget_match(store, root, text, reason="lines forgotten with `codex-memories forget --match`"))
+                actions = record_actions(store, selective.forget_match(store, root, text, reason="lines forgotten with `codex-memories forget --match`"))
     except (selective.SelectiveForgetError, ResetRefused) as error:
         _fail(str(error))
     if not listed:
@@ -264,6 +266,8 @@ def _forget_selectively(
     for line in listed:
         _say(f"  {line}")
     if not dry_run:
+        # The listing above was the plan; a team file that could not be rewritten says so here.
+        _say_team_files(actions, errors_only=True)
         _say("audited in forget_audit; the next phase 2 consolidates without them")
 
 
@@ -282,6 +286,7 @@ def disable(
         _say(f"thread {thread} is already disabled")
         return
     _say(f"disabled thread {thread}: {_removed(actions[0].removed)}")
+    _say_team_files(actions)
 
 
 def _forget_one_thread(
@@ -326,7 +331,20 @@ def reset(
     except ResetRefused as error:
         _fail(str(error))
     _say(f"reset: deleted {_removed(action.removed)}; threads are kept and will be extracted again")
+    _say_team_files([action])
 
 
 def _removed(removed: dict[str, object]) -> str:
-    return ", ".join(f"{key}={value}" for key, value in removed.items())
+    from codex_memories.forget.team_files import TEAM_FILES_FACT
+
+    return ", ".join(f"{key}={value}" for key, value in removed.items() if key != TEAM_FILES_FACT)
+
+
+def _say_team_files(actions: list[ForgetAction], *, errors_only: bool = False) -> None:
+    """One line per exported team memory file the forget rewrote (or could not)."""
+    from codex_memories.forget.team_files import TEAM_FILES_FACT, describe_pruned
+
+    for action in actions:
+        for fact in action.removed.get(TEAM_FILES_FACT, []):
+            if not errors_only or "error" in fact:
+                _say(f"  {describe_pruned(fact)}")

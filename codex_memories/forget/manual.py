@@ -12,7 +12,8 @@ Contract:
   while a consolidation holds its lease.
 - `reset_memories(store, root)`: deletes every stage-1 output and memory job (threads and their
   memory modes stay, so everything is extracted again) and everything inside the memory root,
-  `.git` included; returns the one `ForgetAction` describing it. The DB goes first: a failure
+  `.git` included, and prunes the exported team memory files of every project a thread ran in
+  (`forget.team_files`); returns the one `ForgetAction` describing it. The DB goes first: a failure
   half way leaves files that the next phase 2 reconciles against an empty selection.
   Idempotent in effect: a second reset deletes nothing more (it still describes itself).
 - `clear_memory_root(root)`: the file side of the reset.
@@ -30,6 +31,7 @@ from pathlib import Path
 from codex_memories import paths
 from codex_memories.consolidate.workspace import Change
 from codex_memories.forget.audit import ForgetAction
+from codex_memories.forget.team_files import TeamFiles
 from codex_memories.state.records import GLOBAL_JOB_KEY, ForgetRoute, JobKind, JobRecord, JobStatus
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import MemoryRoot
@@ -82,11 +84,13 @@ class ResetPlan:
     rows: dict[str, int]
     memory_files: int
     has_git_baseline: bool
+    team: TeamFiles = TeamFiles()  # the exported team memory files, read before
 
     def describe(self) -> str:
         rows = ", ".join(f"{count} {name}" for name, count in self.rows.items())
         baseline = " and the git baseline" if self.has_git_baseline else ""
-        return f"state DB rows: {rows}; memory folder {self.memory_root}: {self.memory_files} file(s){baseline}"
+        team = "".join(f"; {line}" for line in self.team.planned(whole_project=True))
+        return f"state DB rows: {rows}; memory folder {self.memory_root}: {self.memory_files} file(s){baseline}{team}"
 
 
 def plan_reset(store: MemoryStore, root: MemoryRoot) -> ResetPlan:
@@ -99,7 +103,10 @@ def plan_reset(store: MemoryStore, root: MemoryRoot) -> ResetPlan:
     exists = root.is_dir(None)
     memory_files = len(root.file_sizes(exclude_internal=True)) if exists else 0
     has_baseline = exists and (root.exists(paths.GIT_DIR) or root.exists(paths.WORKSPACE_STATE_DIR))
-    return ResetPlan(memory_root=root.url, rows=rows, memory_files=memory_files, has_git_baseline=has_baseline)
+    return ResetPlan(
+        memory_root=root.url, rows=rows, memory_files=memory_files, has_git_baseline=has_baseline,
+        team=TeamFiles.before(store, store.thread_cwds()),
+    )
 
 
 def refuse_while_consolidating(store: MemoryStore, what: str, job: JobRecord | None = None) -> None:
@@ -120,7 +127,7 @@ def reset_memories(store: MemoryStore, root: MemoryRoot, *, reason: str = "reset
             route=ForgetRoute.manual_reset,
             target=root.url,
             reason=reason,
-            removed={"rows": rows, "memory_files": files, "git_baseline": plan.has_git_baseline},
+            removed=plan.team.record(store, {"rows": rows, "memory_files": files, "git_baseline": plan.has_git_baseline}),
         )
     ]
 

@@ -10,7 +10,8 @@ Route `project_deletion` (target: the project key):
   extract it again; phase 2 is enqueued when a selected memory went) and returns one
   `ForgetAction` whose `removed["threads"]` is the plan's list. The next phase 2 deletes the
   rollout summaries and raw-memory sections of those threads and the consolidator removes what
-  only they supported (spec 6). The repository's team memory file is not touched: export again.
+  only they supported (spec 6). The project's exported team memory file loses the lines those
+  threads gave it (`forget.team_files`).
 
 Route `text_match` (target: the text, redacted when it looks secret):
 - `check_match_text(text)`: the text must be one line of at least `MIN_MATCH_CHARACTERS`
@@ -25,7 +26,8 @@ Route `text_match` (target: the text, redacted when it looks secret):
   writes; a note left blank is deleted), then invalidates the sync record so the next phase 2
   re-renders its inputs, and rebuilds the recall index of a local root (it held the lines).
   Returns one `ForgetAction`; its `removed` is the plan (paths, line numbers, counts: never the
-  forgotten text). The next phase 2 sees the edited `MEMORY.md`/summary as a user edit (taken as
+  forgotten text), plus what it removed from exported team memory files (`forget.team_files`:
+  every generated line holding the text, in any project's file on this machine). The next phase 2 sees the edited `MEMORY.md`/summary as a user edit (taken as
   authoritative) and its inputs without the lines, so the lines do not come back.
 
 Plan and action are built by one function (`_match_removed` / `_project_removed`), so a dry run
@@ -38,13 +40,14 @@ is still there); forget it by thread or project to keep it out for good.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from codex_memories import paths
 from codex_memories.forget.audit import ForgetAction
 from codex_memories.forget.manual import refuse_while_consolidating
+from codex_memories.forget.team_files import TEAM_FILES_FACT, TeamFiles
 from codex_memories.forget.threads import forget_thread
 from codex_memories.redact import find_secret_kinds, redact_secrets
 from codex_memories.scopes import project_folder, project_key_for_directory
@@ -87,6 +90,7 @@ def resolve_project(target: str) -> ProjectTarget:
 class ProjectForgetPlan:
     target: ProjectTarget
     threads: list[dict[str, Any]]  # one entry per thread whose memory state changes
+    team_files: list[str] = field(default_factory=list)  # what the exported team files would lose
 
     def describe(self) -> list[str]:
         return [
@@ -94,12 +98,14 @@ class ProjectForgetPlan:
             + ("stage-1 output " + (entry["rollout_slug"] or "(no slug)") if entry["stage1_output"] else "no stage-1 output")
             + f", memory mode {entry['memory_mode']}"
             for entry in self.threads
-        ]
+        ] + self.team_files
 
 
 def plan_project_forget(store: MemoryStore, target: ProjectTarget) -> ProjectForgetPlan:
     """What `forget_project` would change (see the module contract)."""
-    return ProjectForgetPlan(target=target, threads=_project_removed(store, target))
+    threads = _project_removed(store, target)
+    team = _project_team_files(store, target, threads) if threads else None
+    return ProjectForgetPlan(target=target, threads=threads, team_files=team.planned(whole_project=True) if team else [])
 
 
 def forget_project(store: MemoryStore, target: ProjectTarget, *, reason: str = "project forgotten on request") -> list[ForgetAction]:
@@ -107,16 +113,21 @@ def forget_project(store: MemoryStore, target: ProjectTarget, *, reason: str = "
     planned = _project_removed(store, target)
     if not planned:
         return []
+    team = _project_team_files(store, target, planned)
     for entry in planned:
-        forget_thread(store, entry["thread_id"], reason=reason)
+        forget_thread(store, entry["thread_id"], reason=reason, team_files=False)
     return [
         ForgetAction(
             route=ForgetRoute.project_deletion,
             target=target.key,
             reason=reason,
-            removed={"folder": target.folder, "threads": planned},
+            removed=team.record(store, {"folder": target.folder, "threads": planned}),
         )
     ]
+
+
+def _project_team_files(store: MemoryStore, target: ProjectTarget, planned: list[dict[str, Any]]) -> TeamFiles:
+    return TeamFiles.before(store, [target.folder, *(entry["cwd"] for entry in planned)])
 
 
 def _project_removed(store: MemoryStore, target: ProjectTarget) -> list[dict[str, Any]]:
@@ -172,9 +183,12 @@ class MatchForgetPlan:
     text: str
     files: dict[str, tuple[int, ...]]  # memory-folder path -> 1-based line numbers holding the text
     outputs: list[OutputLines]
+    team: TeamFiles = field(default_factory=TeamFiles)  # the exported team files, read before
+    team_files: list[str] = field(default_factory=list)  # what they would lose
 
     @property
     def empty(self) -> bool:
+        """Nothing in the memory folder or the stage-1 outputs holds the text."""
         return not self.files and not self.outputs
 
     def removed(self) -> dict[str, Any]:
@@ -189,7 +203,7 @@ class MatchForgetPlan:
             if hit.rollout_summary_lines:
                 parts.append(f"rollout_summary {len(hit.rollout_summary_lines)} line(s)")
             lines.append(f"stage-1 output of thread {hit.output.thread_id}: {', '.join(parts)}")
-        return lines
+        return lines + self.team_files
 
 
 def plan_match_forget(store: MemoryStore, root: MemoryRoot, text: str) -> MatchForgetPlan:
@@ -207,7 +221,9 @@ def plan_match_forget(store: MemoryStore, root: MemoryRoot, text: str) -> MatchF
         summary = _matching_lines(output.rollout_summary, needle)
         if raw or summary:
             outputs.append(OutputLines(output, raw, summary))
-    return MatchForgetPlan(text=text, files=files, outputs=outputs)
+    # Every project's file: a teammate's exported line can hold the text where no output here does.
+    team = TeamFiles.before(store, store.thread_cwds(), text=text)
+    return MatchForgetPlan(text=text, files=files, outputs=outputs, team=team, team_files=team.planned())
 
 
 def forget_match(store: MemoryStore, root: MemoryRoot, text: str, *, reason: str = "memory lines forgotten on request") -> list[ForgetAction]:
@@ -215,7 +231,7 @@ def forget_match(store: MemoryStore, root: MemoryRoot, text: str, *, reason: str
     text = check_match_text(text)
     refuse_while_consolidating(store, "forget")
     plan = plan_match_forget(store, root, text)
-    if plan.empty:
+    if plan.empty and not plan.team_files:
         return []
     needle = text.casefold()
     # 1. The stage-1 outputs: what the next phase-2 sync renders raw_memories.md and the rollout
@@ -230,9 +246,13 @@ def forget_match(store: MemoryStore, root: MemoryRoot, text: str, *, reason: str
         else:
             root.write_text(path, kept)
     # 3. The next phase 2 must render its inputs again, and the local recall index held the lines.
-    root.delete(_SYNCED_INPUTS_PATH, missing_ok=True)
-    _refresh_recall_index(root)
-    return [ForgetAction(route=ForgetRoute.text_match, target=shown_match_text(text), reason=reason, removed=plan.removed())]
+    if not plan.empty:
+        root.delete(_SYNCED_INPUTS_PATH, missing_ok=True)
+        _refresh_recall_index(root)
+    removed = plan.team.record(store, plan.removed())
+    if plan.empty and TEAM_FILES_FACT not in removed:
+        return []
+    return [ForgetAction(route=ForgetRoute.text_match, target=shown_match_text(text), reason=reason, removed=removed)]
 
 
 def memory_line_files(root: MemoryRoot) -> list[str]:

@@ -18,7 +18,8 @@ Route 5, pollution / disabling:
 Inputs: an open `MemoryStore` and thread ids; the on-request functions raise `UnknownThread` for
 an id the state DB has never seen. Outputs: the `ForgetAction`s to record, one per thread that
 changed; an empty list when nothing changed. Side effects: the DB changes above (the store
-enqueues phase 2 when a selected memory goes, so the next sync deletes its files); no audit row
+enqueues phase 2 when a selected memory goes, so the next sync deletes its files); the on-request
+functions also prune the project's exported team memory file (`forget.team_files`); no audit row
 (the caller records the actions with `audit.record_actions`) and no memory-folder file.
 Idempotent: forgetting what is already forgotten changes nothing and returns nothing.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from codex_memories.forget.audit import ForgetAction
+from codex_memories.forget.team_files import TeamFiles
 from codex_memories.state.records import ForgetRoute, MemoryMode, Stage1Output, ThreadRecord
 from codex_memories.state.store import MemoryStore
 
@@ -59,9 +61,15 @@ def forget_deleted_threads(store: MemoryStore) -> list[ForgetAction]:
     return actions
 
 
-def forget_thread(store: MemoryStore, thread_id: str, *, reason: str = "forgotten on request") -> list[ForgetAction]:
-    """Delete one thread's memory and keep it from coming back (memory mode `disabled`)."""
+def forget_thread(
+    store: MemoryStore, thread_id: str, *, reason: str = "forgotten on request", team_files: bool = True
+) -> list[ForgetAction]:
+    """Delete one thread's memory and keep it from coming back (memory mode `disabled`).
+
+    `team_files`: also prune the project's exported team file (`forget.team_files`); a caller
+    that forgets many threads at once prunes once itself."""
     thread = _require_thread(store, thread_id)
+    team = TeamFiles.before(store, [thread.cwd] if team_files else [])
     output = store.get_stage1_output(thread_id)
     memory_deleted = store.delete_thread_memory(thread_id)
     mode_changed = store.set_thread_memory_mode(thread_id, MemoryMode.disabled)
@@ -72,7 +80,7 @@ def forget_thread(store: MemoryStore, thread_id: str, *, reason: str = "forgotte
         removed = _output_facts(output)
     if mode_changed:
         removed["memory_mode"] = f"{thread.memory_mode.value} -> {MemoryMode.disabled.value}"
-    return [ForgetAction(route=ForgetRoute.thread_deletion, target=thread_id, reason=reason, removed=removed)]
+    return [ForgetAction(route=ForgetRoute.thread_deletion, target=thread_id, reason=reason, removed=team.record(store, removed))]
 
 
 # ---- route 5: pollution and disabling ----------------------------------------------------
@@ -81,6 +89,7 @@ def forget_thread(store: MemoryStore, thread_id: str, *, reason: str = "forgotte
 def disable_thread(store: MemoryStore, thread_id: str, *, reason: str = "memory disabled on request") -> list[ForgetAction]:
     """Memory mode `disabled`; nothing when the thread already was."""
     thread = _require_thread(store, thread_id)
+    team = TeamFiles.before(store, [thread.cwd])
     output = store.get_stage1_output(thread_id)
     if not store.set_thread_memory_mode(thread_id, MemoryMode.disabled):
         return []
@@ -89,7 +98,7 @@ def disable_thread(store: MemoryStore, thread_id: str, *, reason: str = "memory 
             route=ForgetRoute.disabled,
             target=thread_id,
             reason=reason,
-            removed=_mode_facts(thread.memory_mode, MemoryMode.disabled, output),
+            removed=team.record(store, _mode_facts(thread.memory_mode, MemoryMode.disabled, output)),
         )
     ]
 
@@ -97,6 +106,7 @@ def disable_thread(store: MemoryStore, thread_id: str, *, reason: str = "memory 
 def pollute_thread(store: MemoryStore, thread_id: str, *, reason: str = "marked polluted on request") -> list[ForgetAction]:
     """Memory mode `polluted` (the thread used external context); nothing when it already was."""
     thread = _require_thread(store, thread_id)
+    team = TeamFiles.before(store, [thread.cwd])
     output = store.get_stage1_output(thread_id)
     if not store.mark_thread_memory_mode_polluted(thread_id):
         return []
@@ -105,7 +115,7 @@ def pollute_thread(store: MemoryStore, thread_id: str, *, reason: str = "marked 
             route=ForgetRoute.pollution,
             target=thread_id,
             reason=reason,
-            removed=_mode_facts(thread.memory_mode, MemoryMode.polluted, output),
+            removed=team.record(store, _mode_facts(thread.memory_mode, MemoryMode.polluted, output)),
         )
     ]
 

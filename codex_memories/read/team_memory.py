@@ -44,12 +44,22 @@ trailing punctuation; articles are skipped. It catches "use requests" against "n
 requests", "use pip, not uv" against "always use uv"; it misses paraphrases ("HTTP calls go
 through httpx"), synonyms and conflicts that are not about one named thing.
 
-Side effects: `export_team_memory` writes one file in the repository; nothing else writes.
+A forget on request reaches the file too (`codex_memories.forget.team_files`):
+- `exported_team_files(store, cwds)`: the team files of the projects of these working directories
+  that exist on this machine, each with the lines the store gives it before the forget.
+- `prune_team_file(store, exported, text=None)`: afterwards, removes the generated lines the store
+  no longer gives (and, with `text`, every generated line holding it), re-rendered like an export
+  with the team notes kept; lines this machine never gave the file stay.
+  `planned_team_file_removal` is its dry run.
+
+Side effects: `export_team_memory` and `prune_team_file` write one file in the repository;
+nothing else writes.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -189,7 +199,7 @@ def render_team_memory(memories: ProjectMemories, team_notes: str = "") -> str:
         "> user-level memories and other projects' memories left out). Memory is history, not policy:",
         "> `AGENTS.md` takes precedence, and a line here that contradicts it is dropped when a session",
         "> starts. Review and commit it like code. Export rewrites everything above `## Team notes`; to",
-        "> drop a generated line for good, run `codex-memories forget --match TEXT`, then export again.",
+        "> drop a generated line for good, run `codex-memories forget --match TEXT` (it edits this file too).",
         "",
         (
             f"Exported from {memories.memories_used} memor{'y' if memories.memories_used == 1 else 'ies'}"
@@ -239,6 +249,139 @@ def export_team_memory(store: MemoryStore, directory: str | Path) -> ExportResul
     repository.makedirs(str(Path(paths.TEAM_MEMORY_FILE).parent))
     changed = repository.write_if_changed(paths.TEAM_MEMORY_FILE, text.encode("utf-8"), executable=False)
     return ExportResult(path=folder / paths.TEAM_MEMORY_FILE, changed=changed, memories=memories)
+
+
+# ---- a forget reaches an exported file -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExportedTeamFile:
+    """A project's team memory file on this machine, with the lines this store's memories give
+    it, read before a forget (`exported_team_files`). `prune_team_file` then removes the lines
+    the forget took away and no others: a line a teammate's export added, one the team edited,
+    and the team's own notes stay."""
+
+    folder: Path
+    key: str
+    lines: frozenset[str]  # casefolded, as `collect_project_memories` gives them
+    memories_used: int
+
+    @property
+    def path(self) -> Path:
+        return self.folder / paths.TEAM_MEMORY_FILE
+
+
+@dataclass(frozen=True)
+class PrunedTeamFile:
+    path: str
+    lines_removed: int
+    # Lines under `## Team notes` that hold the forgotten text: the team's own words, left alone.
+    team_notes_holding_text: int = 0
+
+    def facts(self) -> dict[str, object]:
+        return {"path": self.path, "lines_removed": self.lines_removed, "team_notes_holding_text": self.team_notes_holding_text}
+
+
+def exported_team_files(store: MemoryStore, cwds: Iterable[str | None]) -> list[ExportedTeamFile]:
+    """The team memory files of the projects these working directories belong to (those on this
+    machine that have one), each with the lines the store gives it now."""
+    found: dict[Path, ExportedTeamFile] = {}
+    for cwd in dict.fromkeys(cwds):
+        if not cwd or not Path(cwd).is_dir():
+            continue
+        folder = project_folder(cwd)
+        if folder in found or not (folder / paths.TEAM_MEMORY_FILE).is_file():
+            continue
+        key = project_key_for_directory(folder)
+        if key is None:
+            continue
+        memories = collect_project_memories(store, key, str(folder))
+        found[folder] = ExportedTeamFile(folder, key, _casefolded_lines(memories), memories.memories_used)
+    return list(found.values())
+
+
+def prune_team_file(store: MemoryStore, exported: ExportedTeamFile, *, text: str | None = None) -> PrunedTeamFile | None:
+    """Remove from `exported`'s file the generated lines the store no longer gives it, and, with
+    `text` (a `forget --match`), every generated line holding `text`; None when nothing changed
+    and the team notes do not hold `text`. Written like an export (atomically, kept notes)."""
+    after = collect_project_memories(store, exported.key, str(exported.folder))
+    forgotten = exported.lines - _casefolded_lines(after)
+    if not forgotten and text is None:
+        return None
+    repository = SandboxedFolder(exported.folder)
+    try:
+        previous = repository.read_bytes(paths.TEAM_MEMORY_FILE).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    notes = existing_team_notes(previous)
+    notes_hits = _notes_holding(notes, text)
+    sections, removed = _generated_sections(previous, forgotten, text.casefold() if text else None)
+    if removed:
+        memories = ProjectMemories(
+            key=exported.key,
+            sections=sections,
+            memories_used=max(0, _exported_from(previous) - (exported.memories_used - after.memories_used)),
+            user_level_left_out=0,
+        )
+        repository.write_if_changed(paths.TEAM_MEMORY_FILE, render_team_memory(memories, notes).encode("utf-8"), executable=False)
+    if not removed and not notes_hits:
+        return None
+    return PrunedTeamFile(str(exported.path), removed, notes_hits)
+
+
+def planned_team_file_removal(exported: ExportedTeamFile, *, forgotten: frozenset[str] = frozenset(), text: str | None = None) -> PrunedTeamFile | None:
+    """What `prune_team_file` would remove when the store stops giving `forgotten` (casefolded
+    lines) and, with `text`, every generated line holding it; reads only (a dry run)."""
+    try:
+        previous = SandboxedFolder(exported.folder).read_bytes(paths.TEAM_MEMORY_FILE).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    _, removed = _generated_sections(previous, forgotten, text.casefold() if text else None)
+    notes_hits = _notes_holding(existing_team_notes(previous), text)
+    return PrunedTeamFile(str(exported.path), removed, notes_hits) if removed or notes_hits else None
+
+
+def _notes_holding(notes: str, text: str | None) -> int:
+    return sum(text.casefold() in line.casefold() for line in notes.splitlines()) if text else 0
+
+
+def _casefolded_lines(memories: ProjectMemories) -> frozenset[str]:
+    return frozenset(line.casefold() for lines in memories.sections.values() for line in lines)
+
+
+_EXPORTED_FROM = re.compile(r"^Exported from (?P<count>\d+) memor(?:y|ies)\b")
+
+
+def _exported_from(text: str) -> int:
+    for line in text.splitlines():
+        match = _EXPORTED_FROM.match(line.strip())
+        if match:
+            return int(match.group("count"))
+    return 0
+
+
+def _generated_sections(text: str, forgotten: frozenset[str], needle: str | None) -> tuple[dict[str, list[str]], int]:
+    """(heading -> generated lines kept, lines removed) of a team memory file: the bullets above
+    `## Team notes`, without those in `forgotten` (casefolded) or holding `needle`."""
+    sections: dict[str, list[str]] = {}
+    heading: str | None = None
+    removed = 0
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped == TEAM_NOTES_HEADING:
+            break
+        if stripped.startswith("## "):
+            heading = stripped[3:].strip()
+            sections.setdefault(heading, [])
+            continue
+        if heading is None or not stripped.startswith("- "):
+            continue
+        bullet = " ".join(stripped[2:].split())
+        if bullet.casefold() in forgotten or (needle is not None and needle in bullet.casefold()):
+            removed += 1
+        else:
+            sections[heading].append(bullet)
+    return {name: lines for name, lines in sections.items() if lines}, removed
 
 
 # ---- the contradiction rule ---------------------------------------------------------------

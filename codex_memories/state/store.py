@@ -1036,6 +1036,13 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ projects and selective forgetting
 
+    def thread_cwds(self) -> list[str]:
+        """Query behaviour: every distinct working directory a thread recorded, sorted (the
+        projects whose exported team files a `forget --match` or a reset may reach)."""
+        return self._read(
+            lambda conn: list(conn.execute(select(_threads.c.cwd).where(_threads.c.cwd.is_not(None)).distinct().order_by(_threads.c.cwd)).scalars())
+        )
+
     def threads_for_project(self, key: str, *, folder: str | None = None) -> list[ThreadRecord]:
         """Query behaviour (issue 15, a project's memories):
         - threads whose project key (`scopes.project_key` of their `git_origin_url` and `cwd`) is

@@ -93,3 +93,22 @@ def test_rebuild_refuses_an_object_store_root_before_starting_anything(tmp_path:
     result = MemoryHome(tmp_path).cli("rebuild", "--memory-root", "s3://bucket/memories")
     assert result.returncode == 1
     assert "rebuild needs a local memory folder; s3://bucket/memories is an object-store URL" in result.stderr
+
+
+def test_a_forget_edits_the_exported_team_file_and_says_so(home: MemoryHome, repository: Path) -> None:
+    remember(home.store, "thread-c", raw_memory="Preference signals:\n- run make lint before pushing (LYNX-55)\n", git_origin_url=APP, cwd=str(repository))
+    close_stores()
+    assert home.cli("export", "--project", str(repository)).returncode == 0
+    team_file = repository / paths.TEAM_MEMORY_FILE
+    assert "LYNX-55" in team_file.read_text(encoding="utf-8")
+
+    dry = home.cli("forget", "--match", "lynx-55", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert f"  team memory file {team_file}: 1 generated line(s) removed" in dry.stdout.splitlines()
+    assert "LYNX-55" in team_file.read_text(encoding="utf-8")  # a dry run changes nothing
+
+    real = home.cli("forget", "--match", "lynx-55")
+    assert real.returncode == 0, real.stderr
+    assert f"  team memory file {team_file}: 1 generated line(s) removed" in real.stdout.splitlines()
+    text = team_file.read_text(encoding="utf-8")
+    assert "LYNX-55" not in text and "ZEBRA-417" in text and "OTTER-902" in text
