@@ -124,3 +124,10 @@ def test_disabling_a_selected_thread_enqueues_phase2(store: MemoryStore):
     assert store.set_thread_memory_mode("a", MemoryMode.disabled)
 
     assert store.get_job(JobKind.consolidate_global, GLOBAL_JOB_KEY).status == "pending"
+
+
+def test_thread_cwds_are_the_distinct_recorded_directories_sorted(store):
+    store.upsert_threads([
+        make_thread("a", cwd="/w/site"), make_thread("b", cwd="/w/app"), make_thread("c", cwd="/w/app"), make_thread("d", cwd=None),
+    ])
+    assert store.thread_cwds() == ["/w/app", "/w/site"]
