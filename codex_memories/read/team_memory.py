@@ -380,7 +380,8 @@ def _generated_sections(text: str, forgotten: frozenset[str], needle: str | None
         if bullet.casefold() in forgotten or (needle is not None and needle in bullet.casefold()):
             removed += 1
         else:
-            sections[heading].append(bullet)
+            # Redacted like an export's lines: a line typed into the file is written back too.
+            sections[heading].append(redact_secrets(bullet))
     return {name: lines for name, lines in sections.items() if lines}, removed
 
 

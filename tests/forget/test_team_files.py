@@ -23,6 +23,7 @@ from codex_memories.read.team_memory import TEAM_NOTES_HEADING, export_team_memo
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import open_memory_root
 from tests.support.memory_home import remember as remember_thread
+from tests.support.secrets import SECRET_VALUES
 
 ORIGIN = "git@github.com:acme/app.git"
 OTHER_ORIGIN = "git@github.com:acme/site.git"
@@ -197,3 +198,14 @@ def test_threads_of_other_machines_or_without_a_team_file_change_nothing(store: 
     assert team_files.TEAM_FILES_FACT not in forget_thread(store, "t-gone")[0].removed
     assert team_files.TEAM_FILES_FACT not in forget_thread(store, "t-here")[0].removed  # never exported
     assert not (repository / paths.TEAM_MEMORY_FILE).exists()
+
+
+def test_a_line_typed_into_the_file_is_written_back_redacted(store: MemoryStore, exported: Path) -> None:
+    secret = SECRET_VALUES["github_pat"]
+    exported.write_text(
+        exported.read_text(encoding="utf-8").replace("- Use pnpm, not npm\n", f"- Use pnpm, not npm\n- CI reads the token {secret}\n"),
+        encoding="utf-8",
+    )
+    forget_thread(store, "t-make")
+    text = exported.read_text(encoding="utf-8")
+    assert secret not in text and "CI reads the token [REDACTED_SECRET]" in text
