@@ -444,7 +444,8 @@ def quarantine_injection_sources(
     actions: list[ForgetAction] = []
     for thread_id, refused in sorted(by_thread.items()):
         rules = ", ".join(sorted({finding.rule for finding in refused}))
-        actions += pollute_thread(store, thread_id, reason=QUARANTINE_REASON.format(count=len(refused), rules=rules))
+        # An automatic route: it writes nothing into the user's repositories (forget.team_files).
+        actions += pollute_thread(store, thread_id, reason=QUARANTINE_REASON.format(count=len(refused), rules=rules), team_files=False)
     record_actions(store, actions)
     quarantined = sorted(by_thread)
     places = ", ".join(sorted({f"{finding.path} [{finding.rule}]" for finding in findings}))

@@ -103,10 +103,15 @@ def disable_thread(store: MemoryStore, thread_id: str, *, reason: str = "memory 
     ]
 
 
-def pollute_thread(store: MemoryStore, thread_id: str, *, reason: str = "marked polluted on request") -> list[ForgetAction]:
-    """Memory mode `polluted` (the thread used external context); nothing when it already was."""
+def pollute_thread(
+    store: MemoryStore, thread_id: str, *, reason: str = "marked polluted on request", team_files: bool = True
+) -> list[ForgetAction]:
+    """Memory mode `polluted` (the thread used external context); nothing when it already was.
+
+    `team_files`: also prune the project's exported team file; phase 2's quarantine, which is
+    not a user's request, passes False (the SessionStart hook gates the file's lines itself)."""
     thread = _require_thread(store, thread_id)
-    team = TeamFiles.before(store, [thread.cwd])
+    team = TeamFiles.before(store, [thread.cwd] if team_files else [])
     output = store.get_stage1_output(thread_id)
     if not store.mark_thread_memory_mode_polluted(thread_id):
         return []

@@ -209,3 +209,10 @@ def test_a_line_typed_into_the_file_is_written_back_redacted(store: MemoryStore,
     forget_thread(store, "t-make")
     text = exported.read_text(encoding="utf-8")
     assert secret not in text and "CI reads the token [REDACTED_SECRET]" in text
+
+
+def test_phase_2s_quarantine_marks_the_thread_polluted_without_writing_into_the_repository(store: MemoryStore, exported: Path) -> None:
+    before = exported.read_bytes()
+    [action] = pollute_thread(store, "t-pnpm", reason="injection gate", team_files=False)  # as `quarantine_injection_sources` calls it
+    assert team_files.TEAM_FILES_FACT not in action.removed
+    assert exported.read_bytes() == before
