@@ -1,4 +1,16 @@
-"""Training pairs from the hand-written sets, with anything close to the benchmark removed."""
+"""Training pairs from the hand-written sets, with anything close to the benchmark removed.
+
+The sixth pass on the recall gate (benchmarks/README.md, "Recall"), tune split only. In order,
+from the repository root (work files in benchmarks/.work/trained_gate):
+
+    python3 benchmarks/recall_trained_gate/build_pairs.py
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall_trained_gate/dump_windows.py tune
+    # in a separate venv with torch==2.13.0 and transformers==4.57.1:
+    EPOCHS=4 DIM=64 $TORCH_VENV/bin/python benchmarks/recall_trained_gate/train_late_interaction.py tune
+    TOP_FULL=3 LR=5e-5 HEAD_LR=1e-3 $TORCH_VENV/bin/python benchmarks/recall_trained_gate/train_cross_encoder.py \
+        benchmarks/.work/trained_gate/ce_top3.npz 8 4 tune
+    .venv/bin/python benchmarks/recall_trained_gate/evaluate.py benchmarks/.work/trained_gate/windows_tune_scored_li.json
+"""
 import os
 from pathlib import Path
 
