@@ -8,7 +8,8 @@ and the memory folder's contents), and the selective routes of issue 15: `projec
 and `text_match` (target: a text; every memory line holding it, in the folder and in the stage-1
 outputs; the report and the audit show it redacted when it looks secret). Each writes `forget_audit` rows; the run's artifact lists
 them. Every route here edits the exported team memory files of the projects it touches
-(`codex_memories.forget.team_files`; the audit row's `removed.team_files` says what changed). The memory folder itself changes at the next phase 2, which the store enqueues when a
+(`codex_memories.forget.team_files`; the audit row's `removed.team_files` says what changed).
+The memory folder itself changes at the next phase 2, which the store enqueues when a
 selected memory went. Orchestration only; `codex_memories.forget` decides. Parameters are
 settings overrides, none secret.
 """

@@ -25,7 +25,7 @@ Memory text is never edited here; the consolidator integrates notes and edits.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from codex_memories import paths
@@ -84,7 +84,7 @@ class ResetPlan:
     rows: dict[str, int]
     memory_files: int
     has_git_baseline: bool
-    team: TeamFiles = TeamFiles()  # the exported team memory files, read before
+    team: TeamFiles = field(default_factory=TeamFiles)  # the exported team memory files, read before
 
     def describe(self) -> str:
         rows = ", ".join(f"{count} {name}" for name, count in self.rows.items())

@@ -27,8 +27,9 @@ Route `text_match` (target: the text, redacted when it looks secret):
   re-renders its inputs, and rebuilds the recall index of a local root (it held the lines).
   Returns one `ForgetAction`; its `removed` is the plan (paths, line numbers, counts: never the
   forgotten text), plus what it removed from exported team memory files (`forget.team_files`:
-  every generated line holding the text, in any project's file on this machine). The next phase 2 sees the edited `MEMORY.md`/summary as a user edit (taken as
-  authoritative) and its inputs without the lines, so the lines do not come back.
+  every generated line holding the text, in any project's file on this machine). The next phase
+  2 sees the edited `MEMORY.md`/summary as a user edit (taken as authoritative) and its inputs
+  without the lines, so the lines do not come back.
 
 Plan and action are built by one function (`_match_removed` / `_project_removed`), so a dry run
 lists exactly what the real run removes. Nothing here writes an audit row (`audit.record_actions`).

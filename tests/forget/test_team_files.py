@@ -130,8 +130,10 @@ def test_forget_match_removes_every_generated_line_holding_the_text_in_every_pro
 
     plan = plan_match_forget(store, root, "SHIP")
     assert plan.team_files == [
-        f"team memory file {exported}: 2 generated line(s) removed; 1 line(s) under `## Team notes` still hold the text"
-        " (the team's own, left as written)",
+        (
+            f"team memory file {exported}: 2 generated line(s) removed; 1 line(s) under `## Team notes` still hold the text"
+            " (the team's own, left as written)"
+        ),
         f"team memory file {site_file}: 1 generated line(s) removed",
     ]
     [action] = record_actions(store, forget_match(store, root, "SHIP"))
