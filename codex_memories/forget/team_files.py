@@ -12,8 +12,9 @@ edited), and the `## Team notes` section, are never removed. A `forget --match` 
 generated line holding its text.
 
 Which files: those under the working directories of the touched threads (the repository root
-above each one that still exists on this machine); `forget --match` and a reset look at every
-thread's. The automatic routes (a vanished rollout, retention, expiry) change no repository file:
+above each one that still exists on this machine; `forget --match` and a reset look at every
+thread's), and every repository an export wrote into (`store.team_export_folders`: a second
+checkout, or one where no session ran). The automatic routes (a vanished rollout, retention, expiry) change no repository file:
 only an explicit request writes outside the memory folder.
 
 The outcome goes into the route's audit row, `removed["team_files"]`: per file its path, the lines

@@ -69,7 +69,7 @@ def forget_thread(
     `team_files`: also prune the project's exported team file (`forget.team_files`); a caller
     that forgets many threads at once prunes once itself."""
     thread = _require_thread(store, thread_id)
-    team = TeamFiles.before(store, [thread.cwd] if team_files else [])
+    team = TeamFiles.before(store, [thread.cwd]) if team_files else TeamFiles()
     output = store.get_stage1_output(thread_id)
     memory_deleted = store.delete_thread_memory(thread_id)
     mode_changed = store.set_thread_memory_mode(thread_id, MemoryMode.disabled)
@@ -111,7 +111,7 @@ def pollute_thread(
     `team_files`: also prune the project's exported team file; phase 2's quarantine, which is
     not a user's request, passes False (the SessionStart hook gates the file's lines itself)."""
     thread = _require_thread(store, thread_id)
-    team = TeamFiles.before(store, [thread.cwd] if team_files else [])
+    team = TeamFiles.before(store, [thread.cwd]) if team_files else TeamFiles()
     output = store.get_stage1_output(thread_id)
     if not store.mark_thread_memory_mode_polluted(thread_id):
         return []

@@ -46,7 +46,8 @@ through httpx"), synonyms and conflicts that are not about one named thing.
 
 A forget on request reaches the file too (`codex_memories.forget.team_files`):
 - `exported_team_files(store, cwds)`: the team files of the projects of these working directories
-  that exist on this machine, each with the lines the store gives it before the forget.
+  and of the folders `export_team_memory` recorded (`store.record_team_export`) that exist on
+  this machine, each with the lines the store gives it before the forget.
 - `prune_team_file(store, exported, text=None)`: afterwards, removes the generated lines the store
   no longer gives (and, with `text`, every generated line holding it), re-rendered like an export
   with the team notes kept; lines this machine never gave the file stay.
@@ -248,6 +249,7 @@ def export_team_memory(store: MemoryStore, directory: str | Path) -> ExportResul
     text = render_team_memory(memories, existing_team_notes(previous))
     repository.makedirs(str(Path(paths.TEAM_MEMORY_FILE).parent))
     changed = repository.write_if_changed(paths.TEAM_MEMORY_FILE, text.encode("utf-8"), executable=False)
+    store.record_team_export(str(folder), key)  # so a forget finds this checkout (forget.team_files)
     return ExportResult(path=folder / paths.TEAM_MEMORY_FILE, changed=changed, memories=memories)
 
 
@@ -283,10 +285,12 @@ class PrunedTeamFile:
 
 
 def exported_team_files(store: MemoryStore, cwds: Iterable[str | None]) -> list[ExportedTeamFile]:
-    """The team memory files of the projects these working directories belong to (those on this
-    machine that have one), each with the lines the store gives it now."""
+    """The team memory files of the projects these working directories belong to and of every
+    folder an export recorded (those on this machine that still have one), each with the lines
+    the store gives it now. A recorded file of an unrelated project loses nothing in a prune:
+    the forget took none of its lines."""
     found: dict[Path, ExportedTeamFile] = {}
-    for cwd in dict.fromkeys(cwds):
+    for cwd in dict.fromkeys([*cwds, *store.team_export_folders()]):
         if not cwd or not Path(cwd).is_dir():
             continue
         folder = project_folder(cwd)

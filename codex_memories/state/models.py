@@ -157,3 +157,14 @@ class Stage1ArrivedResultRow(Base):
     prompt_sha256: Mapped[str] = mapped_column(Text, nullable=False)
     result_json: Mapped[str] = mapped_column(Text, nullable=False)  # redacted ExtractionResult
     arrived_at: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class TeamExportRow(Base):
+    """A repository folder this store exported a team memory file into (0006_team_exports), so a
+    forget on request finds the file even where no session of the project ran."""
+
+    __tablename__ = "team_exports"
+
+    folder: Mapped[str] = mapped_column(Text, primary_key=True)
+    project_key: Mapped[str] = mapped_column(Text, nullable=False)
+    exported_at: Mapped[int] = mapped_column(BigInteger, nullable=False)

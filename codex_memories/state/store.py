@@ -55,6 +55,7 @@ from codex_memories.state.models import (
     JobRow,
     Stage1ArrivedResultRow,
     Stage1OutputRow,
+    TeamExportRow,
     ThreadRow,
 )
 from codex_memories.state.records import (
@@ -92,6 +93,7 @@ _jobs = JobRow.__table__
 _audit = ForgetAuditRow.__table__
 _harvest = CitationHarvestRow.__table__
 _arrived = Stage1ArrivedResultRow.__table__
+_team_exports = TeamExportRow.__table__
 
 # One advisory lock per job kind (PostgreSQL); taken in ascending key order.
 _ADVISORY_LOCK_KEYS = {JobKind.stage1: 7_302_143_001, JobKind.consolidate_global: 7_302_143_002}
@@ -1035,6 +1037,21 @@ class MemoryStore:
         return self._read(lambda conn: _read_exact(conn, chosen, _hydrated_outputs(outer=False), _output_record))
 
     # ------------------------------------------------------------------ projects and selective forgetting
+
+    def record_team_export(self, folder: str, project_key: str) -> None:
+        """Query behaviour: remember (or refresh) that a team memory file was exported into the
+        repository at `folder` for `project_key`."""
+        values = {"project_key": project_key, "exported_at": self._now()}
+
+        def run(conn: Connection) -> None:
+            statement = self._insert_for_upsert(_team_exports).values(folder=folder, **values)
+            conn.execute(statement.on_conflict_do_update(index_elements=[_team_exports.c.folder], set_=values))
+
+        self._write(run)
+
+    def team_export_folders(self) -> list[str]:
+        """Query behaviour: every repository folder a team memory file was exported into, sorted."""
+        return self._read(lambda conn: list(conn.execute(select(_team_exports.c.folder).order_by(_team_exports.c.folder)).scalars()))
 
     def thread_cwds(self) -> list[str]:
         """Query behaviour: every distinct working directory a thread recorded, sorted (the

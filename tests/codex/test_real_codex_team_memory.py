@@ -6,7 +6,8 @@ AGENTS.md; one is a fact); a third memory from another project. `codex-memories 
 our hooks; one `codex exec --dangerously-bypass-hook-trust` in a subfolder of the repository.
 The model server receives AGENTS.md as Codex sends it, and our SessionStart text as one developer
 message: the team memory, saying memory is history and AGENTS.md the rule, with the fact, without
-the contradicting line or the other project's memory.
+the contradicting line or the other project's memory. After `codex-memories forget --match`, the
+line is gone from the file and from what the next session's model request holds.
 """
 
 from __future__ import annotations
@@ -51,12 +52,16 @@ def remember(home: CodexHome, thread_id: str, origin: str, *bullets: str) -> Non
     close_stores()
 
 
-def export_as_a_user(home: CodexHome, project: Path) -> subprocess.CompletedProcess[str]:
-    """`codex-memories export --project DIR` with this Codex home (it takes no Codex binary)."""
+def as_a_user(home: CodexHome, *args: str) -> subprocess.CompletedProcess[str]:
+    """Our CLI with this Codex home, for the commands that take no Codex binary (`export`, `forget`)."""
     command = Path(sys.executable).with_name("codex-memories")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
     env["CODEX_HOME"] = str(home.path)
-    return subprocess.run([str(command), "export", "--project", str(project)], env=env, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run([str(command), *args], env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def export_as_a_user(home: CodexHome, project: Path) -> subprocess.CompletedProcess[str]:
+    return as_a_user(home, "export", "--project", str(project))
 
 
 @versions
@@ -99,3 +104,31 @@ def test_the_team_memory_reaches_the_session_after_agents_md_without_the_contrad
     assert not any("STORK-118" in text for _, text in messages)
     log = hook_log_path(codex_home.path).read_text(encoding="utf-8")
     assert "SessionStart injected_team_memory" in log and "failed_" not in log
+
+
+@versions
+def test_a_line_forgotten_after_the_export_no_longer_reaches_the_session(
+    codex_version: str, codex_home: CodexHome, codex_server: OpenAITestServer, codex_workdir: Path, pipeline_env: None
+) -> None:
+    kept = "run `make lint` before pushing (KITE-902)"
+    (codex_workdir / ".git").mkdir()
+    (codex_workdir / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:acme/app.git\n', encoding="utf-8")
+    remember(codex_home, "thread-app", "git@github.com:acme/app.git", FACT, kept)
+    assert export_as_a_user(codex_home, codex_workdir).returncode == 0
+    team_file = codex_workdir / paths.TEAM_MEMORY_FILE
+    assert "HERON-4410" in team_file.read_text(encoding="utf-8")
+    assert codex_memories(codex_home, "install").returncode == 0
+
+    forgot = as_a_user(codex_home, "forget", "--match", "heron-4410")
+    assert forgot.returncode == 0, forgot.stderr
+    assert f"  team memory file {team_file}: 1 generated line(s) removed" in forgot.stdout.splitlines()
+    assert "HERON-4410" not in team_file.read_text(encoding="utf-8")
+
+    codex_server.set_handler(with_pipeline_requests(text_reply("Run the linter.")))
+    codex_server.clear_requests()
+    result = run_codex_exec(codex_home, "What should I do before pushing?", cwd=codex_workdir, server=codex_server, extra_args=HOOK_BYPASS)
+    assert result.returncode == 0, result.stderr[-3000:]
+    [request] = user_turn_requests(codex_server)
+    messages = input_messages(request)
+    assert any("KITE-902" in text for role, text in messages if role == "developer")
+    assert not any("HERON-4410" in text for _, text in messages)

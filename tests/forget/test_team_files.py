@@ -218,3 +218,15 @@ def test_phase_2s_quarantine_marks_the_thread_polluted_without_writing_into_the_
     [action] = pollute_thread(store, "t-pnpm", reason="injection gate", team_files=False)  # as `quarantine_injection_sources` calls it
     assert team_files.TEAM_FILES_FACT not in action.removed
     assert exported.read_bytes() == before
+
+
+def test_a_checkout_where_no_session_ran_is_found_from_its_export(store: MemoryStore, tmp_path: Path, exported: Path) -> None:
+    clone = make_repository(tmp_path / "second", "app", ORIGIN)  # the same project, cloned elsewhere
+    clone_file = export_team_memory(store, clone).path
+    assert "Build with make ship" in generated_lines(clone_file)
+
+    [action] = forget_thread(store, "t-make")
+
+    assert "Build with make ship" not in generated_lines(clone_file)
+    assert "Build with make ship" not in generated_lines(exported)
+    assert sorted(fact["path"] for fact in action.removed[team_files.TEAM_FILES_FACT]) == sorted([str(exported), str(clone_file)])

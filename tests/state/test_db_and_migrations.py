@@ -86,7 +86,7 @@ def test_an_in_memory_sqlite_store_works_for_quick_experiments():
 def test_migrations_create_every_table_and_the_spec_indexes(store):
     inspector = inspect(store.engine)
     tables = set(inspector.get_table_names())
-    assert {"threads", "stage1_outputs", "jobs", "forget_audit", "citation_harvest"} <= tables
+    assert {"threads", "stage1_outputs", "jobs", "forget_audit", "citation_harvest", "team_exports"} <= tables
     assert VERSION_TABLE in tables
     job_indexes = {ix["name"]: ix["column_names"] for ix in inspector.get_indexes("jobs")}
     assert job_indexes["idx_jobs_kind_status_retry_lease"] == [

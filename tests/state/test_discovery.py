@@ -131,3 +131,10 @@ def test_thread_cwds_are_the_distinct_recorded_directories_sorted(store):
         make_thread("a", cwd="/w/site"), make_thread("b", cwd="/w/app"), make_thread("c", cwd="/w/app"), make_thread("d", cwd=None),
     ])
     assert store.thread_cwds() == ["/w/app", "/w/site"]
+
+
+def test_team_exports_are_recorded_once_per_folder(store, clock):
+    store.record_team_export("/w/app", "github.com/acme/app")
+    store.record_team_export("/w/app-clone", "github.com/acme/app")
+    store.record_team_export("/w/app", "github.com/acme/app")  # a second export refreshes the row
+    assert store.team_export_folders() == ["/w/app", "/w/app-clone"]
