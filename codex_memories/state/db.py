@@ -17,7 +17,9 @@ Contract:
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,27 @@ def is_transient_lock_error(exc: BaseException) -> bool:
     return "database is locked" in message or "database is busy" in message
 
 
+# Why: switching a file to WAL needs its exclusive lock, and while another connection holds the
+# write lock (a process migrating the fresh file) SQLite answers "database is locked" at once,
+# without its busy handler (it will not wait while holding a shared lock it would have to
+# upgrade). Seen in CI: one of four processes opening a fresh state DB together failed so.
+_WAL_RETRY_SECONDS = 0.05
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """`PRAGMA journal_mode = WAL`, retried until the busy timeout while the file is locked."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            message = str(error).lower()
+            if ("database is locked" not in message and "database is busy" not in message) or time.monotonic() >= deadline:
+                raise
+        time.sleep(_WAL_RETRY_SECONDS)
+
+
 def _is_in_memory(database: str) -> bool:
     return database in ("", ":memory:") or database.startswith("file::memory:")
 
@@ -105,7 +128,7 @@ def _create_sqlite_engine(url: URL) -> Engine:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
             if not in_memory:
-                cursor.execute("PRAGMA journal_mode = WAL")
+                _switch_to_wal(cursor)
                 cursor.execute("PRAGMA synchronous = NORMAL")
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:

@@ -130,3 +130,24 @@ def test_spec_defaults_apply_to_rows_written_by_other_programs(store):
         )
     output = store.get_stage1_output("t")
     assert (output.selected_for_phase2, output.usage_count, output.cwd) == (False, None, None)
+
+
+def test_a_connection_waits_for_a_writer_before_switching_a_fresh_file_to_wal(tmp_path: Path):
+    """SQLite refuses the WAL switch at once while another connection holds the write lock of a
+    file still in rollback-journal mode (a process migrating it); the engine retries instead."""
+    import sqlite3
+
+    path = tmp_path / "fresh.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # the write (RESERVED) lock, as a migrating process holds it
+    holder.execute("CREATE TABLE t (x)")
+    release = threading.Timer(0.5, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        engine = create_engine_for_url(f"sqlite:///{path}")
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        engine.dispose()
+    finally:
+        release.join()
+        holder.close()
