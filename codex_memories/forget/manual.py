@@ -89,7 +89,7 @@ class ResetPlan:
     def describe(self) -> str:
         rows = ", ".join(f"{count} {name}" for name, count in self.rows.items())
         baseline = " and the git baseline" if self.has_git_baseline else ""
-        team = "".join(f"; {line}" for line in self.team.planned(whole_project=True))
+        team = "".join(f"; {line}" for line in self.team.planned(everything=True))
         return f"state DB rows: {rows}; memory folder {self.memory_root}: {self.memory_files} file(s){baseline}{team}"
 
 

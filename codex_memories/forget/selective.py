@@ -106,7 +106,7 @@ def plan_project_forget(store: MemoryStore, target: ProjectTarget) -> ProjectFor
     """What `forget_project` would change (see the module contract)."""
     threads = _project_removed(store, target)
     team = _project_team_files(store, target, threads) if threads else None
-    return ProjectForgetPlan(target=target, threads=threads, team_files=team.planned(whole_project=True) if team else [])
+    return ProjectForgetPlan(target=target, threads=threads, team_files=team.planned(project_key=target.key) if team else [])
 
 
 def forget_project(store: MemoryStore, target: ProjectTarget, *, reason: str = "project forgotten on request") -> list[ForgetAction]:

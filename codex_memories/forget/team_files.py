@@ -14,8 +14,9 @@ generated line holding its text.
 Which files: those under the working directories of the touched threads (the repository root
 above each one that still exists on this machine; `forget --match` and a reset look at every
 thread's), and every repository an export wrote into (`store.team_export_folders`: a second
-checkout, or one where no session ran). The automatic routes (a vanished rollout, retention, expiry) change no repository file:
-only an explicit request writes outside the memory folder.
+checkout, or one where no session ran). The automatic routes (a vanished rollout, retention,
+expiry, phase 2's quarantine) change no repository file: only an explicit request writes
+outside the memory folder.
 
 The outcome goes into the route's audit row, `removed["team_files"]`: per file its path, the lines
 removed and the team-notes lines that still hold a forgotten text, or the error that kept the file
@@ -64,12 +65,15 @@ class TeamFiles:
                 facts.append(pruned.facts())
         return facts
 
-    def planned(self, *, whole_project: bool = False) -> list[str]:
+    def planned(self, *, project_key: str | None = None, everything: bool = False) -> list[str]:
         """A dry run's lines: what `prune` would remove when the forget takes every line this
-        store gives (`whole_project`) or, for `forget --match`, the lines holding the text."""
+        store gives the files of `project_key` (a project forget) or of every project (a reset),
+        and, for `forget --match`, the lines holding the text. Other projects' files, found
+        through their recorded exports, lose nothing."""
         described = []
         for exported in self.exported:
-            pruned = planned_team_file_removal(exported, forgotten=exported.lines if whole_project else frozenset(), text=self.text)
+            whole = everything or exported.key == project_key
+            pruned = planned_team_file_removal(exported, forgotten=exported.lines if whole else frozenset(), text=self.text)
             if pruned is not None:
                 described.append(describe_pruned(pruned.facts()))
         return described

@@ -230,3 +230,18 @@ def test_a_checkout_where_no_session_ran_is_found_from_its_export(store: MemoryS
     assert "Build with make ship" not in generated_lines(clone_file)
     assert "Build with make ship" not in generated_lines(exported)
     assert sorted(fact["path"] for fact in action.removed[team_files.TEAM_FILES_FACT]) == sorted([str(exported), str(clone_file)])
+
+
+def test_a_project_dry_run_lists_only_that_projects_team_file(store: MemoryStore, tmp_path: Path, repository: Path, exported: Path) -> None:
+    site = make_repository(tmp_path, "site", OTHER_ORIGIN)
+    remember_thread(store, "t-site", raw_memory=raw_memory("Publish with make docs"), cwd=str(site), git_origin_url=OTHER_ORIGIN)
+    site_file = export_team_memory(store, site).path
+
+    plan = plan_project_forget(store, ProjectTarget(key="github.com/acme/app", folder=str(repository)))
+
+    assert [line for line in plan.describe() if line.startswith("team memory file")] == [
+        f"team memory file {exported}: 3 generated line(s) removed",
+    ]
+    [action] = forget_project(store, ProjectTarget(key="github.com/acme/app", folder=str(repository)))
+    assert [fact["path"] for fact in action.removed[team_files.TEAM_FILES_FACT]] == [str(exported)]
+    assert generated_lines(site_file) == ["Publish with make docs"]
