@@ -215,6 +215,14 @@ def render_team_memory(memories: ProjectMemories, team_notes: str = "") -> str:
     return "\n".join([*header, *body, TEAM_NOTES_HEADING, "", notes, ""])
 
 
+def read_team_file(folder: Path) -> str | None:
+    """The text of the team memory file of the repository at `folder`; None when it has none."""
+    try:
+        return SandboxedFolder(folder).read_bytes(paths.TEAM_MEMORY_FILE).decode("utf-8")
+    except FileNotFoundError:
+        return None
+
+
 def existing_team_notes(text: str) -> str:
     """What the team wrote under `## Team notes` (empty when the heading is missing)."""
     lines = text.splitlines()
@@ -242,10 +250,7 @@ def export_team_memory(store: MemoryStore, directory: str | Path) -> ExportResul
         raise ValueError(f"{directory}: no project key (no git origin, repository root or folder)")
     memories = collect_project_memories(store, key, str(folder))
     repository = SandboxedFolder(folder)
-    try:
-        previous = repository.read_bytes(paths.TEAM_MEMORY_FILE).decode("utf-8")
-    except FileNotFoundError:
-        previous = ""
+    previous = read_team_file(folder) or ""
     text = render_team_memory(memories, existing_team_notes(previous))
     repository.makedirs(str(Path(paths.TEAM_MEMORY_FILE).parent))
     changed = repository.write_if_changed(paths.TEAM_MEMORY_FILE, text.encode("utf-8"), executable=False)
@@ -312,10 +317,8 @@ def prune_team_file(store: MemoryStore, exported: ExportedTeamFile, *, text: str
     forgotten = exported.lines - _casefolded_lines(after)
     if not forgotten and text is None:
         return None
-    repository = SandboxedFolder(exported.folder)
-    try:
-        previous = repository.read_bytes(paths.TEAM_MEMORY_FILE).decode("utf-8")
-    except FileNotFoundError:
+    previous = read_team_file(exported.folder)
+    if previous is None:
         return None
     notes = existing_team_notes(previous)
     notes_hits = _notes_holding(notes, text)
@@ -327,7 +330,8 @@ def prune_team_file(store: MemoryStore, exported: ExportedTeamFile, *, text: str
             memories_used=max(0, _exported_from(previous) - (exported.memories_used - after.memories_used)),
             user_level_left_out=0,
         )
-        repository.write_if_changed(paths.TEAM_MEMORY_FILE, render_team_memory(memories, notes).encode("utf-8"), executable=False)
+        rendered = render_team_memory(memories, notes).encode("utf-8")
+        SandboxedFolder(exported.folder).write_if_changed(paths.TEAM_MEMORY_FILE, rendered, executable=False)
     if not removed and not notes_hits:
         return None
     return PrunedTeamFile(str(exported.path), removed, notes_hits)
@@ -336,9 +340,8 @@ def prune_team_file(store: MemoryStore, exported: ExportedTeamFile, *, text: str
 def planned_team_file_removal(exported: ExportedTeamFile, *, forgotten: frozenset[str] = frozenset(), text: str | None = None) -> PrunedTeamFile | None:
     """What `prune_team_file` would remove when the store stops giving `forgotten` (casefolded
     lines) and, with `text`, every generated line holding it; reads only (a dry run)."""
-    try:
-        previous = SandboxedFolder(exported.folder).read_bytes(paths.TEAM_MEMORY_FILE).decode("utf-8")
-    except FileNotFoundError:
+    previous = read_team_file(exported.folder)
+    if previous is None:
         return None
     _, removed = _generated_sections(previous, forgotten, text.casefold() if text else None)
     notes_hits = _notes_holding(existing_team_notes(previous), text)
@@ -493,9 +496,8 @@ def team_memory_context(cwd: str | Path, budget_tokens: int) -> TeamMemoryContex
     """What a session in `cwd` gets from its repository's team memory (module contract)."""
     working = Path(cwd).expanduser().absolute()
     folder = project_folder(working)
-    try:
-        raw = SandboxedFolder(folder).read_bytes(paths.TEAM_MEMORY_FILE).decode("utf-8")
-    except FileNotFoundError:
+    raw = read_team_file(folder)
+    if raw is None:
         return None
     # Imported only for a repository that has team memory: every other session start skips them.
     from codex_memories.consolidate.injection_gate import GatedFile, find_injections

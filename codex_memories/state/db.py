@@ -78,7 +78,11 @@ def is_transient_lock_error(exc: BaseException) -> bool:
     sqlstate = getattr(exc.orig, "sqlstate", None)
     if sqlstate in _POSTGRES_RETRYABLE_SQLSTATES:
         return True
-    message = str(exc.orig).lower()
+    return _is_sqlite_lock_message(str(exc.orig))
+
+
+def _is_sqlite_lock_message(message: str) -> bool:
+    message = message.lower()
     return "database is locked" in message or "database is busy" in message
 
 
@@ -97,8 +101,7 @@ def _switch_to_wal(cursor: Any) -> None:
             cursor.execute("PRAGMA journal_mode = WAL")
             return
         except sqlite3.OperationalError as error:
-            message = str(error).lower()
-            if ("database is locked" not in message and "database is busy" not in message) or time.monotonic() >= deadline:
+            if not _is_sqlite_lock_message(str(error)) or time.monotonic() >= deadline:
                 raise
         time.sleep(_WAL_RETRY_SECONDS)
 
