@@ -59,7 +59,7 @@ class TeamFiles:
             try:
                 pruned = prune_team_file(store, exported, text=self.text)
             except (OSError, UnicodeDecodeError) as error:
-                facts.append({"path": str(exported.path), "error": f"{type(error).__name__}: {error}"})
+                facts.append(_unreadable(exported, error))
                 continue
             if pruned is not None:
                 facts.append(pruned.facts())
@@ -73,7 +73,11 @@ class TeamFiles:
         described = []
         for exported in self.exported:
             whole = everything or exported.key == project_key
-            pruned = planned_team_file_removal(exported, forgotten=exported.lines if whole else frozenset(), text=self.text)
+            try:
+                pruned = planned_team_file_removal(exported, forgotten=exported.lines if whole else frozenset(), text=self.text)
+            except (OSError, UnicodeDecodeError) as error:  # as `prune` reports it: the forget still runs
+                described.append(describe_pruned(_unreadable(exported, error)))
+                continue
             if pruned is not None:
                 described.append(describe_pruned(pruned.facts()))
         return described
@@ -84,6 +88,10 @@ class TeamFiles:
         if facts:
             removed[TEAM_FILES_FACT] = facts
         return removed
+
+
+def _unreadable(exported: ExportedTeamFile, error: Exception) -> dict[str, Any]:
+    return {"path": str(exported.path), "error": f"{type(error).__name__}: {error}"}
 
 
 def describe_pruned(fact: dict[str, Any]) -> str:

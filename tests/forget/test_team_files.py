@@ -245,3 +245,16 @@ def test_a_project_dry_run_lists_only_that_projects_team_file(store: MemoryStore
     [action] = forget_project(store, ProjectTarget(key="github.com/acme/app", folder=str(repository)))
     assert [fact["path"] for fact in action.removed[team_files.TEAM_FILES_FACT]] == [str(exported)]
     assert generated_lines(site_file) == ["Publish with make docs"]
+
+
+def test_a_team_file_that_is_not_utf8_is_named_and_the_match_forget_runs(store: MemoryStore, tmp_path: Path, exported: Path) -> None:
+    exported.write_bytes(exported.read_bytes() + b"\n- broken \xff\xfe bytes\n")
+    root = open_memory_root(str(tmp_path / "memories"))
+
+    plan = plan_match_forget(store, root, "pytest")
+    [line] = plan.team_files
+    assert line.startswith(f"team memory file {exported}: not rewritten (UnicodeDecodeError: ")
+    [action] = forget_match(store, root, "pytest")
+
+    assert store.stage1_outputs_containing("pytest") == []
+    assert action.removed[team_files.TEAM_FILES_FACT][0]["error"].startswith("UnicodeDecodeError:")
