@@ -108,21 +108,22 @@ def recall(
     import json
 
     from codex_memories.read.embedding import EmbedderUnavailable
-    from codex_memories.read.recall import RecallError, results_as_json
+    from codex_memories.read.recall import RecallError, checked_request, results_as_json
     from codex_memories.read.recall import recall as recall_memories
 
     _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
     root = _local_memory_root(config, "recall")
-    if not root.is_dir():
-        print(f"codex-memories: no memory folder at {root}: nothing to recall", file=sys.stderr)
-        results = []
-    else:
-        try:
+    try:
+        checked_request(query, limit)  # before the folder: a bad request is exit 2 even with none
+        if not root.is_dir():
+            print(f"codex-memories: no memory folder at {root}: nothing to recall", file=sys.stderr)
+            results = []
+        else:
             results = recall_memories(root, query, cwd=cwd if cwd is not None else str(Path.cwd()), limit=limit)
-        except RecallError as error:
-            _fail(str(error), EXIT_BAD_SETTING)
-        except EmbedderUnavailable as error:  # A broken install, not "no memories": say so, exit 1.
-            _fail(f"recall is unavailable: {error}")
+    except RecallError as error:
+        _fail(str(error), EXIT_BAD_SETTING)
+    except EmbedderUnavailable as error:  # A broken install, not "no memories": say so, exit 1.
+        _fail(f"recall is unavailable: {error}")
     if as_json:
         _say(json.dumps(results_as_json(results), ensure_ascii=False))
         return

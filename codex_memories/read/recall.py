@@ -188,9 +188,7 @@ def recall_scored(
     include_other_projects: bool = False,
 ) -> list[ScoredChunk]:
     """`recall` with the ranking details kept; only chunks that pass the relevance gate."""
-    query = clean_query(query)
-    if limit < 1:
-        raise InvalidLimit("limit must be at least 1")
+    query = checked_request(query, limit)
     # Loaded up front (once per process): a missing encoder must fail every query the same way,
     # not only those whose candidates reach the contextual feature.
     contextual.require()
@@ -287,6 +285,15 @@ def results_as_json(results: list[RecallResult]) -> dict[str, Any]:
             for result in results
         ]
     }
+
+
+def checked_request(query: str, limit: int) -> str:
+    """The query as searched, or `EmptyQuery` / `InvalidLimit`. A caller that may answer without
+    searching (no memory folder) checks first: a bad request is an error whatever the folder."""
+    query = clean_query(query)
+    if limit < 1:
+        raise InvalidLimit("limit must be at least 1")
+    return query
 
 
 def clean_query(query: str) -> str:

@@ -48,6 +48,30 @@ def test_recall_with_a_broken_encoder_install_is_a_one_line_error(home: MemoryHo
     assert_one_line_error(home.cli("recall", "--query", "how do I release to prod?"), "recall is unavailable", "tokenizer")
 
 
+@pytest.mark.parametrize("with_folder", [True, False], ids=["folder", "no-folder"])
+@pytest.mark.parametrize(("arguments", "message"), [
+    (("--query", "   "), "the query must not be empty"),
+    (("--query", ""), "the query must not be empty"),
+    (("--query", "how do I release to prod?", "--limit", "0"), "limit must be at least 1"),
+])
+def test_recall_refuses_a_bad_request_with_exit_2_whether_or_not_the_folder_exists(
+    home: MemoryHome, arguments: tuple[str, ...], message: str, with_folder: bool
+) -> None:
+    if with_folder:
+        write_memory_folder(home.memory_root)
+    result = home.cli("recall", *arguments)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [f"codex-memories: {message}"]
+
+
+def test_recall_without_a_memory_folder_is_an_empty_answer_and_one_line(home: MemoryHome) -> None:
+    result = home.cli("recall", "--query", "how do I release to prod?", "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == '{"results": []}'
+    assert result.stderr.strip().splitlines() == [f"codex-memories: no memory folder at {home.memory_root}: nothing to recall"]
+
+
 def notes_in(home: MemoryHome) -> list[Path]:
     return sorted((home.memory_root / paths.ad_hoc_notes_dir()).glob("*.md"))
 
