@@ -12,12 +12,12 @@
     - floor: only the work the issue itself asks of ingest, each part done once with the fastest
       code we have: `orjson.loads` of every line (a line must be parsed to know whether it is
       kept), `redact_secrets` of exactly the text the transcripts send, and one `count_tokens`
-      of each transcript text that is counted at all (one over the budget in bytes). No
+      of each transcript text that is counted at all (one longer in bytes than the budget). No
       discovery store, no sanitising, no serialising, no head/tail bookkeeping: what no
       implementation of the product can go below with this redactor and this tokenizer. The
       texts come from one product pass before the timed repetitions.
-    Both read the same files from the page cache (a warm-up pass reads everything first; the
-    order of product and baseline alternates between repetitions). Reported in MB/s of rollout
+    All three read the same files from the page cache (a warm-up pass reads everything first;
+    the order of the passes is reversed every other repetition). Reported in MB/s of rollout
     bytes (each pass counts the data once, although discovery and the transcript each read
     every file), and as the ratio product / baseline, by wall time and by this process's CPU
     time (`time.process_time`: on a shared machine other processes inflate wall time, and
@@ -389,14 +389,14 @@ def summarize(home: dict[str, Any], throughput: dict[str, Any], rss: dict[str, A
         f"{', '.join(f'{value:.2f}' for value in per_run_cpu_ratio)}). Goal ≥ 0.5: "
         f"{'met' if min(ratio[0], cpu_ratio) >= 0.5 else 'missed'}.",
     ]
-    floor = throughput["floor_cpu_seconds"]
-    floor_total = [sum(parts) for parts in zip(floor["parse"], floor["redact"], floor["count"], strict=True)]
+    floor_cpu = throughput["floor_cpu_seconds"]
+    floor_total = [sum(parts) for parts in zip(floor_cpu["parse"], floor_cpu["redact"], floor_cpu["count"], strict=True)]
     floor_ratio = median(plain_cpu) / median(floor_total)
     per_run_floor_ratio = [p / f for p, f in zip(plain_cpu, floor_total, strict=True)]
     floor_rows = [
-        ["`orjson.loads` of every line", spread(floor["parse"], unit=" s")],
-        [f"`redact_secrets` of the text sent ({throughput['sent_chars'] / 1e6:.1f} M characters)", spread(floor["redact"], unit=" s")],
-        [f"`count_tokens` of the texts counted ({throughput['counted_chars'] / 1e6:.1f} M characters)", spread(floor["count"], unit=" s")],
+        ["`orjson.loads` of every line", spread(floor_cpu["parse"], unit=" s")],
+        [f"`redact_secrets` of the text sent ({throughput['sent_chars'] / 1e6:.1f} M characters)", spread(floor_cpu["redact"], unit=" s")],
+        [f"`count_tokens` of the texts counted ({throughput['counted_chars'] / 1e6:.1f} M characters)", spread(floor_cpu["count"], unit=" s")],
         ["**floor: the three together**", spread(floor_total, unit=" s")],
         ["baseline (as above)", spread(plain_cpu, unit=" s")],
     ]
