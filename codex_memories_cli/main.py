@@ -382,7 +382,17 @@ app.add_typer(review_app)
 
 def main() -> None:
     try:
-        app()
+        # Not standalone: click's own handling prints a usage error as a framed box of several
+        # lines; a bad option here is one line and exit 2, like a bad setting. The program's
+        # name is fixed so that `python -m codex_memories_cli.main` names the same help.
+        code = app(prog_name="codex-memories", standalone_mode=False)
+    except _ClickException as error:
+        if type(error).__name__ != "NoArgsIsHelpError":  # that one printed the help when made
+            say_error(command_line_error(error))
+        sys.exit(error.exit_code)
+    except typer.Abort:
+        say_error("aborted")
+        sys.exit(EXIT_USER_ERROR)
     except SettingsError as error:
         say_error(str(error))
         sys.exit(EXIT_BAD_SETTING)
@@ -395,6 +405,21 @@ def main() -> None:
         from codex_memories.runtime import close_stores
 
         close_stores()
+    sys.exit(code if type(code) is int else 0)  # a command's `typer.Exit(code)`; 0 for what it returns
+
+
+# The base of click's parse errors, from the click typer runs on (typer 0.29 vendors its own).
+_ClickException: type[Exception] = next(cls for cls in typer.BadParameter.__mro__ if cls.__name__ == "ClickException")
+
+
+def command_line_error(error: Any) -> str:
+    """A parse error of the command line (unknown option, bad value, missing option, extra
+    argument) as one line, naming the help to read."""
+    message = " ".join(error.format_message().split())
+    context = getattr(error, "ctx", None)
+    if context is not None and context.command.get_help_option(context) is not None:
+        message += f" (see '{context.command_path} {context.help_option_names[0]}')"
+    return message
 
 
 if __name__ == "__main__":

@@ -144,3 +144,46 @@ def test_cli_bad_setting_is_one_line_and_exit_code_2(clean_environment: Path, tm
     assert "concurrency" in result.stderr and "1..64" in result.stderr
     assert "Traceback" not in result.stderr
     assert not db_file.exists()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragments"),
+    [
+        (["phase1", "--concurrency", "abc"], ["Invalid value for '--concurrency'", "'codex-memories phase1 --help'"]),
+        (["phase1", "--no-such-option"], ["No such option: --no-such-option", "'codex-memories phase1 --help'"]),
+        (["phase1", "stray"], ["unexpected extra argument", "'codex-memories phase1 --help'"]),
+        (["recall"], ["Missing option '--query'", "'codex-memories recall --help'"]),
+        (["no-such-command"], ["No such command 'no-such-command'", "'codex-memories --help'"]),
+    ],
+    ids=["bad-value", "unknown-option", "extra-argument", "missing-option", "unknown-command"],
+)
+def test_cli_command_line_error_is_one_line_and_exit_code_2(
+    clean_environment: Path, tmp_path: Path, arguments: list[str], fragments: list[str]
+) -> None:
+    """Click's own handling prints these as a framed box of several lines; ours, as one line."""
+    db_file = tmp_path / "state.sqlite"
+    result = subprocess.run(
+        [sys.executable, "-m", "codex_memories_cli.main", *arguments],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CODEX_HOME": str(clean_environment), "CODEX_MEMORIES_DB_URL": f"sqlite:///{db_file}"},
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("codex-memories: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+    assert not db_file.exists()
+
+
+def test_cli_help_and_no_arguments_still_print_the_help(clean_environment: Path) -> None:
+    environment = {**os.environ, "CODEX_HOME": str(clean_environment)}
+    for arguments, code in ((["--help"], 0), ([], 2)):
+        result = subprocess.run(
+            [sys.executable, "-m", "codex_memories_cli.main", *arguments], capture_output=True, text=True, env=environment, timeout=60
+        )
+        assert result.returncode == code, result.stderr
+        assert "Usage: codex-memories" in result.stdout and "phase1" in result.stdout
+        assert result.stderr == ""
