@@ -250,7 +250,7 @@ def serve(
     consolidation_model: ConsolidationModel = None,
     concurrency: Concurrency = None,
     config_file: ConfigFile = None,
-    port: Annotated[int, typer.Option("--port", help="Port of the Prefect server started when none is configured.")] = 4200,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port of the Prefect server started when none is configured.")] = 4200,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
 ) -> None:
     """The schedules of prefect.yaml on this machine: phase 1 hourly, phase 2 every 6 h, backfill and forget on demand.

@@ -154,8 +154,9 @@ def test_cli_bad_setting_is_one_line_and_exit_code_2(clean_environment: Path, tm
         (["phase1", "stray"], ["unexpected extra argument", "'codex-memories phase1 --help'"]),
         (["recall"], ["Missing option '--query'", "'codex-memories recall --help'"]),
         (["no-such-command"], ["No such command 'no-such-command'", "'codex-memories --help'"]),
+        (["serve", "--port", "99999"], ["Invalid value for '--port'", "65535", "'codex-memories serve --help'"]),
     ],
-    ids=["bad-value", "unknown-option", "extra-argument", "missing-option", "unknown-command"],
+    ids=["bad-value", "unknown-option", "extra-argument", "missing-option", "unknown-command", "port-out-of-range"],
 )
 def test_cli_command_line_error_is_one_line_and_exit_code_2(
     clean_environment: Path, tmp_path: Path, arguments: list[str], fragments: list[str]
