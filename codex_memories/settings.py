@@ -21,13 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -50,6 +51,14 @@ INTERACTIVE_SESSION_SOURCES: tuple[str, ...] = ("cli", "vscode", "atlas", "chatg
 
 class SettingsError(ValueError):
     """A bad setting: the message is one line naming the key and its allowed values."""
+
+
+# The state DB's backends (README, "Settings"): SQLite by default, PostgreSQL for teams, with any
+# driver SQLAlchemy knows for them. Anything else is a bad setting at load time, not a driver
+# import error or an unparsable URL in the middle of a run.
+_DB_URL = re.compile(r"^(?:sqlite|postgresql|postgres)(?:\+\w+)?://")
+# user:password@ in a URL, for error messages.
+_URL_PASSWORD = re.compile(r"(//[^:/@]*):[^@/]*@")
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,6 +222,13 @@ class Settings(BaseSettings):
         default=None,
         description="SQLAlchemy URL of the state DB; default sqlite:///$CODEX_HOME/codex-memories/state.sqlite.",
     )
+
+    @field_validator("db_url")
+    @classmethod
+    def _a_database_we_run_on(cls, value: str | None) -> str | None:
+        if value is not None and not _DB_URL.match(value):
+            raise ValueError("must be a SQLite (sqlite:///PATH) or PostgreSQL (postgresql+psycopg://...) URL")
+        return value
     memory_root: str | None = Field(
         default=None, description="Memory folder: a path or s3://bucket/prefix; default $CODEX_HOME/memories."
     )
@@ -498,7 +514,7 @@ def describe_validation_error(error: ValidationError) -> str:
         field = Settings.model_fields.get(str(problem["loc"][0])) if problem["loc"] else None
         allowed = _allowed_range(field) if field is not None else ""
         given = problem.get("input")
-        shown = "***" if key == "api_key" else repr(given)
+        shown = "***" if key == "api_key" else repr(_URL_PASSWORD.sub(r"\1:***@", given) if isinstance(given, str) else given)
         lines.append(f"invalid setting {key}={shown}: {problem['msg']}{allowed}")
     return "; ".join(lines)
 

@@ -399,7 +399,9 @@ def main() -> None:
     except Exception as error:  # noqa: BLE001 - one line for people; the traceback on request
         if os.environ.get("CODEX_MEMORIES_DEBUG"):
             raise
-        say_error(f"{type(error).__name__}: {error} (set CODEX_MEMORIES_DEBUG=1 for the traceback)")
+        # One line whatever the error says (a database driver's message spans three).
+        message = " ".join(str(error).split())
+        say_error(f"{type(error).__name__}: {message} (set CODEX_MEMORIES_DEBUG=1 for the traceback)")
         sys.exit(EXIT_USER_ERROR)
     finally:
         from codex_memories.runtime import close_stores

@@ -188,3 +188,41 @@ def test_cli_help_and_no_arguments_still_print_the_help(clean_environment: Path)
         assert result.returncode == code, result.stderr
         assert "Usage: codex-memories" in result.stdout and "phase1" in result.stdout
         assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "url", ["sqlite:///state.sqlite", "sqlite://", "sqlite+pysqlite:///x.sqlite", "postgresql://h/db", "postgres://h/db", "postgresql+psycopg://u:p@h:5432/db"]
+)
+def test_db_url_of_sqlite_or_postgresql_is_taken(url: str) -> None:
+    assert load_runtime_config(db_url=url).settings.resolved_db_url == url
+
+
+@pytest.mark.parametrize("url", ["nonsense", "state.sqlite", "mysql://h/db", "mongodb://h/db", "://x", "SQLITE:///x.sqlite"])
+def test_db_url_of_another_kind_is_a_bad_setting_named_in_one_line(url: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_runtime_config(db_url=url)
+    message = str(raised.value)
+    assert message.startswith(f"invalid setting db_url={url!r}: ") and "SQLite" in message and "PostgreSQL" in message
+    assert "\n" not in message
+
+
+def test_a_refused_db_url_does_not_show_its_password() -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_runtime_config(db_url="mysql://bob:hunter2-secret@db.example:3306/memories")
+    assert "hunter2" not in str(raised.value)
+    assert "mysql://bob:***@db.example:3306/memories" in str(raised.value)
+
+
+def test_cli_error_from_an_unreachable_database_is_one_line(clean_environment: Path) -> None:
+    """The driver's message spans several lines; the CLI prints it as one."""
+    result = subprocess.run(
+        [sys.executable, "-m", "codex_memories_cli.main", "status", "--db", "postgresql+psycopg://nobody@127.0.0.1:1/none"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CODEX_HOME": str(clean_environment)},
+        timeout=60,
+    )
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("codex-memories: OperationalError: "), result.stderr
+    assert "Traceback" not in result.stderr
