@@ -222,13 +222,6 @@ class Settings(BaseSettings):
         default=None,
         description="SQLAlchemy URL of the state DB; default sqlite:///$CODEX_HOME/codex-memories/state.sqlite.",
     )
-
-    @field_validator("db_url")
-    @classmethod
-    def _a_database_we_run_on(cls, value: str | None) -> str | None:
-        if value is not None and not _DB_URL.match(value):
-            raise ValueError("must be a SQLite (sqlite:///PATH) or PostgreSQL (postgresql+psycopg://...) URL")
-        return value
     memory_root: str | None = Field(
         default=None, description="Memory folder: a path or s3://bucket/prefix; default $CODEX_HOME/memories."
     )
@@ -341,6 +334,13 @@ class Settings(BaseSettings):
     @property
     def codex_home_path(self) -> Path:
         return self.codex_home.expanduser()
+
+    @field_validator("db_url")
+    @classmethod
+    def _a_database_we_run_on(cls, value: str | None) -> str | None:
+        if value is not None and not _DB_URL.match(value):
+            raise ValueError("must be a SQLite (sqlite:///PATH) or PostgreSQL (postgresql+psycopg://...) URL")
+        return value
 
     @property
     def resolved_db_url(self) -> str:
