@@ -6,6 +6,7 @@ No traceback unless `CODEX_MEMORIES_DEBUG` is set.
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import NoReturn
 
@@ -14,10 +15,14 @@ import typer
 EXIT_USER_ERROR = 1
 EXIT_BAD_SETTING = 2
 
+_LINE_BREAK = re.compile(r"\s*[\r\n]\s*")
+
 
 def say_error(message: str) -> None:
-    """One line on stderr: no wrapping, no markup, whatever the terminal width."""
-    print(f"codex-memories: {message}", file=sys.stderr)
+    """One line on stderr: no wrapping, no markup, whatever the terminal width, and whatever
+    the message holds (a database driver's spans three lines, click's wraps its own)."""
+    # Only the line breaks and the blanks around them: a path with two spaces stays as it is.
+    print("codex-memories: " + _LINE_BREAK.sub(" ", message.strip()), file=sys.stderr)
 
 
 def fail(message: str, code: int = EXIT_USER_ERROR) -> NoReturn:

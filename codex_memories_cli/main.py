@@ -399,9 +399,7 @@ def main() -> None:
     except Exception as error:  # noqa: BLE001 - one line for people; the traceback on request
         if os.environ.get("CODEX_MEMORIES_DEBUG"):
             raise
-        # One line whatever the error says (a database driver's message spans three).
-        message = " ".join(str(error).split())
-        say_error(f"{type(error).__name__}: {message} (set CODEX_MEMORIES_DEBUG=1 for the traceback)")
+        say_error(f"{type(error).__name__}: {error} (set CODEX_MEMORIES_DEBUG=1 for the traceback)")
         sys.exit(EXIT_USER_ERROR)
     finally:
         from codex_memories.runtime import close_stores
@@ -417,7 +415,7 @@ _ClickException: type[Exception] = next(cls for cls in typer.BadParameter.__mro_
 def command_line_error(error: Any) -> str:
     """A parse error of the command line (unknown option, bad value, missing option, extra
     argument) as one line, naming the help to read."""
-    message = " ".join(error.format_message().split())
+    message = error.format_message()
     context = getattr(error, "ctx", None)
     if context is not None and context.command.get_help_option(context) is not None:
         message += f" (see '{context.command_path} {context.help_option_names[0]}')"
