@@ -12,6 +12,7 @@ separates them, and no refit of the gate will either.
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import statistics
 import sys
@@ -66,12 +67,12 @@ def main() -> None:
     print("| group | questions | best contextual cosine: median (range) |")
     print("|---|---|---|")
     for name, members in groups.items():
-        cosines = [r[2] for r in members if r[2] == r[2]]
+        cosines = [r[2] for r in members if not math.isnan(r[2])]
         figure = f"{statistics.median(cosines):.2f} ({min(cosines):.2f}-{max(cosines):.2f})" if cosines else "-"
         print(f"| {name} | {len(members)} | {figure} |")
     for name in ("answerable, gate closed (a miss)", "unanswerable, gate open (a wrong answer)"):
         print(f"\n{name}, highest cosine first:")
-        for _, _, cosine, question, chunk in sorted(groups[name], key=lambda r: -(r[2] if r[2] == r[2] else -1))[: args.examples]:
+        for _, _, cosine, question, chunk in sorted(groups[name], key=lambda r: math.inf if math.isnan(r[2]) else -r[2])[: args.examples]:
             print(f"  {cosine:.2f}  {question!r}  ->  {chunk[:100]!r}")
 
 
