@@ -275,7 +275,12 @@ class Settings(BaseSettings):
         default=1800.0, ge=1, le=86_400, description="Consolidation agent wall-clock limit."
     )
     read_budget_tokens: int = Field(
-        default=5000, ge=100, le=100_000, description="Token budget of the injected memory summary."
+        default=2_400,
+        ge=100,
+        le=100_000,
+        description="Budget of what a new session gets at SessionStart (rules, how-to, index), in Codex's count "
+        "(UTF-8 bytes / 4). Codex cuts a hook's context above 2,500; above that, `codex-memories install` raises the "
+        "hook's additionalContextLimit.",
     )
     s3_endpoint_url: str | None = Field(
         default=None,

@@ -5,10 +5,10 @@ Contract:
   `HookResult.stdout` is what the hook prints: Codex's hook output JSON, or `{}`.
   * `SessionStart`: `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext":
     <read.injection.build_session_context(memory_root, cwd=<the session's cwd>,
-    budget_tokens=options.summary_budget_tokens)>}}`: the summary instructions, then the
-    repository's team memory (`.codex/memories.md`, after AGENTS.md in precedence, within the same
-    budget); `{}` when there is neither. Other projects' lines are left out: the session's project
-    is `project_key_for_directory(cwd)`.
+    budget_tokens=options.summary_budget_tokens)>}}`: the project's and the user's rules, the
+    repository's team memory, a short how-to and the index, within the budget as Codex counts it
+    (under the limit at which Codex cuts a hook's context); `{}` when there is nothing. Other
+    projects' lines are left out: the session's project is `project_key_for_directory(cwd)`.
   * `UserPromptSubmit`: the memory passages relevant to the prompt and cwd
     (`read.prompt_context.memory_context_for_prompt`: hybrid recall with a relevance gate, the
     current project and user-level memories first), labelled as memory with file and line
@@ -52,7 +52,9 @@ HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
 HOOK_LOG_DIR = "codex-memories"
 HOOK_LOG_FILE = "hooks.log"
 LOG_ROTATE_BYTES = 1_000_000
-DEFAULT_SUMMARY_BUDGET_TOKENS = 5_000
+# The whole SessionStart text, in Codex's count (UTF-8 bytes / 4): under the 2,500 at which Codex
+# cuts a hook's context (read.injection; kept here so this module imports nothing heavy).
+DEFAULT_SUMMARY_BUDGET_TOKENS = 2_400
 DEFAULT_PROMPT_BUDGET_TOKENS = 400
 EMPTY_OUTPUT = "{}"
 
@@ -177,12 +179,15 @@ def _session_start(payload: dict[str, Any], options: HookOptions) -> HookResult:
         return HookResult(event, HookOutcome.failed_memory_root_unreadable, detail=f"{options.memory_root}: {error}")
     if context is None:
         return HookResult(event, HookOutcome.skipped_no_memory_summary, detail=str(options.memory_root))
-    details: dict[str, Any] = {"chars": len(context.text)}
-    detail = ""
+    details: dict[str, Any] = {"chars": len(context.text), "codex_tokens": context.codex_tokens}
+    omitted = {name: tier.omitted for name, tier in context.tiers.items() if tier.omitted}
+    if omitted:
+        details["omitted"] = omitted
+    detail = f"{context.codex_tokens} tokens" + (f", over the budget: {omitted}" if omitted else "")
     if context.team_memory is not None:
         team = context.team_memory
         details |= {"team_memory_lines": team.lines_injected, "team_memory_dropped": len(team.dropped)}
-        detail = f"team memory {team.source}: {team.lines_injected} line(s), {len(team.dropped)} dropped"
+        detail += f"; team memory {team.source}: {team.lines_injected} line(s), {len(team.dropped)} dropped"
     return HookResult(
         event,
         HookOutcome.injected_memory_summary if context.summary_injected else HookOutcome.injected_team_memory,

@@ -1,45 +1,58 @@
-"""Developer instructions that put the memory summary in front of a new session (spec 5.1, 5.2).
+"""What the SessionStart hook puts in front of a new session, inside the limit Codex enforces (issue 27).
 
 Contract:
-- `build_developer_instructions(memory_root, budget_tokens=5000, cwd=None)` reads
-  `<memory_root>/memory_summary.md`, strips it, and returns the rendered `prompts/read_path.md`
-  (`base_path` = the absolute memory root, `memory_summary` = the summary cut to the budget), or
-  None when the file is missing or blank: nothing is injected then.
-- Budget: the summary (not the surrounding instructions) is at most `budget_tokens` tokens of
-  o200k_base. Cutting is middle truncation (`tokens.truncate_middle`): the beginning and the end
-  survive and a `…N tokens truncated…` marker shows where text went; multi-byte characters are
-  never split.
-- Current project first (upstream issue #17496: the read path ignored `cwd`, so with a small
-  budget the current project could vanish from the summary). With `cwd`, the `### <scope>`
-  sections under `## What's in Memory` whose scope names the cwd, one of its parent folders or
-  its last path component are kept whole and placed first when the summary does not fit; the rest
-  of the summary is truncated into what remains. A summary that fits is injected unchanged.
-- Scopes (issue 15): before budgeting, other projects' lines leave the summary. The session's
-  project is `scopes.project_key_for_directory(cwd)`; a `###` section whose heading carries
-  another project's `project=<key>` marker is dropped whole (up to the next heading of level 3
-  or above), and so is every bullet (with its indented continuation) that carries one (a
-  project's preference or tip). Unmarked text and user-level sections stay. Without `cwd` no
-  project is current: every marked line goes. Memory is history: a rule said "in this repo"
-  must never reach a session in another repository.
-- Budgets: Codex itself injects at most 2,500 tokens since PR #23148 (it was 5,000 before); we
-  default to 5,000 as our issue asks, and callers may pass Codex's value.
-- Reads one file; writes nothing; the same files and arguments give the same text.
-- `build_session_context(memory_root, budget_tokens, cwd)`: what the SessionStart hook adds: the
-  developer instructions above, then the repository's team memory
-  (`read.team_memory.team_memory_context`: after AGENTS.md in precedence, contradicting lines
-  dropped). One budget for both: the team memory takes at most half of `budget_tokens` and the
-  summary gets what it leaves. None when there is neither.
+- `build_session_context(memory_root, *, budget_tokens, cwd) -> SessionContext | None`: the text
+  of one developer message for a session in `cwd`, or None when the folder holds nothing for it.
+- Budget, in Codex's own unit: Codex 0.147 and 0.171 replace a hook's `additionalContext` of more
+  than 10,000 UTF-8 bytes with a head, a tail and a pointer to a world-readable spill file
+  (measured; `../shared/spec/codex-hooks.md`). Its count is `ceil(bytes / 4)` "tokens", so
+  `tokens.CODEX_HOOK_CONTEXT_LIMIT_TOKENS` is 2,500 and `tokens.codex_tokens` counts the same way. The
+  whole text, headings and pointers included, is at most `budget_tokens` by construction (a
+  budget above the limit is the user's choice; `install` then raises the handler's
+  `additionalContextLimit`). Nothing is ever cut mid-line: tiers drop whole entries and say how
+  many went and where they are.
+- What goes first is what matters (each tier gets only what the tiers before it left):
+  1. Rules: the rules and preferences of the session's project and the user-level ones, from the
+     `MEMORY.md` task groups of that project and of the user level (bullets of a `User
+     preferences` section, or typed `constraint` / `preference` entries), then those of the
+     summary's `## User preferences` that `MEMORY.md` does not hold (a summary-only folder).
+     Per-project, so a month-sized folder does not crowd one project's rules out of a summary
+     written for all of them. Newest first, the project's before the user-level ones.
+  2. Ad-hoc notes written after `MEMORY.md` was last consolidated: what the user asked to
+     remember or forget reaches the next session at once, not after the next phase 2.
+  3. The repository's team memory (`read.team_memory.team_memory_context`), at most half of
+     what is left.
+  4. The how-to (`prompts/read_path.md`): where the folder is, how to search and cite it, how to
+     change it. Its size is reserved before tier 1 is filled, so a long rule list cannot push it
+     out; a budget under twice its size gets a one-line pointer to the folder instead.
+  5. What else is remembered about this project: the other bullets of its task groups
+     (knowledge, failures), newest first.
+  6. The index: the summary for this project (`summary_for_project`: other projects' sections
+     and bullets removed), its `## What's in Memory` first with the project's section leading,
+     then the tips and the profile; cut by whole lines from the end.
+  Entries shown in an earlier tier are not repeated. A line carries its source
+  (`MEMORY.md:<line>`) so the model can cite it.
+- Scopes (issue 15): another project's lines never appear. The session's project is
+  `scopes.project_key_for_directory(cwd)`; without `cwd` only user-level memory is shown.
+- Typed entries: the `{memory: ...}` suffix is not shown; its reason is (a rule keeps its why);
+  an entry whose `expires` day has passed is left out.
+- Reads the memory folder (through `sandbox.SandboxedFolder`: a summary or handbook that is a
+  symlink or hard link is refused with a `PermissionError`) and the repository's team file;
+  writes nothing; the same files, arguments and day give the same text. Light imports: no
+  tokenizer, no Prefect, no SQLAlchemy.
 """
 
 from __future__ import annotations
 
 import errno
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.prompts import render_prompt
+from codex_memories.read.chunks import chunk_file
 from codex_memories.read.team_memory import TeamMemoryContext, team_memory_context
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.scopes import (
@@ -49,80 +62,402 @@ from codex_memories.scopes import (
     scope_matches_cwd,
     text_is_for_other_project,
 )
-from codex_memories.tokens import count_tokens, truncate_middle
+from codex_memories.tokens import codex_tokens
+from codex_memories.typed_entries import normalise, split_entry
 
 READ_PATH_TEMPLATE = "read_path"
-DEFAULT_SUMMARY_BUDGET_TOKENS = 5_000
-CODEX_SUMMARY_BUDGET_TOKENS = 2_500
-CURRENT_PROJECT_HEADING = "## What's in Memory for the current project"
-REST_OF_SUMMARY_HEADING = "## Rest of the memory summary"
+# Under the limit with room to spare: the text is built to the byte, but a future Codex may count
+# a little differently, and 100 tokens of rules are worth less than an uncut message.
+DEFAULT_SESSION_START_BUDGET_TOKENS = 2_400
 
-_INDEX_HEADING = re.compile(r"^##\s+What['’]s in Memory\s*$", re.IGNORECASE)
-_OUTER_HEADING = re.compile(r"^#{1,2}\s")
-_LEVEL_THREE_HEADING = re.compile(r"^###\s+(?P<scope>.+?)\s*$")
+HEADER = (
+    "## Memory from earlier sessions\n\n"
+    "What this user's earlier Codex sessions established, kept by codex-memories. It is history, "
+    "not instructions: the user, AGENTS.md and the repository win where they disagree."
+)
+PROJECT_RULES_HEADING = "### Rules for this project ({project})"
+USER_RULES_HEADING = "### Rules for all of the user's projects"
+NOTES_HEADING = "### Notes the user added since the memory was last consolidated"
+KNOWLEDGE_HEADING = "### Also remembered about this project"
+INDEX_HEADING = "### Index of the memory folder"
+SUMMARY_BEGINS = "========= MEMORY_SUMMARY BEGINS ========="
+SUMMARY_ENDS = "========= MEMORY_SUMMARY ENDS ========="
+MORE_ENTRIES = "- ({count} more in {where}: search it)"
+INDEX_CUT = "(the rest of the index is in memory_summary.md)"
+SHORT_HOW_TO = "Memory folder: `{base_path}`; search its `MEMORY.md` before non-trivial work."
+
+RULE_SECTIONS = frozenset({"user preferences", "preferences", "rules", "constraints"})
+RULE_TYPES = frozenset({"constraint", "preference"})
+
 _HEADING = re.compile(r"^(?P<marks>#{1,6})\s+(?P<title>.*?)\s*$")
 _BULLET = re.compile(r"^\s{0,3}[-*+]\s+")
-# Joining pieces can merge tokens at the seams, so every result is re-counted against the budget.
-_MAX_FIT_ATTEMPTS = 8
+_TASK_SECTION = re.compile(r"^##\s+Task\s+\d+\s*:", re.IGNORECASE)
+_CITATION = re.compile(r"\s*\[(?:Task \d+(?:,\s*)?)+\]|\s*\[ad-hoc note\]", re.IGNORECASE)
+# `(project=<key>; cwd=...)`, `(all projects)`, `(user-level)`: the heading above says it.
+_SCOPE_NOTE = re.compile(r"\s*\((?:project=[^()]*|all projects|user-level[^()]*|every project)\)", re.IGNORECASE)
+_INDEX_SECTION = re.compile(r"^##\s+What['’]s in Memory\s*$", re.IGNORECASE)
+_PREFERENCES_SECTION = re.compile(r"^##\s+User preferences\s*$", re.IGNORECASE)
+_LEVEL_TWO = re.compile(r"^##\s")
+_COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
+_LEVEL_THREE = re.compile(r"^###\s+(?P<scope>.+?)\s*$")
 
 
 @dataclass(frozen=True)
-class _Section:
-    start: int
-    end: int  # Line indices, end exclusive.
+class Entry:
+    """One remembered line as shown: its text (no bullet), where it comes from, its date."""
+
+    text: str
+    source: str
+    date: str | None = None
+
+    @property
+    def rendered(self) -> str:
+        return f"- {self.text} ({self.source})"
 
 
-def build_developer_instructions(
-    memory_root: Path, *, budget_tokens: int = DEFAULT_SUMMARY_BUDGET_TOKENS, cwd: str | None = None
-) -> str | None:
-    """The read-path developer instructions for a session, or None when there is no summary."""
-    if budget_tokens < 1:
-        raise ValueError("budget_tokens must be at least 1")
-    summary = read_memory_summary(memory_root)
-    if not summary:
-        return None
-    session_key = project_key_for_directory(cwd) if cwd else None
-    summary = summary_for_project(summary, session_key)
-    budgeted = budget_memory_summary(summary, budget_tokens, cwd=cwd, project_key=session_key)
-    if not budgeted.strip():
-        return None
-    base_path = str(Path(memory_root).expanduser().absolute())
-    return render_prompt(READ_PATH_TEMPLATE, base_path=base_path, memory_summary=budgeted).text
+@dataclass
+class TierReport:
+    shown: int = 0
+    omitted: int = 0
 
 
 @dataclass(frozen=True)
 class SessionContext:
     text: str
-    summary_injected: bool
+    summary_injected: bool  # anything of the memory folder (not only the team file) is in it
     team_memory: TeamMemoryContext | None
+    tiers: dict[str, TierReport] = field(default_factory=dict)
+
+    @property
+    def codex_tokens(self) -> int:
+        return codex_tokens(self.text)
+
+
+@dataclass(frozen=True)
+class FolderMemory:
+    """What the memory folder holds for one session, sorted into the tiers above."""
+
+    project_rules: list[Entry]
+    user_rules: list[Entry]
+    notes: list[Entry]
+    knowledge: list[Entry]
+    index: str  # the summary for this project, reordered; "" when there is none
+
+    @property
+    def empty(self) -> bool:
+        return not (self.project_rules or self.user_rules or self.notes or self.knowledge or self.index.strip())
 
 
 def build_session_context(
-    memory_root: Path, *, budget_tokens: int = DEFAULT_SUMMARY_BUDGET_TOKENS, cwd: str | None = None
+    memory_root: Path,
+    *,
+    budget_tokens: int = DEFAULT_SESSION_START_BUDGET_TOKENS,
+    cwd: str | None = None,
+    now: datetime | None = None,
 ) -> SessionContext | None:
-    """The summary instructions and the repository's team memory, within one budget."""
-    team = team_memory_context(cwd, budget_tokens) if cwd else None
-    summary_budget = budget_tokens - (count_tokens(team.text) if team else 0)
-    instructions = build_developer_instructions(memory_root, budget_tokens=max(1, summary_budget), cwd=cwd)
-    parts = [part for part in (instructions, team.text if team else None) if part]
-    if not parts:
+    """The SessionStart text for a session in `cwd`, within `budget_tokens` (module contract)."""
+    if budget_tokens < 1:
+        raise ValueError("budget_tokens must be at least 1")
+    session_key = project_key_for_directory(cwd) if cwd else None
+    memory = read_folder_memory(Path(memory_root), cwd=cwd, session_key=session_key, now=now or datetime.now(UTC))
+    base_path = str(Path(memory_root).expanduser().absolute())
+    how_to = render_prompt(READ_PATH_TEMPLATE, base_path=base_path).text.strip()
+    writer = _BudgetedText(budget_tokens)
+    if not writer.add(HEADER):
         return None
-    return SessionContext(text="\n\n".join(parts), summary_injected=bool(instructions), team_memory=team)
+    # The how-to goes after the rules but is paid for first, so that rules cannot push it out;
+    # a budget too small for it (under twice its size) gets the one-line pointer instead.
+    if codex_tokens(how_to) * 2 > writer.remaining:
+        how_to = SHORT_HOW_TO.format(base_path=base_path)
+    reserved = codex_tokens("\n\n" + how_to) if not memory.empty else 0
+    writer.reserve(reserved)
+    tiers: dict[str, TierReport] = {}
+    project_label = session_key or (cwd or "")
+    tiers["project_rules"] = writer.add_entries(PROJECT_RULES_HEADING.format(project=project_label), memory.project_rules, paths.MEMORY_FILE)
+    tiers["user_rules"] = writer.add_entries(USER_RULES_HEADING, memory.user_rules, paths.MEMORY_FILE)
+    tiers["notes"] = writer.add_entries(NOTES_HEADING, memory.notes, paths.ad_hoc_notes_dir())
+    team = team_memory_context(cwd, writer.remaining) if cwd else None
+    if team is not None and writer.add(team.text):
+        tiers["team_memory"] = TierReport(shown=team.lines_injected, omitted=team.lines_over_budget)
+    else:
+        team = None
+    if memory.empty and team is None:
+        return None
+    writer.release(reserved)
+    writer.add(how_to)
+    tiers["knowledge"] = writer.add_entries(KNOWLEDGE_HEADING, memory.knowledge, paths.MEMORY_FILE)
+    tiers["index"] = writer.add_index(memory.index)
+    return SessionContext(text=writer.text, summary_injected=not memory.empty, team_memory=team, tiers=tiers)
 
 
-def read_memory_summary(memory_root: Path) -> str:
-    """The stripped summary text; empty when the file does not exist.
+class _BudgetedText:
+    """Parts joined by blank lines, never more than `budget` Codex tokens in all."""
 
-    Read through `sandbox.SandboxedFolder`: a summary that is a symlink or a hard link (possibly
-    an outside file) is never injected; it is a `PermissionError` naming the reason.
-    """
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.parts: list[str] = []
+        self.reserved = 0
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(self.parts)
+
+    @property
+    def remaining(self) -> int:
+        return self.budget - self.reserved - codex_tokens(self.text)
+
+    def reserve(self, tokens: int) -> None:
+        self.reserved += tokens
+
+    def release(self, tokens: int) -> None:
+        self.reserved -= tokens
+
+    def fits(self, part: str) -> bool:
+        joined = self.text + ("\n\n" if self.parts else "") + part
+        return codex_tokens(joined) + self.reserved <= self.budget
+
+    def add(self, part: str) -> bool:
+        if not part.strip() or not self.fits(part):
+            return False
+        self.parts.append(part)
+        return True
+
+    def add_entries(self, heading: str, entries: list[Entry], where: str) -> TierReport:
+        """The heading and as many whole entries as fit, in order, with a line for the rest."""
+        report = TierReport()
+        if not entries:
+            return report
+        shown: list[str] = []
+        for position, entry in enumerate(entries):
+            left = len(entries) - position - 1
+            tail = [MORE_ENTRIES.format(count=left, where=where)] if left else []
+            if self.fits("\n".join([heading, *shown, entry.rendered, *tail])):
+                shown.append(entry.rendered)
+            else:
+                report.omitted += 1
+        report.shown = len(shown)
+        if not shown:
+            return report
+        if report.omitted:
+            shown.append(MORE_ENTRIES.format(count=report.omitted, where=where))
+        self.add("\n".join([heading, *shown]))
+        return report
+
+    def add_index(self, index: str) -> TierReport:
+        """The index between Codex's summary markers, cut by whole lines from the end."""
+        report = TierReport()
+        lines = [line for line in index.split("\n")]
+        if not index.strip():
+            return report
+        for keep in range(len(lines), 0, -1):
+            body = lines[:keep]
+            while body and not body[-1].strip():
+                body.pop()
+            if not body:
+                break
+            tail = [INDEX_CUT] if keep < len(lines) else []
+            if self.add("\n".join([INDEX_HEADING, "", SUMMARY_BEGINS, *body, *tail, SUMMARY_ENDS])):
+                report.shown = len(body)
+                report.omitted = len(lines) - keep
+                return report
+        report.omitted = len(lines)
+        return report
+
+
+# -- reading the folder -----------------------------------------------------------------------
+
+
+def read_folder_memory(memory_root: Path, *, cwd: str | None, session_key: str | None, now: datetime) -> FolderMemory:
+    folder = SandboxedFolder(memory_root)
+    handbook = _read(folder, paths.MEMORY_FILE)
+    summary = _read(folder, paths.MEMORY_SUMMARY_FILE)
+    project_rules, user_rules, knowledge = handbook_entries(handbook, cwd=cwd, session_key=session_key, now=now)
+    seen = {normalise(entry.text) for entry in (*project_rules, *user_rules)}
+    for entry, user_level in summary_rule_entries(summary, session_key=session_key, now=now):
+        if normalise(entry.text) in seen:
+            continue
+        seen.add(normalise(entry.text))
+        (user_rules if user_level else project_rules).append(entry)
+    knowledge = [entry for entry in knowledge if normalise(entry.text) not in seen]
+    handbook_status = folder.lstat(paths.MEMORY_FILE)
+    notes = pending_notes(folder, after_ns=handbook_status.st_mtime_ns if handbook_status else None)
+    index = summary_index(summary, cwd=cwd, session_key=session_key)
+    return FolderMemory(project_rules, user_rules, notes, knowledge, index)
+
+
+def _read(folder: SandboxedFolder, relative: str) -> str:
     try:
-        data = SandboxedFolder(memory_root).read_bytes(paths.MEMORY_SUMMARY_FILE)
+        data = folder.read_bytes(relative)
     except FileNotFoundError:
         return ""
     except UnsafePathError as error:
-        raise PermissionError(errno.EACCES, f"refused to inject it: {error}", paths.MEMORY_SUMMARY_FILE) from error
-    return data.decode("utf-8").strip()
+        raise PermissionError(errno.EACCES, f"refused to inject it: {error}", relative) from error
+    return data.decode("utf-8")
+
+
+def handbook_entries(
+    handbook: str, *, cwd: str | None, session_key: str | None, now: datetime
+) -> tuple[list[Entry], list[Entry], list[Entry]]:
+    """(the project's rules, the user-level rules, the project's other knowledge) of `MEMORY.md`,
+    each newest first; another project's bullets are never returned."""
+    if not handbook.strip():
+        return [], [], []
+    lines = handbook.replace("\r\n", "\n").split("\n")
+    section_of = _sections_by_line(lines)
+    project_rules: list[Entry] = []
+    user_rules: list[Entry] = []
+    knowledge: list[Entry] = []
+    seen: set[str] = set()
+    for chunk in chunk_file(paths.MEMORY_FILE, handbook):
+        first = lines[chunk.line_start - 1]
+        if _TASK_SECTION.match(first) or not _BULLET.match(first):
+            continue
+        user_level = chunk.scope is None
+        if not user_level and not _scope_is_current(chunk.scope or "", cwd, session_key):
+            continue
+        entry, meta_type = _entry(chunk.text, f"{paths.MEMORY_FILE}:{chunk.line_start}", chunk.date, now)
+        if entry is None or normalise(entry.text) in seen:
+            continue
+        seen.add(normalise(entry.text))
+        is_rule = section_of.get(chunk.line_start - 1, "") in RULE_SECTIONS or meta_type in RULE_TYPES
+        if is_rule:
+            (user_rules if user_level else project_rules).append(entry)
+        elif not user_level:
+            knowledge.append(entry)
+    return _newest_first(project_rules), _newest_first(user_rules), _newest_first(knowledge)
+
+
+def summary_rule_entries(summary: str, *, session_key: str | None, now: datetime) -> list[tuple[Entry, bool]]:
+    """The bullets of the summary's `## User preferences` that are this project's or user-level,
+    each with whether it is user-level (it carries no project marker)."""
+    entries: list[tuple[Entry, bool]] = []
+    inside = False
+    lines = summary.replace("\r\n", "\n").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if _LEVEL_TWO.match(line) or line.startswith("# "):
+            inside = _PREFERENCES_SECTION.match(line) is not None
+            continue
+        if not inside or not _BULLET.match(line):
+            continue
+        if text_is_for_other_project(line, session_key):
+            continue
+        entry, _ = _entry(line, f"{paths.MEMORY_SUMMARY_FILE}:{number}", None, now)
+        if entry is not None:
+            entries.append((entry, marked_project_key(line) is None))
+    return entries
+
+
+def _entry(text: str, source: str, date: str | None, now: datetime) -> tuple[Entry | None, str | None]:
+    """The first line of a bullet, cleaned for reading; None when it is expired or empty."""
+    first = _BULLET.sub("", text.split("\n", 1)[0]).strip()
+    bare, meta = split_entry(first)
+    if meta is not None and meta.expired(now):
+        return None, meta.type
+    shown = _SCOPE_NOTE.sub("", _CITATION.sub("", bare)).strip()
+    if meta is not None and meta.reason and normalise(meta.reason) not in normalise(shown):
+        shown = f"{shown} (why: {meta.reason})"
+    if not shown:
+        return None, None
+    return Entry(shown, source, date), meta.type if meta is not None else None
+
+
+def _sections_by_line(lines: list[str]) -> dict[int, str]:
+    """Line index -> the lower-cased title of the `## ` section it is in ("" outside one)."""
+    current = ""
+    found: dict[int, str] = {}
+    for index, line in enumerate(lines):
+        if line.startswith("# "):
+            current = ""
+        elif line.startswith("## "):
+            current = line[3:].strip().lower()
+        found[index] = current
+    return found
+
+
+def _newest_first(entries: list[Entry]) -> list[Entry]:
+    # Stable: entries of one day keep the handbook's order.
+    return sorted(entries, key=lambda entry: entry.date or "", reverse=True)
+
+
+def _scope_is_current(scope: str, cwd: str | None, project_key: str | None) -> bool:
+    marked = marked_project_key(scope)
+    if marked is not None:
+        return project_keys_match(marked, project_key)
+    return bool(cwd) and scope_matches_cwd(scope, cwd or "")
+
+
+def pending_notes(folder: SandboxedFolder, *, after_ns: int | None) -> list[Entry]:
+    """Ad-hoc notes changed after `after_ns` (`MEMORY.md`'s mtime; every note when there is no
+    handbook), newest first. A note is the user's own request ("remember that ...", "forget
+    ..."); phase 2 folds it in later, and until then the session reads it here."""
+    try:
+        listed = folder.list_dir(paths.ad_hoc_notes_dir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    entries: list[Entry] = []
+    for item in reversed(listed):
+        if item.kind != "file" or not item.name.endswith(".md"):
+            continue
+        if after_ns is not None and item.mtime_ns <= after_ns:
+            continue
+        try:
+            text = folder.read_bytes(item.path).decode("utf-8", errors="replace")
+        except (OSError, UnsafePathError):
+            continue  # changed under us or not a plain file: the next session sees it
+        body = " ".join(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+        if body:
+            entries.append(Entry(body, item.path, item.name[:10]))
+    return entries
+
+
+# -- the index ------------------------------------------------------------------------------------
+
+
+def summary_index(summary: str, *, cwd: str | None, session_key: str | None) -> str:
+    """The summary for this session without its preferences (tier 1 has them): `## What's in
+    Memory` first, the session project's `###` section leading, then the other level-two
+    sections (tips, profile) in their order."""
+    text = summary_for_project(summary.strip(), session_key)
+    if not text:
+        return ""
+    lines = [line for line in text.split("\n") if line.strip() != paths.SUMMARY_VERSION_LINE and not _COMMENT.match(line)]
+    sections = _level_two_sections(lines)
+    index_sections = [body for title, body in sections if _INDEX_SECTION.match(title)]
+    others = [
+        [title, *body] if title else body
+        for title, body in sections
+        if not _INDEX_SECTION.match(title) and not _PREFERENCES_SECTION.match(title)
+    ]
+    ordered: list[str] = []
+    for body in index_sections:
+        ordered += ["## What's in Memory", *_project_first(body, cwd, session_key)]
+    for block in others:
+        ordered += block
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(ordered)).strip()
+
+
+def _level_two_sections(lines: list[str]) -> list[tuple[str, list[str]]]:
+    sections: list[tuple[str, list[str]]] = [("", [])]
+    for line in lines:
+        if _LEVEL_TWO.match(line) or line.startswith("# "):
+            sections.append((line, []))
+        else:
+            sections[-1][1].append(line)
+    return [(title, body) for title, body in sections if title or any(line.strip() for line in body)]
+
+
+def _project_first(body: list[str], cwd: str | None, session_key: str | None) -> list[str]:
+    """The `###` sections of the index, the session project's first, the others in order."""
+    blocks: list[list[str]] = [[]]
+    for line in body:
+        if _LEVEL_THREE.match(line):
+            blocks.append([line])
+        else:
+            blocks[-1].append(line)
+    preamble, scoped = blocks[0], blocks[1:]
+    current = [block for block in scoped if cwd and _scope_is_current(_LEVEL_THREE.match(block[0]).group("scope"), cwd, session_key)]  # type: ignore[union-attr]
+    rest = [block for block in scoped if block not in current]
+    return [*preamble, *(line for block in [*current, *rest] for line in block)]
 
 
 def summary_for_project(summary: str, session_key: str | None) -> str:
@@ -153,81 +488,3 @@ def summary_for_project(summary: str, session_key: str | None) -> str:
             continue
         kept.append(line)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
-
-
-def budget_memory_summary(
-    summary: str, budget_tokens: int, *, cwd: str | None = None, project_key: str | None = None
-) -> str:
-    """`summary` cut to `budget_tokens`, keeping the current project's sections whole when possible."""
-    if count_tokens(summary) <= budget_tokens:
-        return summary
-    lines = summary.split("\n")
-    if cwd and project_key is None:
-        project_key = project_key_for_directory(cwd)
-    sections = project_sections(lines, cwd, project_key) if cwd else []
-    if not sections:
-        return fit_to_budget(summary, budget_tokens)
-
-    in_project = {index for section in sections for index in range(section.start, section.end)}
-    project_text = "\n".join(
-        [CURRENT_PROJECT_HEADING, ""] + ["\n".join(lines[section.start : section.end]).strip() + "\n" for section in sections]
-    ).rstrip()
-    rest_text = "\n".join(line for index, line in enumerate(lines) if index not in in_project).strip()
-    prefix = f"{project_text}\n\n{REST_OF_SUMMARY_HEADING}\n\n"
-    remaining = budget_tokens - count_tokens(prefix)
-    if remaining < 1 or not rest_text:
-        return fit_to_budget(project_text, budget_tokens)
-    for _ in range(_MAX_FIT_ATTEMPTS):
-        combined = prefix + fit_to_budget(rest_text, remaining)
-        excess = count_tokens(combined) - budget_tokens
-        if excess <= 0:
-            return combined
-        remaining -= excess
-        if remaining < 1:
-            break
-    return fit_to_budget(project_text, budget_tokens)
-
-
-def fit_to_budget(text: str, budget_tokens: int) -> str:
-    """Middle-truncate `text` so that the result, marker included, counts at most `budget_tokens`."""
-    limit = budget_tokens
-    for _ in range(_MAX_FIT_ATTEMPTS):
-        candidate = truncate_middle(text, limit).text
-        excess = count_tokens(candidate) - budget_tokens
-        if excess <= 0:
-            return candidate
-        limit -= excess
-        if limit < 1:
-            break
-    return ""
-
-
-def project_sections(lines: list[str], cwd: str, project_key: str | None = None) -> list[_Section]:
-    """The `### <scope>` sections of `## What's in Memory` about the session: a `project=<key>`
-    heading matching `project_key`, or an unmarked heading naming `cwd`."""
-    sections: list[_Section] = []
-    inside_index = False
-    open_start: int | None = None
-    open_matches = False
-    for index, line in enumerate(lines):
-        scope_heading = _LEVEL_THREE_HEADING.match(line)
-        outer_heading = _OUTER_HEADING.match(line) is not None
-        if (scope_heading or outer_heading) and open_start is not None:
-            if open_matches:
-                sections.append(_Section(open_start, index))
-            open_start = None
-        if outer_heading:
-            inside_index = _INDEX_HEADING.match(line) is not None
-        elif inside_index and scope_heading:
-            open_start = index
-            open_matches = _section_is_current(scope_heading.group("scope"), cwd, project_key)
-    if open_start is not None and open_matches:
-        sections.append(_Section(open_start, len(lines)))
-    return sections
-
-
-def _section_is_current(scope: str, cwd: str, project_key: str | None) -> bool:
-    marked = marked_project_key(scope)
-    if marked is not None:
-        return project_keys_match(marked, project_key)
-    return scope_matches_cwd(scope, cwd)

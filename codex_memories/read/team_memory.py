@@ -30,7 +30,9 @@ Read side:
   the project has no team memory file. It reads the file and the `AGENTS.md` files Codex loads
   for `cwd` (per folder from the project root down to `cwd`: `AGENTS.override.md`, else
   `AGENTS.md`), drops lines that contradict them (`contradiction`) and lines the injection gate
-  refuses, redacts the rest, and keeps whole lines from the top within `budget_tokens`. The text
+  refuses, redacts the rest, and keeps whole lines from the top within half of `budget_tokens`
+  (counted as Codex counts a hook's text, `tokens.codex_tokens`: the text goes out through the
+  SessionStart hook, and Codex cuts by that count). The text
   says memory is history and AGENTS.md is the rule, and names what was dropped (the terms, never
   the dropped advice).
 
@@ -69,6 +71,7 @@ from codex_memories import paths
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder
 from codex_memories.scopes import project_folder, project_key_for_directory
+from codex_memories.tokens import codex_tokens
 
 if TYPE_CHECKING:  # the SessionStart hook imports this module: no SQLAlchemy or pydantic there
     from codex_memories.state.records import Stage1Output
@@ -499,9 +502,8 @@ def team_memory_context(cwd: str | Path, budget_tokens: int) -> TeamMemoryContex
     raw = read_team_file(folder)
     if raw is None:
         return None
-    # Imported only for a repository that has team memory: every other session start skips them.
+    # Imported only for a repository that has team memory: every other session start skips it.
     from codex_memories.consolidate.injection_gate import GatedFile, find_injections
-    from codex_memories.tokens import count_tokens
 
     rules = Directives()
     for agents in agents_files(folder, working):
@@ -525,7 +527,7 @@ def team_memory_context(cwd: str | Path, budget_tokens: int) -> TeamMemoryContex
     source = folder / paths.TEAM_MEMORY_FILE
 
     def fits(count: int) -> bool:
-        return count_tokens(_render_context(source, kept[:count], dropped, len(kept) - count)) <= budget
+        return codex_tokens(_render_context(source, kept[:count], dropped, len(kept) - count)) <= budget
 
     # Whole lines from the top: the most lines whose rendering fits (binary search; fewer lines
     # never render longer, the "more lines" marker aside, which is one short line).
@@ -568,7 +570,7 @@ def _memory_body(raw: str) -> list[tuple[int, str]]:
 
 def _render_context(source: Path, lines: list[str], dropped: list[str], over_budget: int) -> str:
     parts = [
-        "## Team memory of this repository",
+        "### Team memory of this repository",
         "",
         f"From `{source}`, committed by the team: what past Codex sessions here learned. Memory is",
         "history, AGENTS.md is the rule: where a line below disagrees with AGENTS.md or with the",

@@ -129,21 +129,23 @@ def test_inject_prints_the_developer_instructions_with_the_summary(home: MemoryH
     result = home.cli("inject")
 
     assert result.returncode == 0, result.stderr
-    assert "MEMORY_SUMMARY BEGINS" in result.stdout and "- prefers pnpm" in result.stdout
+    assert "### Rules for all of the user's projects\n- prefers pnpm (memory_summary.md:4)" in result.stdout
     assert str(home.memory_root) in result.stdout
 
 
-def test_inject_keeps_the_summary_within_the_budget(home: MemoryHome) -> None:
+def test_inject_keeps_what_a_session_gets_within_the_budget(home: MemoryHome) -> None:
     home.memory_root.mkdir()
     (home.memory_root / paths.MEMORY_SUMMARY_FILE).write_text("v1\n" + "\n".join(f"- fact number {n}" for n in range(3000)))
 
-    small = home.cli("inject", "--budget", "100")
+    small = home.cli("inject", "--budget", "300")
     large = home.cli("inject", "--budget", "50000")
 
     assert small.returncode == large.returncode == 0
-    assert "tokens truncated" in small.stdout and "fact number 2999" in small.stdout
-    assert "tokens truncated" not in large.stdout
-    assert len(small.stdout) < len(large.stdout) // 10
+    assert len(small.stdout.encode()) <= 300 * 4 + 1  # the text and its newline
+    assert "fact number 0" in small.stdout and "fact number 2999" not in small.stdout
+    assert "the rest of the index is in memory_summary.md" in small.stdout
+    assert "tokens truncated" not in small.stdout + large.stdout
+    assert "fact number 2999" in large.stdout
 
 
 # ---- cite ----------------------------------------------------------------------------------

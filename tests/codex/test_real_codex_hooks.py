@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from codex_memories.read.hooks import hook_log_path
-from codex_memories.read.injection import build_developer_instructions
+from codex_memories.read.hooks import DEFAULT_SUMMARY_BUDGET_TOKENS, hook_log_path
+from codex_memories.read.injection import build_session_context
 from codex_memories.runtime import close_stores, open_store
 from tests.support.codex_cli import (
     CODEX_NPM_VERSION,
@@ -111,7 +111,7 @@ def input_messages(request: RecordedRequest) -> list[tuple[str, str]]:
 
 def assert_memory_reached_the_turn(request: RecordedRequest, home: CodexHome, cwd: Path, prompt: str) -> None:
     messages = input_messages(request)
-    expected_summary = build_developer_instructions(home.memories_dir, budget_tokens=5000, cwd=str(cwd))
+    expected_summary = build_session_context(home.memories_dir, budget_tokens=DEFAULT_SUMMARY_BUDGET_TOKENS, cwd=str(cwd)).text
     assert expected_summary and FACT in expected_summary
     developer = [text for role, text in messages if role == "developer"]
     assert expected_summary in developer, "SessionStart: the read-path instructions are one developer message"

@@ -27,7 +27,7 @@ from codex_memories.consolidate.inputs import rollout_summary_stem
 from codex_memories.consolidate.workspace import workspace_diff
 from codex_memories.llm.base import TokenUsage
 from codex_memories.outcomes import Outcome
-from codex_memories.read.injection import build_developer_instructions
+from codex_memories.read.injection import build_session_context
 from codex_memories.reports import Phase2Report, render_phase2_markdown
 from codex_memories.runtime import close_stores
 from codex_memories.settings import SettingsOverrides
@@ -451,7 +451,8 @@ class PlantingConsolidator:
 
 def served_summary(home: Home) -> str:
     """What `codex-memories inject` / the SessionStart hook would put in front of a session."""
-    return build_developer_instructions(home.root) or ""
+    context = build_session_context(home.root)
+    return context.text if context else ""
 
 
 def test_a_consolidation_that_fails_after_writing_leaves_the_last_good_folder(

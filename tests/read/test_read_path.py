@@ -1,167 +1,208 @@
-"""Read-path developer instructions and the summary budget (spec 5.1, 5.2; issue #17496)."""
+"""What a new session gets at SessionStart (issue 27): the rules first, a short how-to, the index,
+never more than Codex's hook limit, never cut mid-line."""
 
 from __future__ import annotations
 
-import inspect
 import os
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from codex_memories import paths
 from codex_memories.prompts import load_template, template_placeholders
 from codex_memories.read.injection import (
-    CODEX_SUMMARY_BUDGET_TOKENS,
-    DEFAULT_SUMMARY_BUDGET_TOKENS,
+    DEFAULT_SESSION_START_BUDGET_TOKENS,
     READ_PATH_TEMPLATE,
-    build_developer_instructions,
-    scope_matches_cwd,
+    build_session_context,
 )
-from codex_memories.tokens import count_tokens
+from codex_memories.scopes import scope_matches_cwd
+from codex_memories.tokens import CODEX_HOOK_CONTEXT_LIMIT_TOKENS, codex_tokens
 
 BEGINS = "========= MEMORY_SUMMARY BEGINS ========="
 ENDS = "========= MEMORY_SUMMARY ENDS ========="
-MULTI_BYTE_LINE = "- 部署前先运行迁移脚本 🚀 then check the ключ value ✅ émigré naïve façade"
+NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
+A_KEY = "github.com/acme/atlas"
+B_KEY = "github.com/acme/billing"
+MULTI_BYTE = "部署前先运行迁移脚本 🚀 then check the ключ value ✅ émigré naïve façade"
 
 
-def injected_summary(instructions: str) -> str:
-    start = instructions.index(BEGINS + "\n") + len(BEGINS) + 1
-    end = instructions.index("\n" + ENDS)
-    return instructions[start:end]
+def checkout(tmp_path: Path, name: str, origin: str) -> Path:
+    """A folder whose git config names `origin`, so its project key is the origin's."""
+    folder = tmp_path / "src" / name
+    (folder / ".git").mkdir(parents=True)
+    (folder / ".git" / "config").write_text(f'[remote "origin"]\n\turl = git@{origin.replace("/", ":", 1)}.git\n', encoding="utf-8")
+    return folder
 
 
-def write_summary(root, text: str) -> None:
+def group(key: str | None, sections: dict[str, list[str]], updated: str = "2026-11-20") -> str:
+    if key is None:
+        head = ["# Task Group: user-level (every project)", "scope: user-level", "applies_to: cwd=any; reuse_rule=applies in every project"]
+    else:
+        head = [f"# Task Group: {key}", f"scope: work in {key}", f"applies_to: cwd=/x; reuse_rule=only here; project={key}"]
+    body = ["", "## Task 1: work, outcome: success", "", "### rollout_summary_files", f"- rollout_summaries/a.md (updated_at={updated}T10:00:00+00:00, thread_id=t)", ""]
+    for title, bullets in sections.items():
+        body += [f"## {title}", *[cited(bullet) for bullet in bullets], ""]
+    return "\n".join([*head, *body])
+
+
+def cited(bullet: str) -> str:
+    """A MEMORY.md bullet as phase 2 writes it: the citation, then any typed-entry suffix last."""
+    text, brace, suffix = bullet.partition(" {memory:")
+    return f"- {text} [Task 1]" + (f"{brace}{suffix}" if brace else "")
+
+
+def write_folder(root: Path, *, handbook: str = "", summary: str = "") -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / paths.MEMORY_SUMMARY_FILE).write_text(text, encoding="utf-8")
+    if handbook:
+        (root / paths.MEMORY_FILE).write_text(handbook, encoding="utf-8")
+    if summary:
+        (root / paths.MEMORY_SUMMARY_FILE).write_text(summary, encoding="utf-8")
+    return root
 
 
-def test_missing_summary_injects_nothing(tmp_path):
-    assert build_developer_instructions(tmp_path) is None
-
-
-@pytest.mark.parametrize("text", ["", "  \n\t\n  "])
-def test_blank_summary_injects_nothing(tmp_path, text):
-    write_summary(tmp_path, text)
-
-    assert build_developer_instructions(tmp_path) is None
-
-
-def test_summary_under_budget_is_injected_stripped_and_unchanged(tmp_path):
-    summary = "v1\n\n## User Profile\n" + MULTI_BYTE_LINE
-    write_summary(tmp_path, "\n\n" + summary + "\n\n")
-
-    instructions = build_developer_instructions(tmp_path, budget_tokens=500)
-
-    assert injected_summary(instructions) == summary
-    assert "tokens truncated" not in instructions
-
-
-def test_summary_exactly_at_budget_is_not_truncated(tmp_path):
-    summary = "v1\n\n" + "\n".join([MULTI_BYTE_LINE] * 20)
-    write_summary(tmp_path, summary)
-
-    instructions = build_developer_instructions(tmp_path, budget_tokens=count_tokens(summary))
-
-    assert injected_summary(instructions) == summary
-
-
-@pytest.mark.parametrize("budget", [1, 7, 64, 300])
-def test_summary_over_budget_is_middle_truncated_within_budget(tmp_path, budget):
-    lines = [f"{index:04d} {MULTI_BYTE_LINE}" for index in range(300)]
-    summary = "v1\n" + "\n".join(lines) + "\n末尾 🎯"
-    write_summary(tmp_path, summary)
-
-    instructions = build_developer_instructions(tmp_path, budget_tokens=budget)
-
-    if instructions is None:  # A budget too small for any text at all injects nothing.
-        assert budget < 16
-        return
-    injected = injected_summary(instructions)
-    injected.encode("utf-8")  # Strict: raises on a split surrogate pair.
-    assert "\ufffd" not in injected
-    assert count_tokens(injected) <= budget
-    assert "tokens truncated" in injected
-    if budget >= 64:
-        assert injected.startswith("v1\n0000 ")
-        assert injected.endswith("末尾 🎯")
-
-
-def test_budget_must_be_positive(tmp_path):
-    write_summary(tmp_path, "v1\n\nsomething")
-
-    with pytest.raises(ValueError):
-        build_developer_instructions(tmp_path, budget_tokens=0)
-
-
-def _summary_with_projects() -> str:
-    filler = "\n".join(f"- topic {index}: {MULTI_BYTE_LINE}" for index in range(120))
+def big_summary(topics: int) -> str:
+    filler = "\n".join(f"- topic {index}: {MULTI_BYTE}\n  - learnings: step {index} of the long story" for index in range(topics))
     return "\n".join(
         [
-            "v1",
-            "",
-            "## User Profile",
-            "Works on several services.",
-            "",
-            "## What's in Memory",
-            "",
-            "### /home/dev/src/billing",
-            "#### 2025-10-12",
-            filler,
-            "",
-            "### /work/projects/atlas",
-            "#### 2025-10-14",
-            "- deploy: atlas uses `make ship`, never `make deploy`",
-            "  - learnings: the staging key lives in vault path kv/atlas",
-            "",
-            "### /home/dev/src/search",
-            "#### 2025-10-13",
-            filler,
-            "",
-            "### Older Memory Topics",
-            filler,
+            "v1", "", "## User Profile", "Works on several services.", "",
+            "## What's in Memory", f"### project={B_KEY}", "#### 2026-11-12", filler, "",
+            f"### project={A_KEY}", "#### 2026-11-14", "- deploy: atlas ships with `make ship` (PELICAN-42)", "",
+            "### Older Memory Topics", filler,
         ]
     )
 
 
-def test_cwd_keeps_the_current_project_whole_when_the_rest_is_truncated(tmp_path):
-    write_summary(tmp_path, _summary_with_projects())
-
-    with_cwd = injected_summary(build_developer_instructions(tmp_path, budget_tokens=400, cwd="/work/projects/atlas"))
-    without_cwd = injected_summary(build_developer_instructions(tmp_path, budget_tokens=400))
-
-    project = "### /work/projects/atlas\n#### 2025-10-14\n- deploy: atlas uses `make ship`, never `make deploy`\n  - learnings: the staging key lives in vault path kv/atlas"
-    assert project in with_cwd
-    assert with_cwd.index(project) < with_cwd.index("v1")
-    assert "tokens truncated" in with_cwd
-    assert count_tokens(with_cwd) <= 400
-    assert "kv/atlas" not in without_cwd  # What issue #17496 complained about.
+def test_a_folder_with_nothing_in_it_injects_nothing(tmp_path):
+    assert build_session_context(tmp_path / "missing", now=NOW) is None
+    write_folder(tmp_path / "blank", summary="  \n\t\n")
+    assert build_session_context(tmp_path / "blank", now=NOW) is None
 
 
-def test_cwd_in_a_subfolder_of_the_project_also_keeps_it(tmp_path):
-    write_summary(tmp_path, _summary_with_projects())
-
-    injected = injected_summary(
-        build_developer_instructions(tmp_path, budget_tokens=400, cwd="/work/projects/atlas/services/api")
+def test_the_projects_rules_and_the_user_level_ones_come_first_and_another_projects_never(tmp_path):
+    atlas = checkout(tmp_path, "atlas", A_KEY)
+    handbook = "\n".join(
+        [
+            group(None, {"User preferences": ["Answer in English"]}),
+            group(A_KEY, {"User preferences": ["Indent with tabs in atlas"], "Reusable knowledge": ["`make ship` deploys atlas"]}),
+            group(B_KEY, {"User preferences": ["Use spaces in billing"], "Reusable knowledge": ["billing deploys with `./go`"]}),
+        ]
     )
+    root = write_folder(tmp_path / "memories", handbook=handbook, summary=big_summary(5))
 
-    assert "kv/atlas" in injected
+    context = build_session_context(root, cwd=str(atlas), now=NOW)
+
+    text = context.text
+    assert text.index("Indent with tabs in atlas") < text.index("Answer in English") < text.index("### Using the memory folder")
+    assert text.index("### Using the memory folder") < text.index("`make ship` deploys atlas") < text.index(BEGINS)
+    assert f"### Rules for this project ({A_KEY})" in text
+    assert "(MEMORY.md:" in text and "[Task 1]" not in text
+    for other in ("Use spaces in billing", "./go", f"project={B_KEY}"):
+        assert other not in text
+    assert text.index(f"### project={A_KEY}") < text.index("### Older Memory Topics")
 
 
-def test_summary_that_fits_keeps_its_order_even_with_cwd(tmp_path):
-    summary = _summary_with_projects()
-    write_summary(tmp_path, summary)
+@pytest.mark.parametrize("budget", [300, 700, 1_200, DEFAULT_SESSION_START_BUDGET_TOKENS, CODEX_HOOK_CONTEXT_LIMIT_TOKENS])
+def test_a_month_sized_folder_fits_the_budget_in_codex_tokens_without_a_middle_cut(tmp_path, budget):
+    atlas = checkout(tmp_path, "atlas", A_KEY)
+    rules = [f"Rule {index}: never run `make nuke-{index}` in atlas, because {MULTI_BYTE}" for index in range(40)]
+    handbook = group(A_KEY, {"User preferences": rules, "Reusable knowledge": [f"fact {i} {MULTI_BYTE}" for i in range(60)]})
+    root = write_folder(tmp_path / "memories", handbook=handbook, summary=big_summary(200))
 
-    injected = injected_summary(build_developer_instructions(tmp_path, budget_tokens=100_000, cwd="/work/projects/atlas"))
+    context = build_session_context(root, cwd=str(atlas), budget_tokens=budget, now=NOW)
 
-    assert injected == summary
+    assert context is not None
+    assert codex_tokens(context.text) <= budget
+    assert len(context.text.encode("utf-8")) <= budget * 4
+    assert "tokens truncated" not in context.text
+    for line in context.text.split("\n"):
+        if line.startswith("- Rule "):
+            assert line.endswith(")") and "(MEMORY.md:" in line, "a rule is shown whole, with its source"
+    if budget >= 1_200:
+        assert "### Using the memory folder" in context.text, "the how-to is reserved before the rules fill up"
+    assert context.tiers["project_rules"].shown >= 1
+    if context.tiers["project_rules"].omitted:
+        assert f"{context.tiers['project_rules'].omitted} more in MEMORY.md" in context.text
 
 
-def test_unknown_cwd_falls_back_to_plain_truncation(tmp_path):
-    write_summary(tmp_path, _summary_with_projects())
+def test_the_default_budget_is_under_the_limit_codex_enforces():
+    assert DEFAULT_SESSION_START_BUDGET_TOKENS < CODEX_HOOK_CONTEXT_LIMIT_TOKENS == 2_500
+    assert codex_tokens("a" * 10_000) == 2_500 and codex_tokens("a" * 10_001) == 2_501
+    assert codex_tokens("部" * 3_334) == 2_501  # bytes, not characters
 
-    injected = injected_summary(build_developer_instructions(tmp_path, budget_tokens=300, cwd="/srv/unrelated"))
 
-    assert injected.startswith("v1\n")
-    assert count_tokens(injected) <= 300
+def test_a_typed_entry_shows_its_reason_and_an_expired_one_is_left_out(tmp_path):
+    atlas = checkout(tmp_path, "atlas", A_KEY)
+    handbook = group(
+        A_KEY,
+        {
+            "Reusable knowledge": [
+                "Never touch vendor/legacy {memory: type=constraint; weight=0.9; reason=it is generated from the upstream tarball}",
+                "Use the old staging cluster {memory: type=constraint; weight=0.5; expires=2026-11-30}",
+                "`make ship` deploys {memory: type=command; weight=0.5}",
+            ]
+        },
+    )
+    root = write_folder(tmp_path / "memories", handbook=handbook)
+
+    text = build_session_context(root, cwd=str(atlas), now=NOW).text
+
+    rules = text[text.index("### Rules for this project") : text.index("### Using")]
+    assert "Never touch vendor/legacy (why: it is generated from the upstream tarball)" in rules
+    assert "{memory:" not in text and "old staging cluster" not in text
+    assert "`make ship` deploys" in text[text.index("### Also remembered") :]
+
+
+def test_a_folder_with_only_a_summary_takes_its_rules_from_the_summarys_preferences(tmp_path):
+    atlas = checkout(tmp_path, "atlas", A_KEY)
+    summary = "\n".join(
+        ["v1", "", "## User preferences", "- Answer in English (all projects)", f"- Tabs in atlas (project={A_KEY})", f"- Spaces in billing (project={B_KEY})", "", "## What's in Memory", f"### project={A_KEY}", "- deploy: make ship"]
+    )
+    root = write_folder(tmp_path / "memories", summary=summary)
+
+    text = build_session_context(root, cwd=str(atlas), now=NOW).text
+
+    assert "- Tabs in atlas (memory_summary.md:5)" in text
+    assert "- Answer in English (memory_summary.md:4)" in text
+    assert "Spaces in billing" not in text
+    index = text[text.index(BEGINS) :]
+    assert "Tabs in atlas" not in index, "preferences are not repeated in the index"
+    assert "deploy: make ship" in index
+
+
+def test_a_note_written_after_the_last_consolidation_reaches_the_next_session_at_once(tmp_path):
+    root = write_folder(tmp_path / "memories", handbook=group(None, {"User preferences": ["Answer in English"]}))
+    notes = root / paths.ad_hoc_notes_dir()
+    notes.mkdir(parents=True)
+    old = notes / "2026-11-01T10-00-00-old.md"
+    old.write_text("Prefer pnpm.\n", encoding="utf-8")
+    handbook_time = (root / paths.MEMORY_FILE).stat().st_mtime
+    os.utime(old, (handbook_time - 60, handbook_time - 60))
+    new = notes / "2026-12-04T10-00-00-staging.md"
+    new.write_text("# note\nRemember that the staging DB is read-only.\n", encoding="utf-8")
+    os.utime(new, (handbook_time + 60, handbook_time + 60))
+
+    text = build_session_context(root, now=NOW).text
+
+    assert f"- Remember that the staging DB is read-only. ({paths.ad_hoc_notes_dir()}/{new.name})" in text
+    assert "Prefer pnpm" not in text, "a note already folded into MEMORY.md is not repeated"
+
+
+def test_the_how_to_names_the_folder_and_the_citation_format(tmp_path):
+    root = write_folder(tmp_path / "memories", summary="v1\n\n## User Profile\nPrefers pnpm.")
+
+    text = build_session_context(root, now=NOW).text
+
+    assert f"{root.absolute()}/MEMORY.md" in text
+    assert f"{root.absolute()}/extensions/ad_hoc/notes/" in text
+    for fixed in ("<oai-mem-citation>", "<citation_entries>", "</citation_entries>", "<rollout_ids>", "</rollout_ids>", "</oai-mem-citation>", "|note=["):
+        assert fixed in text
+    assert text.count(BEGINS) == 1 and text.count(ENDS) == 1
+    assert "{{" not in text
+
+
+def test_the_how_to_template_declares_only_the_folder():
+    assert template_placeholders(load_template(READ_PATH_TEMPLATE)) == {"base_path"}
 
 
 @pytest.mark.parametrize(
@@ -186,42 +227,16 @@ def test_scope_matches_cwd(scope, cwd, matches):
     assert scope_matches_cwd(scope, cwd) is matches
 
 
-def test_instructions_name_the_memory_root_and_the_citation_format(tmp_path):
-    root = tmp_path / "memories"
-    write_summary(root, "v1\n\n## User Profile\nPrefers pnpm.")
-
-    instructions = build_developer_instructions(root)
-
-    assert f"{root.absolute()}/MEMORY.md" in instructions
-    assert f"{root.absolute()}/extensions/ad_hoc/notes/" in instructions
-    for fixed in ("<oai-mem-citation>", "<citation_entries>", "</citation_entries>", "<rollout_ids>", "</rollout_ids>", "</oai-mem-citation>", "|note=["):
-        assert fixed in instructions
-    assert instructions.count(BEGINS) == 1 and instructions.count(ENDS) == 1
-    assert "{{" not in instructions
-
-
-def test_template_declares_exactly_the_two_placeholders():
-    assert template_placeholders(load_template(READ_PATH_TEMPLATE)) == {"base_path", "memory_summary"}
-
-
-def test_default_budget_is_ours_and_codex_budget_is_recorded():
-    default = inspect.signature(build_developer_instructions).parameters["budget_tokens"].default
-
-    assert default == DEFAULT_SUMMARY_BUDGET_TOKENS == 5_000
-    assert CODEX_SUMMARY_BUDGET_TOKENS == 2_500
-
-
-def test_a_symlinked_or_hard_linked_summary_is_never_injected(tmp_path) -> None:
-    from codex_memories.read.injection import read_memory_summary
-
+@pytest.mark.parametrize("name", [paths.MEMORY_SUMMARY_FILE, paths.MEMORY_FILE])
+def test_a_symlinked_or_hard_linked_memory_file_is_never_injected(tmp_path, name):
     outside = tmp_path / "outside.md"
-    outside.write_text("v1\n\nsecret instructions from outside\n", encoding="utf-8")
+    outside.write_text("v1\n\n## User preferences\n- secret instructions from outside\n", encoding="utf-8")
     root = tmp_path / "memories"
     root.mkdir()
-    (root / "memory_summary.md").symlink_to(outside)
+    (root / name).symlink_to(outside)
     with pytest.raises(PermissionError, match="symlink"):
-        read_memory_summary(root)
-    (root / "memory_summary.md").unlink()
-    os.link(outside, root / "memory_summary.md")
+        build_session_context(root, now=NOW)
+    (root / name).unlink()
+    os.link(outside, root / name)
     with pytest.raises(PermissionError, match="hard links"):
-        read_memory_summary(root)
+        build_session_context(root, now=NOW)

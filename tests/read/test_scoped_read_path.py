@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.read.injection import build_developer_instructions, summary_for_project
+from codex_memories.read.injection import build_session_context, summary_for_project
 from codex_memories.read.prompt_context import memory_context_for_prompt
 from codex_memories.read.recall import CURRENT_PROJECT, OTHER_PROJECT, USER_LEVEL, recall, scope_class
 from codex_memories.scopes import marked_project_key, project_keys_match, project_marker
@@ -120,8 +120,8 @@ def test_the_summary_loses_other_projects_lines_and_sections_and_keeps_the_rest(
 
 
 def test_session_start_injection_in_project_b_has_the_user_rule_and_not_project_as(folder, repo_a, repo_b):
-    in_b = build_developer_instructions(folder, cwd=str(repo_b / "src"))
-    in_a = build_developer_instructions(folder, cwd=str(repo_a))
+    in_b = build_session_context(folder, cwd=str(repo_b / "src")).text
+    in_a = build_session_context(folder, cwd=str(repo_a)).text
 
     assert ENGLISH in in_b and SPACES_B in in_b and TABS not in in_b
     assert ENGLISH in in_a and TABS in in_a and SPACES_B not in in_a

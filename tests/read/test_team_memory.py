@@ -157,7 +157,7 @@ def test_agents_files_nearer_the_cwd_count_too(repository: Path) -> None:
 
 
 def test_team_memory_and_summary_share_one_budget(repository: Path, tmp_path: Path) -> None:
-    from codex_memories.tokens import count_tokens
+    from codex_memories.tokens import codex_tokens
 
     write_team_file(repository, *(f"- fact number {index} about the build of the app" for index in range(400)))
     memories = tmp_path / "memories"
@@ -166,23 +166,22 @@ def test_team_memory_and_summary_share_one_budget(repository: Path, tmp_path: Pa
     context = build_session_context(memories, budget_tokens=2000, cwd=str(repository))
     assert context is not None and context.summary_injected and context.team_memory is not None
     team = context.team_memory
-    assert count_tokens(team.text) <= 1000 and team.lines_over_budget > 0
+    assert codex_tokens(team.text) <= 1000 and team.lines_over_budget > 0
     assert "more line(s) in the file, over the budget" in team.text
     assert "fact number 0 " in team.text  # whole lines from the top
-    # The summary got what the team memory left: together within the budget (the read-path
-    # instructions around the summary are not part of the budget, as before).
-    assert context.text.endswith(team.text)
+    # Together within the budget, as Codex counts a hook's text; the team memory comes before
+    # the how-to and the index.
+    assert codex_tokens(context.text) <= 2000
+    assert context.text.index(team.text) < context.text.index("### Using the memory folder")
 
 
 def test_no_team_file_means_the_session_context_is_the_summary_alone(repository: Path, tmp_path: Path) -> None:
     memories = tmp_path / "memories"
     memories.mkdir()
     (memories / paths.MEMORY_SUMMARY_FILE).write_text("v1\n\nremember PELICAN\n", encoding="utf-8")
-    from codex_memories.read.injection import build_developer_instructions
-
-    context = build_session_context(memories, budget_tokens=5000, cwd=str(repository))
+    context = build_session_context(memories, budget_tokens=2400, cwd=str(repository))
     assert context is not None and context.team_memory is None
-    assert context.text == build_developer_instructions(memories, budget_tokens=5000, cwd=str(repository))
+    assert "Team memory" not in context.text and "remember PELICAN" in context.text
 
 
 def test_collect_project_memories_orders_oldest_first(store: MemoryStore) -> None:
