@@ -68,6 +68,7 @@ from codex_memories.consolidate.conflicts import Conflict, DatedEntry, find_conf
 from codex_memories.consolidate.conflicts import parse_time as _parse_time
 from codex_memories.consolidate.consolidators import ConsolidationOutcome
 from codex_memories.llm.base import TokenUsage
+from codex_memories.llm.heuristic import UNRESOLVED_COMMAND_LINE, VERIFIED_COMMAND_LINE
 from codex_memories.prompts import RenderedPrompt
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
@@ -611,12 +612,37 @@ def _build_groups(threads: list[ThreadMemory]) -> list[_Group]:
                     if task.number not in merged[key][1]:
                         merged[key][1].append(task.number)
             sections[section] = list(merged.values())
+        keep_newest_command_verdicts(sections)
         cwd = ", ".join(_dedupe(thread.cwd for thread in members))
         project_key = "" if scope == USER_SCOPE or scope_key == UNKNOWN_CWD else scope_key
         groups.append(_Group(cwd=cwd, tasks=tasks, sections=sections, scope=scope, project_key=project_key))
     # What applies everywhere first; then projects, most recent first.
     groups.sort(key=lambda group: (not group.is_user_level, -group.latest.timestamp(), group.label))
     return groups
+
+
+def keep_newest_command_verdicts(sections: dict[str, list[tuple[str, list[int]]]]) -> None:
+    """A command that worked in one session and failed with no later success in a newer one (or
+    the other way round) keeps only its newest verdict: "`make deploy-staging` succeeded" from
+    last month is not advice once the newest session found it broken. Task 1 is the newest."""
+    newest: dict[str, dict[str, int]] = {}
+    for section, pattern in ((KNOWLEDGE, VERIFIED_COMMAND_LINE), (FAILURES, UNRESOLVED_COMMAND_LINE)):
+        for line, numbers in sections[section]:
+            match = pattern.match(line)
+            if match:
+                verdicts = newest.setdefault(match.group("command"), {})
+                verdicts[section] = min([*numbers, *([verdicts[section]] if section in verdicts else [])])
+    outdated = {
+        (command, KNOWLEDGE if verdicts[FAILURES] < verdicts[KNOWLEDGE] else FAILURES)
+        for command, verdicts in newest.items()
+        if len(verdicts) == 2
+    }
+    for section, pattern in ((KNOWLEDGE, VERIFIED_COMMAND_LINE), (FAILURES, UNRESOLVED_COMMAND_LINE)):
+        sections[section] = [
+            (line, numbers)
+            for line, numbers in sections[section]
+            if not ((match := pattern.match(line)) and (match.group("command"), section) in outdated)
+        ]
 
 
 # -- rendering ---------------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 
 # An open-ended "for now" holds two weeks: long enough for a refactor or a freeze, short
@@ -92,6 +93,30 @@ _EN_RULES: tuple[tuple[re.Pattern[str], str, float], ...] = (
     (re.compile(r"\bI\s+(?:always|never)\s+(?:use|want|write|run|prefer|put|keep|format|indent|commit|work)\b", re.I), "preference", 0.6),
     (re.compile(_LEAD + r"(?:only\s+)?use\s+\S", re.I), "constraint", 0.6),
     (re.compile(_LEAD + r"run\s+`[^`]+`", re.I), "command", 0.7),
+    # A convention of the place: "money in this codebase is always integer cents", "releases here
+    # always go through `scripts/release.sh`" (not "the build here always fails": a description).
+    (
+        re.compile(
+            r"\b(?:in this (?:code base|[\w-]+)|here)\s+(?:(?:is|are)\s+)?(?:always|only|never)\b"
+            r"(?!\s+(?:fails?|breaks?|crash(?:es)?|times?\s+out|flakes?|hangs?|errors?)\b)",
+            re.I,
+        ),
+        "constraint",
+        0.8,
+    ),
+    # A list of things ruled out: "no Decimal, no float".
+    (re.compile(r"(?:^|[:;]\s*)no\s+[\w`'-]+\s*,\s*(?:and\s+)?no\s+[\w`'-]+", re.I), "constraint", 0.8),
+    (re.compile(r"\bfor next time\b|\bthis is how we (?:do|handle|write|run|name)\b", re.I), "preference", 0.7),
+    # A practice that changed: "staging works differently now", "nothing is deployed from laptops anymore".
+    (re.compile(r"\b(?:any ?more|no longer)\b|\bdifferently now\b|\bit'?s now\b", re.I), "constraint", 0.8),
+    # A warning that leads in: "careful with fly here: prod is `fly deploy -c fly.production.toml`".
+    (re.compile(_LEAD + r"(?:be\s+)?(?:careful|watch out|heads[- ]up|gotcha|caution|beware)\b[^:]*:\s*\S", re.I), "fact", 0.7),
+    # Where something always goes: "e2e always runs against `pnpm start:e2e`".
+    (
+        re.compile(r"\b(?:always|only ever)\s+(?:runs?|goes|go|deploys?|builds?|ships?|talks?)\s+(?:against|through|via|from|to)\b", re.I),
+        "constraint",
+        0.8,
+    ),
 )
 _ZH_RULES: tuple[tuple[re.Pattern[str], str, float], ...] = (
     (re.compile(r"禁止|必须|务必|一定要|不准|不许|请勿|严禁"), "constraint", 1.0),
@@ -130,23 +155,57 @@ _ZH_WEEKDAY = re.compile(r"(下)?(?:这|本)?(?:周|星期|礼拜)([一二三四
 _EN_SPAN = re.compile(r"\bfor\s+(?:the\s+next\s+)?(\d+|one|two|three|four|five|six|seven|ten|a)\s+(day|week)s?\b", re.I)
 
 
-def rules_in_message(text: str, said_at: datetime | None) -> list[RecognisedRule]:
-    """The rules in one user message, in order, each sentence once; code blocks are skipped."""
+# What follows a rule in the same paragraph is usually its detail or its reason ("never touch
+# X. the iOS team owns it, Apple's CDN caches it for days"): kept with it, up to these bounds.
+MAX_ELABORATION_SENTENCES = 2
+MAX_RULE_CHARS = 300
+
+
+def rules_in_message(
+    text: str, said_at: datetime | None, *, fallback: Callable[[str], RecognisedRule | None] | None = None
+) -> list[RecognisedRule]:
+    """The rules in one user message, in order, each once; code blocks are skipped.
+
+    A rule is its sentence plus the sentences right after it in the same paragraph (at most
+    `MAX_ELABORATION_SENTENCES`, up to the next rule or question, `MAX_RULE_CHARS` in all): people
+    state a rule and then say what it means and why. `fallback` judges a sentence no pattern
+    here recognises (the heuristic provider's scoped-instruction form)."""
     rules: list[RecognisedRule] = []
-    for sentence in message_sentences(text):
-        rule = recognise_rule(sentence, said_at)
-        if rule is not None and all(rule.text != seen.text for seen in rules):
-            rules.append(rule)
+    for paragraph in message_paragraphs(text):
+        judged = [(sentence, recognise_rule(sentence, said_at) or (fallback(sentence) if fallback else None)) for sentence in paragraph]
+        for index, (_, rule) in enumerate(judged):
+            if rule is None:
+                continue
+            elaboration = []
+            for sentence, other in judged[index + 1 : index + 1 + MAX_ELABORATION_SENTENCES]:
+                if other is not None or sentence.rstrip().endswith(("?", "？")):
+                    break
+                elaboration.append(sentence)
+            if elaboration:
+                joined = " ".join([rule.text, *elaboration])
+                rule = replace(rule, text=joined if len(joined) <= MAX_RULE_CHARS else rule.text)
+            if all(rule.text != seen.text for seen in rules):
+                rules.append(rule)
     return rules
 
 
 def recognise_rule(sentence: str, said_at: datetime | None) -> RecognisedRule | None:
-    """The rule one sentence states, or None when it states none."""
+    """The rule one sentence states, or None when it states none.
+
+    The patterns that must start a sentence also start a clause after a colon or a dash: people
+    lead in before the rule ("unrelated, but while you're in public/: never touch ...", "before
+    you commit: run `goose fix`")."""
     stripped = sentence.strip().lstrip("-*> ").strip()
-    if not stripped or _not_a_rule(stripped):
+    judged = _CORRECTION.sub("", stripped)
+    if not judged or _not_a_rule(judged):
         return None
     chinese = _is_chinese(stripped)
-    matches = [(kind, weight) for pattern, kind, weight in (_ZH_RULES if chinese else _EN_RULES) if pattern.search(stripped)]
+    clauses = [judged, *(part.strip() for part in _LEAD_IN.split(judged)[1:] if part.strip())]
+    matches = [
+        (kind, weight)
+        for pattern, kind, weight in (_ZH_RULES if chinese else _EN_RULES)
+        if any(pattern.search(clause) for clause in clauses)
+    ]
     if not matches:
         return None
     kind, weight = _type_of(stripped, matches, chinese)
@@ -155,6 +214,10 @@ def recognise_rule(sentence: str, said_at: datetime | None) -> RecognisedRule | 
     if temporary and expires is None:
         reason = "; ".join(part for part in (reason, "temporary, no date to count from") if part)
     return RecognisedRule(text=stripped, type=kind, weight=weight, reason=reason, expires=expires, temporary=temporary)
+
+
+# "no, don't bother with the CLI": a correction leads in with "no"; the rest is what is judged.
+_CORRECTION = re.compile(r"^(?:no|nope|nah)[,.!]\s+(?=\S)", re.IGNORECASE)
 
 
 def _not_a_rule(sentence: str) -> bool:
@@ -278,12 +341,19 @@ def _is_chinese(text: str) -> bool:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
+# Where a lead-in ends and the rule begins: "heads-up: ...", "X — ...", "注意：...".
+_LEAD_IN = re.compile(r":\s+|：\s*|\s+(?:—|–|--)\s+")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 
 
 def message_sentences(text: str) -> list[str]:
     """The sentences of one user message, without code blocks and pasted program output."""
-    sentences: list[str] = []
+    return [sentence for paragraph in message_paragraphs(text) for sentence in paragraph]
+
+
+def message_paragraphs(text: str) -> list[list[str]]:
+    """The sentences of one user message by line, without code blocks and pasted program output."""
+    paragraphs: list[list[str]] = []
     in_code = False
     for line in text.split("\n"):
         if _FENCE.match(line):
@@ -292,5 +362,7 @@ def message_sentences(text: str) -> list[str]:
         # Pasted output (indented four spaces, a prompt, a traceback line) is not the user talking.
         if in_code or line.startswith(("    ", "\t")) or _PROGRAM_OUTPUT.search(line):
             continue
-        sentences += [part.strip() for part in _SENTENCE_END.split(line.strip()) if part.strip()]
-    return sentences
+        sentences = [part.strip() for part in _SENTENCE_END.split(line.strip()) if part.strip()]
+        if sentences:
+            paragraphs.append(sentences)
+    return paragraphs

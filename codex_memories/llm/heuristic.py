@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from codex_memories.extract.rules import RecognisedRule, message_sentences, recognise_rule
+from codex_memories.extract.rules import RecognisedRule, rules_in_message
 from codex_memories.llm.base import ExtractionRequest, ExtractionResponse, TokenUsage
 from codex_memories.llm.schema import Stage1Extraction
 from codex_memories.scopes import PROJECT_SCOPE, USER_SCOPE
@@ -95,6 +95,8 @@ _INSTRUCTION_VERBS = (
 )
 _SCOPED_INSTRUCTION = re.compile(
     rf"(?:{_USER_SCOPE_PHRASES.pattern}|{_PROJECT_SCOPE_PHRASES.pattern})\s*[,:;-]?\s*{_INSTRUCTION_VERBS}"
+    # "for commits, in all my repos: imperative subject, a trailer line ...": a scope, then the spec.
+    rf"|(?:{_USER_SCOPE_PHRASES.pattern})\s*:\s*\S"
     rf"|^{_INSTRUCTION_VERBS}.*(?:{_USER_SCOPE_PHRASES.pattern}|{_PROJECT_SCOPE_PHRASES.pattern})"
     r"|(?:所有项目|所有的项目|全局|每个仓库|所有仓库|每个项目|任何项目|这个项目|本项目|本仓库|这个仓库|该项目).{0,8}?"
     r"(?:用|使用|都|请|要|不要|必须|统一|回答|写)",
@@ -264,10 +266,7 @@ def _best_cwd(request_cwd: str, items: list[dict[str, Any]]) -> str:
 def _preferences(user_texts: list[str], said_at: datetime | None) -> list[RecognisedRule]:
     found: list[RecognisedRule] = []
     for text in user_texts:
-        for sentence in message_sentences(text):
-            rule = recognise_rule(sentence, said_at) or _scoped_instruction(sentence)
-            if rule is None:
-                continue
+        for rule in rules_in_message(text, said_at, fallback=_scoped_instruction):
             rule = replace(rule, text=_clip(rule.text, MAX_QUOTE_CHARS))
             if all(rule.text != seen.text for seen in found):
                 found.append(rule)
@@ -471,6 +470,12 @@ def _entry_meta(rule: RecognisedRule) -> EntryMeta:
 def _quoted(text: str) -> str:
     # A quote that holds braces would read as a typed-entry suffix; the user's words stay readable.
     return '"' + text.replace("{", "(").replace("}", ")") + '"'
+
+
+# The two verdicts on a command that the lines below write, read back by the consolidator to keep
+# only the newest one (`consolidate.heuristic`): one module owns the format.
+VERIFIED_COMMAND_LINE = re.compile(r"^(?:- )?`(?P<command>[^`]+)` succeeded \(exit 0\)")
+UNRESOLVED_COMMAND_LINE = re.compile(r"^(?:- )?`(?P<command>[^`]+)` failed \(exit -?\d+\); no later success")
 
 
 def _knowledge_lines(task: TaskEvidence) -> list[str]:

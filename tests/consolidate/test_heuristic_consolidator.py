@@ -611,3 +611,23 @@ def test_one_entry_worded_alike_in_two_sessions_merges_with_the_newest_suffix(tm
     handbook = (tmp_path / paths.MEMORY_FILE).read_text(encoding="utf-8")
     assert handbook.count("Never push to main.") == 1
     assert '- "Never push to main." [Task 1, Task 2] {memory: type=constraint; weight=1.0}' in handbook
+
+
+def test_a_command_keeps_only_its_newest_verdict(tmp_path: Path) -> None:
+    from codex_memories.consolidate.heuristic import keep_newest_command_verdicts
+
+    sections = {
+        "User preferences": [],
+        "Reusable knowledge": [("`make ship` succeeded (exit 0) in /w", [3, 4]), ("`make test` succeeded (exit 0) in /w", [1])],
+        "Failures and how to do differently": [
+            ("`make ship` failed (exit 1); no later success of a similar command in this session", [2]),
+            ("`make test` failed (exit 2); no later success of a similar command in this session", [5]),
+        ],
+    }
+
+    keep_newest_command_verdicts(sections)
+
+    assert sections["Reusable knowledge"] == [("`make test` succeeded (exit 0) in /w", [1])], "make ship broke in a newer session"
+    assert sections["Failures and how to do differently"] == [
+        ("`make ship` failed (exit 1); no later success of a similar command in this session", [2])
+    ], "make test worked in a newer session"

@@ -119,3 +119,53 @@ def test_a_message_gives_each_rule_once_and_skips_code_blocks_and_pasted_output(
         ]
     )
     assert [rule.text for rule in rules_in_message(message, TUESDAY)] == ["Never push directly to main.", "以后都用 httpx，不要用 requests。"]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "quick aside while you're in infra/: never edit the generated tfvars by hand.",
+        "one more thing — don't run the seed script against shared dev.",
+        "before you open the PR: run `make fmt` so the linter job passes.",
+        "No, don't use the admin token for that.",
+        "dates in this service are always stored as UTC epoch millis.",
+        "deploys here only go through the release pipeline.",
+        "no floats, no Decimal for money.",
+        "for next time, tag the release after the changelog is merged.",
+        "this is how we name branches: team/ticket-short-title.",
+        "the nightly job doesn't write to the old bucket anymore.",
+        "reviews work differently now: two approvals from the owning team.",
+        "careful with the cache here: `make clean` also wipes the fixtures.",
+        "the smoke suite always runs against the staging cluster.",
+    ],
+)
+def test_a_rule_after_a_lead_in_or_in_a_conventional_form_is_recognised(sentence: str) -> None:
+    assert recognise_rule(sentence, TUESDAY) is not None
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "the build here always fails on Mondays.",
+        "no, that's not it.",
+        "why does it not work anymore?",
+        "here is the log: connection reset by peer.",
+    ],
+)
+def test_a_description_behind_the_same_words_stays_a_description(sentence: str) -> None:
+    assert recognise_rule(sentence, TUESDAY) is None
+
+
+def test_a_rule_keeps_the_sentences_that_explain_it_up_to_the_next_rule() -> None:
+    message = (
+        "thanks. unrelated: never edit config/generated.yaml by hand. the platform team renders it nightly "
+        "and your edit would be gone by morning. also it is checked in CI. Always run `make lint` first."
+    )
+
+    rules = rules_in_message(message, TUESDAY)
+
+    assert [rule.text for rule in rules] == [
+        "unrelated: never edit config/generated.yaml by hand. the platform team renders it nightly and your edit "
+        "would be gone by morning. also it is checked in CI.",
+        "Always run `make lint` first.",
+    ]

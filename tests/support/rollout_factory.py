@@ -122,8 +122,12 @@ def rollout_lines(
     web_search: bool = False,
     rng: random.Random | None = None,
     repository_url: str = DEFAULT_REPOSITORY_URL,
+    tool_calls_per_turn: Sequence[Sequence[ToolCall]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The JSON objects of one rollout, in file order (see the module docstring)."""
+    """The JSON objects of one rollout, in file order (see the module docstring).
+
+    `tool_calls` are spread evenly over the turns; `tool_calls_per_turn` (one list per user
+    message) places each call in its own turn instead."""
     rng = rng or random.Random(thread_id)
     clock = _Clock(created_at, rng)
     meta: dict[str, Any] = {
@@ -183,7 +187,11 @@ def rollout_lines(
             lines.append(
                 _line(clock.tick(), "response_item", {"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": text[:60]}})
             )
-        for call in tool_calls[turn * per_turn : (turn + 1) * per_turn]:
+        if tool_calls_per_turn is not None:
+            calls = list(tool_calls_per_turn[turn]) if turn < len(tool_calls_per_turn) else []
+        else:
+            calls = list(tool_calls[turn * per_turn : (turn + 1) * per_turn])
+        for call in calls:
             command, output = call[0], call[1]
             exit_code = call[2] if len(call) > 2 else 0
             call_number += 1
@@ -224,6 +232,7 @@ def write_rollout(
     archived: bool = False,
     web_search: bool = False,
     repository_url: str | None = None,
+    tool_calls_per_turn: Sequence[Sequence[ToolCall]] | None = None,
 ) -> Path:
     """Write one rollout under `codex_home` (sessions/YYYY/MM/DD/ or archived_sessions/)."""
     thread_id = thread_id or uuid7_at(created_at)
@@ -240,6 +249,7 @@ def write_rollout(
         extra_lines=extra_lines,
         web_search=web_search,
         repository_url=repository_url or DEFAULT_REPOSITORY_URL,
+        tool_calls_per_turn=tool_calls_per_turn,
     )
     with path.open("w", encoding="utf-8") as handle:
         for line in lines:
