@@ -802,13 +802,23 @@ def _profile(groups: list[_Group], notes: list[AdHocNote]) -> str:
         days = sorted({task.thread.day for group in groups for task in group.tasks if task.thread.day})
         if days:
             sentences.append(f"Memories span {days[0]} to {days[-1]}.")
-    preference_count = len({_normalise(line) for group in groups for line, _ in group.sections[PREFERENCES]})
-    if preference_count or notes:
+    everywhere = len({_normalise(line) for group in groups if group.is_user_level for line, _ in group.sections[PREFERENCES]})
+    per_project = len(
+        {(group.label, _normalise(line)) for group in groups if not group.is_user_level for line, _ in group.sections[PREFERENCES]}
+    )
+    if everywhere or per_project or notes:
+        # Said per scope: a session is shown its own project's rules and the user-level ones, so a
+        # total "listed below" would promise lines it never sees.
         sentences.append(
-            f"The user stated {preference_count} preference{'s' if preference_count != 1 else ''} in sessions"
-            f" and left {len(notes)} ad-hoc note{'s' if len(notes) != 1 else ''}; they are listed below."
+            f"The user stated {_count(everywhere, 'rule or preference', 'rules or preferences')} for all projects and "
+            f"{_count(per_project, 'rule or preference', 'rules or preferences')} for single projects, and left "
+            f"{_count(len(notes), 'ad-hoc note', 'ad-hoc notes')}; a session sees the all-project ones and its own project's."
         )
     return " ".join(sentences)
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
 
 
 def _summary_preferences(groups: list[_Group], notes: list[AdHocNote]) -> list[str]:

@@ -88,6 +88,7 @@ _EN_RULES: tuple[tuple[re.Pattern[str], str, float], ...] = (
     (re.compile(r"\bwe\s+always\b", re.I), "preference", 0.6),
     (re.compile(_LEAD + r"remember to\b", re.I), "constraint", 0.7),
     (re.compile(_LEAD + r"(?:remember(?: that)?|keep in mind|note that)\b", re.I), "fact", 0.6),
+    (re.compile(r"[,;]\s*(?:please\s+)?(?:remember(?: that)?|keep in mind)\b", re.I), "fact", 0.6),
     (re.compile(r"\bprefer\b|\bI(?:'d| would) rather\b|\bI like\b", re.I), "preference", 0.6),
     (re.compile(r"\b(?:from now on|going forward|in (?:the )?future|by default|whenever)\b", re.I), "preference", 0.7),
     (re.compile(r"\bI\s+(?:always|never)\s+(?:use|want|write|run|prefer|put|keep|format|indent|commit|work)\b", re.I), "preference", 0.6),
@@ -125,7 +126,7 @@ _ZH_RULES: tuple[tuple[re.Pattern[str], str, float], ...] = (
     (re.compile(r"统一用|统一使用|一律"), "constraint", 0.8),
     (re.compile(r"保持在|不超过|不要超过|控制在"), "constraint", 0.8),
     (re.compile(r"暂时|目前先|直到|之前先"), "constraint", 0.8),
-    (re.compile(r"^记住|^请记住|^记得"), "fact", 0.6),
+    (re.compile(r"(?:^|[，,：:；;]\s*)(?:请)?(?:记住|记得)"), "fact", 0.6),
     (re.compile(r"优先用|优先使用|我更喜欢|我喜欢|我偏好|尽量"), "preference", 0.6),
     (re.compile(r"以后都|以后|今后|从现在开始"), "preference", 0.7),
 )

@@ -298,3 +298,19 @@ def test_a_rule_quoted_with_braces_cannot_fake_a_suffix():
     text, meta = split_entry(bullet)
     assert meta is not None and meta.type == "constraint" and meta.expires is None
     assert "{memory:" not in text
+
+
+@pytest.mark.parametrize(
+    ("message", "kept"),
+    [
+        ("ok — remember that the cache volume is wiped on every deploy.", "the cache volume is wiped on every deploy"),
+        ("by the way, remember that prod reads from the replica. writes go to the primary only.", "writes go to the primary only"),
+        ("顺便说一下，记住发布前要先打 tag，CI 只认 tag。", "发布前要先打 tag"),
+        ("对了：记得 staging 的库是只读的。", "staging 的库是只读的"),
+    ],
+)
+def test_a_remember_that_statement_is_kept_as_a_durable_fact_in_english_and_chinese(message, kept):
+    raw_memory = extract([user("fix the flaky test"), assistant("Done."), user(message)]).extraction.raw_memory
+    preferences = raw_memory.split("Preference signals:")[1]
+    assert kept in preferences
+    assert "type=fact" in preferences.split(kept, 1)[1].split("\n", 1)[0]
