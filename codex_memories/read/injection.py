@@ -160,6 +160,14 @@ def build_session_context(
         raise ValueError("budget_tokens must be at least 1")
     session_key = project_key_for_directory(cwd) if cwd else None
     memory = read_folder_memory(Path(memory_root), cwd=cwd, session_key=session_key, now=now or datetime.now(UTC))
+    if memory.empty:
+        # The repository's team memory alone (a clone whose user has no memory of their own):
+        # no header or how-to for a folder that holds nothing.
+        team = team_memory_context(cwd, budget_tokens) if cwd else None
+        if team is None or codex_tokens(team.text) > budget_tokens:
+            return None
+        tiers = {"team_memory": TierReport(shown=team.lines_injected, omitted=team.lines_over_budget)}
+        return SessionContext(text=team.text, summary_injected=False, team_memory=team, tiers=tiers)
     base_path = str(Path(memory_root).expanduser().absolute())
     how_to = render_prompt(READ_PATH_TEMPLATE, base_path=base_path).text.strip()
     writer = _BudgetedText(budget_tokens)
@@ -169,7 +177,7 @@ def build_session_context(
     # a budget too small for it (under twice its size) gets the one-line pointer instead.
     if codex_tokens(how_to) * 2 > writer.remaining:
         how_to = SHORT_HOW_TO.format(base_path=base_path)
-    reserved = codex_tokens("\n\n" + how_to) if not memory.empty else 0
+    reserved = codex_tokens("\n\n" + how_to)
     writer.reserve(reserved)
     tiers: dict[str, TierReport] = {}
     project_label = session_key or (cwd or "")
@@ -181,13 +189,11 @@ def build_session_context(
         tiers["team_memory"] = TierReport(shown=team.lines_injected, omitted=team.lines_over_budget)
     else:
         team = None
-    if memory.empty and team is None:
-        return None
     writer.release(reserved)
     writer.add(how_to)
     tiers["knowledge"] = writer.add_entries(KNOWLEDGE_HEADING, memory.knowledge, paths.MEMORY_FILE)
     tiers["index"] = writer.add_index(memory.index)
-    return SessionContext(text=writer.text, summary_injected=not memory.empty, team_memory=team, tiers=tiers)
+    return SessionContext(text=writer.text, summary_injected=True, team_memory=team, tiers=tiers)
 
 
 class _BudgetedText:
