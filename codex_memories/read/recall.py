@@ -213,10 +213,10 @@ def decide(ranked: list[ScoredChunk], limit: int, tuning: Tuning = DEFAULT_TUNIN
     evidence = eligible[0].evidence if eligible else None
     others = [scored for scored in ranked if scored.scope_class == OTHER_PROJECT and not include_other_projects]
     best = evidence.contextual if evidence else -1.0
-    beaten_by = sorted(
-        (scored for scored in others if scored.similarity > best and scored.similarity >= tuning.floor_contextual),
-        key=lambda scored: -scored.similarity,
-    )[:OTHER_PROJECT_EXAMPLES]
+    beaten_by = shown(
+        sorted((scored for scored in others if scored.similarity > best), key=lambda scored: -scored.similarity),
+        OTHER_PROJECT_EXAMPLES, tuning,
+    )
     threshold = tuning.gate_model.threshold
     if evidence is None:
         return Recalled(shown=[], threshold=threshold, other_projects=beaten_by)
