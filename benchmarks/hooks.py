@@ -137,7 +137,7 @@ def main() -> None:
             markdown_table(["command", "case → stdout", "wall time, median (range)", "× baseline"], rows),
             "",
             "What the numbers rest on: the hook script imports only the standard library, `read.injection`",
-            "(prompts, tokenizer) for SessionStart and the recall index (sqlite3, numpy, tokenizers, the packaged static embeddings) for UserPromptSubmit",
+            "(prompts, tokenizer) for SessionStart and the recall index (sqlite3, numpy, tokenizers, the packaged all-MiniLM-L6-v2 encoder, one forward pass of the prompt) for UserPromptSubmit",
             "(`tests/read/test_hooks.py` checks that no Prefect, SQLAlchemy, openai, typer, rich or pydantic",
             "module is loaded). `codex_memories.tokens` loads `bpe_openai`'s Rust binding without the",
             "package's `__init__`, whose tiktoken-compatible rank tables cost 0.6-1.2 s, and decodes cut",

@@ -10,35 +10,28 @@ Method:
 - A result answers a question when its text contains the fact's key (case-insensitive). For
   answerable questions: hit@1, hit@5, MRR (top 5). For unanswerable ones: the share that got an
   empty answer. Three methods on the same folder in the same run:
-  - hybrid: `codex_memories.read.recall` (BM25 + WordLlama embeddings, RRF, scope order, gate
-    reading the all-MiniLM-L6-v2 cosine of the query to its first candidates);
+  - hybrid: `codex_memories.read.recall` (BM25 + all-MiniLM-L6-v2 cosines over the chunks the
+    session may see, RRF, the gate of `relevance.GATE_MODEL`);
   - hybrid, gate off: the same ranking without the relevance gate (what the ranking alone finds);
   - bm25: the same FTS5 BM25 leg alone, top 5, no gate, no scope order (empty only when no word
     matches);
   - literal: what a model does with Codex's search tool: one literal (case-insensitive, as
     `rg -i`) search per content word of the question, lines ranked by how many distinct words
     they contain.
-- `--tune` chooses the gate model (`relevance.GATE_MODEL`: a logistic regression over a subset of
-  the query's top cosine, similarity margin, term coverage, vocabulary coverage and contextual
-  cosine, and its threshold) and the chunk floor on the tune split only, by repeated 5-fold
-  cross-validation inside it (`tune`), and prints the cross-validated figures, its choice fitted
-  on the whole tune split, and the shipped form's figures under the same CV. The tables report
-  tune and test separately; the test split (48 paraphrases, 33 unanswerable) chose no
-  coefficient or threshold (the caveats about what it was looked at are in benchmarks/README.md,
-  which also says why the shipped constants are not `--tune`'s current choice).
-  `recall_contextual_gate.py` is the experiment that led to the contextual feature;
-  `recall_gate_features.py` the one that measured further features against it.
+- The gate is fitted by `recall_paraphrase.py --tune` (issue 27), which uses every question of
+  this set as extra tune data; this script reports the shipped gate on both of its splits.
 - Speed: `recall` in a fresh `python -c` process (as a prompt hook runs it) next to
   `python -c pass` in the same run; per query in a warm process; index build time and size for
-  synthetic folders of 100 and 10,000 MEMORY.md blocks, and the rebuild after a one-line edit.
+  synthetic folders of 100 and 1,000 MEMORY.md blocks, and the rebuild after a one-line edit (every
+  chunk is encoded by all-MiniLM-L6-v2 at build time, about 60 ms a chunk on one loaded core, so
+  10,000 blocks would take half an hour).
 
-Command: `.venv/bin/python benchmarks/recall.py [--tune] [--update-readme]`
+Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall.py [--update-readme]`
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import random
@@ -47,11 +40,10 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -62,19 +54,14 @@ from codex_memories.read import index as recall_index  # noqa: E402
 from codex_memories.read.chunks import source_files  # noqa: E402
 from codex_memories.read.recall import (  # noqa: E402
     DEFAULT_TUNING,
-    GATE_WINDOW,
     ScoredChunk,
     Tuning,
     clean_query,
-    gate,
-    gate_features,
-    gate_window,
+    decide,
     lexical_ranking,
     query_terms,
     rank,
-    shown,
 )
-from codex_memories.read.relevance import FEATURES, GateModel  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "recall"
 SECTION = "recall"
@@ -225,9 +212,8 @@ def hybrid_candidates(index: recall_index.Index, question: str, cwd: str | None,
 
 
 def gated(candidates: list[ScoredChunk], tuning: Tuning) -> Ranked:
-    """What `recall` returns for these candidates under `tuning` (the same `gate` function)."""
-    rescored = [replace(candidate, relevance=tuning.relevance(candidate.similarity, candidate.coverage)) for candidate in candidates]
-    return Ranked([scored.chunk.text for scored in shown(gate(rescored, tuning), TOP, tuning)])
+    """What `recall` returns for these candidates under `tuning` (the same `decide` function)."""
+    return Ranked([scored.chunk.text for scored in decide(candidates, TOP, tuning).shown])
 
 
 def bm25_ranked(index: recall_index.Index, question: str) -> Ranked:
@@ -307,197 +293,6 @@ def evaluate(results: dict[str, Ranked], questions: list[dict[str, Any]], keys: 
     return scores
 
 
-# ---- tuning ---------------------------------------------------------------------------------
-
-
-CHUNK_FLOORS = (0.0, 0.1, 0.2)
-CV_FOLDS = 5
-CV_REPEATS = 6
-CV_TOLERANCE = 0.01
-
-
-@dataclass
-class TuneRow:
-    """One tune question at one chunk floor: the gate's features (None: no survivor, no answer),
-    whether the full-match rule opens the gate, and whether what `shown` would show holds the key."""
-
-    features: dict[str, float] | None
-    by_letter: bool
-    answerable: bool
-    paraphrase: bool
-    hit: bool
-
-
-def tune_rows(index: recall_index.Index, questions: list[dict[str, Any]], keys: dict[str, str], cwds: dict[str, str], floor: float) -> list[TuneRow]:
-    """The tune split's questions at chunk floor `floor` (the library's floor rule and `shown`)."""
-    rows = []
-    for question in questions:
-        candidates = hybrid_candidates(index, question["question"], cwd_of(question, cwds), DEFAULT_TUNING)
-        kept = [c for c in candidates if c.relevance >= floor or c.full_lexical_match]
-        window = gate_window(kept)
-        key = keys[question["expect"]] if question["expect"] else None
-        texts = [c.chunk.text for c in shown(kept, TOP, DEFAULT_TUNING)]
-        rows.append(TuneRow(
-            gate_features(kept) if window else None, any(c.full_lexical_match for c in window), key is not None,
-            question["kind"] == "paraphrase", key is not None and any(key.lower() in text.lower() for text in texts),
-        ))
-    return rows
-
-
-def fit_rows(rows: list[TuneRow], names: tuple[str, ...]) -> GateModel:
-    """`fit_gate_model` on tune rows (a question without survivors counts with zero features)."""
-    features = np.array([[row.features[name] if row.features else 0.0 for name in names] for row in rows])
-    return fit_gate_model(names, features, np.array([row.answerable for row in rows], dtype=float), np.array([row.by_letter for row in rows]))
-
-
-def opens(model: Any, row: TuneRow) -> bool:
-    return row.features is not None and (row.by_letter or model.probability(row.features) >= model.threshold)
-
-
-def tune_figures(rows: list[TuneRow], opened: list[bool]) -> tuple[float, float, float]:
-    """(hit@5 of all answerable, hit@5 of paraphrases, no-answer rate) of these rows."""
-    def share(selected: list[bool]) -> float:
-        return sum(selected) / len(selected) if selected else 0.0
-
-    pairs = list(zip(rows, opened, strict=True))
-    return (
-        share([o and r.hit for r, o in pairs if r.answerable]), share([o and r.hit for r, o in pairs if r.paraphrase]),
-        share([not o for r, o in pairs if not r.answerable]),
-    )
-
-
-def stratified_folds(rows: list[TuneRow], folds: int, generator: np.random.Generator) -> list[int]:
-    assignment = [0] * len(rows)
-    for wanted in (True, False):
-        members = [i for i, row in enumerate(rows) if row.answerable == wanted]
-        generator.shuffle(members)
-        for position, member in enumerate(members):
-            assignment[member] = position % folds
-    return assignment
-
-
-def cross_validated(rows: list[TuneRow], names: tuple[str, ...], fit: Any = fit_rows, repeats: int = CV_REPEATS, folds: int = CV_FOLDS) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Repeated stratified k-fold CV inside the tune split: the mean (all hit@5, paraphrase hit@5,
-    no-answer) over repeats, each fold's model and threshold fitted on the other folds; and each
-    repeat's out-of-fold probabilities. Seeded: the same rows give the same figures."""
-    generator = np.random.default_rng(0)
-    results, probabilities = [], []
-    for _ in range(repeats):
-        assignment = stratified_folds(rows, folds, generator)
-        opened = [False] * len(rows)
-        held_out = np.zeros(len(rows))
-        for fold in range(folds):
-            model = fit([row for row, f in zip(rows, assignment, strict=True) if f != fold], names)
-            for i, row in enumerate(rows):
-                if assignment[i] == fold:
-                    opened[i] = opens(model, row)
-                    held_out[i] = model.probability(row.features) if row.features else 0.0
-        results.append(tune_figures(rows, opened))
-        probabilities.append(held_out)
-    return np.mean(results, axis=0), probabilities
-
-
-def tune(index: recall_index.Index, questions: list[dict[str, Any]], keys: dict[str, str], cwds: dict[str, str]) -> tuple[Tuning, list[tuple[np.ndarray, float, tuple[str, ...]]]]:
-    """Choose the gate on the tune split only, by cross-validation inside it; the chosen tuning and
-    every (CV figures, chunk floor, feature subset), best first.
-
-    For each chunk floor and each non-empty subset of `relevance.FEATURES`: repeated stratified
-    5-fold CV (`cross_validated`) of a logistic regression of "answerable" on them (Newton's
-    method, L2 on standardised features) with the threshold at the lowest probability that leaves
-    >= GATE_NO_ANSWER_TARGET of the training folds' unanswerable questions empty. Chosen: the
-    fewest features among the subsets within CV_TOLERANCE of the best CV hit@5 of all answerable
-    questions (CV figures differ by noise at that size), then the best CV hit@5; then fitted on
-    the whole tune split. The contextual floor on shown chunks stays at DEFAULT_TUNING's 0.2, the
-    lowest that keeps tests/read/test_hooks.py's pnpm line out of the prompt; the fusion weights
-    stay as they are: with the gate off the ranking already finds the answer (README)."""
-    tuning_questions = [question for question in questions if question["split"] == "tune"]
-    rows_by_floor = {floor: tune_rows(index, tuning_questions, keys, cwds, floor) for floor in CHUNK_FLOORS}
-    outcomes = []
-    for floor, rows in rows_by_floor.items():
-        for size in range(1, len(FEATURES) + 1):
-            for names in itertools.combinations(FEATURES, size):
-                outcomes.append((cross_validated(rows, names)[0], floor, names))
-    outcomes.sort(key=lambda item: (-item[0][0], len(item[2]), -item[0][2]))
-    best = outcomes[0][0][0]
-    # A tie in every figure goes to the higher chunk floor, which shows less.
-    chosen = min((o for o in outcomes if o[0][0] >= best - CV_TOLERANCE), key=lambda o: (len(o[2]), -o[0][0], -o[0][2], -o[1]))
-    _figures, floor, names = chosen
-    tuning = replace(DEFAULT_TUNING, floor_relevance=floor, gate_model=fit_rows(rows_by_floor[floor], names))
-    return tuning, [chosen, *outcomes]
-
-
-GATE_NO_ANSWER_TARGET = 0.85  # On the tune split: a margin over the issue's 80 % for unseen questions.
-
-
-def logistic_fit(features: np.ndarray, answerable: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Newton's method for an L2-penalised logistic regression on standardised features: the
-    weights (intercept first) and the mean and deviation the features were standardised with."""
-    mean, deviation = features.mean(axis=0), features.std(axis=0) + 1e-9
-    design = np.c_[np.ones(len(features)), (features - mean) / deviation]
-    penalty = np.diag([0.0] + [l2] * features.shape[1])
-    weights = np.zeros(design.shape[1])
-    for _ in range(50):
-        probability = 1 / (1 + np.exp(-design @ weights))
-        gradient = design.T @ (probability - answerable) + penalty @ weights
-        hessian = design.T @ (design * (probability * (1 - probability))[:, None]) + penalty
-        weights -= np.linalg.solve(hessian, gradient)
-    return weights, mean, deviation
-
-
-def no_answer_threshold(probabilities: np.ndarray, answerable: np.ndarray, by_letter: np.ndarray) -> float:
-    """The lowest probability threshold that keeps GATE_NO_ANSWER_TARGET of the unanswerable
-    questions empty; questions the full-match rule opens cannot be kept empty by any threshold."""
-    negatives = np.sort(probabilities[(answerable == 0) & ~by_letter])
-    needed = int(np.ceil(GATE_NO_ANSWER_TARGET * (answerable == 0).sum()))
-    return float(negatives[needed - 1]) + 1e-6 if 0 < needed <= len(negatives) else 1.0
-
-
-def fit_gate_model(names: tuple[str, ...], features: np.ndarray, answerable: np.ndarray, by_letter: np.ndarray, l2: float = 1.0) -> GateModel:
-    """Logistic regression (coefficients on the raw features) and its threshold (see `tune`)."""
-    weights, mean, deviation = logistic_fit(features, answerable, l2)
-    raw = weights[1:] / deviation
-    model = GateModel(
-        intercept=round(float(weights[0] - (raw * mean).sum()), 6),
-        weights=tuple((name, round(float(weight), 6)) for name, weight in zip(names, raw, strict=True)), threshold=0.0,
-    )
-    probabilities = np.array([model.probability(dict(zip(names, row, strict=True))) for row in features])
-    return replace(model, threshold=round(no_answer_threshold(probabilities, answerable, by_letter), 6))
-
-
-PREVIOUS_GATE_FLOOR = 0.2  # The gate this model replaced: one cosine threshold over the first GATE_WINDOW chunks.
-
-
-def previous_gate(candidates: list[ScoredChunk], min_relevance: float) -> Ranked:
-    """The replaced rule (before issue 12's gate rework), kept to compare trade-offs in the same run."""
-    kept = [c for c in candidates if c.similarity >= PREVIOUS_GATE_FLOOR or c.full_lexical_match]
-    if not any(c.similarity >= min_relevance or c.full_lexical_match for c in kept[:GATE_WINDOW]):
-        return Ranked([])
-    return Ranked([c.chunk.text for c in kept[:TOP]])
-
-
-def trade_off_report(questions: list[dict[str, Any]], keys: dict[str, str], candidates: dict[str, list[ScoredChunk]]) -> str:
-    """hit@5 against the no-answer rate, per split, for the shipped model at several thresholds and
-    for the replaced single cosine threshold: which decision does better at the same silence."""
-    rows = []
-    settings = [("cosine threshold (replaced)", f"{threshold:.2f}", lambda found, t=threshold: previous_gate(found, t)) for threshold in (0.26, 0.29, 0.32, 0.35, 0.38)]
-    settings += [
-        ("logistic model (shipped)" if threshold == DEFAULT_TUNING.gate_model.threshold else "logistic model", f"{threshold:.2f}",
-         lambda found, t=threshold: gated(found, replace(DEFAULT_TUNING, gate_model=replace(DEFAULT_TUNING.gate_model, threshold=t))))
-        for threshold in sorted({0.5, 0.6, 0.7, 0.9, DEFAULT_TUNING.gate_model.threshold})
-    ]
-    for label, threshold, decide in settings:
-        results = {question["id"]: decide(candidates[question["id"]]) for question in questions}
-        row = [label, threshold]
-        for split in ("tune", "test"):
-            paraphrase = evaluate(results, questions, keys, kinds={"paraphrase"}, split=split)
-            answerable = evaluate(results, questions, keys, kinds={"paraphrase", "lexical", "trap"}, split=split)
-            unanswerable = evaluate(results, questions, keys, kinds={"none"}, split=split)
-            row += [f"{paraphrase.hit5:.2f}", f"{answerable.hit5:.2f}", f"{unanswerable.no_answer:.2f}"]
-        rows.append(row)
-    headers = ["gate", "threshold", "tune: paraphrase hit@5", "tune: all answerable hit@5", "tune: no-answer", "test: paraphrase hit@5", "test: all answerable hit@5", "test: no-answer"]
-    return "Gate trade-off (same ranking, same run; thresholds other than the shipped one are for comparison only):\n\n" + markdown_table(headers, rows)
-
-
 def cwd_of(question: dict[str, Any], cwds: dict[str, str]) -> str | None:
     return cwds[question["cwd_project"]] if question["cwd_project"] else None
 
@@ -565,9 +360,8 @@ def synthetic_folder(root: Path, blocks: int, seed: int = 7) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tune", action="store_true", help="Search weights and thresholds on the tune split and print the best.")
     parser.add_argument("--update-readme", action="store_true", help="Write the results into benchmarks/README.md.")
-    parser.add_argument("--skip-scale", action="store_true", help="Skip the 100 / 10,000 block build measurements.")
+    parser.add_argument("--skip-scale", action="store_true", help="Skip the 100 / 1,000 block build measurements.")
     arguments = parser.parse_args()
 
     corpus = load_corpus()
@@ -581,19 +375,6 @@ def main() -> None:
         built = recall_index.build_index(root)
         index = recall_index.open_index(root)
         assert index is not None
-
-        if arguments.tune:
-            chosen_tuning, outcomes = tune(index, questions, keys, cwds)
-            print("cross-validated inside the tune split (all answerable hit@5 / paraphrase hit@5 / no-answer), best 12:")
-            for (all_hit, paraphrase_hit, no_answer), floor, names in outcomes[1:13]:
-                print(f"  {all_hit:.3f} / {paraphrase_hit:.3f} / {no_answer:.3f}  floor={floor}  {names}")
-            (all_hit, paraphrase_hit, no_answer), floor, names = outcomes[0]
-            print(f"chosen (fewest features within {CV_TOLERANCE} of the best): {all_hit:.3f} / {paraphrase_hit:.3f} / {no_answer:.3f} floor={floor} {names}")
-            print(f"fitted on the whole tune split: floor_relevance={chosen_tuning.floor_relevance} gate_model={chosen_tuning.gate_model}")
-            shipped_form = (DEFAULT_TUNING.floor_relevance, tuple(name for name, _weight in DEFAULT_TUNING.gate_model.weights))
-            for figures, floor, names in outcomes[1:]:
-                if (floor, names) == shipped_form:
-                    print(f"the shipped form (GATE_MODEL's features, its chunk floor), same CV: {figures[0]:.3f} / {figures[1]:.3f} / {figures[2]:.3f} floor={floor} {names}")
 
         lines = folder_lines(root)
         hybrid: dict[str, Ranked] = {}
@@ -615,7 +396,6 @@ def main() -> None:
         index.close()
 
         report = render_report(questions, keys, {"hybrid": hybrid, "hybrid, gate off": ungated, "bm25": bm25, "literal": literal}, built, warm, root, arguments.skip_scale, work)
-        report += "\n\n" + trade_off_report(questions, keys, all_candidates)
         print(report)
         if arguments.update_readme:
             update_readme_section(SECTION, report)
@@ -681,7 +461,7 @@ def render_report(
     import_rows = import_costs()
     scale_rows = [[f"benchmark folder ({built.files} files)", str(built.chunks), f"{built.seconds:.2f} s", f"{built.bytes / 1024:.0f} KiB", "–", "–"]]
     if not skip_scale:
-        for blocks in (100, 10_000):
+        for blocks in (100, 1_000):
             folder = work / f"synthetic-{blocks}"
             synthetic_folder(folder, blocks)
             first = recall_index.build_index(folder)
@@ -702,7 +482,7 @@ def render_report(
         "split at random into tune and test; the gate was fitted on tune only). "
         "Method in the script's docstring. A hit is a result whose text contains the fact's key.",
         "",
-        "Command: `.venv/bin/python benchmarks/recall.py --update-readme` (add `--tune` to refit the gate model on the tune split and print it)",
+        "Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall.py --update-readme` (the gate is fitted by `recall_paraphrase.py --tune`)",
         "",
         f"Machine: {machine_description()}",
         "",

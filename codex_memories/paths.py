@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 MEMORIES_DIR = "memories"
+# Where Codex keeps its home when CODEX_HOME is not set, and our own settings file in it
+# (`settings`, and the CLI's short way to `recall`, which must not import the settings tree).
+DEFAULT_CODEX_HOME = Path("~/.codex")
+OWN_CONFIG_FILE_NAME = "codex-memories.toml"
 # Our own files inside the Codex home (state DB, backfill cache, logs), apart from Codex's.
 STATE_DIR = "codex-memories"
 STATE_DB_FILE = "state.sqlite"

@@ -42,8 +42,8 @@ from codex_memories.llm.codex_provider import CODEX_DEFAULT_MODEL
 from codex_memories.llm.codex_runner import CodexLogin, detect_codex_login, find_codex_binary
 
 ENV_PREFIX = "CODEX_MEMORIES_"
-DEFAULT_CODEX_HOME = Path("~/.codex")
-OWN_CONFIG_FILE_NAME = "codex-memories.toml"
+DEFAULT_CODEX_HOME = paths.DEFAULT_CODEX_HOME
+OWN_CONFIG_FILE_NAME = paths.OWN_CONFIG_FILE_NAME
 
 # Sources Codex treats as interactive (spec 1.4, INTERACTIVE_SESSION_SOURCES).
 INTERACTIVE_SESSION_SOURCES: tuple[str, ...] = ("cli", "vscode", "atlas", "chatgpt")

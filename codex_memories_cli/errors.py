@@ -10,8 +10,6 @@ import re
 import sys
 from typing import NoReturn
 
-import typer
-
 EXIT_USER_ERROR = 1
 EXIT_BAD_SETTING = 2
 
@@ -26,5 +24,9 @@ def say_error(message: str) -> None:
 
 
 def fail(message: str, code: int = EXIT_USER_ERROR) -> NoReturn:
+    # Imported here: `recall`'s fast path (codex_memories_cli/launcher.py) reports errors through
+    # `say_error` without paying for typer.
+    import typer
+
     say_error(message)
     raise typer.Exit(code)

@@ -100,36 +100,23 @@ def recall(
     cwd: Annotated[Optional[str], typer.Option("--cwd", help="The project folder asking (default: the current folder).")] = None,
     limit: Annotated[int, typer.Option("--limit", help="Results at most.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"results": [...]}.')] = False,
+    why: Annotated[bool, typer.Option("--why", help="Say on stderr why lines are or are not shown.")] = False,
+    all_projects: Annotated[bool, typer.Option("--all-projects", help="Also show other projects' lines, after this one's.")] = False,
     codex_home: CodexHome = None,
     memory_root: MemoryRoot = None,
     config_file: ConfigFile = None,
 ) -> None:
     """The memory lines that answer a question (lexical and semantic search fused); nothing when none does."""
-    import json
-
-    from codex_memories.read.embedding import EmbedderUnavailable
-    from codex_memories.read.recall import RecallError, checked_request, results_as_json
-    from codex_memories.read.recall import recall as recall_memories
+    from codex_memories_cli.recall_command import RecallRequest, run_recall
 
     _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
-    root = _local_memory_root(config, "recall")
-    try:
-        checked_request(query, limit)  # before the folder: a bad request is exit 2 even with none
-        if not root.is_dir():
-            print(f"codex-memories: no memory folder at {root}: nothing to recall", file=sys.stderr)
-            results = []
-        else:
-            results = recall_memories(root, query, cwd=cwd if cwd is not None else str(Path.cwd()), limit=limit)
-    except RecallError as error:
-        _fail(str(error), EXIT_BAD_SETTING)
-    except EmbedderUnavailable as error:  # A broken install, not "no memories": say so, exit 1.
-        _fail(f"recall is unavailable: {error}")
-    if as_json:
-        _say(json.dumps(results_as_json(results), ensure_ascii=False))
-        return
-    for result in results:
-        scope = f" [{result.scope}]" if result.scope else ""
-        _say(f"{result.path}:{result.line_start}-{result.line_end}{scope}\n{result.text}\n")
+    request = RecallRequest(
+        root=_local_memory_root(config, "recall"), query=query, cwd=cwd if cwd is not None else str(Path.cwd()),
+        limit=limit, as_json=as_json, why=why, all_projects=all_projects,
+    )
+    code = run_recall(request)
+    if code:
+        raise typer.Exit(code)
 
 
 @memory_app.command()

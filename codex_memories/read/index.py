@@ -5,9 +5,14 @@ Contract:
   bookkeeping folder the memory tools hide, never among the files Codex reads. It is derived
   data: deleting it loses nothing.
 - `build_index(root)` reads every source file (`chunks.source_files`), cuts it into chunks,
-  embeds them and writes a new index to a temp file in the same folder, then renames it over the
+  encodes each chunk's own words with the contextual encoder (`contextual`, all-MiniLM-L6-v2:
+  a query then costs one forward pass, of the query alone) and writes a new index to a temp file in the same folder, then renames it over the
   old one: a reader sees the old index or the new one, never half of one. Vectors of chunks whose
-  searched text did not change are copied from the previous index instead of being re-embedded.
+  searched text did not change are copied from the previous index instead of being re-encoded
+  (a first build costs one forward pass per chunk; benchmarks/README.md has the figures).
+  The full-text table holds each chunk's searched text plus `cjk_bigrams` of it: SQLite's
+  unicode61 tokenizer keeps a run of Chinese or Japanese characters as one token, so without
+  the overlapping character pairs a Chinese question could only match a whole run verbatim.
   Returns `IndexStats`. Phase 2 calls it at its end; anyone may call it at any time.
 - `open_index(root)` is the readers' entry: None when the memory folder does not exist;
   otherwise an `Index` that matches the files on disk now. The index is rebuilt first when it is
@@ -17,12 +22,14 @@ Contract:
 - File stats are taken before a file is read, so an edit racing a build makes the next reader
   rebuild rather than serve the old text under the new stats.
 - Concurrent builders each write their own temp file; the last rename wins and both are whole.
+- `Index.scopes()` is every chunk's scope by id (what a reader filters on before ranking).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import tempfile
 import time
@@ -32,10 +39,12 @@ from pathlib import Path
 import numpy as np
 
 from codex_memories import paths
-from codex_memories.read import embedding
+from codex_memories.read import contextual
 from codex_memories.read.chunks import Chunk, chunk_file, source_files
 
-FORMAT_VERSION = "4"  # 3: bullets right under a task-group heading are chunks; 4: project markers are scopes
+# 3: bullets right under a task-group heading are chunks; 4: project markers are scopes;
+# 5: contextual vectors for every chunk, CJK character pairs in the full-text table.
+FORMAT_VERSION = "5"
 FULL_TEXT_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 _SCHEMA = f"""
@@ -50,6 +59,8 @@ CREATE VIRTUAL TABLE chunk_text USING fts5(body, content = '', tokenize = '{FULL
 """
 
 FileStats = tuple[tuple[str, int, int], ...]
+# CJK ideographs, kana and hangul: scripts written without spaces between words.
+CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 
 class IndexDamaged(Exception):
@@ -97,8 +108,31 @@ class Index:
                 found[row[0]] = IndexedChunk(*row)
         return found
 
+    def scopes(self) -> list[str | None]:
+        """Every chunk's scope; chunk id i is item i - 1."""
+        return [row[0] for row in self.connection.execute("SELECT scope FROM chunks ORDER BY id")]
+
     def close(self) -> None:
         self.connection.close()
+
+
+def cjk_bigrams(text: str) -> list[str]:
+    """The overlapping character pairs of every CJK run in `text` (a lone character stays itself).
+
+    The full-text table indexes them and a query searches them (`recall.query_terms`): Chinese has
+    no spaces, and a pair is the unit that most often carries a word."""
+    pairs: list[str] = []
+    for run in CJK_RUN.findall(text):
+        if len(run) == 1:
+            pairs.append(run)
+        pairs.extend(run[position : position + 2] for position in range(len(run) - 1))
+    return pairs
+
+
+def searchable(text: str) -> str:
+    """What the full-text table holds for a chunk: its searched text, then its CJK character pairs."""
+    pairs = cjk_bigrams(text)
+    return f"{text}\n{' '.join(pairs)}" if pairs else text
 
 
 def index_file(root: Path) -> Path:
@@ -177,13 +211,13 @@ def _read_sources(root: Path) -> tuple[FileStats, list[Chunk]]:
 
 def _vectors_for(target: Path, chunks: list[Chunk], hashes: list[str]) -> tuple[np.ndarray, int]:
     previous = _previous_vectors(target)
-    vectors = np.zeros((len(chunks), embedding.DIMENSIONS), dtype=np.float16)
+    vectors = np.zeros((len(chunks), contextual.DIMENSIONS), dtype=np.float16)
     missing = [position for position, text_hash in enumerate(hashes) if text_hash not in previous]
     for position, text_hash in enumerate(hashes):
         if text_hash in previous:
             vectors[position] = previous[text_hash]
     if missing:
-        vectors[missing] = embedding.embed_texts([chunks[position].embed_text for position in missing]).astype(np.float16)
+        vectors[missing] = contextual.encode([chunks[position].embed_text for position in missing]).astype(np.float16)
     return vectors, len(missing)
 
 
@@ -216,12 +250,12 @@ def _write(path: Path, stats: FileStats, chunks: list[Chunk], hashes: list[str],
         )
         connection.executemany(
             "INSERT INTO chunk_text (rowid, body) VALUES (?, ?)",
-            [(number, chunk.search_text) for number, chunk in enumerate(chunks, start=1)],
+            [(number, searchable(chunk.search_text)) for number, chunk in enumerate(chunks, start=1)],
         )
         connection.execute("INSERT INTO vectors VALUES (1, ?, ?)", (len(chunks), vectors.astype("<f2").tobytes()))
         connection.executemany(
             "INSERT INTO meta VALUES (?, ?)",
-            [("format_version", FORMAT_VERSION), ("embedder", embedding.EMBEDDER_ID), ("chunks", str(len(chunks)))],
+            [("format_version", FORMAT_VERSION), ("embedder", contextual.ENCODER_ID), ("chunks", str(len(chunks)))],
         )
         connection.commit()
     finally:
@@ -244,7 +278,7 @@ def _open_verified(path: Path, expected_stats: FileStats | None) -> Index | None
         raise IndexDamaged(str(error)) from error
     try:
         meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("format_version") != FORMAT_VERSION or meta.get("embedder") != embedding.EMBEDDER_ID:
+        if meta.get("format_version") != FORMAT_VERSION or meta.get("embedder") != contextual.ENCODER_ID:
             raise IndexDamaged(f"index format {meta.get('format_version')!r} / embedder {meta.get('embedder')!r}")
         if expected_stats is not None:
             stored = tuple(connection.execute("SELECT path, size, mtime_ns FROM files ORDER BY path").fetchall())
@@ -257,9 +291,9 @@ def _open_verified(path: Path, expected_stats: FileStats | None) -> Index | None
         if vector_row is None or not (int(meta.get("chunks", -1)) == chunk_count == text_count == vector_row[0]):
             raise IndexDamaged("chunk, text and vector counts disagree")
         data = vector_row[1]
-        if len(data) != chunk_count * embedding.DIMENSIONS * 2:
+        if len(data) != chunk_count * contextual.DIMENSIONS * 2:
             raise IndexDamaged("vector data has the wrong size")
-        vectors = np.frombuffer(data, dtype="<f2").reshape(chunk_count, embedding.DIMENSIONS).astype(np.float32)
+        vectors = np.frombuffer(data, dtype="<f2").reshape(chunk_count, contextual.DIMENSIONS).astype(np.float32)
     except IndexDamaged:
         connection.close()
         raise
@@ -270,4 +304,4 @@ def _open_verified(path: Path, expected_stats: FileStats | None) -> Index | None
 
 
 def _text_hash(text: str) -> str:
-    return hashlib.blake2b(f"{embedding.EMBEDDER_ID}\n{text}".encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(f"{contextual.ENCODER_ID}\n{text}".encode(), digest_size=16).hexdigest()

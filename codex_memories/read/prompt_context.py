@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codex_memories.read.recall import CURRENT_PROJECT, OTHER_PROJECT, ScoredChunk, recall_scored
+from codex_memories.read.recall import CURRENT_PROJECT, OTHER_PROJECT, ScoredChunk, recall_explained
 
 BLOCK_OPEN = "<recalled_memories>"
 BLOCK_CLOSE = "</recalled_memories>"
@@ -42,13 +42,9 @@ def memory_context_for_prompt(root: Path, prompt: str, cwd: str | None, token_bu
         raise ValueError("token_budget must be at least 1")
     if not prompt.strip():
         return ""
-    # `recall_scored` leaves other projects out already, so MAX_ENTRIES is all it needs to return; a
-    # larger limit would only make its contextual floor encode chunks that are never shown.
-    found = recall_scored(Path(root), prompt, cwd=cwd, limit=MAX_ENTRIES)
-    chosen = _choose(found)
-    if not chosen:
-        return ""
-    return _render(chosen, token_budget)
+    # `recall_explained` leaves other projects out already, so MAX_ENTRIES is all it needs to return.
+    found = recall_explained(Path(root), prompt, cwd=cwd, limit=MAX_ENTRIES).shown
+    return render_block(_choose(found), token_budget)
 
 
 def estimate_tokens(text: str) -> int:
@@ -56,12 +52,13 @@ def estimate_tokens(text: str) -> int:
 
 
 def _choose(found: list[ScoredChunk]) -> list[ScoredChunk]:
-    # `recall_scored` already leaves other projects out; checked again so no caller's option can
+    # `recall_explained` already leaves other projects out; checked again so no caller's option can
     # ever put one into a prompt.
     return [scored for scored in found if scored.scope_class != OTHER_PROJECT][:MAX_ENTRIES]
 
 
-def _render(chosen: list[ScoredChunk], token_budget: int) -> str:
+def render_block(chosen: list[ScoredChunk], token_budget: int = DEFAULT_TOKEN_BUDGET) -> str:
+    """The block for these chunks, best first, within `token_budget` ("" for none)."""
     head = [BLOCK_OPEN, PREAMBLE, ""]
     tail = [BLOCK_CLOSE]
     entries: list[str] = []

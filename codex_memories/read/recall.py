@@ -1,41 +1,38 @@
-"""Recall: the memory chunks that answer a question, lexical and semantic search fused (issue 12).
+"""Recall: the memory chunks that answer a question, for the session asking (issues 12, 15, 27).
 
 Contract:
 - `recall(root, query, cwd=None, limit=5)` returns at most `limit` `RecallResult`s (file
   relative to the root, 1-based inclusive line range, the chunk's text, score, scope), best
-  first. It opens the index through `index.open_index`, which rebuilds it first when it is
-  missing, damaged or stale; a query that meets a damaged file rebuilds and retries once.
-- Two legs over the same chunks: SQLite FTS5 BM25 (Porter-stemmed words, OR of the query's
-  content words) and cosine similarity of static WordLlama embeddings (`embedding`). Their ranks
-  are fused by weighted reciprocal-rank fusion; `score` is that fused value (bigger is better,
-  comparable within one query only).
-- Relevance gate (`gate`), in two steps. A chunk's relevance is its cosine similarity plus
-  `Tuning.coverage_weight` times its term coverage (the share of the query's IDF mass carried by
-  the query words it contains). Chunks under `Tuning.floor_relevance` are dropped; then the
-  question is decided once for the whole folder: it has an answer when one of the first
-  `GATE_WINDOW` survivors contains every content word of the query, or when
-  `relevance.answer_probability` (a logistic model over a subset of `gate_features`: the best
-  cosine among the survivors, how far the query's best cosine stands out from its other
-  neighbours, term coverage, vocabulary coverage, and the best contextual cosine of the query to
-  the first `GATE_WINDOW` survivors; chosen and fitted offline on the benchmark's tune split)
-  reaches `Tuning.gate_model.threshold`; otherwise []. Of the first `limit` chunks that pass,
-  those shown (`shown`) must also reach a contextual cosine of `Tuning.floor_contextual` to the
-  query, unless they contain every content word of it (none left: []).
-  The contextual cosine comes from all-MiniLM-L6-v2 (`contextual`) run on the query and on those
-  few chunks at query time (they are cached per process): static embeddings cannot tell "no
-  answer" from "worded differently", and encoding only the window keeps the index build as
-  cheap as before. A missing encoder package raises `embedding.EmbedderUnavailable` (its
-  subclass `contextual.EncoderUnavailable`): the caller reports it, never "no memories".
-  A per-query decision lets weak neighbours of a clear answer through, which a per-chunk
-  threshold would drop. The gate still trades some recall for silence; benchmarks/README.md has
-  the measured trade-off.
-- Scope order: results about `cwd` come first, then user-level ones (no scope); by score within
-  each class. A chunk's scope is about `cwd` when it carries a project marker whose key matches
-  the session's project key (`scopes.project_key_for_directory(cwd)`, `project_keys_match`), or,
-  for scopes without a marker (folders written before scopes), when `scopes.scope_matches_cwd`
-  says so. Other projects' chunks are dropped when `cwd` is given (issue 15: a rule of one
-  project never reaches a session of another); `include_other_projects=True` keeps them, ranked
-  last. Without `cwd` there is no current project and every chunk counts as user-level.
+  first. `recall_explained` returns the same chunks with the reasons (`Recalled`: the gate's
+  evidence and probability, and the other projects' chunks left out), for `recall --why`.
+  Both open the index through `index.open_index`, which rebuilds it first when it is missing,
+  damaged or stale; a query that meets a damaged file rebuilds and retries once.
+- Who may see what: with a `cwd`, the chunks about the session's project (a project marker whose
+  key matches `scopes.project_key_for_directory(cwd)`, or for scopes without a marker
+  `scopes.scope_matches_cwd`) and the user-level ones (no scope). Other projects' chunks are
+  ranked apart and never returned (issue 15: a rule of one project never reaches a session of
+  another) unless `include_other_projects=True`, which returns them after the rest. Without a
+  `cwd` every chunk counts as user-level.
+- Ranking, over the chunks the caller may see only (so another project's lines cannot crowd the
+  current one's out of a leg): SQLite FTS5 BM25 (Porter-stemmed words and CJK character pairs,
+  OR of the query's content terms) and the cosine of the query to each chunk under the
+  contextual encoder (`contextual`, all-MiniLM-L6-v2; the chunks' vectors are in the index, so a
+  query costs one forward pass). Their ranks are fused by weighted reciprocal-rank fusion;
+  `score` is that fused value (bigger is better, comparable within one query only). The current
+  project's and the user-level chunks are ordered together by score: a user-level rule that
+  answers beats a weak line of the project.
+- Relevance gate (`gate`), once per query: it answers when one of the first `GAP_DEPTH`
+  candidates contains every content word of a query of two or more words (an answer by the
+  letter), or when `relevance.answer_probability` (a logistic model over the query's
+  `QueryEvidence`, fitted offline on tune questions) reaches `Tuning.gate_model.threshold`;
+  otherwise []. Then `shown`: the candidates in order, each reaching a contextual cosine of
+  `Tuning.floor_contextual` (unless it holds every query word), one per distinct text (the same
+  fact in MEMORY.md and in a rollout summary is shown once), at most `limit`.
+  Within one project the candidates are few and the right one is usually among the first five
+  (benchmarks/README.md, paraphrase recall): the gate's job is only "is there an answer here at
+  all", and its threshold is the measured trade-off between speaking and silence.
+- A missing encoder package raises `embedding.EmbedderUnavailable` (its subclass
+  `contextual.EncoderUnavailable`): the caller reports it, never "no memories".
 - Bad input: a blank query raises `EmptyQuery` (a `ValueError`); `limit < 1` raises
   `InvalidLimit`; a missing memory folder returns []; a query longer than `MAX_QUERY_CHARS` is
   cut to its head and tail (a pasted log is mostly middle).
@@ -50,32 +47,26 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from codex_memories.read import contextual, embedding
+from codex_memories.read import contextual
 from codex_memories.read.chunks import is_user_level, own_words
-from codex_memories.read.index import Index, IndexedChunk, build_index, open_index
-from codex_memories.read.relevance import (
-    GATE_MODEL,
-    MARGIN_DEPTH,
-    GateModel,
-    QueryEvidence,
-    answer_probability,
-    margin_of,
-)
+from codex_memories.read.index import CJK_RUN, Index, IndexedChunk, build_index, cjk_bigrams, open_index
+from codex_memories.read.relevance import GAP_DEPTH, GATE_MODEL, GateModel, QueryEvidence, answer_probability, gap_of
 from codex_memories.scopes import marked_project_key, project_key_for_directory, project_keys_match, scope_matches_cwd
 
 MAX_QUERY_CHARS = 4_000
 MAX_QUERY_TERMS = 48
 CANDIDATES_PER_LEG = 50
-GATE_WINDOW = 5
 MIN_LEXICAL_MATCH_TERMS = 2
 FULL_COVERAGE = 0.999
+# How many other projects' chunks `--why` names.
+OTHER_PROJECT_EXAMPLES = 3
 
 CURRENT_PROJECT = 0
 USER_LEVEL = 1
@@ -96,6 +87,8 @@ STOPWORDS = frozenset(
 )
 
 
+
+
 class RecallError(ValueError):
     """A recall request is malformed; the CLI exits 2 on it."""
 
@@ -110,24 +103,15 @@ class InvalidLimit(RecallError):
 
 @dataclass(frozen=True)
 class Tuning:
-    """The knobs of ranking and of the relevance gate; defaults measured by benchmarks/recall.py."""
+    """The knobs of ranking and of the relevance gate; defaults measured by benchmarks/recall_paraphrase.py."""
 
     lexical_weight: float = 0.5
     semantic_weight: float = 1.0
     rrf_k: float = 30.0
-    coverage_weight: float = 0.0
-    # Chosen with the gate model and the contextual floor by benchmarks/recall.py --tune (tune split).
-    floor_relevance: float = 0.2
-    # A shown chunk must also have at least this contextual cosine to the query (unless it holds
-    # every query word). The tune split's best was 0.15; 0.2 is the lowest grid value that keeps
-    # "The user set up pnpm workspaces." (contextual cosine 0.19; the answer 0.56) out of the
-    # prompt for "How do I build atlas?" in tests/read/test_hooks.py.
+    # A shown chunk must reach this contextual cosine to the query (unless it holds every query word).
     floor_contextual: float = 0.2
     # The "is there an answer at all" decision; `replace(GATE_MODEL, threshold=0.0)` turns it off.
     gate_model: GateModel = GATE_MODEL
-
-    def relevance(self, similarity: float, coverage: float) -> float:
-        return similarity + self.coverage_weight * coverage
 
 
 DEFAULT_TUNING = Tuning()
@@ -154,9 +138,8 @@ class ScoredChunk:
     lexical_rank: int | None
     semantic_rank: int | None
     scope_class: int
-    relevance: float = 0.0
     # Every content word of a query of two or more words is in this chunk: an answer by the
-    # letter, whatever the static embeddings think of it (they miss short keyword prompts).
+    # letter, whatever the encoder thinks of it (it misses short keyword prompts).
     full_lexical_match: bool = False
     # What was measured about the query as a whole (shared by all its candidates), for the gate.
     evidence: QueryEvidence | None = None
@@ -168,17 +151,32 @@ class ScoredChunk:
         )
 
 
+@dataclass(frozen=True)
+class Recalled:
+    """One recall and its reasons: what is shown, and why the rest is not (`recall --why`)."""
+
+    shown: list[ScoredChunk]
+    # None: no memory folder, or no chunk the caller may see.
+    evidence: QueryEvidence | None = None
+    # The gate's P(answer) and threshold; None when a chunk holding every query word opened it.
+    probability: float | None = None
+    threshold: float = GATE_MODEL.threshold
+    # Other projects' chunks that match the query better than anything the caller may see (never
+    # shown without include_other_projects; named so the user learns why nothing came back).
+    other_projects: list[ScoredChunk] = field(default_factory=list)
+
+
 def recall(
     root: Path, query: str, *, cwd: str | None = None, limit: int = 5, include_other_projects: bool = False
 ) -> list[RecallResult]:
-    """The chunks of the memory folder at `root` that answer `query`, current project first."""
+    """The chunks of the memory folder at `root` that answer `query`, for a session in `cwd`."""
     return [
         scored.as_result()
-        for scored in recall_scored(root, query, cwd=cwd, limit=limit, include_other_projects=include_other_projects)
+        for scored in recall_explained(root, query, cwd=cwd, limit=limit, include_other_projects=include_other_projects).shown
     ]
 
 
-def recall_scored(
+def recall_explained(
     root: Path,
     query: str,
     *,
@@ -186,18 +184,18 @@ def recall_scored(
     limit: int = 5,
     tuning: Tuning = DEFAULT_TUNING,
     include_other_projects: bool = False,
-) -> list[ScoredChunk]:
-    """`recall` with the ranking details kept; only chunks that pass the relevance gate."""
+) -> Recalled:
+    """`recall` with the ranking details and the reasons kept (`Recalled`)."""
     query = checked_request(query, limit)
     # Loaded up front (once per process): a missing encoder must fail every query the same way,
-    # not only those whose candidates reach the contextual feature.
+    # an empty folder included.
     contextual.require()
     for attempt in (1, 2):
         index = open_index(Path(root))
         if index is None:
-            return []
+            return Recalled(shown=[], threshold=tuning.gate_model.threshold)
         try:
-            ranked = rank(index, query, cwd=cwd, tuning=tuning)
+            ranked = rank(index, query, cwd=cwd, tuning=tuning, include_other_projects=include_other_projects)
         except sqlite3.DatabaseError:
             if attempt == 2:
                 raise
@@ -205,74 +203,64 @@ def recall_scored(
             continue
         finally:
             index.close()
-        kept = gate(ranked, tuning)
-        if not include_other_projects:
-            # After the gate, which asks whether the folder answers at all (its measured tuning
-            # assumes every chunk); only what is shown leaves other projects out.
-            kept = [scored for scored in kept if scored.scope_class != OTHER_PROJECT]
-        return shown(kept, limit, tuning)
+        return decide(ranked, limit, tuning, include_other_projects=include_other_projects)
     raise AssertionError("unreachable")
 
 
+def decide(ranked: list[ScoredChunk], limit: int, tuning: Tuning = DEFAULT_TUNING, *, include_other_projects: bool = False) -> Recalled:
+    """What recall shows for ranked candidates (`rank`), with the gate's reasons."""
+    eligible = [scored for scored in ranked if include_other_projects or scored.scope_class != OTHER_PROJECT]
+    evidence = eligible[0].evidence if eligible else None
+    others = [scored for scored in ranked if scored.scope_class == OTHER_PROJECT and not include_other_projects]
+    best = evidence.contextual if evidence else -1.0
+    beaten_by = shown(
+        sorted((scored for scored in others if scored.similarity > best), key=lambda scored: -scored.similarity),
+        OTHER_PROJECT_EXAMPLES, tuning,
+    )
+    threshold = tuning.gate_model.threshold
+    if evidence is None:
+        return Recalled(shown=[], threshold=threshold, other_projects=beaten_by)
+    if opened_by_letter(eligible):
+        return Recalled(shown=shown(eligible, limit, tuning), evidence=evidence, threshold=threshold, other_projects=beaten_by)
+    probability = answer_probability(evidence, tuning.gate_model)
+    kept = shown(eligible, limit, tuning) if probability >= threshold else []
+    return Recalled(shown=kept, evidence=evidence, probability=probability, threshold=threshold, other_projects=beaten_by)
+
+
 def gate(ranked: list[ScoredChunk], tuning: Tuning = DEFAULT_TUNING) -> list[ScoredChunk]:
-    """The ranked candidates that pass the relevance gate (module docstring), in order; [] for no answer."""
-    kept = [scored for scored in ranked if scored.relevance >= tuning.floor_relevance or scored.full_lexical_match]
-    window = gate_window(kept)
-    if not window:
+    """The candidates in order when the relevance gate opens for them (module docstring), else []."""
+    if not ranked or ranked[0].evidence is None:
         return []
-    if any(scored.full_lexical_match for scored in window):
-        return kept
-    if answer_probability(gate_features(kept), tuning.gate_model) < tuning.gate_model.threshold:
-        return []
-    return kept
+    if opened_by_letter(ranked) or answer_probability(ranked[0].evidence, tuning.gate_model) >= tuning.gate_model.threshold:
+        return ranked
+    return []
+
+
+def opened_by_letter(ranked: list[ScoredChunk]) -> bool:
+    """One of the first GAP_DEPTH candidates holds every content word of the query."""
+    return any(scored.full_lexical_match for scored in ranked[:GAP_DEPTH])
 
 
 def shown(kept: list[ScoredChunk], limit: int, tuning: Tuning = DEFAULT_TUNING) -> list[ScoredChunk]:
-    """The first `limit` chunks that passed the gate and reach `Tuning.floor_contextual`, in order.
-
-    A dropped chunk is replaced from further down, but at most `GATE_WINDOW` more are looked at:
-    each one costs a forward pass of the encoder unless the gate already encoded it."""
-    if tuning.floor_contextual <= 0.0 or not kept or not kept[0].evidence or not kept[0].evidence.query:
-        return kept[:limit]
-    query = kept[0].evidence.query
+    """The first `limit` distinct chunks of `kept` that reach `Tuning.floor_contextual`, in order."""
     chosen: list[ScoredChunk] = []
-    for scored in kept[: limit + GATE_WINDOW]:
-        if scored.full_lexical_match or contextual_similarity(query, [scored.chunk.text]) >= tuning.floor_contextual:
-            chosen.append(scored)
-            if len(chosen) == limit:
-                break
+    seen: set[str] = set()
+    for scored in kept:
+        if not (scored.full_lexical_match or scored.similarity >= tuning.floor_contextual):
+            continue
+        text = distinct_text(scored.chunk.text)
+        if text in seen:
+            continue
+        seen.add(text)
+        chosen.append(scored)
+        if len(chosen) == limit:
+            break
     return chosen
 
 
-def gate_window(kept: list[ScoredChunk]) -> list[ScoredChunk]:
-    """The `GATE_WINDOW` survivors with the best fused score, whatever their scope. The gate asks
-    whether the folder answers at all: a current project's weak chunks, first in scope order,
-    must not hide the answer a user-level chunk holds (tests/flows/test_scopes_end_to_end.py)."""
-    return sorted(kept, key=lambda scored: (-scored.score, scored.chunk.id))[:GATE_WINDOW]
-
-
-def gate_features(kept: list[ScoredChunk]) -> dict[str, float]:
-    """The gate's `relevance.FEATURES` for the surviving candidates of one query (at least one).
-
-    Over the survivors, not the index: chunks a caller filtered out must not open the gate."""
-    window = gate_window(kept)
-    evidence = window[0].evidence or QueryEvidence(margin=0.0, vocabulary=0.0)
-    return evidence.features(
-        max(scored.similarity for scored in kept), max(scored.coverage for scored in window),
-        contextual_similarity(evidence.query, [scored.chunk.text for scored in window]) if evidence.query else 0.0,
-    )
-
-
-def contextual_similarity(query: str, texts: list[str]) -> float:
-    """The best cosine of `query` to `texts` under the contextual encoder (their own words, as indexed)."""
-    query_vector = _contextual_vector(query)
-    return max(float(query_vector @ _contextual_vector(own_words(text) or text)) for text in texts)
-
-
-@lru_cache(maxsize=2048)
-def _contextual_vector(text: str) -> np.ndarray:
-    # A warm process (the MCP server, the benchmark) meets the same chunks again and again.
-    return contextual.encode([text])[0]
+def distinct_text(text: str) -> str:
+    """What two chunks saying the same thing share: their own words, lower-case, spaces folded."""
+    return " ".join((own_words(text) or text).lower().split())
 
 
 def results_as_json(results: list[RecallResult]) -> dict[str, Any]:
@@ -308,31 +296,65 @@ def clean_query(query: str) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    """Distinct lower-case content words of the query, in order, at most MAX_QUERY_TERMS."""
+    """Distinct lower-case content terms of the query, in order, at most MAX_QUERY_TERMS: its words,
+    and for a run of CJK characters its character pairs (`index.cjk_bigrams`, as indexed)."""
     terms: list[str] = []
     for word in _WORD.findall(query.lower()):
-        if word in STOPWORDS or (len(word) < 2 and not word.isdigit()) or word in terms:
-            continue
-        terms.append(word)
-        if len(terms) == MAX_QUERY_TERMS:
-            break
+        pieces = cjk_bigrams(word) if CJK_RUN.search(word) else [word]
+        for piece in pieces:
+            if piece in STOPWORDS or (len(piece) < 2 and not piece.isdigit() and not CJK_RUN.match(piece)) or piece in terms:
+                continue
+            terms.append(piece)
+            if len(terms) == MAX_QUERY_TERMS:
+                return terms
     return terms
 
 
-def rank(index: Index, query: str, *, cwd: str | None, tuning: Tuning = DEFAULT_TUNING) -> list[ScoredChunk]:
-    """Every candidate of either leg, gated and ordered (scope class, then fused score)."""
-    terms = query_terms(query)
-    lexical = lexical_ranking(index, terms)
-    similarities = semantic_similarities(index, query)
-    semantic = [int(i) + 1 for i in np.argsort(-similarities, kind="stable")[:CANDIDATES_PER_LEG]] if len(similarities) else []
-    coverage, vocabulary = term_coverage(index, terms, set(lexical) | set(semantic))
-    evidence = QueryEvidence(margin=similarity_margin(similarities), vocabulary=vocabulary, query=query)
+def cjk_share(query: str) -> float:
+    """The share of the query's letters that are CJK characters."""
+    letters = sum(1 for character in query if character.isalpha())
+    if not letters:
+        return 0.0
+    return sum(len(run) for run in CJK_RUN.findall(query)) / letters
 
+
+def rank(
+    index: Index, query: str, *, cwd: str | None, tuning: Tuning = DEFAULT_TUNING, include_other_projects: bool = False
+) -> list[ScoredChunk]:
+    """Every candidate: those the caller may see by fused score, then other projects' by theirs.
+
+    Each group is ranked on its own (both legs, their fusion), so another project cannot push the
+    current one's lines out of a leg. The query's evidence is measured over the chunks the caller
+    may see (all of them with `include_other_projects`)."""
+    terms = query_terms(query)
+    session_key = project_key_for_directory(cwd) if cwd else None
+    classes = np.array([scope_class(scope, cwd, session_key) for scope in index.scopes()], dtype=np.int8)
+    similarities = semantic_similarities(index, query)
+    own = np.ones(len(classes), dtype=bool) if include_other_projects else classes != OTHER_PROJECT
+    groups = [own, ~own] if (~own).any() else [own]
+    ranked: list[ScoredChunk] = []
+    for number, members in enumerate(groups):
+        candidates = _ranked_group(index, terms, similarities, members, classes, tuning)
+        if number == 0:
+            evidence = _evidence(query, terms, similarities, own, candidates)
+            candidates = [_with_evidence(scored, evidence) for scored in candidates]
+        ranked.extend(candidates)
+    return ranked
+
+
+def _ranked_group(
+    index: Index, terms: list[str], similarities: np.ndarray, members: np.ndarray, classes: np.ndarray, tuning: Tuning
+) -> list[ScoredChunk]:
+    if not members.any():
+        return []
+    lexical = lexical_ranking(index, terms, allowed=members)
+    ids = np.flatnonzero(members)
+    semantic = [int(i) + 1 for i in ids[np.argsort(-similarities[ids], kind="stable")[:CANDIDATES_PER_LEG]]]
+    candidates = list(dict.fromkeys([*lexical, *semantic]))
+    coverage = term_coverage(index, terms, set(candidates))
     lexical_rank = {chunk_id: position for position, chunk_id in enumerate(lexical, start=1)}
     semantic_rank = {chunk_id: position for position, chunk_id in enumerate(semantic, start=1)}
-    candidates = list(dict.fromkeys([*lexical, *semantic]))
     chunks = index.chunks(candidates)
-    session_key = project_key_for_directory(cwd) if cwd else None
     scored: list[ScoredChunk] = []
     for chunk_id in candidates:
         fused = 0.0
@@ -340,20 +362,36 @@ def rank(index: Index, query: str, *, cwd: str | None, tuning: Tuning = DEFAULT_
             fused += tuning.lexical_weight / (tuning.rrf_k + lexical_rank[chunk_id])
         if chunk_id in semantic_rank:
             fused += tuning.semantic_weight / (tuning.rrf_k + semantic_rank[chunk_id])
-        similarity = float(similarities[chunk_id - 1])
         covered = coverage.get(chunk_id, 0.0)
-        chunk = chunks[chunk_id]
         scored.append(
             ScoredChunk(
-                chunk=chunk, score=fused, similarity=similarity, coverage=covered,
+                chunk=chunks[chunk_id], score=fused, similarity=float(similarities[chunk_id - 1]), coverage=covered,
                 lexical_rank=lexical_rank.get(chunk_id), semantic_rank=semantic_rank.get(chunk_id),
-                scope_class=scope_class(chunk.scope, cwd, session_key), relevance=tuning.relevance(similarity, covered),
+                scope_class=int(classes[chunk_id - 1]),
                 full_lexical_match=len(terms) >= MIN_LEXICAL_MATCH_TERMS and covered >= FULL_COVERAGE,
-                evidence=evidence,
             )
         )
-    scored.sort(key=lambda item: (item.scope_class, -item.score, item.chunk.id))
+    scored.sort(key=lambda item: (-item.score, item.chunk.id))
     return scored
+
+
+def _evidence(query: str, terms: list[str], similarities: np.ndarray, own: np.ndarray, candidates: list[ScoredChunk]) -> QueryEvidence:
+    mine = np.sort(similarities[own])[::-1][: GAP_DEPTH + 1].tolist()
+    best = mine[0] if mine else 0.0
+    others = similarities[~own]
+    other_margin = min(0.0, best - float(others.max())) if len(others) else 0.0
+    return QueryEvidence(
+        contextual=best, contextual_gap=gap_of(mine), other_margin=other_margin,
+        coverage=max((scored.coverage for scored in candidates[:GAP_DEPTH]), default=0.0), cjk=cjk_share(query), query=query,
+    )
+
+
+def _with_evidence(scored: ScoredChunk, evidence: QueryEvidence) -> ScoredChunk:
+    return ScoredChunk(
+        chunk=scored.chunk, score=scored.score, similarity=scored.similarity, coverage=scored.coverage,
+        lexical_rank=scored.lexical_rank, semantic_rank=scored.semantic_rank, scope_class=scored.scope_class,
+        full_lexical_match=scored.full_lexical_match, evidence=evidence,
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -373,44 +411,37 @@ def scope_class(scope: str | None, cwd: str | None, session_key: str | None = No
     return OTHER_PROJECT if cwd else USER_LEVEL
 
 
-def lexical_ranking(index: Index, terms: list[str], limit: int = CANDIDATES_PER_LEG) -> list[int]:
-    """Chunk ids by FTS5 BM25, best first (any query term matches)."""
+def lexical_ranking(index: Index, terms: list[str], *, allowed: np.ndarray | None = None, limit: int = CANDIDATES_PER_LEG) -> list[int]:
+    """Chunk ids by FTS5 BM25, best first (any query term matches), among `allowed` (a mask by id - 1)."""
     if not terms:
         return []
     expression = " OR ".join(f'"{term}"' for term in terms)
     rows = index.connection.execute(
-        "SELECT rowid FROM chunk_text WHERE chunk_text MATCH ? ORDER BY bm25(chunk_text), rowid LIMIT ?",
-        (expression, limit),
+        "SELECT rowid FROM chunk_text WHERE chunk_text MATCH ? ORDER BY bm25(chunk_text), rowid", (expression,)
     )
-    return [row[0] for row in rows]
+    found: list[int] = []
+    for (chunk_id,) in rows:
+        if allowed is None or allowed[chunk_id - 1]:
+            found.append(chunk_id)
+            if len(found) == limit:
+                break
+    return found
 
 
 def semantic_similarities(index: Index, query: str) -> np.ndarray:
-    """Cosine similarity of the query to every chunk (chunk id i is row i - 1)."""
+    """Cosine similarity of the query to every chunk under the contextual encoder (chunk id i is row i - 1)."""
     if index.chunk_count == 0:
         return np.zeros(0, dtype=np.float32)
-    query_vector = embedding.embed_texts([query])[0]
-    return index.vectors @ query_vector
+    return index.vectors @ contextual.encode([query])[0]
 
 
-def similarity_margin(similarities: np.ndarray) -> float:
-    """`relevance.margin_of` over the query's MARGIN_DEPTH best similarities."""
-    if len(similarities) == 0:
-        return 0.0
-    depth = min(MARGIN_DEPTH, len(similarities))
-    best = np.partition(similarities, len(similarities) - depth)[len(similarities) - depth :]
-    return margin_of(sorted(best.tolist(), reverse=True))
-
-
-def term_coverage(index: Index, terms: list[str], candidates: set[int]) -> tuple[dict[int, float], float]:
-    """For each candidate, the share of the query terms' IDF weight that the chunk contains; and the
-    share carried by terms found anywhere in the index (the query's vocabulary coverage)."""
+def term_coverage(index: Index, terms: list[str], candidates: set[int]) -> dict[int, float]:
+    """For each candidate, the share of the query terms' IDF weight that the chunk contains."""
     if not terms or not candidates or index.chunk_count == 0:
-        return {}, 0.0
+        return {}
     total = index.chunk_count
     listed = ",".join(str(int(chunk_id)) for chunk_id in candidates)
     weights: list[tuple[float, list[int]]] = []
-    present: list[bool] = []
     for term in terms:
         expression = f'"{term}"'
         # Counted inside SQLite: a common word can match most of a large index.
@@ -422,11 +453,9 @@ def term_coverage(index: Index, terms: list[str], candidates: set[int]) -> tuple
             )
         ]
         weights.append((math.log(1 + (total - frequency + 0.5) / (frequency + 0.5)), containing))
-        present.append(frequency > 0)
     mass = sum(weight for weight, _ in weights)
     coverage: dict[int, float] = {}
     for weight, containing in weights:
         for chunk_id in containing:
             coverage[chunk_id] = coverage.get(chunk_id, 0.0) + weight / mass
-    vocabulary = sum(weight for (weight, _), found in zip(weights, present, strict=True) if found) / mass
-    return coverage, vocabulary
+    return coverage

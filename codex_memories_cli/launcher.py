@@ -1,0 +1,91 @@
+"""The `codex-memories` console script: `recall` by a short way, everything else by the full CLI.
+
+Contract:
+- `main()` answers `codex-memories recall ...` without importing typer, rich, pydantic or our
+  settings tree (about 0.3 s of imports, more than the search itself) when the command line holds
+  only `recall`'s own options (`--query`, `--cwd`, `--limit`, `--json`, `--why`,
+  `--all-projects`) and the folder's location (`--memory-root`, `--codex-home`), and no setting
+  beyond that location can apply: no `--config-file`, no `CODEX_MEMORIES_CONFIG_FILE`, no
+  `<codex home>/codex-memories.toml`, no other `CODEX_MEMORIES_*` variable (the settings tree
+  validates those, and a bad one must stay exit 2). The memory folder is then `--memory-root`,
+  else `CODEX_MEMORIES_MEMORY_ROOT`, else `<codex home>/memories` with the codex home from
+  `--codex-home`, `CODEX_MEMORIES_CODEX_HOME`, `CODEX_HOME` or `~/.codex`: the settings tree's
+  own precedence (`codex_memories.settings`). The command itself is `recall_command.run_recall`,
+  the same function the typer command calls, so both ways print the same.
+- Anything else (help, another command, an unknown or repeated option, an object-store root)
+  goes to `codex_memories_cli.main.main`, unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from codex_memories import paths
+from codex_memories_cli.recall_command import RecallRequest, run_recall
+
+VALUE_OPTIONS = ("--query", "--cwd", "--limit", "--memory-root", "--codex-home")
+FLAG_OPTIONS = ("--json", "--why", "--all-projects")
+# The settings tree reads these for recall; any other CODEX_MEMORIES_* variable sends the
+# command the full way, where it is validated.
+LOCATION_VARIABLES = ("CODEX_MEMORIES_MEMORY_ROOT", "CODEX_MEMORIES_CODEX_HOME", "CODEX_MEMORIES_DEBUG")
+
+
+def main() -> None:
+    request = fast_recall_request(sys.argv[1:], os.environ)
+    if request is None:
+        from codex_memories_cli.main import main as full_main
+
+        full_main()
+        return
+    sys.exit(run_recall(request))
+
+
+def fast_recall_request(argv: list[str], environment: os._Environ[str] | dict[str, str]) -> RecallRequest | None:
+    """The request when the short way applies (module docstring), else None."""
+    if not argv or argv[0] != "recall":
+        return None
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    position = 1
+    while position < len(argv):
+        name, equals, inline = argv[position].partition("=")
+        if name in FLAG_OPTIONS and not equals and name not in flags:
+            flags.add(name)
+            position += 1
+        elif name in VALUE_OPTIONS and name not in values:
+            if equals:
+                values[name] = inline
+                position += 1
+            elif position + 1 < len(argv):
+                values[name] = argv[position + 1]
+                position += 2
+            else:
+                return None
+        else:
+            return None
+    if "--query" not in values or not values.get("--limit", "5").lstrip("-").isdigit():
+        return None
+    root = memory_root(values, environment)
+    if root is None:
+        return None
+    return RecallRequest(
+        root=root, query=values["--query"], cwd=values.get("--cwd", str(Path.cwd())), limit=int(values.get("--limit", "5")),
+        as_json="--json" in flags, why="--why" in flags, all_projects="--all-projects" in flags,
+    )
+
+
+def memory_root(values: dict[str, str], environment: os._Environ[str] | dict[str, str]) -> Path | None:
+    """The local memory folder by the settings tree's precedence; None when only the tree can say."""
+    if any(name.startswith("CODEX_MEMORIES_") and name not in LOCATION_VARIABLES for name in environment):
+        return None
+    home = Path(
+        values.get("--codex-home") or environment.get("CODEX_MEMORIES_CODEX_HOME") or environment.get("CODEX_HOME") or paths.DEFAULT_CODEX_HOME
+    ).expanduser()
+    if (home / paths.OWN_CONFIG_FILE_NAME).is_file():
+        return None
+    root = values.get("--memory-root") or environment.get("CODEX_MEMORIES_MEMORY_ROOT") or str(home / paths.MEMORIES_DIR)
+    if "://" in root:
+        return None
+    return Path(root).expanduser()
