@@ -67,7 +67,7 @@ def install(
             _our_command(),
             dry_run,
             codex_binary=codex_binary,
-            summary_budget_tokens=config.settings.read_budget_tokens,
+            summary_budget_tokens=config.settings.session_start_budget_tokens,
         )
     except CodexHomeError as error:
         _fail(str(error))
