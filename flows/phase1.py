@@ -41,7 +41,7 @@ from codex_memories_tasks.quality import check_extraction_quality
 from codex_memories_tasks.rate_limit import check_rate_limits, release_claims
 from codex_memories_tasks.report import publish_phase1_report
 from codex_memories_tasks.retention import prune_retention
-from codex_memories_tasks.warn_codex_rewrites import warn_if_codex_rewrites_folder
+from codex_memories_tasks.warn_about_codex_home import warn_about_codex_home
 
 # The pool is sized for the largest allowed `concurrency`; the flow keeps at most `concurrency`
 # extractions in flight (measured: Prefect's global and tag concurrency limits poll for slots
@@ -72,7 +72,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     logger = get_run_logger()
     # The transcript worker process starts now, so it is warm when the claims come (step 7).
     transcript_pool()
-    report.warning = warn_if_codex_rewrites_folder(config)
+    report.warning = warn_about_codex_home(config)
 
     # 1. Gate: generate_memories (ours; Codex's [features] memories no longer gates phase 1).
     report.gate = check_phase1_gates(config)

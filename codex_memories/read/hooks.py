@@ -81,6 +81,9 @@ class HookOutcome(StrEnum):
     failed_transcript_unreadable = "failed_transcript_unreadable"
     failed_start_background_harvest = "failed_start_background_harvest"
     failed_unexpected = "failed_unexpected"
+    # Written by the hook launcher's shell code, not here: its recorded Python environment is
+    # gone and no `codex-memories-hook` on PATH could stand in (codex_memories.hook_launcher).
+    failed_hook_environment_missing = "failed_hook_environment_missing"
 
     @property
     def is_failure(self) -> bool:
@@ -272,7 +275,8 @@ def _start_background_harvest(payload: dict[str, Any], options: HookOptions) -> 
     the hook and Codex's process group); it logs its own outcome line when done."""
     import subprocess
 
-    argv = [sys.executable, "-m", "codex_memories.read.hooks", "Stop", "--inline"]
+    # -P: the session's folder (this process's cwd) never shadows our modules.
+    argv = [sys.executable, "-P", "-m", "codex_memories.read.hooks", "Stop", "--inline"]
     argv += ["--codex-home", str(options.codex_home), "--memory-root", str(options.memory_root)]
     # The DB URL may hold a password: handed over in the child's environment (readable by this
     # user only), not on its command line (readable by every user through `ps`).
