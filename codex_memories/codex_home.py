@@ -48,7 +48,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -59,6 +58,7 @@ from codex_memories import codex_trust, paths
 from codex_memories.codex_limits import ADDITIONAL_CONTEXT_LIMIT_KEY, session_start_context_limit
 from codex_memories.codex_trust import CodexConfigError, TrustEntry, TrustState
 from codex_memories.hook_launcher import LauncherTarget, current_target, launcher_path, launcher_problem, launcher_script, read_launcher
+from codex_memories.local_files import write_text_atomically
 from codex_memories.read.hooks import HOOK_EVENTS, hook_log_path
 from codex_memories.settings_sources import SESSION_START_BUDGET
 
@@ -252,25 +252,6 @@ def _position_of_our_group(groups: list[dict[str, Any]]) -> int | None:
 
 def write_json_atomically(path: Path, document: dict[str, Any]) -> None:
     write_text_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-
-
-def write_text_atomically(path: Path, text: str, mode: int | None = None) -> None:
-    """Temp file + rename in the same folder; the file keeps its mode (or gets `mode`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        if mode is not None:
-            os.chmod(temporary, mode)
-        elif path.exists():
-            shutil.copymode(path, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def backup_file(path: Path, now: datetime | None = None) -> Path:

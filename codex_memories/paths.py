@@ -71,6 +71,15 @@ def default_db_url(codex_home: str | Path) -> str:
     return f"sqlite:///{Path(codex_home).expanduser() / STATE_DIR / STATE_DB_FILE}"
 
 
+# Which working folder belongs to which project, from the sessions' own git records
+# (scopes.recorded_project_keys): written by phase 1, read by the hooks.
+PROJECT_KEYS_FILE = "project-keys.json"
+
+
+def recorded_project_keys_path(codex_home: str | Path) -> Path:
+    return Path(codex_home).expanduser() / STATE_DIR / PROJECT_KEYS_FILE
+
+
 # The recall index (codex_memories.read.index): derived from the memory files, rebuilt at will.
 RECALL_INDEX_FILE = "recall-index.sqlite"
 

@@ -39,6 +39,7 @@ from codex_memories_tasks.gates import check_phase1_gates
 from codex_memories_tasks.harvest_citations import harvest_citations
 from codex_memories_tasks.quality import check_extraction_quality
 from codex_memories_tasks.rate_limit import check_rate_limits, release_claims
+from codex_memories_tasks.record_project_keys import record_project_keys
 from codex_memories_tasks.report import publish_phase1_report
 from codex_memories_tasks.retention import prune_retention
 from codex_memories_tasks.warn_about_codex_home import warn_about_codex_home
@@ -99,6 +100,10 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
         **{f"damaged lines skipped: {reason}": count for reason, count in sorted(discovery.skipped_by_reason.items())},
     }
     logger.info("discovery: %s", report.discovery)
+
+    # 3b. Which folder is which project, from the sessions' git records: the read path's answer
+    # when a folder's git config cannot be read (moved, mounted elsewhere, in a container).
+    report.discovery["folders with a recorded project"] = record_project_keys(config)
 
     # 4. Forget what discovery found deleted (route 4) and audit what it found polluted (route 5).
     report.discovery["memories forgotten (rollout deleted)"] = len(forget_deleted_threads(config))
