@@ -57,7 +57,14 @@ from typing import Any
 from codex_memories import codex_trust, paths
 from codex_memories.codex_limits import ADDITIONAL_CONTEXT_LIMIT_KEY, session_start_context_limit
 from codex_memories.codex_trust import CodexConfigError, TrustEntry, TrustState
-from codex_memories.hook_launcher import LauncherTarget, current_target, launcher_path, launcher_problem, launcher_script, read_launcher
+from codex_memories.hook_launcher import (
+    LauncherTarget,
+    current_target,
+    launcher_path,
+    launcher_problem,
+    launcher_script,
+    read_launcher,
+)
 from codex_memories.local_files import write_text_atomically
 from codex_memories.read.hooks import HOOK_EVENTS, hook_log_path
 from codex_memories.settings_sources import SESSION_START_BUDGET

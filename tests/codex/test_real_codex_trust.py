@@ -4,23 +4,39 @@ them back; a SessionStart budget above Codex's hook limit reaches the model whol
 
 On both pinned versions (0.147.0 from PyPI, 0.171.0 from npm), asserting on what the model test
 server receives, on `codex app-server`'s `hooks/list` (Codex's own view of each hook's hash and
-trust) and on the files left behind.
+trust) and on the files left behind. A last test pins what `codex_limits` states about Codex's
+cut of hook context.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from codex_memories.codex_home import hooks_path, our_trust_entries
-from codex_memories.codex_limits import CODEX_HOOK_CONTEXT_LIMIT_TOKENS, codex_token_count, session_start_context_limit
+from codex_memories.codex_limits import (
+    CODEX_HOOK_CONTEXT_LIMIT_TOKENS,
+    codex_token_count,
+    fits_codex_hook_limit,
+    session_start_context_limit,
+)
+from codex_memories.codex_trust import TrustEntry, read_config, render_config, set_trust, trust_hash, trust_key
 from codex_memories.hook_launcher import launcher_path
 from codex_memories.read.hooks import HookOptions, handle_hook, hook_log_path
 from tests.codex.test_real_codex_hooks import codex_memories, input_messages, wait_for_log
-from tests.support.codex_cli import CODEX_VERSIONS, CodexHome, codex_hooks_list, run_codex_exec, text_reply, user_turn_requests
+from tests.support.codex_cli import (
+    CODEX_VERSIONS,
+    CodexHome,
+    codex_hooks_list,
+    run_codex_exec,
+    text_reply,
+    user_turn_requests,
+)
 from tests.support.openai_server import OpenAITestServer
 
 pytestmark = [pytest.mark.codex]
@@ -147,3 +163,58 @@ def test_a_session_start_budget_above_codexs_limit_reaches_the_model_whole(
     developer = exec_plain(codex_home, codex_server, codex_workdir)
     assert expected in developer
     assert not any("truncated output" in text for text in developer)
+
+
+# Each SessionStart handler prints one text of exactly this many UTF-8 bytes, filled with this
+# character, and declares this limit (None: Codex's default).
+LIMIT_CASES = {
+    "default-fits": (None, 10_000, "a"),
+    "default-over": (None, 10_001, "a"),
+    "bytes-not-characters": (None, 10_000, "é"),  # about 5,000 characters
+    "bytes-not-characters-over": (None, 10_002, "é"),
+    "limit-fits": (5_000, 20_000, "a"),
+    "limit-over": (5_000, 20_001, "a"),
+    "no-limit": (0, 40_000, "a"),
+}
+
+
+def text_of(name: str, size: int, filler: str) -> str:
+    head = f"[{name}] "
+    room = size - len(head.encode("utf-8"))
+    width = len(filler.encode("utf-8"))
+    text = head + "a" * (room % width) + filler * (room // width)
+    assert len(text.encode("utf-8")) == size
+    return text
+
+
+@versions
+def test_codex_cuts_hook_context_at_four_bytes_a_token_and_additional_context_limit_moves_or_lifts_the_cut(
+    codex_version: str, codex_home: CodexHome, codex_server: OpenAITestServer, codex_workdir: Path, clean_env: None
+) -> None:
+    """What `codex_limits` states, on the real binaries: Codex counts ceil(UTF-8 bytes / 4) tokens,
+    cuts over 2,500 by default, over N with `additionalContextLimit: N`, never with 0; and the
+    trust hash of a handler that declares a limit is ours."""
+    handlers = []
+    for name, (limit, size, filler) in LIMIT_CASES.items():
+        text = text_of(name, size, filler)
+        (codex_home.path / f"{name}.txt").write_text(text, encoding="utf-8")
+        script = "import json,sys; sys.stdin.read(); print(json.dumps({'hookSpecificOutput': {'hookEventName': 'SessionStart', 'additionalContext': open(sys.argv[1], encoding='utf-8').read()}}))"
+        handler = {"type": "command", "command": shlex.join([sys.executable, "-c", script, str(codex_home.path / f"{name}.txt")]), "timeout": 30}
+        if limit is not None:
+            handler["additionalContextLimit"] = limit
+        handlers.append(handler)
+    hooks_path(codex_home.path).write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": handlers}]}}), encoding="utf-8")
+    config = read_config(codex_home.config_path)
+    set_trust(config, [TrustEntry(trust_key(hooks_path(codex_home.path), "SessionStart", 0, index), trust_hash("SessionStart", None, handler)) for index, handler in enumerate(handlers)])
+    codex_home.config_path.write_text(render_config(config, codex_home.config_path.read_text(encoding="utf-8")), encoding="utf-8")
+
+    developer = exec_plain(codex_home, codex_server, codex_workdir)
+
+    for name, (limit, size, filler) in LIMIT_CASES.items():
+        text = text_of(name, size, filler)
+        assert fits_codex_hook_limit(text, CODEX_HOOK_CONTEXT_LIMIT_TOKENS if limit is None else limit) is not name.endswith("over")
+        [delivered] = [message for message in developer if f"[{name}] " in message]  # ran: trusted by our hash
+        whole = fits_codex_hook_limit(text, CODEX_HOOK_CONTEXT_LIMIT_TOKENS if limit is None else limit)
+        assert (delivered == text) is whole, (name, len(delivered), len(text.encode()))
+        if not whole:
+            assert f"original token count: {codex_token_count(text)}" in delivered
