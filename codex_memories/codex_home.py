@@ -32,7 +32,7 @@ Contract:
   version; hooks installed and pointing at an existing executable; the launcher's environment
   present; each handler's trust (trusted / not trusted / trusted for an older version) and the
   fix; the SessionStart handler's context limit matching the budget setting; Codex's own memory
-  feature off for the folder we write; MCP server registered; state DB and memory root
+  feature off for the folder we write; MCP server registered with a command that exists; state DB and memory root
   reachable; the recall gate's encoder package installed with the pinned weights; provider
   resolved and why. Reads only (opening the state DB may create or migrate it, as every command
   does).
@@ -695,6 +695,9 @@ def _check_mcp(codex: Path | None, codex_home: Path, memory_root: Path) -> Check
     args = transport.get("args") or []
     if args != mcp_server_args(memory_root):
         return Check("mcp server", False, f"`{MCP_SERVER_NAME}` serves {args}, not {mcp_server_args(memory_root)}: run `codex-memories install`")
+    command = str(transport.get("command") or "")
+    if os.sep in command and not (Path(command).is_file() and os.access(command, os.X_OK)):
+        return Check("mcp server", False, f"`{MCP_SERVER_NAME}` runs {command}, which is gone (a moved or deleted environment): run `codex-memories install` again")
     return Check("mcp server", True, f"`{MCP_SERVER_NAME}` runs {transport.get('command')} {shlex.join(args)}")
 
 

