@@ -5,14 +5,20 @@ for UserPromptSubmit before every turn. Each call is a fresh process, exactly as
 it (stdin = the hook JSON Codex sends, stdout read to the end), for:
 
 * the baseline, `<venv python> -c pass` (interpreter start-up, `site`, the editable finder);
-* `codex-memories-hook <Event> ...`, the console script `install` writes into hooks.json
-  (`codex_memories.read.hooks:main`, no typer);
-* `codex-memories hook <Event> ...`, the same code behind the typer CLI.
+* `$CODEX_HOME/codex-memories/codex-memories-hook <Event>`, the launcher `install` writes and
+  hooks.json names (a `sh` script that runs `<venv python> -P -m codex_memories.read.hooks`);
+* `codex-memories-hook <Event>`, the console script (`codex_memories.read.hooks:main`, no typer),
+  which the launcher falls back to;
+* `codex-memories hook <Event>`, the same code behind the typer CLI.
+
+Each call gets only the event and, as from Codex, `CODEX_HOME` in its environment: the hook
+resolves its settings (memory root, budgets, DB URL) itself, as the CLI does.
 
 The Codex home holds a memory folder written the way phase 2 writes it: a summary that fits the
 budget (`small`) or one that must be cut (`large`, 60 KB: the tokenizer's decoder is loaded),
-a MEMORY.md of 400 lines, 50 rollout summaries, and a rollout with one citation for Stop, whose
-state DB holds the cited memory (SQLite, our default location).
+a MEMORY.md of 400 lines, 50 rollout summaries, a rollout with one citation for Stop, whose
+state DB holds the cited memory (SQLite, our default location), and the map of 1,000 recorded
+folders phase 1 writes (the session's folder has no git config, so the hooks look it up there).
 
     .venv/bin/python benchmarks/hooks.py --repeats 15 --update-readme
 """
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -29,11 +36,18 @@ from pathlib import Path
 
 from _common import REPO_ROOT, machine_description, markdown_table, median, scratch_dir, spread, update_readme_section
 
+from codex_memories.hook_launcher import launcher_path
+
 VENV_BIN = Path(sys.executable).parent
+VARIANTS = ("launcher", "codex-memories-hook", "codex-memories hook")
 CITED = "0199e1a2-7c3d-7f10-9a4b-2c6d8e0f1a23"
 
 
 def build_home(root: Path, summary_kind: str) -> tuple[Path, Path]:
+    from codex_memories import paths
+    from codex_memories.hook_launcher import current_target, launcher_script
+    from codex_memories.local_files import write_text_atomically
+    from codex_memories.scopes import write_recorded_project_keys
     from codex_memories.state.store import MemoryStore
     from tests.support.memory_home import remember
     from tests.support.rollout_factory import write_rollout
@@ -58,6 +72,9 @@ def build_home(root: Path, summary_kind: str) -> tuple[Path, Path]:
     store = MemoryStore.open(f"sqlite:///{home / 'codex-memories' / 'state.sqlite'}")
     remember(store, CITED)
     store.close()
+    folders = {f"/work/project-{index}": f"github.com/acme/project-{index}" for index in range(999)}
+    write_recorded_project_keys(paths.recorded_project_keys_path(home), {**folders, "/work/atlas": "github.com/acme/atlas"})
+    write_text_atomically(launcher_path(home), launcher_script(current_target(home, [])), mode=0o755)
     reply = f"As before.\n<oai-mem-citation>\n<citation_entries>\nMEMORY.md:1-1|note=[x]\n</citation_entries>\n<rollout_ids>\n{CITED}\n</rollout_ids>\n</oai-mem-citation>"
     rollout = write_rollout(home, created_at=datetime(2026, 11, 30, tzinfo=UTC), user_messages=["build atlas"], assistant_messages=[reply])
     return home, rollout
@@ -74,9 +91,9 @@ def stdin_for(event: str, rollout: Path) -> str:
     return json.dumps(base)
 
 
-def time_call(argv: list[str], stdin: str) -> tuple[float, str]:
+def time_call(argv: list[str], stdin: str, env: dict[str, str] | None = None) -> tuple[float, str]:
     started = time.perf_counter()
-    completed = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False, cwd=REPO_ROOT)
+    completed = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False, cwd=REPO_ROOT, env=env)
     seconds = time.perf_counter() - started
     if completed.returncode != 0:
         raise RuntimeError(f"{argv[0]} exited {completed.returncode}: {completed.stderr[-2000:]}")
@@ -101,23 +118,25 @@ def main() -> None:
     samples: dict[tuple[str, str, str], list[float]] = {}
     outputs: dict[tuple[str, str, str], str] = {}
     python = str(VENV_BIN / "python")
+    environment = {name: value for name, value in os.environ.items() if not name.startswith(("CODEX_", "OPENAI_"))}
     for _ in range(args.repeats):  # interleaved, so load changes hit every variant alike
         samples.setdefault(("baseline", "", ""), []).append(time_call([python, "-c", "pass"], "")[0])
         for event, kind, _why in cases:
             home, rollout = homes[kind]
-            options = [*event.split(), "--codex-home", str(home), "--memory-root", str(home / "memories")]
+            options = event.split()
             stdin = stdin_for(event.split()[0], rollout)
             for variant, argv in (
+                ("launcher", [str(launcher_path(home)), *options]),
                 ("codex-memories-hook", [str(VENV_BIN / "codex-memories-hook"), *options]),
                 ("codex-memories hook", [str(VENV_BIN / "codex-memories"), "hook", *options]),
             ):
-                seconds, out = time_call(argv, stdin)
+                seconds, out = time_call(argv, stdin, {**environment, "CODEX_HOME": str(home)})
                 samples.setdefault((variant, event, kind), []).append(seconds)
                 outputs[(variant, event, kind)] = out
     baseline = median(samples[("baseline", "", "")])
     rows = [["`python -c pass` (baseline)", "", spread(samples[("baseline", "", "")], 3, " s"), "1.0"]]
     for event, kind, why in cases:
-        for variant in ("codex-memories-hook", "codex-memories hook"):
+        for variant in VARIANTS:
             values = samples[(variant, event, kind)]
             answer = outputs[(variant, event, kind)].strip()
             printed = "context" if "additionalContext" in answer else answer
@@ -126,9 +145,11 @@ def main() -> None:
         [
             "## Hook wall time (`hooks.py`)",
             "",
-            "One hook call as Codex makes it (a fresh process, the hook JSON on stdin), per event, against",
-            "`python -c pass` with the same interpreter in the same run, calls interleaved. `install` writes",
-            "`codex-memories-hook` into hooks.json; `codex-memories hook` is the typer CLI's way to the same code.",
+            "One hook call as Codex makes it (a fresh process, the hook JSON on stdin, `CODEX_HOME` in the",
+            "environment, settings resolved by the hook), per event, against `python -c pass` with the same",
+            "interpreter in the same run, calls interleaved. hooks.json names the launcher `install` writes",
+            "(`$CODEX_HOME/codex-memories/codex-memories-hook`, a `sh` script running the recorded Python);",
+            "`codex-memories-hook` is the console script it falls back to; `codex-memories hook` the typer CLI.",
             "",
             f"Command: `.venv/bin/python benchmarks/hooks.py --repeats {args.repeats} --update-readme`",
             "",
@@ -136,8 +157,10 @@ def main() -> None:
             "",
             markdown_table(["command", "case → stdout", "wall time, median (range)", "× baseline"], rows),
             "",
-            "What the numbers rest on: the hook script imports only the standard library, `read.injection`",
-            "(prompts, tokenizer) for SessionStart and the recall index (sqlite3, numpy, tokenizers, the packaged all-MiniLM-L6-v2 encoder, one forward pass of the prompt) for UserPromptSubmit",
+            "What the numbers rest on: the launcher adds one `sh` start and two file tests before it `exec`s",
+            "Python. The hook script imports only the standard library (settings: `tomllib` and the",
+            "environment, `settings_sources`; the folder's project: its git config, else the recorded map), `read.injection`",
+            "(prompts; it counts as Codex does, bytes / 4, no tokenizer) for SessionStart and the recall index (sqlite3, numpy, tokenizers, the packaged all-MiniLM-L6-v2 encoder, one forward pass of the prompt) for UserPromptSubmit",
             "(`tests/read/test_hooks.py` checks that no Prefect, SQLAlchemy, openai, typer, rich or pydantic",
             "module is loaded). `codex_memories.tokens` loads `bpe_openai`'s Rust binding without the",
             "package's `__init__`, whose tiktoken-compatible rank tables cost 0.6-1.2 s, and decodes cut",

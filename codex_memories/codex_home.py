@@ -1,44 +1,73 @@
 """Put codex-memories into a Codex home, take it out again, and check the result.
 
 Contract:
-- `install(codex_home, memory_root, command, dry_run=False, ...) -> ChangeReport` merges our
-  three hooks (SessionStart, UserPromptSubmit, Stop) into `$CODEX_HOME/hooks.json`, keeping every
-  hook the user already has where it is (Codex records hook trust by file, event and position,
-  `[hooks.state."<hooks.json>:<event>:<group>:<hook>"]`, so ours go last), and registers our MCP
-  server with Codex's own `codex mcp add codex-memories -- <command> mcp --memory-root <root>`
-  when a `codex` binary is found; otherwise the report carries the TOML for the user to add.
+- `install(codex_home, memory_root, command, dry_run=False, *, trust=False, ...) -> ChangeReport`:
+  1. writes the hook launcher `$CODEX_HOME/codex-memories/codex-memories-hook` (`hook_launcher`:
+     it runs this installation's interpreter, falls back to `codex-memories-hook` on PATH, and
+     prints `{}` with a log line when neither is there);
+  2. merges our three hooks (SessionStart, UserPromptSubmit, Stop), each `<launcher> <Event>`,
+     into `$CODEX_HOME/hooks.json`, keeping every hook the user already has where it is (Codex
+     records hook trust by file, event and position, so ours take the place they had, else go
+     last). The SessionStart handler carries `additionalContextLimit` when the
+     `session_start_budget_tokens` setting needs more than Codex admits by default
+     (`codex_limits.session_start_context_limit`);
+  3. registers our MCP server with Codex's own `codex mcp add codex-memories -- <command> mcp
+     --memory-root <root>` when a `codex` binary is found; otherwise the report carries the TOML;
+  4. with `trust`, records Codex's trust for exactly our handlers in `config.toml` (`codex_trust`:
+     a tomlkit round-trip that keeps the user's comments, order and formatting; records of our
+     handlers that moved or changed are replaced, nobody else's are touched). Without it,
+     `config.toml` is left alone and the report says that `codex exec` skips the hooks until they
+     are trusted, and the one command that trusts them.
   * Idempotent: a second run changes nothing and writes nothing.
-  * `hooks.json` is written atomically (temp file + rename in the same folder); what was there
-    is first copied to `hooks.json.bak-<UTC timestamp>`.
-  * `config.toml` is never edited here (only `codex mcp add` touches it, as Codex's own command).
-  * A `hooks.json` that is not valid JSON or not the documented shape is a `CodexHomeError`:
-    nothing is written.
-- `uninstall(...)` removes exactly our hooks (a command that runs `codex-memories-hook` or
-  `codex-memories hook`) and our MCP server (`codex mcp remove codex-memories`), with the same
-  backup and atomic write.
+  * Every file is written atomically (temp file + rename in the same folder); an existing
+    `hooks.json` or `config.toml` is first copied to `<name>.bak-<UTC timestamp>`. `dry_run`
+    writes nothing and shows the `config.toml` change as a diff.
+  * A `hooks.json` that is not the documented JSON, or a `config.toml` that is not TOML, is a
+    `CodexHomeError`: nothing is written.
+- `uninstall(...)` removes exactly what `install` wrote: our hooks (a command that runs
+  `codex-memories-hook` or `codex-memories hook`), the trust records of those handlers, the
+  launcher, and our MCP server (`codex mcp remove codex-memories`), with the same backups and
+  atomic writes.
 - `doctor(...) -> DoctorReport`: one `Check` per line, `ok` when all pass: Codex found and its
-  version; hooks installed and pointing at an existing executable; Codex's own memory feature off
-  for the folder we write; MCP server registered; state DB and memory root reachable; the recall
-  gate's encoder package installed with the pinned weights; provider resolved and why. Reads only (opening the state DB may create or migrate it, as every command
+  version; hooks installed and pointing at an existing executable; the launcher's environment
+  present; each handler's trust (trusted / not trusted / trusted for an older version) and the
+  fix; the SessionStart handler's context limit matching the budget setting; Codex's own memory
+  feature off for the folder we write; MCP server registered with a command that exists; state DB and memory root
+  reachable; the recall gate's encoder package installed with the pinned weights; provider
+  resolved and why. Reads only (opening the state DB may create or migrate it, as every command
   does).
+- `codex_home_warnings(codex_home, memory_root)`: the lines every run prints (Codex's memory
+  feature rewriting our folder, a hook launcher whose environment is gone).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shlex
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from codex_memories import paths
+from codex_memories import codex_trust, paths
+from codex_memories.codex_limits import ADDITIONAL_CONTEXT_LIMIT_KEY, session_start_context_limit
+from codex_memories.codex_trust import CodexConfigError, TrustEntry, TrustState
+from codex_memories.hook_launcher import (
+    LauncherTarget,
+    current_target,
+    launcher_path,
+    launcher_problem,
+    launcher_script,
+    read_launcher,
+)
+from codex_memories.local_files import write_text_atomically
 from codex_memories.read.hooks import HOOK_EVENTS, hook_log_path
+from codex_memories.settings_sources import SESSION_START_BUDGET
 
 HOOKS_FILE = "hooks.json"
 MCP_SERVER_NAME = "codex-memories"
@@ -48,10 +77,11 @@ HOOK_TIMEOUT_SECONDS = 10
 SESSION_START_MATCHER = "startup|resume|clear"
 BACKUP_SUFFIX = ".bak-"
 CODEX_TIMEOUT_SECONDS = 30
+TRUST_COMMAND = "codex-memories install --trust"
 TRUST_HINT = (
-    "Codex runs a new or changed hook only after you trust it: start `codex` and answer "
-    "\"Trust all and continue\" on the \"Hooks need review\" screen (or review them with `/hooks`). "
-    "`codex exec` skips untrusted hooks silently."
+    f"`codex exec` skips these hooks until they are trusted, silently: run `{TRUST_COMMAND}` "
+    "(it records Codex's trust for exactly our hooks in config.toml), or answer \"Trust all and continue\" "
+    "once on the \"Hooks need review\" screen of the `codex` TUI."
 )
 MEMORY_FEATURE_FIX = "set `memories = false` under `[features]` in {config}"
 
@@ -67,7 +97,8 @@ class ChangeReport:
     dry_run: bool
     changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    backup: Path | None = None
+    backup: Path | None = None  # of hooks.json
+    config_backup: Path | None = None
 
     @property
     def changed(self) -> bool:
@@ -108,12 +139,10 @@ def hooks_path(codex_home: Path) -> Path:
     return Path(codex_home) / HOOKS_FILE
 
 
-def hook_command(hook_executable: Path, event: str, codex_home: Path, memory_root: Path, summary_budget_tokens: int) -> str:
-    """The shell command Codex runs for `event` (Codex runs hook commands through the shell)."""
-    argv = [str(hook_executable), event, "--codex-home", str(codex_home), "--memory-root", str(memory_root)]
-    if event == "SessionStart":
-        argv += ["--budget", str(summary_budget_tokens)]
-    return shlex.join(argv)
+def hook_command(launcher: Path, event: str) -> str:
+    """The shell command Codex runs for `event` (through the shell): the launcher and the event,
+    nothing that changes when the environment or the settings do."""
+    return shlex.join([str(launcher), event])
 
 
 def is_our_hook_command(command: Any) -> bool:
@@ -129,19 +158,39 @@ def is_our_hook_command(command: Any) -> bool:
     return name == HOOK_EXECUTABLE or (name == CLI_EXECUTABLE and len(argv) > 1 and argv[1] == "hook")
 
 
-def our_hook_groups(hook_executable: Path, codex_home: Path, memory_root: Path, summary_budget_tokens: int) -> dict[str, dict[str, Any]]:
+def our_hook_groups(launcher: Path, session_start_limit: int | None) -> dict[str, dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for event in HOOK_EVENTS:
-        handler = {
-            "type": "command",
-            "command": hook_command(hook_executable, event, codex_home, memory_root, summary_budget_tokens),
-            "timeout": HOOK_TIMEOUT_SECONDS,
-        }
+        handler: dict[str, Any] = {"type": "command", "command": hook_command(launcher, event), "timeout": HOOK_TIMEOUT_SECONDS}
         group: dict[str, Any] = {"hooks": [handler]}
         if event == "SessionStart":
+            if session_start_limit is not None:
+                handler[ADDITIONAL_CONTEXT_LIMIT_KEY] = session_start_limit
             group = {"matcher": SESSION_START_MATCHER, **group}
         groups[event] = group
     return groups
+
+
+def our_handlers(document: dict[str, Any] | None) -> list[tuple[str, int, int, str | None, dict[str, Any]]]:
+    """(event, group index, handler index, the group's matcher, handler) of each of our handlers."""
+    found = []
+    for event, groups in ((document or {}).get("hooks") or {}).items():
+        for group_index, group in enumerate(groups):
+            for handler_index, handler in enumerate(group.get("hooks") or []):
+                if isinstance(handler, dict) and is_our_hook_command(handler.get("command")):
+                    matcher = group.get("matcher")
+                    found.append((event, group_index, handler_index, matcher if isinstance(matcher, str) else None, handler))
+    return found
+
+
+def our_trust_entries(hooks_file: Path, document: dict[str, Any] | None) -> list[TrustEntry]:
+    """The trust records that make Codex run our handlers of `document`, under every spelling of
+    the hooks.json path."""
+    return [
+        TrustEntry(codex_trust.trust_key(spelling, event, group_index, handler_index), codex_trust.trust_hash(event, matcher, handler))
+        for event, group_index, handler_index, matcher, handler in our_handlers(document)
+        for spelling in codex_trust.hooks_file_spellings(hooks_file)
+    ]
 
 
 def read_hooks_file(path: Path) -> dict[str, Any] | None:
@@ -186,28 +235,30 @@ def without_our_hooks(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def with_our_hooks(document: dict[str, Any] | None, groups: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    merged = without_our_hooks(document or {"hooks": {}})
+    """Ours in place of a group that held only ours (so no other handler moves and loses its
+    trust), else last."""
+    original = document or {"hooks": {}}
+    merged = without_our_hooks(original)
     events = merged.setdefault("hooks", {})
     for event, group in groups.items():
-        events.setdefault(event, []).append(group)
+        kept = events.setdefault(event, [])
+        position = _position_of_our_group(original.get("hooks", {}).get(event) or [])
+        kept.insert(len(kept) if position is None else min(position, len(kept)), group)
     return merged
 
 
+def _position_of_our_group(groups: list[dict[str, Any]]) -> int | None:
+    """Among the groups that stay once ours are removed, how many come before the first group
+    made only of our handlers; None when there is no such group."""
+    for survivors, group in enumerate(groups):  # every group before the first all-ours one stays
+        handlers = group.get("hooks")
+        if isinstance(handlers, list) and handlers and all(isinstance(h, dict) and is_our_hook_command(h.get("command")) for h in handlers):
+            return survivors
+    return None
+
+
 def write_json_atomically(path: Path, document: dict[str, Any]) -> None:
-    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        if path.exists():
-            shutil.copymode(path, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
 def backup_file(path: Path, now: datetime | None = None) -> Path:
@@ -288,40 +339,114 @@ def _first_error_line(result: subprocess.CompletedProcess[str]) -> str:
 # -- install / uninstall ---------------------------------------------------------------------------------
 
 
-def default_hook_executable(command: Path) -> Path:
-    """`codex-memories-hook` next to `codex-memories` (it starts without typer); else the CLI's
-    own `hook` subcommand is used."""
-    beside = Path(command).with_name(HOOK_EXECUTABLE)
-    return beside if beside.exists() else Path(command)
-
-
 def install(
     codex_home: Path,
     memory_root: Path,
     command: Path,
     dry_run: bool = False,
     *,
-    hook_executable: Path | None = None,
+    trust: bool = False,
+    hook_options: list[str] | None = None,
+    launcher_target: LauncherTarget | None = None,
     codex_binary: Path | None = None,
-    summary_budget_tokens: int = 5_000,
+    session_start_budget_tokens: int = SESSION_START_BUDGET.default,
 ) -> ChangeReport:
+    """`hook_options`: flags the hooks get on top of their own settings (`--memory-root DIR` when
+    install was given one); `launcher_target`: the environment the launcher runs (default: this
+    process's)."""
     codex_home, memory_root, command = Path(codex_home).absolute(), Path(memory_root).absolute(), Path(command).absolute()
     report = ChangeReport(dry_run=dry_run)
-    executable = Path(hook_executable).absolute() if hook_executable else default_hook_executable(command)
-    groups = our_hook_groups(executable, codex_home, memory_root, summary_budget_tokens)
-    if executable.name == CLI_EXECUTABLE:  # no fast script: `codex-memories hook <Event> ...`
-        for event, group in groups.items():
-            argv = shlex.split(group["hooks"][0]["command"])
-            group["hooks"][0]["command"] = shlex.join([argv[0], "hook", *argv[1:]])
+    launcher = launcher_path(codex_home)
+    target = launcher_target or current_target(codex_home, hook_options or [])
+    _write_launcher(launcher, target, report)
     path = hooks_path(codex_home)
     before = read_hooks_file(path)
-    after = with_our_hooks(before, groups)
+    after = with_our_hooks(before, our_hook_groups(launcher, session_start_context_limit(session_start_budget_tokens)))
     _apply_hooks(path, before, after, report, f"write our SessionStart, UserPromptSubmit and Stop hooks to {path}")
-    if report.changes:
-        report.notes.append(TRUST_HINT)
     _install_mcp_server(codex_home, memory_root, command, codex_binary, report)
+    wanted = our_trust_entries(path, after)
+    if trust:
+        _edit_trust(
+            codex_home, report, f"record Codex's trust for our hooks in {codex_home / paths.CODEX_CONFIG_FILE}",
+            add=wanted, remove_ours_of=[before, after],
+        )
+    elif set(handler_trust_states(codex_home, wanted).values()) != {TrustState.trusted}:
+        report.notes.append(TRUST_HINT)
     _note_memory_feature(codex_home, memory_root, report)
     return report
+
+
+def _write_launcher(launcher: Path, target: LauncherTarget, report: ChangeReport) -> None:
+    text = launcher_script(target)
+    try:
+        current = launcher.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        current = None
+    except (OSError, UnicodeDecodeError) as error:
+        raise CodexHomeError(f"cannot read {launcher}: {error}") from error
+    if current == text and os.access(launcher, os.X_OK):
+        return
+    report.changes.append(f"write the hook launcher {launcher} (it runs {target.python}, else codex-memories-hook on PATH)")
+    if not report.dry_run:
+        write_text_atomically(launcher, text, mode=0o755)
+
+
+def _edit_trust(
+    codex_home: Path, report: ChangeReport, what: str, *, add: list[TrustEntry], remove_ours_of: list[dict[str, Any] | None]
+) -> None:
+    """Record `add` in config.toml and drop every other record that trusts one of our handlers of
+    the `remove_ours_of` hooks.json documents (same event, same hash: at a place it no longer
+    holds, or an older version); backed up, written atomically; a dry run shows the diff instead."""
+    path = Path(codex_home) / paths.CODEX_CONFIG_FILE
+    hooks_file = hooks_path(codex_home)
+    our_hashes = {(_event_of(entry.key), entry.trusted_hash) for document in remove_ours_of for entry in our_trust_entries(hooks_file, document)}
+    try:
+        before_text = path.read_text(encoding="utf-8") if path.exists() else ""
+        document = codex_trust.read_config(path)
+        recorded = codex_trust.recorded_trust(document, codex_trust.hooks_file_spellings(hooks_file))
+        stale = [entry for entry in recorded if (_event_of(entry.key), entry.trusted_hash) in our_hashes and entry not in add]
+        changed = codex_trust.remove_trust(document, stale)
+        changed = codex_trust.set_trust(document, add) or changed
+    except (CodexConfigError, OSError, UnicodeDecodeError) as error:
+        raise CodexHomeError(str(error)) from error
+    if not changed:
+        return
+    after_text = codex_trust.render_config(document, before_text)
+    report.changes.append(what)
+    if report.dry_run:
+        diff = difflib.unified_diff(before_text.splitlines(), after_text.splitlines(), str(path), f"{path} (after)", lineterm="")
+        report.notes.append("\n".join(diff))
+        return
+    if path.exists():
+        report.config_backup = backup_file(path)
+        report.notes.append(f"the previous {path.name} is kept as {report.config_backup}")
+    write_text_atomically(path, after_text)
+
+
+def _event_of(key: str) -> str:
+    """The event (snake_case) of a trust key `<hooks.json>:<event>:<group>:<handler>`."""
+    return key.rsplit(":", 3)[1]
+
+
+def handler_trust_states(codex_home: Path, entries: list[TrustEntry]) -> dict[str, TrustState]:
+    """`<event>:<group>:<handler>` -> that handler's trust: trusted under any spelling of the
+    hooks.json path, else outdated under any, else untrusted. A config.toml that is not TOML
+    trusts nothing."""
+    try:
+        document = codex_trust.read_config(Path(codex_home) / paths.CODEX_CONFIG_FILE)
+    except CodexConfigError:
+        document = None
+    states: dict[str, TrustState] = {}
+    for entry in entries:
+        position = ":".join(entry.key.rsplit(":", 3)[1:])
+        state = codex_trust.trust_state(document, entry) if document is not None else TrustState.untrusted
+        known = states.get(position)
+        if known is None or _TRUST_RANK[state] < _TRUST_RANK[known]:
+            states[position] = state
+    return states
+
+
+_TRUST_RANK = {TrustState.trusted: 0, TrustState.outdated: 1, TrustState.untrusted: 2}
 
 
 def _install_mcp_server(codex_home: Path, memory_root: Path, command: Path, codex_binary: Path | None, report: ChangeReport) -> None:
@@ -358,6 +483,15 @@ def uninstall(codex_home: Path, dry_run: bool = False, *, codex_binary: Path | N
     before = read_hooks_file(path)
     if before is not None:
         _apply_hooks(path, before, without_our_hooks(before), report, f"remove our hooks from {path}")
+        _edit_trust(
+            codex_home, report, f"remove Codex's trust records of our hooks from {codex_home / paths.CODEX_CONFIG_FILE}",
+            add=[], remove_ours_of=[before],
+        )
+    launcher = launcher_path(codex_home)
+    if read_launcher(launcher) is not None:
+        report.changes.append(f"remove the hook launcher {launcher}")
+        if not dry_run:
+            launcher.unlink()
     codex = find_codex(codex_binary)
     if codex is None:
         report.notes.append(f"`codex` is not on PATH: remove [mcp_servers.{MCP_SERVER_NAME}] from {codex_home / paths.CODEX_CONFIG_FILE} yourself")
@@ -413,6 +547,15 @@ def codex_rewrite_warning(codex_home: Path, memory_root: str) -> str | None:
     return None if check.ok else f"warning: Codex's own memory feature is {check.message}"
 
 
+def codex_home_warnings(codex_home: Path, memory_root: str) -> list[str]:
+    """The warning lines every run prints about the Codex home: Codex's own memory feature would
+    rewrite our folder; the hook launcher's environment is gone (the hooks add nothing)."""
+    warnings = [codex_rewrite_warning(codex_home, memory_root)]
+    problem = launcher_problem(Path(codex_home))
+    warnings.append(f"warning: {problem}" if problem else None)
+    return [warning for warning in warnings if warning]
+
+
 def doctor(
     codex_home: Path,
     memory_root: Path,
@@ -421,13 +564,19 @@ def doctor(
     *,
     codex_binary: Path | None = None,
     open_store: Callable[[str], Any] | None = None,
+    session_start_budget_tokens: int = SESSION_START_BUDGET.default,
 ) -> DoctorReport:
     """`provider` is (name, why); `open_store(db_url)` opens and returns a closable store."""
     codex_home, memory_root = Path(codex_home).absolute(), Path(memory_root).absolute()
     report = DoctorReport()
     codex = find_codex(codex_binary)
     report.checks.append(_check_codex(codex, codex_home))
-    report.checks.append(_check_hooks(codex_home))
+    hooks_check, installed = _check_hooks(codex_home)
+    report.checks.append(hooks_check)
+    if installed is not None:
+        report.checks.append(_check_launcher(codex_home, installed))
+        report.checks.append(_check_trust(codex_home, installed))
+        report.checks.append(_check_context_limit(installed, session_start_budget_tokens))
     report.checks.append(check_memory_feature(codex_home, memory_root))
     report.checks.append(_check_mcp(codex, codex_home, memory_root))
     report.checks.append(_check_state_db(db_url, open_store))
@@ -466,30 +615,72 @@ def _run_codex_quietly(codex: Path, codex_home: Path, *args: str) -> subprocess.
         return None
 
 
-def _check_hooks(codex_home: Path) -> Check:
+def _check_hooks(codex_home: Path) -> tuple[Check, dict[str, Any] | None]:
+    """The hooks check, and the parsed hooks.json when all our hooks are in it."""
     path = hooks_path(codex_home)
     try:
         document = read_hooks_file(path)
     except CodexHomeError as error:
-        return Check("hooks", False, str(error))
+        return Check("hooks", False, str(error)), None
     if document is None:
-        return Check("hooks", False, f"no {path}: run `codex-memories install`")
-    found: dict[str, str] = {}
-    for event, groups in document.get("hooks", {}).items():
-        for group in groups:
-            for handler in group.get("hooks") or []:
-                if isinstance(handler, dict) and is_our_hook_command(handler.get("command")):
-                    found[event] = handler["command"]
+        return Check("hooks", False, f"no {path}: run `codex-memories install`"), None
+    found = {event: handler["command"] for event, _, _, _, handler in our_handlers(document)}
     missing = [event for event in HOOK_EVENTS if event not in found]
     if missing:
-        return Check("hooks", False, f"{path} lacks our {', '.join(missing)} hook(s): run `codex-memories install`")
+        return Check("hooks", False, f"{path} lacks our {', '.join(missing)} hook(s): run `codex-memories install`"), None
     for event, command in found.items():
         executable = Path(shlex.split(command)[0])
         if not (executable.is_file() and os.access(executable, os.X_OK)):
-            return Check("hooks", False, f"the {event} hook runs {executable}, which is not an executable file: run `codex-memories install` again")
+            return Check("hooks", False, f"the {event} hook runs {executable}, which is not an executable file: run `codex-memories install` again"), None
     log = hook_log_path(codex_home)
-    ran = f"; last call logged in {log}" if log.exists() else f"; no call logged yet in {log} (trusted? {TRUST_HINT})"
-    return Check("hooks", True, f"{', '.join(HOOK_EVENTS)} in {path} run {Path(shlex.split(found['SessionStart'])[0]).name}{ran}")
+    ran = f"; last call logged in {log}" if log.exists() else f"; no call logged yet in {log}"
+    runs = Path(shlex.split(found["SessionStart"])[0])
+    return Check("hooks", True, f"{', '.join(HOOK_EVENTS)} in {path} run {runs}{ran}"), document
+
+
+def _check_launcher(codex_home: Path, document: dict[str, Any]) -> Check:
+    launcher = launcher_path(codex_home)
+    commands = {Path(shlex.split(handler["command"])[0]) for _, _, _, _, handler in our_handlers(document)}
+    if commands != {launcher}:
+        shown = ", ".join(sorted(str(command) for command in commands))
+        return Check(
+            "hook launcher", False, f"the hooks run {shown} directly (installed before the launcher), so moving or deleting that "
+            "environment breaks them silently: run `codex-memories install` again"
+        )
+    target = read_launcher(launcher)
+    if target is None:
+        return Check("hook launcher", False, f"{launcher} is not our launcher: run `codex-memories install` again")
+    problem = launcher_problem(codex_home)
+    if problem:
+        return Check("hook launcher", False, problem)
+    return Check("hook launcher", True, f"{launcher} runs {target.python}")
+
+
+def _check_trust(codex_home: Path, document: dict[str, Any]) -> Check:
+    path = hooks_path(codex_home)
+    states = handler_trust_states(codex_home, our_trust_entries(path, document))
+    events = {f"{codex_trust.event_snake_case(event)}:{group}:{handler}": event for event, group, handler, _, _ in our_handlers(document)}
+    described = "; ".join(f"{events.get(position, position)}: {state.value}" for position, state in states.items())
+    if set(states.values()) == {TrustState.trusted}:
+        return Check("hook trust", True, f"{described} (codex exec runs them)")
+    return Check(
+        "hook trust", False, f"{described}: Codex skips untrusted hooks (codex exec silently; the TUI asks first). "
+        f"Fix: `{TRUST_COMMAND}`"
+    )
+
+
+def _check_context_limit(document: dict[str, Any], budget_tokens: int) -> Check:
+    wanted = session_start_context_limit(budget_tokens)
+    installed = [handler.get(ADDITIONAL_CONTEXT_LIMIT_KEY) for event, _, _, _, handler in our_handlers(document) if event == "SessionStart"]
+    current = installed[0] if installed else None
+    if current == wanted:
+        shown = f"additionalContextLimit {wanted}" if wanted is not None else "Codex's default limit"
+        return Check("session start limit", True, f"{shown} admits the {budget_tokens}-token SessionStart budget")
+    return Check(
+        "session start limit", False, f"the SessionStart hook was installed with additionalContextLimit {current}, but the "
+        f"{budget_tokens}-token budget (session_start_budget_tokens) needs {wanted if wanted is not None else 'none'}: "
+        f"run `codex-memories install` again (with --trust if you use it), or Codex cuts the text"
+    )
 
 
 def _check_mcp(codex: Path | None, codex_home: Path, memory_root: Path) -> Check:
@@ -504,6 +695,9 @@ def _check_mcp(codex: Path | None, codex_home: Path, memory_root: Path) -> Check
     args = transport.get("args") or []
     if args != mcp_server_args(memory_root):
         return Check("mcp server", False, f"`{MCP_SERVER_NAME}` serves {args}, not {mcp_server_args(memory_root)}: run `codex-memories install`")
+    command = str(transport.get("command") or "")
+    if os.sep in command and not (Path(command).is_file() and os.access(command, os.X_OK)):
+        return Check("mcp server", False, f"`{MCP_SERVER_NAME}` runs {command}, which is gone (a moved or deleted environment): run `codex-memories install` again")
     return Check("mcp server", True, f"`{MCP_SERVER_NAME}` runs {transport.get('command')} {shlex.join(args)}")
 
 

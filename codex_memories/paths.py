@@ -5,10 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 MEMORIES_DIR = "memories"
-# Where Codex keeps its home when CODEX_HOME is not set, and our own settings file in it
-# (`settings`, and the CLI's short way to `recall`, which must not import the settings tree).
-DEFAULT_CODEX_HOME = Path("~/.codex")
-OWN_CONFIG_FILE_NAME = "codex-memories.toml"
 # Our own files inside the Codex home (state DB, backfill cache, logs), apart from Codex's.
 STATE_DIR = "codex-memories"
 STATE_DB_FILE = "state.sqlite"
@@ -73,6 +69,15 @@ def extension_resources_dir(name: str) -> str:
 def default_db_url(codex_home: str | Path) -> str:
     """The state DB next to Codex's own files: `<codex_home>/codex-memories/state.sqlite`."""
     return f"sqlite:///{Path(codex_home).expanduser() / STATE_DIR / STATE_DB_FILE}"
+
+
+# Which working folder belongs to which project, from the sessions' own git records
+# (scopes.recorded_project_keys): written by phase 1, read by the hooks.
+PROJECT_KEYS_FILE = "project-keys.json"
+
+
+def recorded_project_keys_path(codex_home: str | Path) -> Path:
+    return Path(codex_home).expanduser() / STATE_DIR / PROJECT_KEYS_FILE
 
 
 # The recall index (codex_memories.read.index): derived from the memory files, rebuilt at will.

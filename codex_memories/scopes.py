@@ -5,15 +5,26 @@ One rule shared by the read path (which summary sections to keep whole) and reca
 memories rank first): a scope is about `cwd` when a path in it is `cwd` or one of its parents, or
 when it names `cwd`'s last folder as a word. Pure string logic; the only environment read is the
 home folder, so that `~` and the home folder itself never claim every project. Project keys read a
-repository's `.git/config` at most, never a git process. Light on purpose:
-the prompt hook imports it in a fresh process on every prompt.
+repository's `.git/config` at most, never a git process, and, when that yields no origin (a
+folder moved, mounted elsewhere or opened in a container, or a `.git` that is gone), the map of
+folders to projects that phase 1 records from the sessions' own git records
+(`$CODEX_HOME/codex-memories/project-keys.json`, see "recorded project keys" below). Light on
+purpose: the prompt hook imports it in a fresh process on every prompt.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, unquote
+
+from codex_memories import paths
+from codex_memories.local_files import write_text_atomically
+from codex_memories.settings_sources import DEFAULT_CODEX_HOME, env_value
 
 _PATH_TOKEN = re.compile(r"(?:~|/)[^\s`'\"()\[\],;]*")
 
@@ -96,13 +107,19 @@ def project_key(*, git_origin_url: str | None = None, repository_root: str | Non
     return None
 
 
-def project_key_for_directory(directory: str | Path) -> str | None:
+def project_key_for_directory(directory: str | Path, *, recorded: Mapping[str, str] | None = None) -> str | None:
     """The project key of a directory on this machine: its repository's origin (read from the
     repository's `config` file, no git process: the prompt hook calls this on every prompt), else
-    the repository root, else the directory itself."""
+    the project the sessions recorded for it or its nearest recorded parent (`recorded`, default:
+    the map phase 1 wrote for the Codex home of this environment), else the repository root, else
+    the directory itself."""
     start = Path(directory).expanduser().absolute()
     root = _repository_root(start)
     origin = _origin_from_config(root) if root is not None else None
+    if origin is None:
+        known = recorded_project_key(start, recorded if recorded is not None else default_recorded_project_keys())
+        if known is not None:
+            return known
     return project_key(git_origin_url=origin, repository_root=str(root) if root else None, cwd=str(start))
 
 
@@ -158,6 +175,83 @@ def _origin_from_config(root: Path) -> str | None:
         if remote is not None and url and remote not in urls:
             urls[remote] = url.group("url").strip('"')
     return urls.get("origin") or next(iter(urls.values()), None)
+
+
+# -- recorded project keys ------------------------------------------------------------------------
+#
+# Rollouts record the session's `cwd` and, in a repository, `session_meta.git.repository_url`; the
+# threads table keeps both. Phase 1 turns them into `{"version": 1, "keys": {<cwd>: <project
+# key>}}`: for each absolute cwd, the origin key of its most recent session, when that session
+# recorded one. A folder whose git config cannot be read is then still its project's.
+
+RECORDED_PROJECT_KEYS_VERSION = 1
+
+
+def recorded_project_keys(latest_origin_by_cwd: Mapping[str, str | None]) -> dict[str, str]:
+    """cwd -> origin key, for each absolute cwd whose latest session recorded an origin."""
+    keys: dict[str, str] = {}
+    for cwd, origin in latest_origin_by_cwd.items():
+        key = normalise_git_origin(origin)
+        folder = cwd.strip().rstrip("/")
+        if key is not None and folder.startswith("/"):
+            keys[folder] = key
+    return dict(sorted(keys.items()))
+
+
+def write_recorded_project_keys(path: Path, keys: Mapping[str, str]) -> bool:
+    """Write the map (atomically) unless the file already holds exactly it; True when written."""
+    text = json.dumps({"version": RECORDED_PROJECT_KEYS_VERSION, "keys": dict(keys)}, indent=1, ensure_ascii=False) + "\n"
+    try:
+        unchanged = path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        unchanged = False  # missing or unreadable: replaced by the map
+    if not unchanged:
+        write_text_atomically(path, text)
+    return not unchanged
+
+
+def read_recorded_project_keys(path: Path) -> dict[str, str]:
+    """The map at `path`; empty when there is none or it is not the map (phase 1 rewrites it, and
+    the read path must never fail on it). Re-read only when the file changed."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return {}
+    return dict(_load_recorded_project_keys(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+@lru_cache(maxsize=4)
+def _load_recorded_project_keys(path: str, _mtime_ns: int, _size: int) -> tuple[tuple[str, str], ...]:
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return ()
+    keys = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(keys, dict):
+        return ()
+    return tuple((folder, key) for folder, key in keys.items() if isinstance(folder, str) and isinstance(key, str))
+
+
+def default_recorded_project_keys() -> dict[str, str]:
+    """The map of this environment's Codex home (`CODEX_MEMORIES_CODEX_HOME`, `CODEX_HOME`, else
+    `~/.codex`: the hooks run with Codex's environment, so this is the home Codex uses)."""
+    home = env_value("codex_home", os.environ) or DEFAULT_CODEX_HOME
+    return read_recorded_project_keys(paths.recorded_project_keys_path(home))
+
+
+def recorded_project_key(directory: str | Path, keys: Mapping[str, str]) -> str | None:
+    """The key recorded for `directory`, else for its nearest recorded parent below the home
+    folder (a session in `~` itself must not claim every folder of the user); None without one."""
+    if not keys:
+        return None
+    start = PurePosixPath(Path(directory).expanduser().absolute().as_posix())
+    home = _home()
+    parents = [parent for parent in start.parents if parent != home and parent not in home.parents]
+    for candidate in (start, *parents):
+        key = keys.get(str(candidate))
+        if key is not None:
+            return key
+    return None
 
 
 # -- memory scopes ------------------------------------------------------------------------------

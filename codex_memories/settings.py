@@ -8,7 +8,8 @@ Two sources of truth, kept apart on purpose:
 * **Our knobs** (provider, models, URLs, concurrency, budgets, leases, ...), from, highest first:
   CLI flags > environment variables `CODEX_MEMORIES_*` (plus `OPENAI_API_KEY`,
   `OPENAI_BASE_URL`, `CODEX_HOME`) > our own TOML file (`CODEX_MEMORIES_CONFIG_FILE`, default
-  `$CODEX_HOME/codex-memories.toml`) > code defaults. Our layer may also override a Codex
+  `$CODEX_HOME/codex-memories.toml`) > code defaults. The names, the file's location and the
+  hook-read fields live in `settings_sources`, which the hooks resolve from without pydantic. Our layer may also override a Codex
   `[memories]` key under the same name (e.g. `CODEX_MEMORIES_MAX_ROLLOUTS_PER_STARTUP=16`).
 
 Codex clamps out-of-range values in its own file (faithfully reproduced here); our own layer
@@ -21,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import threading
 import tomllib
 from collections.abc import Mapping
@@ -40,25 +40,26 @@ from codex_memories import paths
 from codex_memories.llm import ProviderChoice, resolve_provider
 from codex_memories.llm.codex_provider import CODEX_DEFAULT_MODEL
 from codex_memories.llm.codex_runner import CodexLogin, detect_codex_login, find_codex_binary
-
-ENV_PREFIX = "CODEX_MEMORIES_"
-DEFAULT_CODEX_HOME = paths.DEFAULT_CODEX_HOME
-OWN_CONFIG_FILE_NAME = paths.OWN_CONFIG_FILE_NAME
+from codex_memories.settings_sources import (
+    DB_URL_RULE,
+    DB_URL_SHAPE,
+    DEFAULT_CODEX_HOME,
+    ENV_PREFIX,
+    PROMPT_RECALL_BUDGET,
+    SESSION_START_BUDGET,
+    URL_PASSWORD,
+    IntSetting,
+    SettingsError,
+    env_names,
+    own_config_file,
+)
 
 # Sources Codex treats as interactive (spec 1.4, INTERACTIVE_SESSION_SOURCES).
 INTERACTIVE_SESSION_SOURCES: tuple[str, ...] = ("cli", "vscode", "atlas", "chatgpt")
 
 
-class SettingsError(ValueError):
-    """A bad setting: the message is one line naming the key and its allowed values."""
-
-
-# The state DB's backends (README, "Settings"): SQLite by default, PostgreSQL for teams, with any
-# driver SQLAlchemy knows for them. Anything else is a bad setting at load time, not a driver
-# import error or an unparsable URL in the middle of a run.
-_DB_URL = re.compile(r"^(?:sqlite|postgresql|postgres)(?:\+\w+)?://")
-# user:password@ in a URL, for error messages.
-_URL_PASSWORD = re.compile(r"(//[^:/@]*):[^@/]*@")
+def _int_field(setting: IntSetting) -> Any:
+    return Field(default=setting.default, ge=setting.low, le=setting.high, description=setting.description)
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,7 +168,7 @@ class Settings(BaseSettings):
 
     codex_home: Path = Field(
         default=DEFAULT_CODEX_HOME,
-        validation_alias=AliasChoices("codex_home", "CODEX_MEMORIES_CODEX_HOME", "CODEX_HOME"),
+        validation_alias=AliasChoices(*env_names("codex_home")),
         description="Codex home: rollouts under sessions/ and archived_sessions/, config.toml.",
     )
     config_file: Path | None = Field(
@@ -192,12 +193,12 @@ class Settings(BaseSettings):
     )
     api_key: SecretStr | None = Field(
         default=None,
-        validation_alias=AliasChoices("api_key", "CODEX_MEMORIES_API_KEY", "OPENAI_API_KEY"),
+        validation_alias=AliasChoices(*env_names("api_key")),
         description="API key for the openai provider (never logged, never a task parameter).",
     )
     base_url: str | None = Field(
         default=None,
-        validation_alias=AliasChoices("base_url", "CODEX_MEMORIES_BASE_URL", "OPENAI_BASE_URL"),
+        validation_alias=AliasChoices(*env_names("base_url")),
         description="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.",
     )
     api_mode: Literal["responses", "chat"] = Field(
@@ -274,19 +275,11 @@ class Settings(BaseSettings):
     agent_timeout_seconds: float = Field(
         default=1800.0, ge=1, le=86_400, description="Consolidation agent wall-clock limit."
     )
-    read_budget_tokens: int = Field(
-        default=2_400,
-        ge=100,
-        le=100_000,
-        description="Budget of what a new session gets at SessionStart (rules, how-to, index), in Codex's count "
-        "(UTF-8 bytes / 4). Codex cuts a hook's context above 2,500; above that, `codex-memories install` raises the "
-        "hook's additionalContextLimit.",
-    )
+    session_start_budget_tokens: int = _int_field(SESSION_START_BUDGET)
+    prompt_recall_budget_tokens: int = _int_field(PROMPT_RECALL_BUDGET)
     s3_endpoint_url: str | None = Field(
         default=None,
-        validation_alias=AliasChoices(
-            "s3_endpoint_url", "CODEX_MEMORIES_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"
-        ),
+        validation_alias=AliasChoices(*env_names("s3_endpoint_url")),
         description="S3-compatible endpoint (Ceph radosgw, MinIO); unset = AWS. Credentials come from "
         "the standard AWS environment and config files, never from here.",
     )
@@ -328,7 +321,10 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_path = _own_config_file(init_settings())
+        init_values = init_settings()
+        # The init source keys a value by the field's first alias (`CODEX_MEMORIES_CODEX_HOME`).
+        given_home = next((init_values[name] for name in ("codex_home", *env_names("codex_home")) if init_values.get(name)), None)
+        toml_path = own_config_file(init_values.get("config_file"), given_home)
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         if toml_path is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
@@ -343,8 +339,8 @@ class Settings(BaseSettings):
     @field_validator("db_url")
     @classmethod
     def _a_database_we_run_on(cls, value: str | None) -> str | None:
-        if value is not None and not _DB_URL.match(value):
-            raise ValueError("must be a SQLite (sqlite:///PATH) or PostgreSQL (postgresql+psycopg://...) URL")
+        if value is not None and not DB_URL_SHAPE.match(value):
+            raise ValueError(DB_URL_RULE)
         return value
 
     @property
@@ -360,23 +356,6 @@ class Settings(BaseSettings):
         if self.backfill_cache_dir is not None:
             return self.backfill_cache_dir.expanduser()
         return self.codex_home_path / paths.STATE_DIR / paths.BACKFILL_CACHE_DIR
-
-
-def _own_config_file(init_values: dict[str, Any]) -> Path | None:
-    explicit = init_values.get("config_file") or os.environ.get(f"{ENV_PREFIX}CONFIG_FILE")
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise SettingsError(f"config_file: {path} does not exist")
-        return path
-    home = (
-        init_values.get("codex_home")
-        or os.environ.get(f"{ENV_PREFIX}CODEX_HOME")
-        or os.environ.get("CODEX_HOME")
-        or DEFAULT_CODEX_HOME
-    )
-    candidate = Path(home).expanduser() / OWN_CONFIG_FILE_NAME
-    return candidate if candidate.is_file() else None
 
 
 class RuntimeConfig(BaseModel):
@@ -519,7 +498,7 @@ def describe_validation_error(error: ValidationError) -> str:
         field = Settings.model_fields.get(str(problem["loc"][0])) if problem["loc"] else None
         allowed = _allowed_range(field) if field is not None else ""
         given = problem.get("input")
-        shown = "***" if key == "api_key" else repr(_URL_PASSWORD.sub(r"\1:***@", given) if isinstance(given, str) else given)
+        shown = "***" if key == "api_key" else repr(URL_PASSWORD.sub(r"\1:***@", given) if isinstance(given, str) else given)
         lines.append(f"invalid setting {key}={shown}: {problem['msg']}{allowed}")
     return "; ".join(lines)
 

@@ -10,10 +10,6 @@ files at first use and fails offline).
 (`bpe_openai._bindings`, the typed binding the wrapper itself uses), which has neither limit;
 decoding uses the public wrapper. Both are created once and cached.
 
-`codex_tokens(text)` is the other count: Codex's own for a hook's text, ceil(UTF-8 bytes / 4), with
-the limit it enforces on hook context (`CODEX_HOOK_CONTEXT_LIMIT_TOKENS`). What a hook prints is
-budgeted in that unit, since that is what Codex cuts by (and it needs no tokenizer).
-
 `truncate_middle` keeps the head and the tail of a text and replaces the middle with one marker
 line `…N tokens truncated…`. It works on token ids, never splits a character, always fits
 `max_tokens` (marker included) and only encodes as much of a large text as it keeps.
@@ -39,16 +35,6 @@ _MAX_TOKEN_BYTES = 128
 # First guess of characters per token when cutting a prefix / suffix to encode.
 _CHARS_PER_TOKEN_GUESS = 8
 _BINDINGS_MODULE = "bpe_openai._bindings"
-
-# Measured on Codex 0.147.0 and 0.171.0: a hook `additionalContext` of 10,000 UTF-8 bytes arrives
-# whole, 10,001 is cut to a head and a tail (the same with three-byte characters).
-CODEX_HOOK_CONTEXT_LIMIT_TOKENS = 2_500
-CODEX_BYTES_PER_TOKEN = 4
-
-
-def codex_tokens(text: str) -> int:
-    """What Codex counts for a hook's text: ceil(UTF-8 bytes / 4)."""
-    return -(-len(text.encode("utf-8")) // CODEX_BYTES_PER_TOKEN)
 
 
 @cache

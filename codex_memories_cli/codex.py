@@ -1,10 +1,11 @@
 """`codex-memories install | uninstall | doctor | hook`: connect the memory folder to Codex through hooks and MCP.
 
-`install [--dry-run]` / `uninstall [--dry-run]` edit `$CODEX_HOME/hooks.json` (merged, backed up)
-and register the MCP server with `codex mcp add`; `doctor` prints one line per check and exits 1
-when one fails; `hook <Event>` reads Codex's hook JSON on stdin and prints the hook's answer,
-exit 0 always (the installed hooks run the faster `codex-memories-hook` console script, which is
-the same code without typer: `codex_memories.read.hooks.main`).
+`install [--trust] [--dry-run]` / `uninstall [--dry-run]` write the hook launcher, edit
+`$CODEX_HOME/hooks.json` (merged, backed up), register the MCP server with `codex mcp add` and,
+with `--trust`, record Codex's trust for our hooks in `config.toml` (`codex_memories.codex_home`);
+`doctor` prints one line per check and exits 1 when one fails; `hook <Event>` reads Codex's hook
+JSON on stdin and prints the hook's answer, exit 0 always (the installed hooks run the launcher,
+which runs `codex_memories.read.hooks` without typer).
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot,
 codex_app = typer.Typer()
 
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Say what would change; write nothing.")]
+Trust = Annotated[
+    bool,
+    typer.Option(
+        "--trust",
+        help="Also record Codex's trust for our hooks in config.toml, so `codex exec` runs them (it skips untrusted hooks).",
+    ),
+]
 CodexBinary = Annotated[
     Optional[Path], typer.Option("--codex-binary", help="The Codex CLI to use for `codex mcp` (default: `codex` on PATH).", show_default=False)
 ]
@@ -49,6 +57,7 @@ def _our_command() -> Path:
 
 @codex_app.command()
 def install(
+    trust: Trust = False,
     dry_run: DryRun = False,
     codex_binary: CodexBinary = None,
     codex_home: CodexHome = None,
@@ -60,14 +69,21 @@ def install(
     from codex_memories.codex_home import install as install_into
 
     _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    # The hooks resolve their settings as this command does; what was given here as a flag, they
+    # could not know, so the launcher passes it on.
+    hook_options = ["--memory-root", str(_local_memory_root(config))] if memory_root else []
+    if config_file:
+        hook_options += ["--config-file", str(Path(config_file).expanduser().absolute())]
     try:
         report = install_into(
             config.settings.codex_home_path.absolute(),
             _local_memory_root(config),
             _our_command(),
             dry_run,
+            trust=trust,
+            hook_options=hook_options,
             codex_binary=codex_binary,
-            summary_budget_tokens=config.settings.read_budget_tokens,
+            session_start_budget_tokens=config.settings.session_start_budget_tokens,
         )
     except CodexHomeError as error:
         _fail(str(error))
@@ -113,6 +129,7 @@ def doctor(
         config.settings.resolved_db_url,
         (config.provider_name, config.provider_reason),
         codex_binary=codex_binary,
+        session_start_budget_tokens=config.settings.session_start_budget_tokens,
     )
     for line in report.lines():
         typer.echo(line)
@@ -124,8 +141,9 @@ def doctor(
 def hook(ctx: typer.Context, event: Annotated[str, typer.Argument(help="SessionStart, UserPromptSubmit or Stop.")]) -> None:
     """Answer one Codex hook call: stdin is Codex's JSON, stdout the hook's JSON; exit 0 always.
 
-    Takes the hook script's options after the event (`--codex-home`, `--memory-root`, `--budget`,
-    `--prompt-budget`, `--db-url`)."""
+    Takes the hook script's options after the event (`--codex-home`, `--memory-root`,
+    `--config-file`, `--db-url`, `--budget`, `--prompt-budget`); settings it is not given resolve
+    as every command's do."""
     from codex_memories.read.hooks import main as hook_main
 
     hook_main([event, *ctx.args])

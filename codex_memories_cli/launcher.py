@@ -7,10 +7,9 @@ Contract:
   `--all-projects`) and the folder's location (`--memory-root`, `--codex-home`), and no setting
   beyond that location can apply: no `--config-file`, no `CODEX_MEMORIES_CONFIG_FILE`, no
   `<codex home>/codex-memories.toml`, no other `CODEX_MEMORIES_*` variable (the settings tree
-  validates those, and a bad one must stay exit 2). The memory folder is then `--memory-root`,
-  else `CODEX_MEMORIES_MEMORY_ROOT`, else `<codex home>/memories` with the codex home from
-  `--codex-home`, `CODEX_MEMORIES_CODEX_HOME`, `CODEX_HOME` or `~/.codex`: the settings tree's
-  own precedence (`codex_memories.settings`). The command itself is `recall_command.run_recall`,
+  validates those, and a bad one must stay exit 2). The memory folder is then resolved by
+  `settings_sources.resolve_hook_settings`, the one light resolver the hooks use too, with the
+  settings tree's precedence. The command itself is `recall_command.run_recall`,
   the same function the typer command calls, so both ways print the same.
 - Anything else (help, another command, an unknown or repeated option, an object-store root)
   goes to `codex_memories_cli.main.main`, unchanged.
@@ -22,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from codex_memories import paths
+from codex_memories.settings_sources import SettingsError, own_config_file, resolve_hook_settings
 from codex_memories_cli.recall_command import RecallRequest, run_recall
 
 VALUE_OPTIONS = ("--query", "--cwd", "--limit", "--memory-root", "--codex-home")
@@ -77,15 +76,17 @@ def fast_recall_request(argv: list[str], environment: os._Environ[str] | dict[st
 
 
 def memory_root(values: dict[str, str], environment: os._Environ[str] | dict[str, str]) -> Path | None:
-    """The local memory folder by the settings tree's precedence; None when only the tree can say."""
+    """The local memory folder by the settings' own resolution (`settings_sources`); None when
+    only the settings tree can say (a TOML file, another variable, an object-store root)."""
     if any(name.startswith("CODEX_MEMORIES_") and name not in LOCATION_VARIABLES for name in environment):
         return None
-    home = Path(
-        values.get("--codex-home") or environment.get("CODEX_MEMORIES_CODEX_HOME") or environment.get("CODEX_HOME") or paths.DEFAULT_CODEX_HOME
-    ).expanduser()
-    if (home / paths.OWN_CONFIG_FILE_NAME).is_file():
+    given_root = values.get("--memory-root") or environment.get("CODEX_MEMORIES_MEMORY_ROOT")
+    if given_root and "://" in given_root:
         return None
-    root = values.get("--memory-root") or environment.get("CODEX_MEMORIES_MEMORY_ROOT") or str(home / paths.MEMORIES_DIR)
-    if "://" in root:
+    try:
+        if own_config_file(None, values.get("--codex-home"), environment) is not None:
+            return None
+        settings = resolve_hook_settings({"codex_home": values.get("--codex-home"), "memory_root": values.get("--memory-root")}, environment)
+    except SettingsError:
         return None
-    return Path(root).expanduser()
+    return settings.memory_root

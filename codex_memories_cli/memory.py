@@ -70,7 +70,7 @@ def note(
 @memory_app.command()
 def inject(
     budget: Annotated[
-        Optional[int], typer.Option("--budget", min=1, help="Token budget of the summary (default: setting read_budget_tokens).")
+        Optional[int], typer.Option("--budget", min=1, help="Token budget of the summary (default: setting session_start_budget_tokens).")
     ] = None,
     cwd: Annotated[Optional[str], typer.Option("--cwd", help="The session's project folder (default: the current folder).")] = None,
     codex_home: CodexHome = None,
@@ -85,7 +85,7 @@ def inject(
     try:
         context = build_session_context(
             root,
-            budget_tokens=budget or config.settings.read_budget_tokens,
+            budget_tokens=budget or config.settings.session_start_budget_tokens,
             cwd=cwd if cwd is not None else str(Path.cwd()),
         )
     except (OSError, UnicodeDecodeError) as error:

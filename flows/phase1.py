@@ -39,9 +39,10 @@ from codex_memories_tasks.gates import check_phase1_gates
 from codex_memories_tasks.harvest_citations import harvest_citations
 from codex_memories_tasks.quality import check_extraction_quality
 from codex_memories_tasks.rate_limit import check_rate_limits, release_claims
+from codex_memories_tasks.record_project_keys import record_project_keys
 from codex_memories_tasks.report import publish_phase1_report
 from codex_memories_tasks.retention import prune_retention
-from codex_memories_tasks.warn_codex_rewrites import warn_if_codex_rewrites_folder
+from codex_memories_tasks.warn_about_codex_home import warn_about_codex_home
 
 # The pool is sized for the largest allowed `concurrency`; the flow keeps at most `concurrency`
 # extractions in flight (measured: Prefect's global and tag concurrency limits poll for slots
@@ -72,7 +73,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     logger = get_run_logger()
     # The transcript worker process starts now, so it is warm when the claims come (step 7).
     transcript_pool()
-    report.warning = warn_if_codex_rewrites_folder(config)
+    report.warning = warn_about_codex_home(config)
 
     # 1. Gate: generate_memories (ours; Codex's [features] memories no longer gates phase 1).
     report.gate = check_phase1_gates(config)
@@ -99,6 +100,10 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
         **{f"damaged lines skipped: {reason}": count for reason, count in sorted(discovery.skipped_by_reason.items())},
     }
     logger.info("discovery: %s", report.discovery)
+
+    # 3b. Which folder is which project, from the sessions' git records: the read path's answer
+    # when a folder's git config cannot be read (moved, mounted elsewhere, in a container).
+    report.discovery["folders with a recorded project"] = record_project_keys(config)
 
     # 4. Forget what discovery found deleted (route 4) and audit what it found polluted (route 5).
     report.discovery["memories forgotten (rollout deleted)"] = len(forget_deleted_threads(config))

@@ -56,7 +56,7 @@ from codex_memories_tasks.reset_baseline import reset_baseline
 from codex_memories_tasks.select import select
 from codex_memories_tasks.sync import sync
 from codex_memories_tasks.validate_artifacts import validate_artifacts
-from codex_memories_tasks.warn_codex_rewrites import warn_if_codex_rewrites_folder
+from codex_memories_tasks.warn_about_codex_home import warn_about_codex_home
 
 # Consolidations one flow run may make when stage-1 outputs keep arriving while it consolidates.
 PHASE2_MAX_PASSES = 3
@@ -107,7 +107,7 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool =
     report = Phase2Report(
         memory_root=config.settings.resolved_memory_root, provider=config.provider_name, provider_reason=config.provider_reason
     )
-    report.warning = warn_if_codex_rewrites_folder(config)
+    report.warning = warn_about_codex_home(config)
     with prefect_singleton_slot():
         # 1. Claim the global lock (the DB lease; --force skips only the cooldown), after waiting
         #    a bounded time for stage-1 extractions in flight under live leases. A DB that cannot

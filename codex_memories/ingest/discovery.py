@@ -7,6 +7,11 @@ threads whose file disappeared (`missing_since_ms`), marks threads that used ext
 `polluted` when `disable_on_external_context` is on (through the store, which enqueues phase 2
 when such a thread had been selected). Idempotent: a second run over unchanged files writes
 nothing new.
+
+`record_project_keys(store, codex_home)` then writes which folder belongs to which project, from
+the threads' own git records (`scopes.recorded_project_keys`), to
+`$CODEX_HOME/codex-memories/project-keys.json` (atomically, only when it changed): the read path
+finds a session's project there when the folder's git config cannot be read.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from codex_memories.ingest.rollouts import (
     scan_rollout,
     thread_id_from_filename,
 )
+from codex_memories.scopes import recorded_project_keys, write_recorded_project_keys
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
 from codex_memories.state.records import MemoryMode, ThreadRecord
 from codex_memories.state.store import MemoryStore
@@ -328,3 +334,10 @@ class _ReadFile:
     scan: RolloutScan
     thread_id: str
     archived: bool
+
+
+def record_project_keys(store: MemoryStore, codex_home: Path) -> int:
+    """Write the folder -> project map of the recorded sessions; the number of folders in it."""
+    keys = recorded_project_keys(store.latest_git_origin_by_cwd())
+    write_recorded_project_keys(paths.recorded_project_keys_path(codex_home), keys)
+    return len(keys)

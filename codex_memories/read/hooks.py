@@ -23,13 +23,17 @@ Contract:
   code 0. Every call appends one line to `$CODEX_HOME/codex-memories/hooks.log` (outcome, event,
   duration, detail); the log is rotated once it passes `LOG_ROTATE_BYTES`.
 - Never writes the memory folder. The Stop hook writes the state DB only.
-- Fast start: this module imports only the standard library at import time. SessionStart imports
-  `read.injection` (prompts, tokenizer), UserPromptSubmit `read.prompt_context` (the recall index:
-  sqlite3, numpy, the packaged static embeddings); only Stop imports the state store
-  (SQLAlchemy) and our settings (to resolve the DB URL, which never appears in `hooks.json`).
+- Fast start: this module imports only the standard library and `settings_sources` (standard
+  library too) at import time. SessionStart imports `read.injection` (prompts, tokenizer),
+  UserPromptSubmit `read.prompt_context` (the recall index: sqlite3, numpy, the packaged static
+  embeddings); only Stop imports the state store (SQLAlchemy).
 - `main(argv)` is the `codex-memories-hook` console script: `codex-memories-hook <Event>
-  --codex-home DIR --memory-root DIR [--budget N] [--prompt-budget N]`, stdin in, JSON out,
-  exit 0 always. `install` writes this command into `hooks.json`. It runs OpenBLAS on one thread
+  [--codex-home DIR] [--memory-root DIR] [--config-file FILE] [--db-url URL] [--budget N]
+  [--prompt-budget N]`, stdin in, JSON out, exit 0 always. Settings resolve exactly as the CLI's
+  (`settings_sources.resolve_hook_settings`: these flags > `CODEX_MEMORIES_*` / `CODEX_HOME` >
+  our TOML file > defaults), so a setting changed in the environment or the file reaches the next
+  hook call; a bad one is `failed_settings`, `{}`, a log line and one stderr line. `install`
+  points `hooks.json` at a launcher that runs this script (`codex_home.write_launcher`). It runs OpenBLAS on one thread
   (`OPENBLAS_NUM_THREADS=1`, set before numpy loads; a value the user set is kept): the
   encoder's products are small, and on a busy machine extra BLAS threads made the prompt hook
   several times slower (benchmarks/README.md, Recall).
@@ -48,14 +52,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from codex_memories.settings_sources import PROMPT_RECALL_BUDGET, SESSION_START_BUDGET
+
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
 HOOK_LOG_DIR = "codex-memories"
 HOOK_LOG_FILE = "hooks.log"
 LOG_ROTATE_BYTES = 1_000_000
-# The whole SessionStart text, in Codex's count (UTF-8 bytes / 4): under the 2,500 at which Codex
-# cuts a hook's context (read.injection; kept here so this module imports nothing heavy).
-DEFAULT_SUMMARY_BUDGET_TOKENS = 2_400
-DEFAULT_PROMPT_BUDGET_TOKENS = 400
 EMPTY_OUTPUT = "{}"
 
 
@@ -79,6 +81,9 @@ class HookOutcome(StrEnum):
     failed_transcript_unreadable = "failed_transcript_unreadable"
     failed_start_background_harvest = "failed_start_background_harvest"
     failed_unexpected = "failed_unexpected"
+    # Written by the hook launcher's shell code, not here: its recorded Python environment is
+    # gone and no `codex-memories-hook` on PATH could stand in (codex_memories.hook_launcher).
+    failed_hook_environment_missing = "failed_hook_environment_missing"
 
     @property
     def is_failure(self) -> bool:
@@ -89,9 +94,9 @@ class HookOutcome(StrEnum):
 class HookOptions:
     codex_home: Path
     memory_root: Path
-    summary_budget_tokens: int = DEFAULT_SUMMARY_BUDGET_TOKENS
-    prompt_budget_tokens: int = DEFAULT_PROMPT_BUDGET_TOKENS
-    db_url: str | None = None  # None: resolved from our settings (Stop only)
+    summary_budget_tokens: int = SESSION_START_BUDGET.default
+    prompt_budget_tokens: int = PROMPT_RECALL_BUDGET.default
+    db_url: str | None = None  # None: resolved from our settings when Stop needs it
     # Stop: hand the harvest to a detached child process and return at once (the console
     # script's default: importing SQLAlchemy and our settings costs about a second).
     harvest_in_background: bool = False
@@ -239,12 +244,12 @@ def _stop(payload: dict[str, Any], options: HookOptions) -> HookResult:
         return HookResult(event, HookOutcome.failed_transcript_unreadable, detail=f"{key}: no such file")
     if options.harvest_in_background:
         return _start_background_harvest(payload, options)
-    db_url = options.db_url
-    if db_url is None:
-        try:
-            db_url = resolve_db_url(options.codex_home)
-        except Exception as error:  # noqa: BLE001 - settings problems are many types; named here
-            return HookResult(event, HookOutcome.failed_settings, detail=f"{type(error).__name__}: {error}")
+    from codex_memories.settings_sources import SettingsError
+
+    try:
+        db_url = options.db_url or resolve_db_url(options.codex_home)
+    except SettingsError as error:
+        return HookResult(event, HookOutcome.failed_settings, detail=str(error))
     from sqlalchemy.exc import SQLAlchemyError
 
     from codex_memories.read.harvest import harvest_citations
@@ -273,23 +278,24 @@ def _start_background_harvest(payload: dict[str, Any], options: HookOptions) -> 
     the hook and Codex's process group); it logs its own outcome line when done."""
     import subprocess
 
-    argv = [sys.executable, "-m", "codex_memories.read.hooks", "Stop", "--inline", *_option_argv(options)]
+    # -P: the session's folder (this process's cwd) never shadows our modules.
+    argv = [sys.executable, "-P", "-m", "codex_memories.read.hooks", "Stop", "--inline"]
+    argv += ["--codex-home", str(options.codex_home), "--memory-root", str(options.memory_root)]
+    # The DB URL may hold a password: handed over in the child's environment (readable by this
+    # user only), not on its command line (readable by every user through `ps`).
+    environment = dict(os.environ)
+    if options.db_url is not None:
+        environment["CODEX_MEMORIES_DB_URL"] = options.db_url
     try:
         child = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True
+            argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment,
+            start_new_session=True, close_fds=True,
         )
         with child.stdin as pipe:  # type: ignore[union-attr] - stdin=PIPE: never None
             pipe.write(json.dumps(payload).encode("utf-8"))
     except OSError as error:
         return HookResult("Stop", HookOutcome.failed_start_background_harvest, detail=f"{type(error).__name__}: {error}")
     return HookResult("Stop", HookOutcome.started_background_harvest, detail=f"pid {child.pid}")
-
-
-def _option_argv(options: HookOptions) -> list[str]:
-    argv = ["--codex-home", str(options.codex_home), "--memory-root", str(options.memory_root)]
-    if options.db_url is not None:
-        argv += ["--db-url", options.db_url]
-    return argv
 
 
 def harvest_key(codex_home: Path, transcript_path: Path) -> str:
@@ -305,9 +311,9 @@ def harvest_key(codex_home: Path, transcript_path: Path) -> str:
 
 def resolve_db_url(codex_home: Path) -> str:
     """The state DB URL our settings give for this Codex home (env, our TOML file, default)."""
-    from codex_memories.settings import load_runtime_config
+    from codex_memories.settings_sources import resolve_hook_settings
 
-    return load_runtime_config(codex_home=str(codex_home)).settings.resolved_db_url
+    return resolve_hook_settings({"codex_home": codex_home}).db_url
 
 
 def _redact_url(text: str) -> str:
@@ -335,19 +341,37 @@ def write_log_line(log_path: Path, result: HookResult, seconds: float) -> None:
 
 # -- the console script -------------------------------------------------------------------------------
 
+# Each option and the setting it gives (flags rank above the environment and our TOML file).
+OPTION_FIELDS = {
+    "--codex-home": "codex_home",
+    "--memory-root": "memory_root",
+    "--config-file": "config_file",
+    "--db-url": "db_url",
+    "--budget": "session_start_budget_tokens",
+    "--prompt-budget": "prompt_recall_budget_tokens",
+}
+USAGE = (
+    "usage: codex-memories-hook <SessionStart|UserPromptSubmit|Stop> [--codex-home DIR] [--memory-root DIR] "
+    "[--config-file FILE] [--db-url URL] [--budget N] [--prompt-budget N] [--inline]"
+)
 
-def parse_hook_argv(argv: list[str]) -> tuple[str, HookOptions]:
-    """`<Event> --codex-home DIR --memory-root DIR [--budget N] [--prompt-budget N] [--db-url URL]
-    [--inline]` (`--inline`: Stop harvests in this process instead of a detached one).
+
+@dataclass(frozen=True)
+class HookArguments:
+    event: str
+    flags: dict[str, str]  # setting name -> the option's value, as given
+    inline: bool = False  # Stop: harvest in this process instead of a detached one
+
+
+def parse_hook_argv(argv: list[str]) -> HookArguments:
+    """`<Event> [options] [--inline]`, options as in `OPTION_FIELDS`, `--name VALUE` or `--name=VALUE`.
 
     Hand-rolled on purpose: argparse alone costs little, but this keeps the hook's import list
-    to the standard library's basics. Missing options default from `CODEX_HOME` / `~/.codex`.
-    """
+    to the standard library's basics."""
     if not argv:
-        raise HookInputError("usage: codex-memories-hook <SessionStart|UserPromptSubmit|Stop> [--codex-home DIR] [--memory-root DIR]")
+        raise HookInputError(USAGE)
     event, rest = argv[0], argv[1:]
-    values: dict[str, str] = {}
-    known = {"--codex-home", "--memory-root", "--budget", "--prompt-budget", "--db-url"}
+    flags: dict[str, str] = {}
     inline = False
     index = 0
     while index < len(rest):
@@ -356,37 +380,62 @@ def parse_hook_argv(argv: list[str]) -> tuple[str, HookOptions]:
             inline = True
             index += 1
             continue
-        if "=" in name and name.split("=", 1)[0] in known:
+        if "=" in name and name.split("=", 1)[0] in OPTION_FIELDS:
             name, value = name.split("=", 1)
             index += 1
-        elif name in known and index + 1 < len(rest):
+        elif name in OPTION_FIELDS and index + 1 < len(rest):
             value = rest[index + 1]
             index += 2
         else:
-            raise HookInputError(f"unknown or incomplete option {name!r}")
-        values[name] = value
-    codex_home = Path(values.get("--codex-home") or os.environ.get("CODEX_HOME") or "~/.codex").expanduser()
-    memory_root = Path(values.get("--memory-root") or codex_home / "memories").expanduser()
-    try:
-        summary_budget = int(values.get("--budget", DEFAULT_SUMMARY_BUDGET_TOKENS))
-        prompt_budget = int(values.get("--prompt-budget", DEFAULT_PROMPT_BUDGET_TOKENS))
-    except ValueError as error:
-        raise HookInputError(f"a budget must be an integer ({error})") from None
-    if summary_budget < 1 or prompt_budget < 1:
-        raise HookInputError("budgets must be at least 1")
-    return event, HookOptions(codex_home, memory_root, summary_budget, prompt_budget, values.get("--db-url"), harvest_in_background=not inline)
+            raise HookInputError(f"unknown or incomplete option {name!r}; {USAGE}")
+        flags[OPTION_FIELDS[name]] = value
+    return HookArguments(event, flags, inline)
+
+
+def hook_options(arguments: HookArguments, environ: dict[str, str] | None = None) -> HookOptions:
+    """The options one hook call runs with: our settings resolved as the CLI resolves them
+    (`settings_sources.resolve_hook_settings`: flags > environment > our TOML file > defaults).
+    Raises `SettingsError` on a bad value."""
+    from codex_memories.settings_sources import resolve_hook_settings
+
+    settings = resolve_hook_settings(arguments.flags, environ)
+    return HookOptions(
+        codex_home=settings.codex_home,
+        memory_root=settings.memory_root,
+        summary_budget_tokens=settings.session_start_budget_tokens,
+        prompt_budget_tokens=settings.prompt_recall_budget_tokens,
+        db_url=settings.db_url,
+        harvest_in_background=not arguments.inline,
+    )
 
 
 def run(argv: list[str], stdin_text: str) -> str:
     """What the console script prints for `argv` and stdin; never raises."""
+    from codex_memories.settings_sources import SettingsError
+
     try:
-        event, options = parse_hook_argv(argv)
-    except HookInputError as error:
-        fallback_home = Path(os.environ.get("CODEX_HOME") or "~/.codex").expanduser()
-        result = HookResult(argv[0] if argv else "?", HookOutcome.failed_bad_input, detail=str(error))
-        write_log_line(hook_log_path(fallback_home), result, 0.0)
+        arguments = parse_hook_argv(argv)
+        options = hook_options(arguments)
+    except (HookInputError, SettingsError) as error:
+        outcome = HookOutcome.failed_settings if isinstance(error, SettingsError) else HookOutcome.failed_bad_input
+        # Said on stderr too (Codex shows hook stderr in its logs): every call would fail alike.
+        sys.stderr.write(f"codex-memories hook: {error}; nothing injected\n")
+        result = HookResult(argv[0] if argv else "?", outcome, detail=str(error))
+        write_log_line(hook_log_path(_fallback_codex_home(argv)), result, 0.0)
         return EMPTY_OUTPUT
-    return handle_hook(event, stdin_text, options).stdout
+    return handle_hook(arguments.event, stdin_text, options).stdout
+
+
+def _fallback_codex_home(argv: list[str]) -> Path:
+    """Where to log a call whose settings did not resolve: its `--codex-home`, else the environment's."""
+    from codex_memories.settings_sources import DEFAULT_CODEX_HOME, env_value
+
+    for index, name in enumerate(argv):
+        if name == "--codex-home" and index + 1 < len(argv):
+            return Path(argv[index + 1]).expanduser()
+        if name.startswith("--codex-home="):
+            return Path(name.split("=", 1)[1]).expanduser()
+    return Path(env_value("codex_home", os.environ) or DEFAULT_CODEX_HOME).expanduser()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -6,7 +6,7 @@ Contract:
 - Budget, in Codex's own unit: Codex 0.147 and 0.171 replace a hook's `additionalContext` of more
   than 10,000 UTF-8 bytes with a head, a tail and a pointer to a world-readable spill file
   (measured; `../shared/spec/codex-hooks.md`). Its count is `ceil(bytes / 4)` "tokens", so
-  `tokens.CODEX_HOOK_CONTEXT_LIMIT_TOKENS` is 2,500 and `tokens.codex_tokens` counts the same way. The
+  `codex_limits.CODEX_HOOK_CONTEXT_LIMIT_TOKENS` is 2,500 and `codex_limits.codex_token_count` counts the same way. The
   whole text, headings and pointers included, is at most `budget_tokens` by construction (a
   budget above the limit is the user's choice; `install` then raises the handler's
   `additionalContextLimit`). Nothing is ever cut mid-line: tiers drop whole entries and say how
@@ -55,6 +55,7 @@ from codex_memories.prompts import render_prompt
 from codex_memories.read.chunks import chunk_file
 from codex_memories.read.team_memory import TeamMemoryContext, team_memory_context
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
+from codex_memories.settings_sources import SESSION_START_BUDGET
 from codex_memories.scopes import (
     marked_project_key,
     project_key_for_directory,
@@ -62,13 +63,11 @@ from codex_memories.scopes import (
     scope_matches_cwd,
     text_is_for_other_project,
 )
-from codex_memories.tokens import codex_tokens
+from codex_memories.codex_limits import codex_token_count
 from codex_memories.typed_entries import normalise, split_entry
 
 READ_PATH_TEMPLATE = "read_path"
-# Under the limit with room to spare: the text is built to the byte, but a future Codex may count
-# a little differently, and 100 tokens of rules are worth less than an uncut message.
-DEFAULT_SESSION_START_BUDGET_TOKENS = 2_400
+DEFAULT_SESSION_START_BUDGET_TOKENS = SESSION_START_BUDGET.default
 
 HEADER = (
     "## Memory from earlier sessions\n\n"
@@ -130,7 +129,7 @@ class SessionContext:
 
     @property
     def codex_tokens(self) -> int:
-        return codex_tokens(self.text)
+        return codex_token_count(self.text)
 
 
 @dataclass(frozen=True)
@@ -164,7 +163,7 @@ def build_session_context(
         # The repository's team memory alone (a clone whose user has no memory of their own):
         # no header or how-to for a folder that holds nothing.
         team = team_memory_context(cwd, budget_tokens) if cwd else None
-        if team is None or codex_tokens(team.text) > budget_tokens:
+        if team is None or codex_token_count(team.text) > budget_tokens:
             return None
         tiers = {"team_memory": TierReport(shown=team.lines_injected, omitted=team.lines_over_budget)}
         return SessionContext(text=team.text, summary_injected=False, team_memory=team, tiers=tiers)
@@ -175,9 +174,9 @@ def build_session_context(
         return None
     # The how-to goes after the rules but is paid for first, so that rules cannot push it out;
     # a budget too small for it (under twice its size) gets the one-line pointer instead.
-    if codex_tokens(how_to) * 2 > writer.remaining:
+    if codex_token_count(how_to) * 2 > writer.remaining:
         how_to = SHORT_HOW_TO.format(base_path=base_path)
-    reserved = codex_tokens("\n\n" + how_to)
+    reserved = codex_token_count("\n\n" + how_to)
     writer.reserve(reserved)
     tiers: dict[str, TierReport] = {}
     project_label = session_key or (cwd or "")
@@ -210,7 +209,7 @@ class _BudgetedText:
 
     @property
     def remaining(self) -> int:
-        return self.budget - self.reserved - codex_tokens(self.text)
+        return self.budget - self.reserved - codex_token_count(self.text)
 
     def reserve(self, tokens: int) -> None:
         self.reserved += tokens
@@ -220,7 +219,7 @@ class _BudgetedText:
 
     def fits(self, part: str) -> bool:
         joined = self.text + ("\n\n" if self.parts else "") + part
-        return codex_tokens(joined) + self.reserved <= self.budget
+        return codex_token_count(joined) + self.reserved <= self.budget
 
     def add(self, part: str) -> bool:
         if not part.strip() or not self.fits(part):

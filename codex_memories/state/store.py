@@ -298,6 +298,24 @@ class MemoryStore:
 
         return self._write(run, locks=(JobKind.consolidate_global,))
 
+    def latest_git_origin_by_cwd(self) -> dict[str, str | None]:
+        """Query behaviour:
+        - for each non-empty `cwd` in `threads` (archived and missing rollouts included: the
+          record is what the session said), the `git_origin_url` of its most recently updated
+          thread (ties: the larger id), None when that thread recorded none; one pass over
+          `threads` ordered by (`cwd`, `updated_at_ms`, `id`).
+        """
+
+        def run(conn: Connection) -> dict[str, str | None]:
+            rows = conn.execute(
+                select(_threads.c.cwd, _threads.c.git_origin_url)
+                .where(_threads.c.cwd.is_not(None), _threads.c.cwd != "")
+                .order_by(_threads.c.cwd, _threads.c.updated_at_ms, _threads.c.id)
+            )
+            return {row.cwd: row.git_origin_url for row in rows}  # the last row of each cwd wins
+
+        return self._read(run)
+
     def count_threads_by_memory_mode(self) -> dict[str, int]:
         """Query behaviour:
         - `SELECT memory_mode, COUNT(*) FROM threads GROUP BY memory_mode`; every known mode is

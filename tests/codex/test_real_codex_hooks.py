@@ -4,7 +4,8 @@ On both pinned versions (0.147.0 from PyPI, 0.171.0 from npm): a real interactiv
 something worth remembering; our phase 1 (against the test server) and phase 2 (heuristic)
 write the memory folder; `codex-memories install` adds our hooks and MCP server; then one
 `codex exec --dangerously-bypass-hook-trust` session and one TUI session (trusting the hooks on
-the "Hooks need review" screen, as a user does once) get the summary as a developer message at
+the "Hooks need review" screen, as a user does once, which records the same trust `doctor`
+computes) get the summary as a developer message at
 the start and the remembered fact right after the user's message, with exactly one model request
 per turn, and our memory folder is byte-identical afterwards. A last test turns Codex's memory
 feature on, watches it rewrite our folder, and checks that `doctor` names it.
@@ -22,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from codex_memories.read.hooks import DEFAULT_SUMMARY_BUDGET_TOKENS, hook_log_path
+from codex_memories.read.hooks import hook_log_path
+from codex_memories.settings_sources import SESSION_START_BUDGET
 from codex_memories.read.injection import build_session_context
 from codex_memories.runtime import close_stores, open_store
 from tests.support.codex_cli import (
@@ -111,7 +113,7 @@ def input_messages(request: RecordedRequest) -> list[tuple[str, str]]:
 
 def assert_memory_reached_the_turn(request: RecordedRequest, home: CodexHome, cwd: Path, prompt: str) -> None:
     messages = input_messages(request)
-    expected_summary = build_session_context(home.memories_dir, budget_tokens=DEFAULT_SUMMARY_BUDGET_TOKENS, cwd=str(cwd)).text
+    expected_summary = build_session_context(home.memories_dir, budget_tokens=SESSION_START_BUDGET.default, cwd=str(cwd)).text
     assert expected_summary and FACT in expected_summary
     developer = [text for role, text in messages if role == "developer"]
     assert expected_summary in developer, "SessionStart: the read-path instructions are one developer message"
@@ -149,10 +151,11 @@ def test_memories_reach_exec_and_tui_sessions_through_our_hooks_and_the_folder_s
 
     installed = codex_memories(codex_home, "install")
     assert installed.returncode == 0, installed.stderr
-    assert "Hooks need review" in installed.stdout  # how to trust them
+    assert "codex-memories install --trust" in installed.stdout  # how to trust them
     assert "codex mcp add codex-memories" in installed.stdout
     doctor = codex_memories(codex_home, "doctor")
-    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    failing = [line for line in doctor.stdout.splitlines() if line.startswith("[FAIL]")]
+    assert failing and all(line.startswith("[FAIL] hook trust: SessionStart: not trusted") for line in failing), doctor.stdout
     before = folder_bytes(codex_home.memories_dir)
 
     # 1. codex exec (hooks trusted for this one run), replying with a citation of the memory.
@@ -181,6 +184,10 @@ def test_memories_reach_exec_and_tui_sessions_through_our_hooks_and_the_folder_s
     assert_memory_reached_the_turn(request, codex_home, codex_workdir, QUESTION)
     # 0.171's TUI also asks the model for a thread title (not a turn, not memory).
     assert other_requests(codex_server) == (["thread_title"] if codex_version == CODEX_NPM_VERSION else [])
+
+    # What the TUI recorded for "Trust all" is what doctor (and `install --trust`) compute.
+    doctor = codex_memories(codex_home, "doctor")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
 
     assert folder_bytes(codex_home.memories_dir) == before
     log = hook_log_path(codex_home.path).read_text(encoding="utf-8")

@@ -4,11 +4,13 @@ Two recorded sessions, one in repository A (a project rule and a user-level rule
 repository B (a project rule), go through our phase 1 and phase 2 (offline heuristic); our hooks
 are installed; then one `codex exec` in B and one in A. What the model server receives as
 developer context is the proof: in B the user-level rule and B's rule arrive and A's rule does
-not; in A, A's rule arrives and B's does not.
+not; in A, A's rule arrives and B's does not. And once A's `.git` is gone, A's sessions still
+get A's rule: the project is found from the sessions' own records.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -49,10 +51,14 @@ def make_repository(path: Path, origin: str) -> Path:
     return path.resolve()
 
 
-def remember_both_projects(home: CodexHome, repo_a: Path, repo_b: Path) -> None:
+def remember_both_projects(home: CodexHome, tmp_path: Path, *install_options: str) -> tuple[Path, Path]:
+    """Repositories A and B, a session recorded in each, our phase 1 (which also records which
+    folder is which project) and phase 2, then `codex-memories install <install_options>`."""
     from codex_memories_flows.phase1 import phase1
     from codex_memories_flows.phase2 import phase2
 
+    repo_a = make_repository(tmp_path / "src" / "scopes-a", A_ORIGIN)
+    repo_b = make_repository(tmp_path / "src" / "scopes-b", B_ORIGIN)
     now = datetime.now(UTC)
     write_rollout(home.path, created_at=now - timedelta(hours=3), cwd=str(repo_a), repository_url=A_ORIGIN, user_messages=[A_RULE, USER_RULE])
     write_rollout(home.path, created_at=now - timedelta(hours=2), cwd=str(repo_b), repository_url=B_ORIGIN, user_messages=[B_RULE])
@@ -62,6 +68,9 @@ def remember_both_projects(home: CodexHome, repo_a: Path, repo_b: Path) -> None:
     result = phase2(overrides=overrides, force=True)
     assert result.outcome is not None and not result.outcome.is_failure, result
     close_stores()
+    installed = codex_memories(home, "install", *install_options)
+    assert installed.returncode == 0, installed.stderr
+    return repo_a, repo_b
 
 
 def session_context(home: CodexHome, server: OpenAITestServer, cwd: Path) -> str:
@@ -78,13 +87,9 @@ def session_context(home: CodexHome, server: OpenAITestServer, cwd: Path) -> str
 def test_a_session_in_another_repository_never_receives_a_projects_rule(
     codex_version: str, codex_home: CodexHome, codex_server: OpenAITestServer, tmp_path: Path, pipeline_env: None
 ) -> None:
-    repo_a = make_repository(tmp_path / "src" / "scopes-a", A_ORIGIN)
-    repo_b = make_repository(tmp_path / "src" / "scopes-b", B_ORIGIN)
-    remember_both_projects(codex_home, repo_a, repo_b)
+    repo_a, repo_b = remember_both_projects(codex_home, tmp_path)
     summary = (codex_home.memories_dir / "memory_summary.md").read_text(encoding="utf-8")
     assert "ORCA-4411" in summary and "WREN-2207" in summary and "LYNX-9083" in summary  # all in one folder
-    installed = codex_memories(codex_home, "install")
-    assert installed.returncode == 0, installed.stderr
 
     in_b = session_context(codex_home, codex_server, repo_b)
     assert "MEMORY_SUMMARY BEGINS" in in_b  # the SessionStart hook ran
@@ -93,4 +98,18 @@ def test_a_session_in_another_repository_never_receives_a_projects_rule(
 
     in_a = session_context(codex_home, codex_server, repo_a)
     assert "ORCA-4411" in in_a and "WREN-2207" in in_a
+    assert "LYNX-9083" not in in_a
+
+
+@versions
+def test_a_checkout_without_its_git_folder_still_gets_its_projects_memory(
+    codex_version: str, codex_home: CodexHome, codex_server: OpenAITestServer, tmp_path: Path, pipeline_env: None
+) -> None:
+    repo_a, _ = remember_both_projects(codex_home, tmp_path, "--trust")
+
+    shutil.rmtree(repo_a / ".git")  # moved, mounted elsewhere, opened in a container: no git config
+
+    in_a = session_context(codex_home, codex_server, repo_a)
+    assert "MEMORY_SUMMARY BEGINS" in in_a
+    assert "ORCA-4411" in in_a and "WREN-2207" in in_a  # its project's rule and the user-level one
     assert "LYNX-9083" not in in_a

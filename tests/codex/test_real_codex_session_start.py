@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories.read.injection import HEADER
-from codex_memories.tokens import CODEX_HOOK_CONTEXT_LIMIT_TOKENS, codex_tokens
+from codex_memories.codex_limits import CODEX_HOOK_CONTEXT_LIMIT_TOKENS, codex_token_count
 from tests.support.codex_cli import CODEX_VERSIONS, CodexHome, developer_texts, run_codex_exec, text_reply, user_turn_requests
 from tests.support.openai_server import OpenAITestServer
 
@@ -93,7 +93,7 @@ def test_a_month_sized_folder_reaches_the_session_whole_with_the_projects_rules_
     [request] = user_turn_requests(codex_server)
     [ours] = [text for text in developer_texts(request) if text.startswith(HEADER.split("\n", 1)[0])]
     assert "truncated output" not in ours and "Full hook output saved to" not in ours
-    assert codex_tokens(ours) < CODEX_HOOK_CONTEXT_LIMIT_TOKENS
+    assert codex_token_count(ours) < CODEX_HOOK_CONTEXT_LIMIT_TOKENS
     assert ours.index("HERON-5511") < ours.index("KITE-2024") < ours.index("### Using the memory folder")
     assert "OSPREY-7788" not in "\n".join(developer_texts(request)), "another project's rule never arrives"
     assert "atlas fact 0:" in ours or "atlas topic" in ours, "the project's knowledge fills what is left"

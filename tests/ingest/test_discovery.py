@@ -11,7 +11,7 @@ import pytest
 from codex_memories.ingest.discovery import discover_rollouts
 from codex_memories.state.records import MemoryMode
 from codex_memories.state.store import MemoryStore
-from tests.support.rollout_factory import write_rollout
+from tests.support.rollout_factory import NO_REPOSITORY, write_rollout
 
 NOW = datetime.now(UTC)
 
@@ -125,3 +125,19 @@ def test_damaged_lines_are_counted_and_garbage_files_reported(store: MemoryStore
     assert report.skipped_by_reason["partial_last_line"] == 1
     assert [path for path, _ in report.unreadable] == [str(garbage)]
     assert store.get_thread(path.stem.split("-", 6)[-1]) is not None
+
+
+def test_phase1_records_which_folder_is_which_project_from_the_latest_session(store: MemoryStore, tmp_path: Path) -> None:
+    from codex_memories import paths
+    from codex_memories.ingest.discovery import record_project_keys
+    from codex_memories.scopes import read_recorded_project_keys
+
+    write_rollout(tmp_path, created_at=NOW - timedelta(hours=30), cwd="/w/app", repository_url="git@example.org:team/old-name.git", user_messages=["a"])
+    write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), cwd="/w/app", repository_url="https://example.org/team/app.git", user_messages=["b"])
+    write_rollout(tmp_path, created_at=NOW - timedelta(hours=30), cwd="/w/gone", repository_url="https://example.org/team/gone", user_messages=["c"])
+    write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), cwd="/w/gone", repository_url=NO_REPOSITORY, user_messages=["d"])
+    write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), cwd="/w/notes", repository_url=NO_REPOSITORY, user_messages=["e"])
+    discover(store, tmp_path)
+
+    assert record_project_keys(store, tmp_path) == 1
+    assert read_recorded_project_keys(paths.recorded_project_keys_path(tmp_path)) == {"/w/app": "example.org/team/app"}

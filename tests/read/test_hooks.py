@@ -15,7 +15,6 @@ import pytest
 
 from codex_memories.read.harvest import harvest_citations
 from codex_memories.read.hooks import (
-    DEFAULT_SUMMARY_BUDGET_TOKENS,
     HookOptions,
     HookOutcome,
     handle_hook,
@@ -23,6 +22,7 @@ from codex_memories.read.hooks import (
     run,
 )
 from codex_memories.read.injection import build_session_context
+from codex_memories.settings_sources import SESSION_START_BUDGET
 from codex_memories.state.store import MemoryStore
 from tests.support.memory_home import remember
 from tests.support.rollout_factory import write_rollout
@@ -69,7 +69,7 @@ def test_session_start_prints_the_read_path_instructions_as_additional_context(h
     assert result.outcome == HookOutcome.injected_memory_summary
     output = json.loads(result.stdout)
     assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    expected = build_session_context(home / "memories", budget_tokens=DEFAULT_SUMMARY_BUDGET_TOKENS, cwd="/work/atlas").text
+    expected = build_session_context(home / "memories", budget_tokens=SESSION_START_BUDGET.default, cwd="/work/atlas").text
     assert output["hookSpecificOutput"]["additionalContext"] == expected
     assert "PELICAN-7731" in expected
 

@@ -17,7 +17,7 @@ from codex_memories.read.injection import (
     build_session_context,
 )
 from codex_memories.scopes import scope_matches_cwd
-from codex_memories.tokens import CODEX_HOOK_CONTEXT_LIMIT_TOKENS, codex_tokens
+from codex_memories.codex_limits import CODEX_HOOK_CONTEXT_LIMIT_TOKENS, codex_token_count
 
 BEGINS = "========= MEMORY_SUMMARY BEGINS ========="
 ENDS = "========= MEMORY_SUMMARY ENDS ========="
@@ -112,7 +112,7 @@ def test_a_month_sized_folder_fits_the_budget_in_codex_tokens_without_a_middle_c
     context = build_session_context(root, cwd=str(atlas), budget_tokens=budget, now=NOW)
 
     assert context is not None
-    assert codex_tokens(context.text) <= budget
+    assert codex_token_count(context.text) <= budget
     assert len(context.text.encode("utf-8")) <= budget * 4
     assert "tokens truncated" not in context.text
     for line in context.text.split("\n"):
@@ -127,8 +127,8 @@ def test_a_month_sized_folder_fits_the_budget_in_codex_tokens_without_a_middle_c
 
 def test_the_default_budget_is_under_the_limit_codex_enforces():
     assert DEFAULT_SESSION_START_BUDGET_TOKENS < CODEX_HOOK_CONTEXT_LIMIT_TOKENS == 2_500
-    assert codex_tokens("a" * 10_000) == 2_500 and codex_tokens("a" * 10_001) == 2_501
-    assert codex_tokens("部" * 3_334) == 2_501  # bytes, not characters
+    assert codex_token_count("a" * 10_000) == 2_500 and codex_token_count("a" * 10_001) == 2_501
+    assert codex_token_count("部" * 3_334) == 2_501  # bytes, not characters
 
 
 def test_a_typed_entry_shows_its_reason_and_an_expired_one_is_left_out(tmp_path):

@@ -157,7 +157,7 @@ def test_agents_files_nearer_the_cwd_count_too(repository: Path) -> None:
 
 
 def test_team_memory_and_summary_share_one_budget(repository: Path, tmp_path: Path) -> None:
-    from codex_memories.tokens import codex_tokens
+    from codex_memories.codex_limits import codex_token_count
 
     write_team_file(repository, *(f"- fact number {index} about the build of the app" for index in range(400)))
     memories = tmp_path / "memories"
@@ -166,12 +166,12 @@ def test_team_memory_and_summary_share_one_budget(repository: Path, tmp_path: Pa
     context = build_session_context(memories, budget_tokens=2000, cwd=str(repository))
     assert context is not None and context.summary_injected and context.team_memory is not None
     team = context.team_memory
-    assert codex_tokens(team.text) <= 1000 and team.lines_over_budget > 0
+    assert codex_token_count(team.text) <= 1000 and team.lines_over_budget > 0
     assert "more line(s) in the file, over the budget" in team.text
     assert "fact number 0 " in team.text  # whole lines from the top
     # Together within the budget, as Codex counts a hook's text; the team memory comes before
     # the how-to and the index.
-    assert codex_tokens(context.text) <= 2000
+    assert codex_token_count(context.text) <= 2000
     assert context.text.index(team.text) < context.text.index("### Using the memory folder")
 
 

@@ -526,6 +526,38 @@ def stop_app_server_daemon(codex_home: CodexHome) -> None:
                 continue
 
 
+def codex_hooks_list(codex_home: CodexHome, cwd: Path, timeout: float = 60) -> list[dict[str, Any]]:
+    """The hooks Codex sees for `cwd`, as `codex app-server`'s `hooks/list` reports them (both
+    versions): each with `key` (`<hooks.json>:<event>:<group>:<handler>`), `command`,
+    `additionalContextLimit`, `currentHash` and `trustStatus` (`trusted`, `modified` for a
+    handler trusted under another hash, else untrusted)."""
+    import queue
+    import threading
+
+    process = subprocess.Popen(
+        [str(codex_home.codex), "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True, env=codex_home.env(), cwd=cwd,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()  # type: ignore[union-attr]
+    try:
+        for message in (
+            {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "codex-memories-tests", "version": "0"}}},
+            {"method": "initialized"},
+            {"id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}},
+        ):
+            process.stdin.write(json.dumps(message) + "\n")  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = json.loads(lines.get(timeout=max(0.1, deadline - time.monotonic())))
+            if answer.get("id") == 2:
+                return [hook for entry in answer["result"]["data"] for hook in entry["hooks"]]
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+
+
 def _text(value: Any) -> str:
     if value is None:
         return ""

@@ -24,6 +24,7 @@ ToolCall = tuple[str, str] | tuple[str, str, int]  # (command, output[, exit_cod
 
 
 DEFAULT_REPOSITORY_URL = "git@github.com:acme/app.git"
+NO_REPOSITORY = ""  # as `repository_url`: a session outside any repository (no `git` in session_meta)
 
 
 def uuid7_at(moment: datetime, *, rng: random.Random | None = None) -> str:
@@ -138,8 +139,9 @@ def rollout_lines(
         "cli_version": "0.121.0",
         "model_provider": "openai",
         "base_instructions": {"text": "You are Codex, a coding agent."},
-        "git": {"commit_hash": f"{rng.getrandbits(160):040x}", "branch": "main", "repository_url": repository_url},
     }
+    if repository_url != NO_REPOSITORY:
+        meta["git"] = {"commit_hash": f"{rng.getrandbits(160):040x}", "branch": "main", "repository_url": repository_url}
     if source is not None:
         meta["source"] = source
     lines = [_line(_stamp(created_at), "session_meta", meta)]
@@ -248,7 +250,7 @@ def write_rollout(
         assistant_messages=assistant_messages,
         extra_lines=extra_lines,
         web_search=web_search,
-        repository_url=repository_url or DEFAULT_REPOSITORY_URL,
+        repository_url=DEFAULT_REPOSITORY_URL if repository_url is None else repository_url,
         tool_calls_per_turn=tool_calls_per_turn,
     )
     with path.open("w", encoding="utf-8") as handle:
