@@ -4,6 +4,11 @@ Contract:
 - `memory_context_for_prompt(root, prompt, cwd, token_budget)` runs `recall` on the prompt and
   returns one block of text, or "" when nothing is relevant (a blank prompt, a missing memory
   folder, nothing above the relevance gate): the hook then injects nothing.
+- Kept: results of the consolidated memory (`MEMORY.md`, the summary, skills, ad-hoc notes), not
+  of `rollout_summaries/`: a rollout summary is one session's raw record (its steps, the commands
+  it ran), which phase 2 has not reconciled with newer sessions, so unprompted it would bring back
+  what a later session replaced (a deploy command that has since stopped working). The model
+  still reaches them through the handbook's pointers and the search tools.
 - Kept: results about the current project (keyed by `scopes.project_key_for_directory(cwd)`) and
   user-level ones. Another project's result is never injected, however well it matches (issue
   15: "in this repo use tabs" said in one repository must not steer another; `recall` drops
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codex_memories import paths
 from codex_memories.read.recall import CURRENT_PROJECT, OTHER_PROJECT, ScoredChunk, recall_explained
 
 BLOCK_OPEN = "<recalled_memories>"
@@ -34,6 +40,7 @@ PREAMBLE = (
 DEFAULT_TOKEN_BUDGET = 400
 MAX_ENTRIES = 5
 BYTES_PER_TOKEN = 3
+ROLLOUT_SUMMARIES_PREFIX = paths.ROLLOUT_SUMMARIES_DIR + "/"
 
 
 def memory_context_for_prompt(root: Path, prompt: str, cwd: str | None, token_budget: int = DEFAULT_TOKEN_BUDGET) -> str:
@@ -42,8 +49,9 @@ def memory_context_for_prompt(root: Path, prompt: str, cwd: str | None, token_bu
         raise ValueError("token_budget must be at least 1")
     if not prompt.strip():
         return ""
-    # `recall_explained` leaves other projects out already, so MAX_ENTRIES is all it needs to return.
-    found = recall_explained(Path(root), prompt, cwd=cwd, limit=MAX_ENTRIES).shown
+    # `recall_explained` leaves other projects out already; twice MAX_ENTRIES leaves room for the
+    # rollout summaries `_choose` drops.
+    found = recall_explained(Path(root), prompt, cwd=cwd, limit=2 * MAX_ENTRIES).shown
     return render_block(_choose(found), token_budget)
 
 
@@ -54,7 +62,11 @@ def estimate_tokens(text: str) -> int:
 def _choose(found: list[ScoredChunk]) -> list[ScoredChunk]:
     # `recall_explained` already leaves other projects out; checked again so no caller's option can
     # ever put one into a prompt.
-    return [scored for scored in found if scored.scope_class != OTHER_PROJECT][:MAX_ENTRIES]
+    return [
+        scored
+        for scored in found
+        if scored.scope_class != OTHER_PROJECT and not scored.chunk.path.startswith(ROLLOUT_SUMMARIES_PREFIX)
+    ][:MAX_ENTRIES]
 
 
 def render_block(chosen: list[ScoredChunk], token_budget: int = DEFAULT_TOKEN_BUDGET) -> str:

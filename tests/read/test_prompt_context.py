@@ -92,3 +92,20 @@ def test_memory_text_cannot_close_the_block_early(root):
 def test_a_budget_below_one_token_is_an_error(root):
     with pytest.raises(ValueError, match="token_budget"):
         memory_context_for_prompt(root, "deploy", ATLAS, 0)
+
+
+def test_a_rollout_summary_is_never_injected_only_the_consolidated_memory(root, tmp_path):
+    # A session's raw record: the command it ran then, which a later session found broken.
+    summaries = root / paths.ROLLOUT_SUMMARIES_DIR
+    summaries.mkdir(exist_ok=True)
+    (summaries / "2026-10-01T09-00-00-old-deploy.md").write_text(
+        f"thread_id: t-old\nupdated_at: 2026-10-01T09:00:00+00:00\ncwd: {ATLAS}\n\nKey steps:\n"
+        "- ran `./legacy-ship.sh --prod` to release to prod (exit 0)\n",
+        encoding="utf-8",
+    )
+    assert any(result.path.startswith("rollout_summaries/") for result in recall(root, "how do I release to prod?", cwd=ATLAS, limit=10))
+
+    text = memory_context_for_prompt(root, "how do I release to prod?", ATLAS, 400)
+
+    assert "make ship-prod" in text
+    assert "legacy-ship" not in text and "rollout_summaries/" not in text
