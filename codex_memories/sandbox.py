@@ -17,6 +17,8 @@ Contract:
 - A regular file with more than one hard link may be a second name for a file outside the root:
   it is refused for reading and for writing (`HardLinkRefusedError`). FIFOs, sockets and devices
   are refused (`SpecialFileRefusedError`); opening never blocks on a FIFO.
+- `open_regular_descriptor` is that open on its own, for readers outside a folder (the rollout
+  reader): regular files only, the last component never followed, never blocking.
 - `write_bytes` is atomic: a temporary file in the same folder (created `O_EXCL | O_NOFOLLOW`),
   fsync, rename through the folder's descriptor, fsync of the folder. The new file keeps the
   permission bits of the file it replaces (minus the execute bits with `executable=False`); a new
@@ -325,15 +327,9 @@ class SandboxedFolder:
     def open_file(self, path: str) -> BinaryIO:
         """The regular, singly linked file at `path`, open for binary reading."""
         with self._parent(path) as (parent_fd, name):
-            try:
-                descriptor = os.open(name, _READ_FLAGS, dir_fd=parent_fd)
-            except OSError as error:
-                if error.errno in _SYMLINK_ERRNOS:
-                    raise SymlinkRefusedError(f"{path!r} is a symlink; symlinks are never followed") from None
-                raise
+            descriptor, status = open_regular_descriptor(name, dir_fd=parent_fd, shown=path)
         try:
-            _check_regular(os.fstat(descriptor), path)
-            os.set_blocking(descriptor, True)
+            _check_single_link(status, path)
             return os.fdopen(descriptor, "rb")
         except BaseException:
             os.close(descriptor)
@@ -445,11 +441,41 @@ def _lstat_at(parent_fd: int, name: str) -> os.stat_result | None:
         return None
 
 
+def open_regular_descriptor(path: str | os.PathLike[str], *, dir_fd: int | None = None, shown: str | None = None) -> tuple[int, os.stat_result]:
+    """A blocking read descriptor of the regular file at `path` and its `fstat`, the one way any
+    reader here opens a file it did not write: the last component is never followed
+    (`SymlinkRefusedError`), a FIFO, socket or device is refused (`SpecialFileRefusedError`), a
+    folder is `IsADirectoryError`, and the open never waits (`O_NONBLOCK`, cleared once the
+    descriptor is known to be a regular file, so a FIFO planted at the name cannot hang it).
+    `shown` is the path as messages name it. Other `OSError`s (missing, permission) propagate."""
+    shown = os.fspath(path) if shown is None else shown
+    try:
+        descriptor = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError as error:
+        if error.errno in _SYMLINK_ERRNOS:
+            raise SymlinkRefusedError(f"{shown!r} is a symlink; symlinks are never followed") from None
+        if error.errno == errno.ENXIO:  # a socket (or a device without its driver): nothing to read
+            raise SpecialFileRefusedError(f"{shown!r} is not a regular file (a socket or device)") from None
+        raise
+    try:
+        status = os.fstat(descriptor)
+        _check_regular(status, shown)
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor, status
+
+
 def _check_regular(status: os.stat_result, path: str) -> None:
     if stat.S_ISDIR(status.st_mode):
         raise IsADirectoryError(errno.EISDIR, "is a directory", path)
     if not stat.S_ISREG(status.st_mode):
-        raise SpecialFileRefusedError(f"{path!r} is not a regular file (a FIFO, socket or device)")
+        kind = "a FIFO" if stat.S_ISFIFO(status.st_mode) else "a socket or device"
+        raise SpecialFileRefusedError(f"{path!r} is not a regular file ({kind})")
+
+
+def _check_single_link(status: os.stat_result, path: str) -> None:
     if status.st_nlink > 1:
         raise HardLinkRefusedError(
             f"{path!r} has {status.st_nlink} hard links; it may be another name for a file outside the memory root"
@@ -460,6 +486,7 @@ def _check_replaceable(status: os.stat_result, path: str) -> None:
     if stat.S_ISLNK(status.st_mode):
         raise SymlinkRefusedError(f"{path!r} is a symlink; it is never written through or replaced")
     _check_regular(status, path)
+    _check_single_link(status, path)
 
 
 def _write_all(descriptor: int, data: bytes) -> None:

@@ -86,18 +86,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
 
     # 3. Discovery: rollout files -> threads.
     discovery = discover(config)
-    report.discovery = {
-        "files seen": discovery.files_seen,
-        "files read": discovery.files_read,
-        "files unchanged": discovery.files_unchanged,
-        "archived files": discovery.archived_files,
-        "non-interactive sessions": discovery.non_interactive,
-        "damaged lines skipped": discovery.lines_skipped,
-        "unreadable files": len(discovery.unreadable),
-        "newly polluted threads": len(discovery.polluted_thread_ids),
-        "rollouts that disappeared": len(discovery.missing_thread_ids),
-        **{f"damaged lines skipped: {reason}": count for reason, count in sorted(discovery.skipped_by_reason.items())},
-    }
+    report.discovery = discovery.facts()
     logger.info("discovery: %s", report.discovery)
 
     # 4. Forget what discovery found deleted (route 4) and audit what it found polluted (route 5).

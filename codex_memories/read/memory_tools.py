@@ -71,6 +71,7 @@ from codex_memories.sandbox import (
     entry_kind,
     split_relative_path,
 )
+from codex_memories.storable import path_decodes
 from codex_memories.tokens import truncate_middle
 
 DEFAULT_LIST_MAX_RESULTS = 2_000
@@ -466,7 +467,7 @@ def _open_file(folder: SandboxedFolder, display: str, shown: str | None) -> Iter
 
 def _visible(entry: FolderEntry) -> bool:
     """Listed and searched: real folders and singly linked regular files with UTF-8 names."""
-    if entry.name in HIDDEN_NAMES or not _is_utf8_name(entry.name):
+    if entry.name in HIDDEN_NAMES or not path_decodes(entry.name):
         return False
     return entry.kind == "dir" or (entry.kind == "file" and entry.nlink == 1)
 
@@ -785,11 +786,3 @@ def _parse_cursor(cursor: str | None) -> int:
 
 def _sort_key(display: str) -> bytes:
     return display.encode("utf-8")
-
-
-def _is_utf8_name(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
