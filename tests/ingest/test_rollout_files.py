@@ -4,7 +4,6 @@ everything else named like a rollout is one named outcome."""
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from codex_memories.ingest.rollout_files import (
     rollout_failure,
 )
 from codex_memories.outcomes import Outcome
+from tests.support.hostile_files import NOT_A_FILE_KINDS, plant
 
 NAME = "rollout-2026-01-01T00-00-00-0193a000-0000-7000-8000-{:012d}.jsonl"
 LINES = b'{"type":"event_msg","payload":{"type":"agent_message","message":"ok"}}\n' * 3
@@ -28,24 +28,19 @@ def rollout_name(number: int, suffix: str = "") -> str:
     return NAME.format(number) + suffix
 
 
-def test_only_regular_files_are_listed_and_every_other_rollout_name_is_an_outcome(tmp_path: Path, monkeypatch) -> None:
+def test_only_regular_files_are_listed_and_every_other_rollout_name_is_an_outcome(tmp_path: Path) -> None:
     day = tmp_path / "2026" / "01" / "01"
     day.mkdir(parents=True)
     good = day / rollout_name(1)
     good.write_bytes(LINES)
-    os.mkfifo(day / rollout_name(2))
-    (day / rollout_name(3)).symlink_to("/dev/zero")
-    (day / rollout_name(4)).symlink_to(day / rollout_name(4))  # a loop
+    for number, kind in zip((2, 3, 4, 6, 8), NOT_A_FILE_KINDS, strict=True):
+        plant(kind, day / rollout_name(number))
     (day / rollout_name(5)).symlink_to(good)  # even to a good rollout: the name is not followed
-    inside = day / rollout_name(6)
-    inside.mkdir()  # a folder named like a rollout: left out, still entered
+    inside = day / rollout_name(6)  # a folder named like a rollout: left out, still entered
     (inside / rollout_name(7)).write_bytes(LINES)
-    monkeypatch.chdir(day)  # a socket's path must be short: bind it by its relative name
-    with socket.socket(socket.AF_UNIX) as listener:
-        listener.bind(rollout_name(8))
-        (day / "notes.txt").write_text("not a rollout")
+    (day / "notes.txt").write_text("not a rollout")
 
-        listing = list_rollouts(tmp_path)
+    listing = list_rollouts(tmp_path)
 
     assert [rollout.path for rollout in listing.rollouts] == [good, inside / rollout_name(7)]
     assert listing.rollouts[0].size == len(LINES)
@@ -106,35 +101,18 @@ def test_an_absent_folder_lists_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "loop", "folder", "socket"])
-def test_opening_anything_but_a_regular_file_is_refused_at_once(tmp_path: Path, monkeypatch, kind: str) -> None:
-    monkeypatch.chdir(tmp_path)
+@pytest.mark.parametrize("kind", NOT_A_FILE_KINDS)
+def test_opening_anything_but_a_regular_file_is_refused_at_once(tmp_path: Path, kind: str) -> None:
     path = tmp_path / rollout_name(1)
-    holder = None
-    if kind == "fifo":
-        os.mkfifo(path)  # with no writer, a blocking open would wait for ever
-    elif kind == "dev_zero":
-        path.symlink_to("/dev/zero")
-    elif kind == "loop":
-        path.symlink_to(path)
-    elif kind == "folder":
-        path.mkdir()
-    else:
-        holder = socket.socket(socket.AF_UNIX)
-        holder.bind(path.name)
-    try:
-        with pytest.raises(NotARegularRollout) as raised, open_rollout(path):
-            pass
-    finally:
-        if holder is not None:
-            holder.close()
+    plant(kind, path)
+    with pytest.raises(NotARegularRollout) as raised, open_rollout(path):
+        pass
     assert rollout_failure(raised.value)[0] is Outcome.failed_rollout_unreadable
 
 
 def test_a_file_larger_than_the_bound_is_refused_before_a_byte_is_read(tmp_path: Path) -> None:
     path = tmp_path / rollout_name(1)
-    with path.open("wb") as handle:  # sparse: claims the size without taking the disk
-        handle.truncate(rollout_files.MAX_ROLLOUT_BYTES + 1)
+    plant("sparse_past_the_size_bound", path)
     with pytest.raises(RolloutTooLarge) as raised, open_rollout(path):
         pass
     assert rollout_failure(raised.value)[0] is Outcome.failed_rollout_too_large
