@@ -8,7 +8,8 @@ Contract:
 - Paths are relative POSIX paths. `check_relative_path` is the strict form the storage API takes
   (no empty, `.` or `..` segment, no leading `/`, no backslash or NUL); `split_relative_path` is the
   lenient form tool callers accept (`.` and empty segments dropped, `..`, absolute paths and drive
-  prefixes refused). Both raise `UnsafePathError`.
+  prefixes refused, and so are a path over `MAX_PATH_BYTES`, a name over 255 bytes and a lone
+  surrogate). Both raise `UnsafePathError`.
 - No symlink is ever followed below the root. Each operation opens the root, then walks to the
   target one component at a time with `os.open(name, ... | O_NOFOLLOW, dir_fd=parent)`, so there
   is no window between a check and the open: a component swapped for a symlink half way makes the
@@ -51,6 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import BinaryIO, Literal
 
+from codex_memories.storable import utf8_size
+
 EntryKind = Literal["file", "dir", "symlink", "other"]
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -61,6 +64,7 @@ _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOE
 _SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
 _EXECUTE_BITS = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
 _MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4096  # PATH_MAX on Linux
 _WINDOWS_RESERVED_CHARACTERS = frozenset('<>:"|?*\\')
 # Unicode categories that draw nothing or reorder text: control, format (bidi overrides, zero
 # widths), surrogates, private use, unassigned, line and paragraph separators.
@@ -120,6 +124,15 @@ def split_relative_path(path: str | None) -> list[str]:
         raise UnsafePathError(f"path must be a string, got {type(path).__name__}")
     if "\x00" in path:
         raise UnsafePathError("paths must not contain NUL characters")
+    # Bounded before anything is echoed or opened: the OS would answer ENAMETOOLONG, and a lone
+    # surrogate (a JSON `\\ud800`) has no bytes to open at all.
+    size = utf8_size(path)
+    if size is None:
+        raise UnsafePathError("path is not valid Unicode text (it holds a lone surrogate)")
+    if size > MAX_PATH_BYTES:
+        raise UnsafePathError(f"path is {size} bytes long; paths are at most {MAX_PATH_BYTES} bytes")
+    if any(len(component.encode("utf-8")) > _MAX_NAME_BYTES for component in path.split("/")):
+        raise UnsafePathError(f"a component of {path[:80]!r}... is longer than {_MAX_NAME_BYTES} bytes, the longest name a file can have")
     if "\\" in path:
         raise UnsafePathError(f"{path!r}: use '/' as the separator; backslashes are not allowed")
     windows = PureWindowsPath(path)

@@ -17,7 +17,8 @@ Contract:
   escapes (the JSON parsers refuse raw NUL bytes and encoded surrogates).
 - `shown_path(path)` is a path as storable text for messages and reports: bytes that are not
   UTF-8 appear as `\\xNN`. `path_decodes(name)` says whether a name read from the file system is
-  UTF-8 (Python decodes the others with `surrogateescape`).
+  UTF-8 (Python decodes the others with `surrogateescape`); `utf8_size(text)` is the UTF-8 length
+  of text an argument brings, None when it has none (the callers' one check of size and form).
 Pure functions; no I/O.
 """
 
@@ -86,12 +87,16 @@ def storable_json(value: Any) -> tuple[Any, Counter[str]]:
     return root[0], counts
 
 
-def path_decodes(name: str) -> bool:
+def utf8_size(text: str) -> int | None:
+    """Bytes of `text` in UTF-8; None when it has no UTF-8 form (it holds a lone surrogate)."""
     try:
-        name.encode("utf-8")
+        return len(text.encode("utf-8"))
     except UnicodeEncodeError:
-        return False
-    return True
+        return None
+
+
+def path_decodes(name: str) -> bool:
+    return utf8_size(name) is not None
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:
