@@ -31,9 +31,10 @@ class Outcome(StrEnum):
     failed_rollout_too_large = "failed_rollout_too_large"
     failed_rollout_decompress = "failed_rollout_decompress"
     # Discovery: an entry named like a rollout that is no regular file (FIFO, socket, device,
-    # symlink, folder), and a folder or file name that is not UTF-8; left out and counted.
+    # symlink, folder), and a path no row can be keyed by (not UTF-8, or too long); left out and
+    # counted.
     skipped_rollout_not_a_file = "skipped_rollout_not_a_file"
-    skipped_rollout_undecodable_path = "skipped_rollout_undecodable_path"
+    skipped_rollout_unusable_path = "skipped_rollout_unusable_path"
     failed_model_request = "failed_model_request"
     failed_invalid_output = "failed_invalid_output"
     failed_quality_check = "failed_quality_check"

@@ -225,9 +225,18 @@ def claim_project_key(claim: Stage1Claim) -> str | None:
     cwd = (claim.cwd or "").strip()
     if not cwd or cwd == UNKNOWN_CWD:
         return None
-    if Path(cwd).is_absolute() and Path(cwd).is_dir():
+    if Path(cwd).is_absolute() and _is_directory(cwd):
         return project_key_for_directory(cwd)
     return project_key(cwd=cwd)
+
+
+def _is_directory(path: str) -> bool:
+    """Whether a recorded cwd is a folder here; a path the system cannot even look up (a name
+    past 255 bytes, a loop) is none."""
+    try:
+        return Path(path).is_dir()
+    except OSError:
+        return False
 
 
 def failed_extraction(claim: Stage1Claim, outcome: Outcome, reason: str) -> ExtractionResult:

@@ -12,8 +12,9 @@ Contract:
   file named `rollout-*.jsonl` (and `rollout-*.jsonl.zst` when `zstandard` is importable) with
   its size and mtime as listed, and every entry it leaves out with a named outcome: an entry
   named like a rollout that is not a regular file (`skipped_rollout_not_a_file`: a symlink,
-  FIFO, socket, device or folder), a name that is not UTF-8 (`skipped_rollout_undecodable_path`;
-  a folder so named is not entered), a folder that cannot be listed (`failed_rollout_unreadable`,
+  FIFO, socket, device or folder), a name that is not UTF-8 or a path longer than
+  `MAX_ROLLOUT_PATH_BYTES` (`skipped_rollout_unusable_path`: no row can be keyed by it; a folder
+  so named is not entered), a folder that cannot be listed (`failed_rollout_unreadable`,
   in `unlisted_folders` too, so that nothing under it is taken for deleted). Never raises for
   what it finds; an absent `base` lists nothing.
 - `open_rollout(path)` opens one rollout for reading, as a context manager yielding a binary
@@ -42,7 +43,7 @@ from typing import BinaryIO, ClassVar
 
 from codex_memories.outcomes import Outcome
 from codex_memories.sandbox import SpecialFileRefusedError, SymlinkRefusedError, entry_kind, open_regular_descriptor
-from codex_memories.storable import path_decodes, shown_path
+from codex_memories.storable import path_decodes, shown_path, utf8_size
 
 try:  # Optional: Codex may compress old rollouts; without the module we skip those files.
     import zstandard
@@ -63,6 +64,9 @@ _COMPRESSED_CHUNK_BYTES = 512
 # CPU, with 1 MiB 0.02-0.03 s (readline copies and joins one chunk per buffer fill). A file read
 # at a few kept lines keeps the default, since every seek and read would fill the whole buffer.
 _SEQUENTIAL_BUFFER_BYTES = 1 << 20
+# A thread's row is keyed by its rollout's path (a unique index): PostgreSQL refuses an index entry
+# past about 2,700 bytes, and one refused row would fail the whole batch of threads with it.
+MAX_ROLLOUT_PATH_BYTES = 2048
 
 
 class RolloutFileError(OSError):
@@ -176,11 +180,9 @@ def _list_entry(entry: os.DirEntry[str], suffixes: tuple[str, ...], listing: Rol
     rollout_like = is_rollout_name(entry.name, suffixes)
     if not rollout_like and not entry.is_dir(follow_symlinks=False):
         return  # not ours: no system call spent on it
-    if not path_decodes(entry.name):
-        what = "folder" if entry.is_dir(follow_symlinks=False) else "file"
-        listing.skipped.append(
-            SkippedEntry(Path(entry.path), shown_path(entry.path), Outcome.skipped_rollout_undecodable_path, f"the {what} name is not UTF-8")
-        )
+    unusable = _unusable_path_reason(entry)
+    if unusable is not None:
+        listing.skipped.append(SkippedEntry(Path(entry.path), shown_path(entry.path), Outcome.skipped_rollout_unusable_path, unusable))
         return
     try:
         status = entry.stat(follow_symlinks=False)
@@ -203,6 +205,18 @@ def _list_entry(entry: os.DirEntry[str], suffixes: tuple[str, ...], listing: Rol
                 f"named like a rollout but {_shown_kind(status.st_mode)}",
             )
         )
+
+
+def _unusable_path_reason(entry: os.DirEntry[str]) -> str | None:
+    what = "folder" if entry.is_dir(follow_symlinks=False) else "file"
+    if not path_decodes(entry.name):
+        return f"the {what} name is not UTF-8"
+    size = utf8_size(entry.path)
+    if size is None:  # a folder above it does not decode: the base itself
+        return "the path is not UTF-8"
+    if size > MAX_ROLLOUT_PATH_BYTES:
+        return f"the {what}'s path is {size} bytes, longer than the {MAX_ROLLOUT_PATH_BYTES} a thread can be keyed by"
+    return None
 
 
 def iter_rollout_files(root: Path) -> Iterator[Path]:

@@ -59,6 +59,12 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 # A line nested deeper than this is skipped (`too_deeply_nested`): Python's JSON decoder accepts
 # nesting its encoder (and every recursive walk here) cannot handle. Codex lines nest < 20 deep.
 MAX_JSON_DEPTH = 200
+# Thread metadata past this is read as absent: a cwd is at most PATH_MAX (4,096) on Linux, but a
+# project key made of it is indexed, and PostgreSQL refuses index entries past about 2,700 bytes.
+MAX_METADATA_CHARS = 2048
+_THREAD_ID_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z_.:-]{0,127}")
+# A session source is a short word (`cli`, `vscode`, `exec`, `subagent`, ...).
+_MAX_SOURCE_CHARS = 64
 
 FIRST_USER_MESSAGE_MAX_CHARS = 200
 CITATION_OPEN = "<oai-mem-citation>"
@@ -401,7 +407,16 @@ def _envelope(obj: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
 
 
 def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    """A metadata string, or None for any other JSON value and for a string past
+    `MAX_METADATA_CHARS` (a cwd or a remote URL of megabytes is no one's: it would be stored,
+    keyed by and looked up on disk)."""
+    return value if isinstance(value, str) and value and len(value) <= MAX_METADATA_CHARS else None
+
+
+def _thread_id_or_none(value: Any) -> str | None:
+    """A thread id as Codex writes them (a UUID; any short id of letters, digits, `-`, `_`, `.`,
+    `:`), else None: an id is a primary key."""
+    return value if isinstance(value, str) and _THREAD_ID_RE.fullmatch(value) else None
 
 
 def _redacted_str(value: Any) -> str | None:
@@ -425,13 +440,15 @@ def normalize_source(value: Any) -> str:
     if value is None:
         return "vscode"
     if isinstance(value, str):
-        return value.strip().lower() or "vscode"
-    if isinstance(value, dict):
+        source = value.strip().lower() or "vscode"
+    elif isinstance(value, dict):
         if "subagent" in value:
             return "subagent"
         keys = [key for key in value if isinstance(key, str)]
-        return keys[0].lower() if keys else "unknown"
-    return "unknown"
+        source = keys[0].lower() if keys else "unknown"
+    else:
+        return "unknown"
+    return source if len(source) <= _MAX_SOURCE_CHARS else "unknown"
 
 
 def _ascii_lower(text: str) -> str:
@@ -656,8 +673,8 @@ def _finish_scan(state: _ScanState, stats: LineStats, end_offset: int, kept_line
     git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
     created_at = _parse_timestamp(meta.get("timestamp")) or state.meta_line_timestamp
     return RolloutScan(
-        thread_id=_str_or_none(meta.get("id")),
-        forked_from_id=_str_or_none(meta.get("forked_from_id")),
+        thread_id=_thread_id_or_none(meta.get("id")),
+        forked_from_id=_thread_id_or_none(meta.get("forked_from_id")),
         created_at=created_at,
         cwd=_redacted_str(meta.get("cwd")),
         source=normalize_source(meta.get("source")) if state.meta is not None else "unknown",

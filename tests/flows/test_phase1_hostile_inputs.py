@@ -4,7 +4,8 @@ over a Codex home where good sessions sit beside hostile ones.
 
 Hypothesis draws the hostile entries: file kinds (FIFO, symlink to /dev/zero, symlink loop,
 folder named like a rollout, socket, unreadable file, a line past the line bound, a sparse file
-past the size bound, damaged `.jsonl.zst`), encodings (lone surrogates, bytes that are not UTF-8,
+past the size bound, damaged `.jsonl.zst`), session metadata past what can be stored or looked up
+(a 10 KB id, a 100 KB cwd or remote, a cwd with a name past 255 bytes), encodings (lone surrogates, bytes that are not UTF-8,
 NUL, a BOM, in user and assistant text, in `cwd`, in tool output, in a folder name) and JSON
 shapes (any JSON value in any field). Whatever it draws, every good session reaches its outcome
 in the same run, every entry that is not a session is one named file outcome in the report, and
@@ -50,6 +51,8 @@ if rollout_files.zstd_supported():
 ENCODINGS = ("lone_surrogate", "invalid_utf8", "nul", "bom")
 PLACES = ("user", "assistant", "cwd", "tool_output")
 SURVIVING_FILES = ("unreadable_file", "line_past_the_line_bound")
+# Session metadata no row can be keyed by, no index can hold, or no file system can look up.
+ODD_METADATA = ("id_of_10_kb", "cwd_of_100_kb", "cwd_with_a_name_past_255_bytes", "remote_of_100_kb")
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class Hazards:
     file_kinds: list[str]
     encodings: list[tuple[str, str]]  # (encoding, place)
     surviving_files: list[str]
+    odd_metadata: list[str]
     undecodable_folder: bool
     shaped_lines: list[list[bytes]]  # sessions whose lines hold any JSON in any field
 
@@ -66,6 +70,7 @@ hazards = st.builds(
     file_kinds=st.lists(st.sampled_from(sorted(FILE_KINDS)), max_size=3),
     encodings=st.lists(st.tuples(st.sampled_from(ENCODINGS), st.sampled_from(PLACES)), max_size=3),
     surviving_files=st.lists(st.sampled_from(SURVIVING_FILES), max_size=1),
+    odd_metadata=st.lists(st.sampled_from(ODD_METADATA), max_size=2),
     undecodable_folder=st.booleans(),
     shaped_lines=st.lists(st.lists(mutated_line(), min_size=1, max_size=6), max_size=2),
 )
@@ -151,6 +156,26 @@ def write_surviving_file(home: Path, index: int, kind: str) -> str:
     return _thread_id(index)
 
 
+def write_odd_metadata_session(home: Path, index: int, odd: str) -> str:
+    """A real session whose session_meta holds `odd`; returns the thread id it must be known by."""
+    options: dict = {"cwd": "/src/app"}
+    session_id = _thread_id(index)
+    if odd == "id_of_10_kb":
+        session_id = "a1" * 5_000  # the file name's id stands in for it
+    elif odd == "cwd_of_100_kb":
+        options["cwd"] = "/" + "c" * 100_000
+    elif odd == "cwd_with_a_name_past_255_bytes":
+        # Stored; without a remote the project is looked up by it, which fails (ENAMETOOLONG).
+        options |= {"cwd": "/tmp/" + "n" * 300, "repository_url": ""}
+    else:
+        options["repository_url"] = "https://github.com/acme/" + "r" * 100_000
+    lines = rollout_lines(thread_id=session_id, created_at=_created(index), user_messages=["Use tabs in the Makefile."], **options)
+    path = rollout_path_for(home, _created(index), _thread_id(index))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return _thread_id(index)
+
+
 def rollout_files_line_bound() -> int:
     from codex_memories.ingest.rollouts import MAX_LINE_BYTES
 
@@ -211,12 +236,18 @@ def test_good_sessions_beside_hostile_entries_all_reach_their_outcome_in_one_run
         for kind in drawn.surviving_files:
             index += 1
             good.append(write_surviving_file(home, index, kind))
+        # Sessions with odd metadata reach an outcome of their own (a 100 KB cwd quoted in the
+        # memory fails the quality check, as it should), under the id of their file name.
+        odd_sessions = []
+        for odd in drawn.odd_metadata:
+            index += 1
+            odd_sessions.append(write_odd_metadata_session(home, index, odd))
         if drawn.undecodable_folder:
             index += 1
             folder = home / "sessions" / os.fsdecode(b"caf\xe9")
             folder.mkdir(parents=True)
             (folder / f"rollout-2026-01-01T00-00-00-{_thread_id(index)}.jsonl").write_bytes(_session_bytes(index, "hidden"))
-            expected_files["skipped_rollout_undecodable_path"] = 1
+            expected_files["skipped_rollout_unusable_path"] = 1
         for lines in drawn.shaped_lines:
             index += 1
             write_shaped_session(home, index, lines)
@@ -227,6 +258,8 @@ def test_good_sessions_beside_hostile_entries_all_reach_their_outcome_in_one_run
         outcomes = {line.thread_id: line.outcome for line in report.extractions}
         for thread_id in good:
             assert outcomes.get(thread_id) in SUCCEEDED, (thread_id, outcomes.get(thread_id), report.discovery)
+        for thread_id in odd_sessions:
+            assert outcomes.get(thread_id) in SUCCEEDED | {Outcome.failed_quality_check}, (thread_id, outcomes.get(thread_id))
         left_out = {
             key.removeprefix("files left out: "): count for key, count in report.discovery.items() if key.startswith("files left out: ")
         }

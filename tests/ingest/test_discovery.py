@@ -151,11 +151,11 @@ def test_files_that_are_not_rollouts_beside_good_ones_are_named_outcomes_and_the
     assert report.threads_upserted == 3
     assert report.files_by_outcome == {
         "skipped_rollout_not_a_file": 2,
-        "skipped_rollout_undecodable_path": 1,
+        "skipped_rollout_unusable_path": 1,
         "failed_rollout_too_large": 1,
     }
     assert sorted(reason.split(":")[0] for _, reason in report.unreadable) == sorted(
-        ["skipped_rollout_not_a_file"] * 2 + ["skipped_rollout_undecodable_path", "failed_rollout_too_large"]
+        ["skipped_rollout_not_a_file"] * 2 + ["skipped_rollout_unusable_path", "failed_rollout_too_large"]
     )
     facts = report.facts()
     assert facts["files left out: skipped_rollout_not_a_file"] == 2

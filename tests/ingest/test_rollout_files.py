@@ -67,8 +67,8 @@ def test_names_that_are_not_utf8_are_skipped_shown_with_their_bytes_and_not_ente
     assert [rollout.path.name for rollout in listing.rollouts] == [rollout_name(2)]
     shown = sorted((entry.shown, entry.outcome, entry.detail) for entry in listing.skipped)
     assert shown == [
-        (f"{tmp_path}/caf\\xe9", Outcome.skipped_rollout_undecodable_path, "the folder name is not UTF-8"),
-        (f"{tmp_path}/rollout-\\xff.jsonl", Outcome.skipped_rollout_undecodable_path, "the file name is not UTF-8"),
+        (f"{tmp_path}/caf\\xe9", Outcome.skipped_rollout_unusable_path, "the folder name is not UTF-8"),
+        (f"{tmp_path}/rollout-\\xff.jsonl", Outcome.skipped_rollout_unusable_path, "the file name is not UTF-8"),
     ]
     for entry in listing.skipped:
         entry.shown.encode("utf-8")  # storable
@@ -186,3 +186,19 @@ def test_a_compressed_rollout_that_inflates_past_the_bound_is_too_large(tmp_path
     with pytest.raises(RolloutTooLarge), open_rollout(compressed(tmp_path, bomb)) as stream:
         while stream.read(1 << 20):
             pass
+
+
+def test_a_path_too_long_to_key_a_thread_by_is_left_out(tmp_path: Path) -> None:
+    deep = tmp_path
+    while len(os.fsencode(deep)) < rollout_files.MAX_ROLLOUT_PATH_BYTES - 100:
+        deep = deep / ("d" * 200)
+    deep.mkdir(parents=True)
+    (deep / rollout_name(1)).write_bytes(LINES)  # the whole path past the bound
+    (tmp_path / rollout_name(2)).write_bytes(LINES)
+
+    listing = list_rollouts(tmp_path)
+
+    assert [rollout.path.name for rollout in listing.rollouts] == [rollout_name(2)]
+    [skipped] = listing.skipped
+    assert skipped.outcome is Outcome.skipped_rollout_unusable_path
+    assert "longer than the 2048 a thread can be keyed by" in skipped.detail
