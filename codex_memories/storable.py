@@ -54,6 +54,9 @@ def storable_text(text: str) -> tuple[str, Counter[str]]:
 
 
 def might_need_repair(line: bytes) -> bool:
+    # `in` stops at the first `\\u`, so a line without escapes costs next to nothing; a line with
+    # many (nested JSON of non-ASCII text) costs one pass of the pattern (about 1 GB/s), which is
+    # cheaper than three substring tests that each scan the whole line when absent.
     return b"\\u" in line and _REPAIRABLE_ESCAPE.search(line) is not None
 
 
