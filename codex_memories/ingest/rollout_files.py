@@ -219,15 +219,6 @@ def _unusable_path_reason(entry: os.DirEntry[str]) -> str | None:
     return None
 
 
-def iter_rollout_files(root: Path) -> Iterator[Path]:
-    """Regular rollout files under `root`, sorted by path (= by creation time within the date
-    folders): `root` may be a Codex home (then only its `sessions/` folder is listed) or a
-    sessions folder such as `sessions/` or `archived_sessions/` itself."""
-    base = root / "sessions" if (root / "sessions").is_dir() else root
-    for rollout in list_rollouts(base).rollouts:
-        yield rollout.path
-
-
 # --- Opening -----------------------------------------------------------------------------------
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.ingest.rollout_files import UnsupportedRolloutCompression, iter_rollout_files, zstd_supported
+from codex_memories.ingest.rollout_files import UnsupportedRolloutCompression, list_rollouts, zstd_supported
 from codex_memories.ingest.rollouts import (
     MAX_LINE_BYTES,
     build_memory_transcript,
@@ -276,15 +276,18 @@ def test_appending_to_a_rollout_moves_end_offset(tmp_path):
 # --- Files ------------------------------------------------------------------------------------------
 
 
-def test_iter_rollout_files_lists_sessions_sorted_and_not_archived(tmp_path):
+def rollout_paths(folder: Path) -> list[Path]:
+    return [rollout.path for rollout in list_rollouts(folder).rollouts]
+
+
+def test_the_listing_holds_a_folders_rollouts_sorted_and_nothing_else(tmp_path):
     late = write_rollout(tmp_path, created_at=datetime(2026, 11, 2, 8, 0, tzinfo=UTC), user_messages=["b"])
     early = write_rollout(tmp_path, created_at=datetime(2026, 10, 30, 8, 0, tzinfo=UTC), user_messages=["a"])
     archived = write_rollout(tmp_path, created_at=datetime(2026, 10, 1, 8, 0, tzinfo=UTC), user_messages=["c"], archived=True)
     (tmp_path / "sessions" / "2026" / "notes.jsonl").write_text("{}\n")
-    assert list(iter_rollout_files(tmp_path)) == [early, late]
-    assert list(iter_rollout_files(tmp_path / "sessions")) == [early, late]
-    assert list(iter_rollout_files(tmp_path / "archived_sessions")) == [archived]
-    assert list(iter_rollout_files(tmp_path / "missing")) == []
+    assert rollout_paths(tmp_path / "sessions") == [early, late]
+    assert rollout_paths(tmp_path / "archived_sessions") == [archived]
+    assert rollout_paths(tmp_path / "missing") == []
 
 
 def test_thread_id_from_filename():
@@ -453,7 +456,7 @@ def test_large_generated_rollout_is_streamed_within_budget(tmp_path):
 
 def test_example_codex_home_rollouts_all_parse(tmp_path):
     home = Path(__file__).parents[2] / "examples" / "codex_home"
-    files = list(iter_rollout_files(home)) + list(iter_rollout_files(home / "archived_sessions"))
+    files = rollout_paths(home / "sessions") + rollout_paths(home / "archived_sessions")
     assert len(files) >= 9
     raw_files_with_secrets = 0
     for path in files:
@@ -466,7 +469,7 @@ def test_example_codex_home_rollouts_all_parse(tmp_path):
     assert raw_files_with_secrets >= 1  # the planted fake key is really there before redaction
     copied = tmp_path / "copy"
     shutil.copytree(home, copied)
-    assert len(list(iter_rollout_files(copied))) == len(files) - 1
+    assert len(rollout_paths(copied / "sessions")) == len(files) - 1
 
 
 def test_a_token_in_the_git_remote_url_of_session_meta_never_reaches_the_thread_record(tmp_path: Path) -> None:
