@@ -17,6 +17,7 @@ from prefect.futures import PrefectFuture, as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
+import codex_memories_flows  # noqa: F401 - a deployment's file entrypoint: installs the run-log filter
 from codex_memories import progress
 from codex_memories.extract.collector import frozen_old_objects
 from codex_memories.extract.extraction import ExtractionResult, failed_extraction
