@@ -26,6 +26,15 @@ class Outcome(StrEnum):
     succeeded = "succeeded"
     succeeded_no_output = "succeeded_no_output"
     failed_rollout_unreadable = "failed_rollout_unreadable"
+    # One rollout file that cannot be read as one (`ingest.rollout_files`): in discovery a file
+    # outcome (counted in the run report), in extraction the job's failure.
+    failed_rollout_too_large = "failed_rollout_too_large"
+    failed_rollout_decompress = "failed_rollout_decompress"
+    # Discovery: an entry named like a rollout that is no regular file (FIFO, socket, device,
+    # symlink, folder), and a path no row can be keyed by (not UTF-8, or too long); left out and
+    # counted.
+    skipped_rollout_not_a_file = "skipped_rollout_not_a_file"
+    skipped_rollout_unusable_path = "skipped_rollout_unusable_path"
     failed_model_request = "failed_model_request"
     failed_invalid_output = "failed_invalid_output"
     failed_quality_check = "failed_quality_check"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from codex_memories import paths
+from codex_memories.ingest.rollout_files import PLAIN_SUFFIX, list_rollouts, open_rollout
 
 SOURCE_RESPONSE_HEADERS = "response headers of our last model call"
 SOURCE_ROLLOUT = "newest token_count in the user's rollouts"
@@ -205,15 +206,16 @@ def _timestamp(value: Any, fallback: float) -> float:
 
 
 def rollout_snapshot(path: Path) -> RateLimitSnapshot | None:
-    """The newest `token_count` with rate limits in one rollout (read from its end)."""
+    """The newest `token_count` with rate limits in one plain rollout (its last `_TAIL_BYTES`).
+    A file that cannot be read as a rollout (`rollout_files.open_rollout`) is no signal."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
-            handle.seek(max(0, size - _TAIL_BYTES))
-            tail = handle.read()
-        fallback = path.stat().st_mtime
+        with open_rollout(path, sequential=False) as handle:
+            status = os.fstat(handle.fileno())
+            handle.seek(max(0, status.st_size - _TAIL_BYTES))
+            tail = handle.read(_TAIL_BYTES)
     except OSError:
         return None
+    fallback = status.st_mtime
     for raw in reversed(tail.splitlines()):
         if b"token_count" not in raw or b"rate_limits" not in raw:
             continue
@@ -231,20 +233,12 @@ def rollout_snapshot(path: Path) -> RateLimitSnapshot | None:
 
 
 def newest_rollout_snapshot(codex_home: Path, *, max_files: int = _MAX_ROLLOUTS_SCANNED) -> RateLimitSnapshot | None:
-    """The newest rate-limit snapshot among the most recently modified rollouts."""
-    candidates: list[tuple[float, Path]] = []
+    """The newest rate-limit snapshot among the most recently modified plain rollouts (the regular
+    files `rollout_files.list_rollouts` lists; Codex compresses only old sessions)."""
+    candidates: list[tuple[int, Path]] = []
     for folder in (paths.SESSIONS_DIR, paths.ARCHIVED_SESSIONS_DIR):
-        base = codex_home / folder
-        if not base.is_dir():
-            continue
-        for current, _dirs, files in os.walk(base):
-            for name in files:
-                if name.startswith("rollout-") and ".jsonl" in name:
-                    path = Path(current) / name
-                    try:
-                        candidates.append((path.stat().st_mtime, path))
-                    except OSError:
-                        continue  # removed while we looked: not a signal
+        listing = list_rollouts(codex_home / folder, suffixes=(PLAIN_SUFFIX,))
+        candidates += [(rollout.mtime_ns, rollout.path) for rollout in listing.rollouts]
     candidates.sort(reverse=True)
     found = [snapshot for _, path in candidates[:max_files] if (snapshot := rollout_snapshot(path)) is not None]
     return max(found, key=lambda snapshot: snapshot.observed_at) if found else None

@@ -8,7 +8,8 @@ Contract:
 - Paths are relative POSIX paths. `check_relative_path` is the strict form the storage API takes
   (no empty, `.` or `..` segment, no leading `/`, no backslash or NUL); `split_relative_path` is the
   lenient form tool callers accept (`.` and empty segments dropped, `..`, absolute paths and drive
-  prefixes refused). Both raise `UnsafePathError`.
+  prefixes refused, and so are a path over `MAX_PATH_BYTES`, a name over 255 bytes and a lone
+  surrogate). Both raise `UnsafePathError`.
 - No symlink is ever followed below the root. Each operation opens the root, then walks to the
   target one component at a time with `os.open(name, ... | O_NOFOLLOW, dir_fd=parent)`, so there
   is no window between a check and the open: a component swapped for a symlink half way makes the
@@ -17,6 +18,8 @@ Contract:
 - A regular file with more than one hard link may be a second name for a file outside the root:
   it is refused for reading and for writing (`HardLinkRefusedError`). FIFOs, sockets and devices
   are refused (`SpecialFileRefusedError`); opening never blocks on a FIFO.
+- `open_regular_descriptor` is that open on its own, for readers outside a folder (the rollout
+  reader): regular files only, the last component never followed, never blocking.
 - `write_bytes` is atomic: a temporary file in the same folder (created `O_EXCL | O_NOFOLLOW`),
   fsync, rename through the folder's descriptor, fsync of the folder. The new file keeps the
   permission bits of the file it replaces (minus the execute bits with `executable=False`); a new
@@ -49,6 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import BinaryIO, Literal
 
+from codex_memories.storable import utf8_size
+
 EntryKind = Literal["file", "dir", "symlink", "other"]
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -59,6 +64,7 @@ _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOE
 _SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
 _EXECUTE_BITS = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
 _MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4096  # PATH_MAX on Linux
 _WINDOWS_RESERVED_CHARACTERS = frozenset('<>:"|?*\\')
 # Unicode categories that draw nothing or reorder text: control, format (bidi overrides, zero
 # widths), surrogates, private use, unassigned, line and paragraph separators.
@@ -118,6 +124,15 @@ def split_relative_path(path: str | None) -> list[str]:
         raise UnsafePathError(f"path must be a string, got {type(path).__name__}")
     if "\x00" in path:
         raise UnsafePathError("paths must not contain NUL characters")
+    # Bounded before anything is echoed or opened: the OS would answer ENAMETOOLONG, and a lone
+    # surrogate (a JSON `\\ud800`) has no bytes to open at all.
+    size = utf8_size(path)
+    if size is None:
+        raise UnsafePathError("path is not valid Unicode text (it holds a lone surrogate)")
+    if size > MAX_PATH_BYTES:
+        raise UnsafePathError(f"path is {size} bytes long; paths are at most {MAX_PATH_BYTES} bytes")
+    if any(len(component.encode("utf-8")) > _MAX_NAME_BYTES for component in path.split("/")):
+        raise UnsafePathError(f"a component of {path[:80]!r}... is longer than {_MAX_NAME_BYTES} bytes, the longest name a file can have")
     if "\\" in path:
         raise UnsafePathError(f"{path!r}: use '/' as the separator; backslashes are not allowed")
     windows = PureWindowsPath(path)
@@ -325,15 +340,9 @@ class SandboxedFolder:
     def open_file(self, path: str) -> BinaryIO:
         """The regular, singly linked file at `path`, open for binary reading."""
         with self._parent(path) as (parent_fd, name):
-            try:
-                descriptor = os.open(name, _READ_FLAGS, dir_fd=parent_fd)
-            except OSError as error:
-                if error.errno in _SYMLINK_ERRNOS:
-                    raise SymlinkRefusedError(f"{path!r} is a symlink; symlinks are never followed") from None
-                raise
+            descriptor, status = open_regular_descriptor(name, dir_fd=parent_fd, shown=path)
         try:
-            _check_regular(os.fstat(descriptor), path)
-            os.set_blocking(descriptor, True)
+            _check_single_link(status, path)
             return os.fdopen(descriptor, "rb")
         except BaseException:
             os.close(descriptor)
@@ -445,11 +454,41 @@ def _lstat_at(parent_fd: int, name: str) -> os.stat_result | None:
         return None
 
 
+def open_regular_descriptor(path: str | os.PathLike[str], *, dir_fd: int | None = None, shown: str | None = None) -> tuple[int, os.stat_result]:
+    """A blocking read descriptor of the regular file at `path` and its `fstat`, the one way any
+    reader here opens a file it did not write: the last component is never followed
+    (`SymlinkRefusedError`), a FIFO, socket or device is refused (`SpecialFileRefusedError`), a
+    folder is `IsADirectoryError`, and the open never waits (`O_NONBLOCK`, cleared once the
+    descriptor is known to be a regular file, so a FIFO planted at the name cannot hang it).
+    `shown` is the path as messages name it. Other `OSError`s (missing, permission) propagate."""
+    shown = os.fspath(path) if shown is None else shown
+    try:
+        descriptor = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError as error:
+        if error.errno in _SYMLINK_ERRNOS:
+            raise SymlinkRefusedError(f"{shown!r} is a symlink; symlinks are never followed") from None
+        if error.errno == errno.ENXIO:  # a socket (or a device without its driver): nothing to read
+            raise SpecialFileRefusedError(f"{shown!r} is not a regular file (a socket or device)") from None
+        raise
+    try:
+        status = os.fstat(descriptor)
+        _check_regular(status, shown)
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor, status
+
+
 def _check_regular(status: os.stat_result, path: str) -> None:
     if stat.S_ISDIR(status.st_mode):
         raise IsADirectoryError(errno.EISDIR, "is a directory", path)
     if not stat.S_ISREG(status.st_mode):
-        raise SpecialFileRefusedError(f"{path!r} is not a regular file (a FIFO, socket or device)")
+        kind = "a FIFO" if stat.S_ISFIFO(status.st_mode) else "a socket or device"
+        raise SpecialFileRefusedError(f"{path!r} is not a regular file ({kind})")
+
+
+def _check_single_link(status: os.stat_result, path: str) -> None:
     if status.st_nlink > 1:
         raise HardLinkRefusedError(
             f"{path!r} has {status.st_nlink} hard links; it may be another name for a file outside the memory root"
@@ -460,6 +499,7 @@ def _check_replaceable(status: os.stat_result, path: str) -> None:
     if stat.S_ISLNK(status.st_mode):
         raise SymlinkRefusedError(f"{path!r} is a symlink; it is never written through or replaced")
     _check_regular(status, path)
+    _check_single_link(status, path)
 
 
 def _write_all(descriptor: int, data: bytes) -> None:

@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from codex_memories.disk_full import LIVE_FOLDER_UNTOUCHED, disk_full_cause, disk_full_line
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
 from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, fail, say_error
 from codex_memories_cli.options import (
@@ -109,7 +110,13 @@ def _run_phase1(overrides: SettingsOverrides, config: RuntimeConfig, *, local: b
     from codex_memories_flows.phase1 import phase1
 
     with running_prefect_server():  # a server that is up spares Prefect's temporary one
-        return _with_progress(lambda: phase1(overrides=overrides))
+        try:
+            return _with_progress(lambda: phase1(overrides=overrides))
+        except Exception as error:
+            cause = disk_full_cause(error)
+            if cause is None:
+                raise
+            fail(disk_full_line(cause, "in phase 1", LIVE_FOLDER_UNTOUCHED))
 
 
 def _handed_off(flow: str, overrides: SettingsOverrides, config: RuntimeConfig, *, verbose: bool, force: bool) -> Any:
@@ -164,7 +171,7 @@ def phase1(
 
     _print_where(config)
     report = _run_phase1(overrides, config, local=local, verbose=verbose)
-    console.print(render_phase1_text(report), markup=False, highlight=False)
+    console.print(render_phase1_text(report), markup=False, highlight=False, soft_wrap=True)
 
 
 def _run_phase2(overrides: SettingsOverrides, config: RuntimeConfig, *, force: bool, local: bool, verbose: bool) -> Any:
@@ -200,7 +207,7 @@ def phase2(
 
     _print_where(config)
     report = _run_phase2(overrides, config, force=force, local=local, verbose=verbose)
-    console.print(render_phase2_text(report), markup=False, highlight=False)
+    console.print(render_phase2_text(report), markup=False, highlight=False, soft_wrap=True)
     if report.outcome is not None and report.outcome.is_failure:
         raise typer.Exit(EXIT_USER_ERROR)
 
@@ -230,9 +237,9 @@ def run(
 
     _print_where(config)
     phase1_report = _run_phase1(overrides, config, local=local, verbose=verbose)
-    console.print(render_phase1_text(phase1_report), markup=False, highlight=False)
+    console.print(render_phase1_text(phase1_report), markup=False, highlight=False, soft_wrap=True)
     report = _run_phase2(overrides, config, force=force, local=local, verbose=verbose)
-    console.print(render_phase2_text(report), markup=False, highlight=False)
+    console.print(render_phase2_text(report), markup=False, highlight=False, soft_wrap=True)
     _print_memory_folder(config)
     if report.outcome is not None and report.outcome.is_failure:
         raise typer.Exit(EXIT_USER_ERROR)
@@ -399,7 +406,11 @@ def main() -> None:
     except Exception as error:  # noqa: BLE001 - one line for people; the traceback on request
         if os.environ.get("CODEX_MEMORIES_DEBUG"):
             raise
-        say_error(f"{type(error).__name__}: {error} (set CODEX_MEMORIES_DEBUG=1 for the traceback)")
+        cause = disk_full_cause(error)
+        if cause is not None:
+            say_error(disk_full_line(cause, "", "the command stopped, and what it wrote before is whole (every write is atomic)"))
+        else:
+            say_error(f"{type(error).__name__}: {error} (set CODEX_MEMORIES_DEBUG=1 for the traceback)")
         sys.exit(EXIT_USER_ERROR)
     finally:
         from codex_memories.runtime import close_stores

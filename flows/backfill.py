@@ -89,13 +89,9 @@ def run_backfill(
     # 4. Discover the source's threads (archived ones as archived); harvest their citations.
     discovery = discover_backfill_source(config, resolved)
     report.phase1.discovery = {
-        "files seen": discovery.files_seen,
-        "files read": discovery.files_read,
-        "files unchanged": discovery.files_unchanged,
+        **discovery.facts(),
         "threads found": len(discovery.thread_ids),
         "threads kept at their Codex-home path": discovery.known_elsewhere,
-        "non-interactive sessions": discovery.non_interactive,
-        "unreadable files": len(discovery.unreadable),
     }
     harvest_citations(config, discovery.read_paths, discovery.read_scans)
 

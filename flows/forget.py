@@ -21,6 +21,7 @@ from typing import Literal
 
 from prefect import flow, get_run_logger
 
+import codex_memories_flows  # noqa: F401 - a deployment's file entrypoint: installs the run-log filter
 from codex_memories.forget.audit import ForgetAction
 from codex_memories.forget.selective import shown_match_text
 from codex_memories.reports import ForgetReport

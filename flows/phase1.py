@@ -17,6 +17,7 @@ from prefect.futures import PrefectFuture, as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
+import codex_memories_flows  # noqa: F401 - a deployment's file entrypoint: installs the run-log filter
 from codex_memories import progress
 from codex_memories.extract.collector import frozen_old_objects
 from codex_memories.extract.extraction import ExtractionResult, failed_extraction
@@ -87,18 +88,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
 
     # 3. Discovery: rollout files -> threads.
     discovery = discover(config)
-    report.discovery = {
-        "files seen": discovery.files_seen,
-        "files read": discovery.files_read,
-        "files unchanged": discovery.files_unchanged,
-        "archived files": discovery.archived_files,
-        "non-interactive sessions": discovery.non_interactive,
-        "damaged lines skipped": discovery.lines_skipped,
-        "unreadable files": len(discovery.unreadable),
-        "newly polluted threads": len(discovery.polluted_thread_ids),
-        "rollouts that disappeared": len(discovery.missing_thread_ids),
-        **{f"damaged lines skipped: {reason}": count for reason, count in sorted(discovery.skipped_by_reason.items())},
-    }
+    report.discovery = discovery.facts()
     logger.info("discovery: %s", report.discovery)
 
     # 3b. Which folder is which project, from the sessions' git records: the read path's answer

@@ -21,6 +21,7 @@ from prefect.concurrency.sync import concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
 from codex_memories.consolidate.steps import Phase2Failure
+from codex_memories.disk_full import LIVE_FOLDER_UNTOUCHED, disk_full_cause, disk_full_line
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
 
@@ -32,14 +33,28 @@ PREFECT_SLOT_LEASE_SECONDS = 60.0
 T = TypeVar("T")
 
 
+# Only the publish (the last stage) writes the live folder; every earlier stage writes the copy.
+_FULL_AT_PUBLISH = (
+    "the live memory folder was not replaced (a memory root that is itself a mount point is "
+    "published file by file, and may then hold part of the new copy)"
+)
+
+
 def stage_step(outcome: Outcome, task: Callable[..., T], *args: Any) -> T:
-    """Run one stage task; any error it raises becomes this stage's own outcome code."""
+    """Run one stage task; any error it raises becomes this stage's own outcome code (a full
+    disk as one plain line that says what it means for the memory folder)."""
     try:
         return task(*args)
     except Phase2Failure:
         raise
     except Exception as error:  # noqa: BLE001 - every failure site maps to its outcome code
-        failure = Phase2Failure(outcome, f"{type(error).__name__}: {error}")
+        cause = disk_full_cause(error)
+        if cause is None:
+            reason = f"{type(error).__name__}: {error}"
+        else:
+            consequence = _FULL_AT_PUBLISH if outcome is Outcome.failed_workspace_commit else LIVE_FOLDER_UNTOUCHED
+            reason = disk_full_line(cause, "", consequence)
+        failure = Phase2Failure(outcome, reason)
         get_run_logger().error("%s: %s", outcome.value, redact_secrets(failure.reason))
         raise failure from error
 

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from codex_memories.ratelimit import (
     SOURCE_RESPONSE_HEADERS,
@@ -19,6 +21,7 @@ from codex_memories.ratelimit import (
     snapshot_from_headers,
     snapshot_from_rate_limits,
 )
+from tests.support.hostile_files import NOT_A_FILE_KINDS, plant
 
 NOW = 1_800_000_000.0
 LATER = NOW + 3600
@@ -146,3 +149,20 @@ def test_the_newest_token_count_of_the_newest_rollouts_is_read(tmp_path: Path):
     assert snapshot is not None and snapshot.windows[0].used_percent == 91.5
     assert "rollout-a.jsonl" in snapshot.detail
     assert newest_rollout_snapshot(tmp_path / "missing") is None
+
+
+@pytest.mark.timeout(120)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.sampled_from(NOT_A_FILE_KINDS), min_size=1, max_size=5), garbage_tail=st.binary(max_size=300))
+def test_the_guard_reads_its_signal_beside_any_entry_named_like_a_rollout(tmp_path_factory, kinds: list[str], garbage_tail: bytes):
+    """Issue 29: a FIFO named like a rollout hung the guard for good, a symlink to /dev/zero ate
+    memory until MemoryError. Newer than the real rollout, they are the first ones it looks at."""
+    home = tmp_path_factory.mktemp("home")
+    folder = home / "sessions" / "2026" / "12" / "01"
+    folder.mkdir(parents=True)
+    window = {"primary": {"used_percent": 42.0, "window_minutes": 300, "resets_at": LATER}}
+    (folder / "rollout-a.jsonl").write_bytes(_token_count("2026-12-01T09:00:00.000Z", window).encode() + b"\n" + garbage_tail)
+    for number, kind in enumerate(kinds):
+        plant(kind, folder / f"rollout-z{number}.jsonl")
+    snapshot = newest_rollout_snapshot(home)
+    assert snapshot is not None and snapshot.windows[0].used_percent == 42.0

@@ -446,9 +446,13 @@ class StagedWorkspace(LocalWorkspace):
             raise UnsafeMemoryRootError(f"memory root {self.live} exists and is not a directory")
         discard(self.staging)  # a retried prepare starts from a fresh copy
         self.base_commit = baseline_commit(self.live) if self.live.is_dir() else None
-        self.snapshot = copy_tree(self.live, self.staging)
-        if self.from_scratch:
-            clear_consolidation(self.staging)
+        try:
+            self.snapshot = copy_tree(self.live, self.staging)
+            if self.from_scratch:
+                clear_consolidation(self.staging)
+        except BaseException:
+            discard(self.staging)  # a copy cut short (a full disk) must not keep its space
+            raise
         self.skipped_links = list(self.snapshot.skipped_symlinks)
         self.staged, self.path = True, self.staging
 

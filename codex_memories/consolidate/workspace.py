@@ -21,7 +21,9 @@ for object-store roots):
   nothing here ever needs restoring. `baseline_is_usable` and `tree_status` are the read-only
   checks a no-change run makes on the live folder itself.
 - git always runs with an explicit `--git-dir`/`--work-tree`, no user or system config, no hooks,
-  no pager, no ignore files (every file but `.git/` is content) and a fixed author.
+  no pager, no ignore files (every file but `.git/` and our `.codex-memories/` is content) and a
+  fixed author. `.git/info/exclude` names `.codex-memories/`, so that anyone else's `git status`
+  in the folder (the user's, Codex's) does not show our bookkeeping as untracked either.
 - `validate_artifacts` deletes every symlink in the tree and reports it, reports hard-linked files,
   then checks the V1 outputs the consolidation agent must leave behind.
 """
@@ -97,6 +99,10 @@ _GIT_CONFIG = (
 # In-tree .gitattributes must not convert line endings or run filters on memory files.
 _INFO_ATTRIBUTES = "* -text -filter -ident !eol !diff !working-tree-encoding\n"
 _INFO_ATTRIBUTES_PATH = f"{GIT_DIR}/info/attributes"
+# Our bookkeeping is no memory content: our own commands leave it out by pathspec, and this line
+# keeps it out of what anyone else's `git status` in the folder shows (the user's, Codex's).
+_INFO_EXCLUDE_LINE = f"/{WORKSPACE_STATE_DIR}/"
+_INFO_EXCLUDE_PATH = f"{GIT_DIR}/info/exclude"
 
 
 class UnsafeMemoryRootError(RuntimeError):
@@ -195,7 +201,7 @@ def _initialise_baseline(root_dir: Path) -> None:
     # No --work-tree here: it would be written into .git/config and break the repository when the
     # folder moves (a pulled mirror) or when Codex itself opens it.
     _git(root_dir, "init", "--quiet", "--template=", str(root_dir), in_repository=False)
-    SandboxedFolder(root_dir).write_bytes(_INFO_ATTRIBUTES_PATH, _INFO_ATTRIBUTES.encode("utf-8"))
+    _write_info_files(SandboxedFolder(root_dir))
     _git(root_dir, "add", "--all", "--force", *_TRACKED_PATHSPEC)
     tree = _git(root_dir, "write-tree").stdout.decode().strip()
     commit = _git(root_dir, "commit-tree", tree, "-m", BASELINE_COMMIT_MESSAGE).stdout.decode().strip()
@@ -257,12 +263,21 @@ def ensure_git_baseline(root_dir: Path) -> bool:
     root_dir = Path(root_dir)
     if _baseline_is_usable(root_dir):
         _refresh_index(root_dir)
-        folder = SandboxedFolder(root_dir)
-        if folder.kind(_INFO_ATTRIBUTES_PATH) != "file":
-            folder.write_bytes(_INFO_ATTRIBUTES_PATH, _INFO_ATTRIBUTES.encode("utf-8"))
+        _write_info_files(SandboxedFolder(root_dir))
         return False
     _initialise_baseline(root_dir)
     return True
+
+
+def _write_info_files(folder: SandboxedFolder) -> None:
+    """Our attributes file (when missing), and our exclude line in `info/exclude` (added to
+    what a user put there, once)."""
+    if folder.kind(_INFO_ATTRIBUTES_PATH) != "file":
+        folder.write_bytes(_INFO_ATTRIBUTES_PATH, _INFO_ATTRIBUTES.encode("utf-8"))
+    existing = folder.read_bytes(_INFO_EXCLUDE_PATH).decode("utf-8", "replace") if folder.kind(_INFO_EXCLUDE_PATH) == "file" else ""
+    if _INFO_EXCLUDE_LINE not in existing.splitlines():
+        separator = "" if not existing or existing.endswith("\n") else "\n"
+        folder.write_bytes(_INFO_EXCLUDE_PATH, f"{existing}{separator}{_INFO_EXCLUDE_LINE}\n".encode("utf-8"))
 
 
 def reset_baseline(root_dir: Path) -> None:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from codex_memories.extract.scope_tagging import row_scope, tag_raw_memory
 from codex_memories.forget.audit import record_actions
 from codex_memories.forget.empty_reextraction import empty_reextraction_actions
+from codex_memories.ingest.rollout_files import rollout_failure
 from codex_memories.ingest.rollouts import MemoryTranscript, build_memory_transcript
 from codex_memories.llm.base import (
     ExtractionProvider,
@@ -103,12 +104,9 @@ def extract_memory(
     try:
         if transcript is None:
             transcript = build_memory_transcript(Path(claim.rollout_path), token_budget=token_budget)
-    except OSError as error:
-        return ExtractionResult(
-            **base,
-            outcome=Outcome.failed_rollout_unreadable,
-            reason=f"cannot read rollout: {error.strerror or error}",
-        )
+    except OSError as error:  # one file's named outcome: unreadable, too large, corrupt
+        outcome, detail = rollout_failure(error)
+        return ExtractionResult(**base, outcome=outcome, reason=f"cannot read rollout: {detail}")
     transcript_facts = {
         "transcript_tokens": transcript.tokens,
         "truncated_tokens": transcript.truncated_tokens,
@@ -227,9 +225,18 @@ def claim_project_key(claim: Stage1Claim) -> str | None:
     cwd = (claim.cwd or "").strip()
     if not cwd or cwd == UNKNOWN_CWD:
         return None
-    if Path(cwd).is_absolute() and Path(cwd).is_dir():
+    if Path(cwd).is_absolute() and _is_directory(cwd):
         return project_key_for_directory(cwd)
     return project_key(cwd=cwd)
+
+
+def _is_directory(path: str) -> bool:
+    """Whether a recorded cwd is a folder here; a path the system cannot even look up (a name
+    past 255 bytes, a loop) is none."""
+    try:
+        return Path(path).is_dir()
+    except OSError:
+        return False
 
 
 def failed_extraction(claim: Stage1Claim, outcome: Outcome, reason: str) -> ExtractionResult:

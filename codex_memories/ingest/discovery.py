@@ -1,8 +1,14 @@
 """Discovery: rollout files on disk become rows of our `threads` table.
 
 Inputs: `$CODEX_HOME/sessions/**/rollout-*.jsonl` (live) and `$CODEX_HOME/archived_sessions/`
-(recorded as archived; normal runs never claim them). Incremental: a file whose size and mtime
-are unchanged since the last scan is not read again. Side effects: upserts `threads`, marks
+(recorded as archived; normal runs never claim them), listed and opened through
+`rollout_files` (regular files only, bounded). Incremental: a file whose size and mtime are
+unchanged since the last scan is not read again. No file stops the run: an entry left out of the
+listing (not a regular file, a name that is not UTF-8, a folder that cannot be listed) or a file
+that fails to read (too large, corrupt, unreadable) is one named outcome in `unreadable` and
+`files_by_outcome`, and the files beside it are read as usual. A thread whose file still exists
+but cannot be read now, or sits in a folder that could not be listed, is not taken for deleted.
+Side effects: upserts `threads`, marks
 threads whose file disappeared (`missing_since_ms`), marks threads that used external context
 `polluted` when `disable_on_external_context` is on (through the store, which enqueues phase 2
 when such a thread had been selected). Idempotent: a second run over unchanged files writes
@@ -23,13 +29,9 @@ from datetime import datetime
 from pathlib import Path
 
 from codex_memories import paths
-from codex_memories.ingest.rollouts import (
-    KeptLines,
-    RolloutScan,
-    iter_rollout_files,
-    scan_rollout,
-    thread_id_from_filename,
-)
+from codex_memories.ingest.rollout_files import ListedRollout, list_rollouts, rollout_failure
+from codex_memories.ingest.rollouts import KeptLines, RolloutScan, scan_rollout, thread_id_from_filename
+from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.scopes import recorded_project_keys, write_recorded_project_keys
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
 from codex_memories.state.records import MemoryMode, ThreadRecord
@@ -46,7 +48,13 @@ class DiscoveryReport:
     non_interactive: int = 0
     lines_skipped: int = 0
     skipped_by_reason: Counter[str] = field(default_factory=Counter)
+    # Lines used after their text was made storable (rollouts.LineStats.repaired_by_reason).
+    lines_repaired: int = 0
+    repaired_by_reason: Counter[str] = field(default_factory=Counter)
+    # Files (and folders) left out, each as (path shown as storable text, "<outcome>: <detail>"),
+    # and how many per outcome code.
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    files_by_outcome: Counter[str] = field(default_factory=Counter)
     polluted_thread_ids: list[str] = field(default_factory=list)
     missing_thread_ids: list[str] = field(default_factory=list)
     # Rollouts read in full this run (new or changed): where new memory citations can be.
@@ -57,6 +65,28 @@ class DiscoveryReport:
     # Every thread id found (read or unchanged), and (backfill) those kept at another path.
     thread_ids: list[str] = field(default_factory=list)
     known_elsewhere: int = 0
+
+    def left_out(self, shown: str, outcome: Outcome, detail: str) -> None:
+        self.unreadable.append((shown, failure_reason(outcome, detail)))
+        self.files_by_outcome[outcome.value] += 1
+
+    def facts(self) -> dict[str, int]:
+        """The counts a run report shows (the phase-1 and backfill artifacts)."""
+        return {
+            "files seen": self.files_seen,
+            "files read": self.files_read,
+            "files unchanged": self.files_unchanged,
+            "archived files": self.archived_files,
+            "non-interactive sessions": self.non_interactive,
+            "damaged lines skipped": self.lines_skipped,
+            "lines repaired to storable text": self.lines_repaired,
+            "unreadable files": len(self.unreadable),
+            "newly polluted threads": len(self.polluted_thread_ids),
+            "rollouts that disappeared": len(self.missing_thread_ids),
+            **{f"damaged lines skipped: {reason}": count for reason, count in sorted(self.skipped_by_reason.items())},
+            **{f"lines repaired: {reason}": count for reason, count in sorted(self.repaired_by_reason.items())},
+            **{f"files left out: {outcome}": count for outcome, count in sorted(self.files_by_outcome.items())},
+        }
 
     def kept_lines(self) -> dict[str, KeptLines]:
         """By path, where the long rollouts read this run keep their transcript lines: the
@@ -72,18 +102,17 @@ def _thread_from_scan(
     scan: RolloutScan,
     *,
     thread_id: str,
-    path: Path,
-    stat: os.stat_result,
+    listed: ListedRollout,
     archived: bool,
     memory_mode: MemoryMode,
     now_ms: int,
 ) -> ThreadRecord:
-    mtime_ms = stat.st_mtime_ns // 1_000_000
+    mtime_ms = listed.mtime_ns // 1_000_000
     updated_at_ms = _to_ms(scan.last_activity_at) or mtime_ms
     created_at_ms = _to_ms(scan.created_at) or updated_at_ms
     return ThreadRecord(
         id=thread_id,
-        rollout_path=str(path),
+        rollout_path=str(listed.path),
         created_at_ms=created_at_ms,
         updated_at_ms=updated_at_ms,
         source=scan.source,
@@ -100,8 +129,8 @@ def _thread_from_scan(
         git_origin_url=scan.git_origin_url,
         memory_mode=memory_mode,
         used_external_context=scan.used_external_context,
-        rollout_size=stat.st_size,
-        rollout_mtime_ns=stat.st_mtime_ns,
+        rollout_size=listed.size,
+        rollout_mtime_ns=listed.mtime_ns,
     )
 
 
@@ -161,7 +190,9 @@ def discover_rollouts(
     vanished = [
         known
         for known in scanner.known_states
-        if known not in scanner.seen_paths and any(known.startswith(root + os.sep) for root in scanned_roots)
+        if known not in scanner.seen_paths
+        and any(known.startswith(root + os.sep) for root in scanned_roots)
+        and not any(known.startswith(folder + os.sep) for folder in scanner.unlisted_folders)
     ]
     if vanished:
         report.missing_thread_ids = store.mark_threads_missing(vanished)
@@ -226,12 +257,21 @@ class _FolderScanner:
         self.for_backfill = for_backfill
         self.known_states = store.get_rollout_file_states()
         self.seen_paths: set[str] = set()
+        # Folders the listing could not open: their files' threads are not taken for deleted.
+        self.unlisted_folders: list[str] = []
         # Files read and not yet settled: their threads' rows are looked up in one query.
         self._read: list[_ReadFile] = []
 
     def scan(self, root: Path, *, archived: bool) -> None:
         report = self.report
-        for path in iter_rollout_files(root):
+        listing = list_rollouts(root)
+        self.unlisted_folders += [str(folder) for folder in listing.unlisted_folders]
+        for entry in listing.skipped:
+            # Still there, only not readable as a rollout now: not a deleted session.
+            self.seen_paths.add(str(entry.path))
+            report.left_out(entry.shown, entry.outcome, entry.detail)
+        for listed in listing.rollouts:
+            path = listed.path
             if self.for_backfill and not archived:
                 # A copied Codex home keeps its archived sessions under archived_sessions/.
                 archived_here = paths.ARCHIVED_SESSIONS_DIR in path.relative_to(root).parts[:-1]
@@ -241,12 +281,7 @@ class _FolderScanner:
             report.archived_files += int(archived_here)
             key = str(path)
             self.seen_paths.add(key)
-            try:
-                stat = path.stat()
-            except OSError as error:  # vanished between listing and stat: next run sees it missing
-                report.unreadable.append((key, f"stat failed: {error.strerror}"))
-                continue
-            if self.known_states.get(key) == (stat.st_size, stat.st_mtime_ns):
+            if self.known_states.get(key) == (listed.size, listed.mtime_ns):
                 known_id = thread_id_from_filename(path)
                 # A backfill must know every thread id: an odd file name is read again for it.
                 if known_id is not None or not self.for_backfill:
@@ -256,22 +291,24 @@ class _FolderScanner:
                     continue
             try:
                 scan = scan_rollout(path)
-            except OSError as error:
-                report.unreadable.append((key, f"read failed: {error.strerror or error}"))
+            except OSError as error:  # one file's outcome (vanished: the next run sees it missing)
+                report.left_out(key, *rollout_failure(error))
                 continue
             report.files_read += 1
             report.read_paths.append(key)
             report.read_scans[key] = scan
             report.lines_skipped += scan.stats.lines_skipped
             report.skipped_by_reason.update(scan.stats.skipped_by_reason)
+            report.lines_repaired += scan.stats.lines_repaired
+            report.repaired_by_reason.update(scan.stats.repaired_by_reason)
             thread_id = scan.thread_id or thread_id_from_filename(path)
             if thread_id is None:
-                report.unreadable.append((key, "no session_meta id and no thread id in the file name"))
+                report.left_out(key, Outcome.failed_rollout_unreadable, "no session_meta id and no thread id in the file name")
                 continue
             report.thread_ids.append(thread_id)
             if scan.source not in INTERACTIVE_SESSION_SOURCES:
                 report.non_interactive += 1
-            self._read.append(_ReadFile(path, stat, scan, thread_id, archived_here))
+            self._read.append(_ReadFile(listed, scan, thread_id, archived_here))
             if len(self._read) >= _SETTLE_BATCH:
                 self._settle()
 
@@ -294,7 +331,7 @@ class _FolderScanner:
             if (
                 self.for_backfill
                 and existing is not None
-                and existing.rollout_path != str(read.path)
+                and existing.rollout_path != str(read.listed.path)
                 and Path(existing.rollout_path).is_file()
             ):
                 report.known_elsewhere += 1
@@ -311,8 +348,7 @@ class _FolderScanner:
                 _thread_from_scan(
                     read.scan,
                     thread_id=read.thread_id,
-                    path=read.path,
-                    stat=read.stat,
+                    listed=read.listed,
                     archived=read.archived,
                     memory_mode=mode,
                     now_ms=self.now_ms,
@@ -329,8 +365,7 @@ _SETTLE_BATCH = 200
 
 @dataclass(frozen=True, slots=True)
 class _ReadFile:
-    path: Path
-    stat: os.stat_result
+    listed: ListedRollout
     scan: RolloutScan
     thread_id: str
     archived: bool

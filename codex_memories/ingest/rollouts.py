@@ -3,9 +3,15 @@
 Inputs are the append-only JSONL session files Codex writes under `$CODEX_HOME/sessions/` and
 `archived_sessions/`. Everything here is read-only, streaming and tolerant:
 
-* Files are read in binary, one line at a time; nothing holds a whole file in memory. A line
-  longer than `MAX_LINE_BYTES` is skipped without being held either.
-* A line that cannot be used is skipped and counted by reason (`invalid_utf8`, `invalid_json`,
+* Files are opened through `rollout_files.open_rollout` (regular files only, never blocking,
+  bounded in bytes) and read in binary, one line at a time; nothing holds a whole file in memory.
+  A line longer than `MAX_LINE_BYTES` is skipped without being held either.
+* Every line becomes storable text here, once, for everything downstream (the state DB, the
+  prompts, the memory folder): bytes that are not UTF-8 are decoded as U+FFFD, and a lone
+  surrogate or a NUL from a `\\u` escape is replaced by U+FFFD (`storable.storable_json`). Such a
+  line is used, and counted in `lines_repaired` by reason (`invalid_utf8`, `lone_surrogate`,
+  `nul_character`).
+* A line that cannot be used is skipped and counted by reason (`invalid_json`,
   `not_an_object`, `partial_last_line` for an unterminated last line that does not parse,
   `line_too_long`, and `type_not_a_string`, `payload_not_an_object`, `payload_type_not_a_string`,
   `role_not_a_string` for a line whose envelope `type`, `payload`, `payload.type` or message
@@ -13,10 +19,8 @@ Inputs are the append-only JSONL session files Codex writes under `$CODEX_HOME/s
   parsed or skipped (`lines_parsed + lines_skipped == lines_total`). Unknown line types and
   unknown fields are ignored, so newer Codex builds (world state, token-usage records, ...) do not
   break us; a field of an unexpected JSON type is read as absent. Bad input never raises; only
-  I/O errors do (`OSError`, including `UnsupportedRolloutCompression`): the caller turns that into
-  one named failure for that file.
-* `.jsonl.zst` files are read when the optional `zstandard` module is importable and are
-  otherwise not listed by `iter_rollout_files`.
+  I/O errors do (`OSError`; `rollout_files.rollout_failure` names the outcome): the caller turns
+  that into one named failure for that file.
 
 Two consumers:
 * Discovery calls `scan_rollout` for the thread facts (id, times, source, cwd, git, whether the
@@ -31,14 +35,12 @@ Two consumers:
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 from array import array
 from collections import Counter, deque
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,13 +48,10 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from codex_memories.ingest.rollout_files import open_rollout
 from codex_memories.redact import REDACTED, redact_secrets
+from codex_memories.storable import REPAIR_INVALID_UTF8, might_need_repair, storable_json
 from codex_memories.tokens import count_tokens, marker_line, truncate_middle
-
-try:  # Optional: Codex may compress old rollouts; without the module we skip those files.
-    import zstandard
-except ImportError:
-    zstandard = None
 
 # A single JSONL line larger than this is skipped (counted as `line_too_long`) instead of being
 # parsed: one pathological tool output must not decide the memory use of the whole job.
@@ -60,6 +59,12 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 # A line nested deeper than this is skipped (`too_deeply_nested`): Python's JSON decoder accepts
 # nesting its encoder (and every recursive walk here) cannot handle. Codex lines nest < 20 deep.
 MAX_JSON_DEPTH = 200
+# Thread metadata past this is read as absent: a cwd is at most PATH_MAX (4,096) on Linux, but a
+# project key made of it is indexed, and PostgreSQL refuses index entries past about 2,700 bytes.
+MAX_METADATA_CHARS = 2048
+_THREAD_ID_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z_.:-]{0,127}")
+# A session source is a short word (`cli`, `vscode`, `exec`, `subagent`, ...).
+_MAX_SOURCE_CHARS = 64
 
 FIRST_USER_MESSAGE_MAX_CHARS = 200
 CITATION_OPEN = "<oai-mem-citation>"
@@ -120,10 +125,6 @@ _ROLLOUT_NAME_RE = re.compile(
 )
 
 
-class UnsupportedRolloutCompression(OSError):
-    """A `.jsonl.zst` rollout while the optional `zstandard` module is not installed."""
-
-
 # --- Records -----------------------------------------------------------------------------------
 
 
@@ -132,9 +133,13 @@ class LineStats:
     lines_total: int = 0
     lines_parsed: int = 0
     lines_skipped: int = 0
-    # invalid_json, invalid_utf8, not_an_object, partial_last_line, line_too_long,
+    # invalid_json, not_an_object, partial_last_line, line_too_long, too_deeply_nested,
     # type_not_a_string, payload_not_an_object, payload_type_not_a_string, role_not_a_string
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    # Parsed lines whose text was made storable, and how many lines by reason (a line may have
+    # several): invalid_utf8, lone_surrogate, nul_character.
+    lines_repaired: int = 0
+    repaired_by_reason: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,57 +222,10 @@ class KeptLines:
 # --- Files -------------------------------------------------------------------------------------
 
 
-def zstd_supported() -> bool:
-    return zstandard is not None
-
-
-def iter_rollout_files(root: Path) -> Iterator[Path]:
-    """Rollout files under `root`, sorted by path (= by creation time within the date folders).
-
-    `root` may be a Codex home (then only its `sessions/` folder is listed) or a sessions folder
-    such as `sessions/` or `archived_sessions/` itself. `.jsonl.zst` files are listed only when
-    they can be read.
-    """
-    base = root / "sessions" if (root / "sessions").is_dir() else root
-    if not base.is_dir():
-        return
-    suffixes = (".jsonl", ".jsonl.zst") if zstd_supported() else (".jsonl",)
-    found = [
-        path
-        for path in base.rglob("rollout-*")
-        if path.name.endswith(suffixes) and path.is_file()
-    ]
-    yield from sorted(found)
-
-
 def thread_id_from_filename(path: Path | str) -> str | None:
     """The thread UUID at the end of `rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl`, lower case."""
     match = _ROLLOUT_NAME_RE.match(Path(path).name)
     return match.group(1).lower() if match else None
-
-
-# A file read line by line from start to end gets a buffer this large: with Python's default
-# (the file system's block size, 4 KiB here) the reads of 100 MB of rollouts cost 0.14-0.20 s of
-# CPU, with 1 MiB 0.02-0.03 s (readline copies and joins one chunk per buffer fill). A file read
-# at a few kept lines keeps the default, since every seek and read would fill the whole buffer.
-_SEQUENTIAL_BUFFER_BYTES = 1 << 20
-
-
-@contextmanager
-def _open_rollout(path: Path, *, sequential: bool = True) -> Iterator[BinaryIO]:
-    if path.name.endswith(".zst"):
-        if zstandard is None:
-            raise UnsupportedRolloutCompression(
-                f"{path}: .jsonl.zst rollouts need the optional 'zstandard' package"
-            )
-        with path.open("rb") as raw:
-            reader = zstandard.ZstdDecompressor().stream_reader(raw)
-            buffer_bytes = _SEQUENTIAL_BUFFER_BYTES if sequential else io.DEFAULT_BUFFER_SIZE
-            with io.BufferedReader(reader, buffer_size=buffer_bytes) as stream:
-                yield stream
-        return
-    with path.open("rb", buffering=_SEQUENTIAL_BUFFER_BYTES if sequential else -1) as stream:
-        yield stream
 
 
 @dataclass(slots=True)
@@ -307,11 +265,11 @@ _REFUSED = object()
 
 
 class _LineParser:
-    """Turns raw lines into JSON objects and counts what it had to skip.
+    """Turns raw lines into JSON objects of storable text and counts what it had to skip or repair.
 
     `fast`: parse with orjson (about twice the speed of `json.loads` on rollout lines), and with
-    `json.loads` what orjson refuses, so every line is used or skipped for the same reason as
-    without it (NaN, a lone surrogate escape, invalid UTF-8, deep nesting). orjson reads an
+    `json.loads` what orjson refuses, so every line is used, repaired or skipped for the same
+    reason as without it (NaN, a lone surrogate escape, invalid UTF-8, deep nesting). orjson reads an
     integer past 64 bits as a float, which `json.loads` does not: only a reader that uses no such
     number may ask for it (the discovery scan); the transcript keeps every value as it is."""
 
@@ -320,6 +278,8 @@ class _LineParser:
         self.total = 0
         self.parsed = 0
         self.skipped: Counter[str] = Counter()
+        self.repaired = 0
+        self.repaired_by_reason: Counter[str] = Counter()
 
     def parse(self, line: _RawLine) -> dict[str, Any] | None:
         if line.data is None:
@@ -339,20 +299,21 @@ class _LineParser:
                 obj = orjson.loads(data)
             except orjson.JSONDecodeError:
                 obj = _REFUSED  # json.loads below reads it or names the damage
+        repairs: set[str] = set()
         if obj is _REFUSED:
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
-                reason = "invalid_utf8"
-            else:
-                try:
-                    obj = json.loads(text)
-                except ValueError:
-                    reason = "invalid_json"
-                except RecursionError:
-                    # Nested past what the parser's stack holds (how deep that is depends on
-                    # the caller's stack); orjson's limit is 1024 levels: either way, too deep.
-                    reason = "too_deeply_nested"
+                text = data.decode("utf-8", "replace")
+                repairs.add(REPAIR_INVALID_UTF8)
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                reason = "invalid_json"
+            except RecursionError:
+                # Nested past what the parser's stack holds (how deep that is depends on
+                # the caller's stack); orjson's limit is 1024 levels: either way, too deep.
+                reason = "too_deeply_nested"
         if reason is None and not isinstance(obj, dict):
             reason = "not_an_object"
         if reason is not None:
@@ -366,7 +327,13 @@ class _LineParser:
         if damage is not None:
             self.skipped[damage] += 1
             return None
+        if might_need_repair(data):
+            obj, replaced = storable_json(obj)
+            repairs.update(replaced)
         self.parsed += 1
+        if repairs:
+            self.repaired += 1
+            self.repaired_by_reason.update(repairs)
         return obj
 
     def stats(self) -> LineStats:
@@ -375,6 +342,8 @@ class _LineParser:
             lines_parsed=self.parsed,
             lines_skipped=sum(self.skipped.values()),
             skipped_by_reason=dict(self.skipped),
+            lines_repaired=self.repaired,
+            repaired_by_reason=dict(self.repaired_by_reason),
         )
 
 
@@ -438,7 +407,16 @@ def _envelope(obj: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
 
 
 def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    """A metadata string, or None for any other JSON value and for a string past
+    `MAX_METADATA_CHARS` (a cwd or a remote URL of megabytes is no one's: it would be stored,
+    keyed by and looked up on disk)."""
+    return value if isinstance(value, str) and value and len(value) <= MAX_METADATA_CHARS else None
+
+
+def _thread_id_or_none(value: Any) -> str | None:
+    """A thread id as Codex writes them (a UUID; any short id of letters, digits, `-`, `_`, `.`,
+    `:`), else None: an id is a primary key."""
+    return value if isinstance(value, str) and _THREAD_ID_RE.fullmatch(value) else None
 
 
 def _redacted_str(value: Any) -> str | None:
@@ -462,13 +440,15 @@ def normalize_source(value: Any) -> str:
     if value is None:
         return "vscode"
     if isinstance(value, str):
-        return value.strip().lower() or "vscode"
-    if isinstance(value, dict):
+        source = value.strip().lower() or "vscode"
+    elif isinstance(value, dict):
         if "subagent" in value:
             return "subagent"
         keys = [key for key in value if isinstance(key, str)]
-        return keys[0].lower() if keys else "unknown"
-    return "unknown"
+        source = keys[0].lower() if keys else "unknown"
+    else:
+        return "unknown"
+    return source if len(source) <= _MAX_SOURCE_CHARS else "unknown"
 
 
 def _ascii_lower(text: str) -> str:
@@ -608,7 +588,7 @@ def scan_rollout(path: Path, *, start_offset: int = 0) -> RolloutScan:
     end_offset = 0
     offsets, lengths = array("q"), array("q")
     kept_bytes = 0
-    with _open_rollout(path) as stream:
+    with open_rollout(path) as stream:
         before = _file_identity(path, stream)
         for line in _read_lines(stream):
             obj = parser.parse(line)
@@ -693,8 +673,8 @@ def _finish_scan(state: _ScanState, stats: LineStats, end_offset: int, kept_line
     git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
     created_at = _parse_timestamp(meta.get("timestamp")) or state.meta_line_timestamp
     return RolloutScan(
-        thread_id=_str_or_none(meta.get("id")),
-        forked_from_id=_str_or_none(meta.get("forked_from_id")),
+        thread_id=_thread_id_or_none(meta.get("id")),
+        forked_from_id=_thread_id_or_none(meta.get("forked_from_id")),
         created_at=created_at,
         cwd=_redacted_str(meta.get("cwd")),
         source=normalize_source(meta.get("source")) if state.meta is not None else "unknown",
@@ -1014,7 +994,7 @@ def build_memory_transcript(path: Path, *, token_budget: int, kept_lines: KeptLi
     if token_budget < 1:
         raise ValueError("token_budget must be at least 1")
     may_use_kept_lines = kept_lines is not None and kept_lines.total_bytes > token_budget
-    with _open_rollout(path, sequential=not may_use_kept_lines) as stream:
+    with open_rollout(path, sequential=not may_use_kept_lines) as stream:
         if may_use_kept_lines and _file_identity(path, stream) == (kept_lines.size, kept_lines.mtime_ns):
             try:
                 return _transcript_of_kept_lines(stream, token_budget, kept_lines)
@@ -1122,15 +1102,9 @@ class _Assembly:
         return self.builder.finish(stats)
 
 
-def _utf8_length(text: str) -> int | None:
-    """Bytes of `text` in UTF-8, or None when it has no UTF-8 form (a lone surrogate from a
-    `\\udXXX` escape): then only the tokenizer can say how long it is."""
-    if text.isascii():
-        return len(text)
-    try:
-        return len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        return None
+def _utf8_length(text: str) -> int:
+    """Bytes of `text` in UTF-8 (it has a UTF-8 form: the reader made every line storable)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def _whole_transcript(items: list[dict[str, Any]], stats: LineStats, token_budget: int) -> MemoryTranscript | None:
@@ -1149,7 +1123,7 @@ def _whole_transcript(items: list[dict[str, Any]], stats: LineStats, token_budge
             return None
         items = parsed
     byte_length = _utf8_length(redacted)
-    counted = byte_length is None or byte_length > token_budget
+    counted = byte_length > token_budget
     tokens = count_tokens(redacted) if counted else byte_length
     if tokens > token_budget:
         return None

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from codex_memories.redact import redact_secrets
+from codex_memories.storable import storable_json
 from codex_memories.typed_entries import ENTRY_TYPES, EntryMeta, TypedEntry, apply_entries
 
 STAGE1_SCHEMA_NAME = "stage1_memory"
@@ -136,6 +137,8 @@ def parse_stage1_output(text: str) -> Stage1Extraction:
         raise Stage1OutputError(f"output is not JSON ({error.msg} at position {error.pos})") from None
     if not isinstance(payload, dict):
         raise Stage1OutputError(f"output is JSON {type(payload).__name__}, expected an object")
+    # A model can answer `\ud800` or `\u0000` too: its text becomes storable here, as a rollout's does.
+    payload, _ = storable_json(payload)
     try:
         return Stage1Extraction.model_validate(payload)
     except ValidationError as error:

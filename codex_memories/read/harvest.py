@@ -16,8 +16,9 @@ Contract:
 - Idempotent: a rescan starts where the last one stopped, so no block is counted twice; a block
   written after the last scan is counted by the next one. An unterminated last line is left for
   the next scan (the end offset stops before it).
-- A malformed block counts nothing and is reported (`problems`); an unreadable file is reported
-  (`unreadable`) and keeps its offset. Nothing raises for bad input.
+- A malformed block counts nothing and is reported (`problems`); a file that cannot be read as a
+  rollout (`rollout_files.open_rollout`: not a regular file, too large, corrupt, unreadable) is
+  reported with its outcome code (`unreadable`) and keeps its offset. Nothing raises for bad input.
 - Safe across processes: the offset only moves if it is still where this scan started, so when
   two runs harvest the same file at once, one counts its new blocks and the other counts nothing.
 """
@@ -28,7 +29,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codex_memories.ingest.rollout_files import rollout_failure
 from codex_memories.ingest.rollouts import Citation, RolloutScan, scan_rollout
+from codex_memories.outcomes import failure_reason
 from codex_memories.read.citations import parse_citation_block
 from codex_memories.state.store import MemoryStore
 
@@ -57,8 +60,8 @@ def harvest_citations(
         else:
             try:
                 scan = scan_rollout(Path(key), start_offset=offset)
-            except OSError as error:
-                report.unreadable.append((key, f"{type(error).__name__}: {error.strerror or error}"))
+            except OSError as error:  # not a regular file, too large, corrupt, gone: this file's outcome
+                report.unreadable.append((key, failure_reason(*rollout_failure(error))))
                 continue
             citations, end_offset = scan.citations, scan.end_offset
         report.rollouts_scanned += 1

@@ -7,10 +7,13 @@ Contract:
   `extensions/ad_hoc/notes/`).
 - Every success is a structured JSON result (the pydantic models of `memory_tools`, also echoed as
   JSON text for clients that ignore structured content).
-- Every anticipated failure is a tool error (`is_error`), with text `<Kind>: <message>` and
-  structured content `{"error": <Kind>, "message": …}`, where `<Kind>` is the stable error code
-  (`InvalidPath`, `NotFile`, `InvalidCursor`, `NoteAlreadyExists`, …). Anything else is a crash
-  and reaches the client as the SDK's generic tool error, with the traceback in the server log.
+- Every anticipated failure is a tool error (`is_error`), with one line of text `<Kind>: <message>`
+  and structured content `{"error": <Kind>, "message": …}`, where `<Kind>` is the stable error code
+  (`InvalidPath`, `NotFile`, `InvalidCursor`, `NoteAlreadyExists`, `NoteTooLong`, …). Arguments
+  the tool's schema refuses (a string where a number belongs, an unknown mode) are
+  `InvalidArgument`, naming each field and rule without quoting the value. Every size a tool
+  accepts is bounded (`memory_tools`, `notes`). Anything else is a crash and reaches the client
+  as the SDK's generic tool error, with the traceback in the server log.
 - `run_stdio(memory_root)` serves one client over stdin/stdout until it disconnects.
 - `python -m codex_memories.read.mcp_server --memory-root DIR [--no-notes]` does the same.
 """
@@ -21,11 +24,12 @@ import argparse
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from codex_memories.read import memory_tools, notes
 
@@ -68,12 +72,36 @@ PathArgument = Annotated[str | None, Field(description="Path relative to the mem
 CursorArgument = Annotated[str | None, Field(description="next_cursor from the previous page.")]
 
 ErrorTypes = (memory_tools.MemoryToolError, notes.NoteError)
+INVALID_ARGUMENT = "InvalidArgument"
+
+
+class _MemoryToolsServer(MCPServer):
+    """The SDK's server, with arguments the schema refuses answered as our own one-line error
+    instead of pydantic's multi-line report."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None):  # type: ignore[override]
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if isinstance(error.__cause__, ValidationError):
+                return _error_result(INVALID_ARGUMENT, _describe_invalid_arguments(error.__cause__))
+            raise
+
+
+def _describe_invalid_arguments(error: ValidationError) -> str:
+    """Each refused field with its rule (`max_results: Input should be a valid integer`); the
+    value itself is never quoted back (it may be huge, or the user's text)."""
+    problems = []
+    for detail in error.errors(include_url=False, include_input=False, include_context=False):
+        field = ".".join(str(part) for part in detail["loc"]) or "arguments"
+        problems.append(f"{field}: {detail['msg']}")
+    return "; ".join(sorted(problems))
 
 
 def build_server(memory_root: Path, *, notes_enabled: bool = True) -> MCPServer:
     """An MCP server whose tools work on `memory_root`; nothing is read until a tool is called."""
     root = Path(memory_root)
-    server = MCPServer(name=SERVER_NAME, instructions=SERVER_INSTRUCTIONS)
+    server = _MemoryToolsServer(name=SERVER_NAME, instructions=SERVER_INSTRUCTIONS)
 
     def list_tool(
         path: PathArgument = None,

@@ -1,6 +1,14 @@
 """Read-only memory tools over a local memory root: list, read, search (spec 5.5), plus notes (7.1).
 
 Contract:
+- Every argument is bounded before anything is read, with one error naming the bound: a path over
+  4,096 bytes or with a name over 255 bytes is `InvalidPath` (`sandbox.split_relative_path`), a
+  query over `MAX_QUERY_BYTES` is `QueryTooLong`, a cursor over `MAX_CURSOR_DIGITS` digits is
+  `InvalidCursor`, `max_results` above a tool's ceiling is that ceiling, and a note over
+  `notes.NOTE_MAX_BYTES` is `NoteTooLong`; text holding a lone surrogate (a JSON `\\udXXX`) is
+  `InvalidText` (`InvalidPath` for a path, `InvalidNote` for a note). Error messages quote at most
+  the start of what they reject. The file system refusing a read (permissions, I/O) is
+  `FileUnreadable`.
 - Inputs are paths relative to the memory root, written with `/`. Absolute paths, drive or root
   prefixes and `..` components are `InvalidPath`; `.` and empty components are ignored; a path
   naming a hidden entry (`.git`, our `.codex-memories` bookkeeping) is `NotFound`. All I/O goes
@@ -71,6 +79,7 @@ from codex_memories.sandbox import (
     entry_kind,
     split_relative_path,
 )
+from codex_memories.storable import path_decodes, utf8_size
 from codex_memories.tokens import truncate_middle
 
 DEFAULT_LIST_MAX_RESULTS = 2_000
@@ -100,7 +109,12 @@ EntryType = Literal["file", "directory"]
 SearchMode = Literal["literal", "semantic"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 
-_CURSOR = re.compile(r"[0-9]+")
+# A cursor is an index into one answer: 18 digits hold any of them (and `int()` of thousands of
+# digits is refused by Python itself).
+MAX_CURSOR_DIGITS = 18
+_CURSOR = re.compile(rf"[0-9]{{1,{MAX_CURSOR_DIGITS}}}")
+# How much of a rejected argument an error message quotes.
+_QUOTED_CHARS = 80
 _Item = TypeVar("_Item")
 
 
@@ -174,6 +188,14 @@ class InvalidMode(MemoryToolError):
 
 class InvalidCwd(MemoryToolError):
     """`cwd` is not an absolute path (or is longer than `MAX_CWD_CHARS`)."""
+
+
+class InvalidText(MemoryToolError):
+    """A text argument is not valid Unicode (it holds a lone surrogate, from a JSON `\\udXXX`)."""
+
+
+class FileUnreadable(MemoryToolError):
+    """The file system refused to read the path (permissions, an I/O error)."""
 
 
 class _Result(BaseModel):
@@ -316,14 +338,14 @@ def search(
     """One page of the lines containing `query` (case-sensitive) in `path` (file or folder tree),
     or with `mode="semantic"` of the memory chunks relevant to it, best first."""
     if mode not in SEARCH_MODES:
-        raise InvalidMode(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
+        raise InvalidMode(f"mode must be one of {', '.join(SEARCH_MODES)}, not {_quoted(mode)}")
     if not query.strip():
         raise EmptyQuery("query must not be empty")
-    if len(query.encode("utf-8")) > MAX_QUERY_BYTES:
+    if _utf8_size("query", query) > MAX_QUERY_BYTES:
         raise QueryTooLong(f"query must be at most {MAX_QUERY_BYTES} bytes")
     if not 0 <= context_lines <= MAX_CONTEXT_LINES:
         raise InvalidContextLines(f"context_lines must be between 0 and {MAX_CONTEXT_LINES}")
-    if cwd is not None and (len(cwd) > MAX_CWD_CHARS or not os.path.isabs(cwd)):
+    if cwd is not None and (_utf8_size("cwd", cwd) > MAX_CWD_CHARS or not os.path.isabs(cwd)):
         raise InvalidCwd(f"cwd must be an absolute path of at most {MAX_CWD_CHARS} characters")
     page_size = _page_size(max_results, MAX_SEARCH_RESULTS)
     start_index = _parse_cursor(cursor)
@@ -430,7 +452,8 @@ def _resolve(root: Path, relative: str | None) -> tuple[SandboxedFolder, _Target
         raise InvalidPath(str(error)) from None
     if any(component in HIDDEN_NAMES for component in components):
         raise NotFound(f"path {relative!r} does not exist")
-    root_kind = folder.kind(None)
+    with _folder_errors("."):
+        root_kind = folder.kind(None)
     if not components:
         return folder, _Target("", None if root_kind is None else ("dir" if root_kind == "dir" else "other"))
     display = "/".join(components)
@@ -442,6 +465,8 @@ def _resolve(root: Path, relative: str | None) -> tuple[SandboxedFolder, _Target
         raise InvalidPath(f"path {relative!r} goes through a symlink; symlinks are not followed") from None
     except NotADirectoryError:
         raise NotFound(f"path {relative!r} does not exist") from None
+    except OSError as error:
+        raise FileUnreadable(f"path {relative!r}: {error.strerror or error}") from None
     if status is None:
         raise NotFound(f"path {relative!r} does not exist")
     kind = entry_kind(status.st_mode)
@@ -460,13 +485,18 @@ def _open_file(folder: SandboxedFolder, display: str, shown: str | None) -> Iter
         raise InvalidPath(f"path {shown!r}: {error}") from None
     except FileNotFoundError:
         raise NotFound(f"path {shown!r} does not exist") from None
+    except OSError as error:
+        raise FileUnreadable(f"path {shown!r}: {error.strerror or error}") from None
     with handle:
-        yield handle
+        try:
+            yield handle
+        except OSError as error:  # reading it failed (an I/O error)
+            raise FileUnreadable(f"path {shown!r}: {error.strerror or error}") from None
 
 
 def _visible(entry: FolderEntry) -> bool:
     """Listed and searched: real folders and singly linked regular files with UTF-8 names."""
-    if entry.name in HIDDEN_NAMES or not _is_utf8_name(entry.name):
+    if entry.name in HIDDEN_NAMES or not path_decodes(entry.name):
         return False
     return entry.kind == "dir" or (entry.kind == "file" and entry.nlink == 1)
 
@@ -480,6 +510,8 @@ def _folder_errors(display: str) -> Iterator[None]:
         raise InvalidPath(f"path {display!r}: {error}") from None
     except (FileNotFoundError, NotADirectoryError):
         raise NotFound(f"path {display!r} does not exist") from None
+    except OSError as error:
+        raise FileUnreadable(f"path {display!r}: {error.strerror or error}") from None
 
 
 def _children(folder: SandboxedFolder, display: str) -> list[FolderEntry]:
@@ -779,17 +811,21 @@ def _parse_cursor(cursor: str | None) -> int:
     if cursor is None:
         return 0
     if not _CURSOR.fullmatch(cursor):
-        raise InvalidCursor(f"cursor {cursor!r} must be a non-negative integer")
+        raise InvalidCursor(f"cursor {_quoted(cursor)} must be a non-negative integer of at most {MAX_CURSOR_DIGITS} digits")
     return int(cursor)
+
+
+def _utf8_size(name: str, text: str) -> int:
+    size = utf8_size(text)
+    if size is None:
+        raise InvalidText(f"{name} is not valid Unicode text (it holds a lone surrogate)")
+    return size
+
+
+def _quoted(value: str) -> str:
+    """A rejected argument as an error message quotes it: its start only."""
+    return repr(value[:_QUOTED_CHARS]) + ("..." if len(value) > _QUOTED_CHARS else "")
 
 
 def _sort_key(display: str) -> bytes:
     return display.encode("utf-8")
-
-
-def _is_utf8_name(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

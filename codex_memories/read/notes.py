@@ -2,7 +2,7 @@
 
 Contract:
 - `write_ad_hoc_note(root_dir, filename, note)` validates the file name (spec 7.1 regex, length
-  24…128) and the note (non-blank), creates `extensions/ad_hoc/notes` if needed and writes the note
+  24…128) and the note (non-blank, valid Unicode, at most `NOTE_MAX_BYTES`: `NoteTooLong`), creates `extensions/ad_hoc/notes` if needed and writes the note
   (UTF-8, no newline translation) into a new file. Returns the path written.
 - Secrets never reach the memory folder: the text goes through `redact.redact_secrets` first
   (a note without secrets is written verbatim). Every caller (the CLI, the MCP tool) writes
@@ -29,11 +29,15 @@ from pathlib import Path
 from codex_memories import paths
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder, SymlinkRefusedError
+from codex_memories.storable import utf8_size
 
 NOTE_FILENAME_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}-[0-9]{2}-[0-9]{2}-[a-z0-9][a-z0-9-]{0,79}\.md")
 NOTE_FILENAME_MIN_LENGTH = 24
 NOTE_FILENAME_MAX_LENGTH = 128
 NOTE_SLUG_MAX_LENGTH = 80
+# Notes are never pruned and every one reaches the phase-2 agent in the workspace diff: a note is
+# a few sentences the user asked to keep, not a document.
+NOTE_MAX_BYTES = 16_384
 NOTE_TIMESTAMP_FORMAT = "%Y-%m-%dT%H-%M-%S"
 NOTE_SUFFIX = ".md"
 FALLBACK_SLUG = "note"
@@ -58,6 +62,10 @@ class InvalidNoteFilename(NoteError):
     """The file name (or slug) breaks the spec 7.1 naming rules."""
 
 
+class NoteTooLong(NoteError):
+    """The note is longer than `NOTE_MAX_BYTES` in UTF-8."""
+
+
 class NoteAlreadyExists(NoteError):
     """A note with this file name exists; notes are never overwritten."""
 
@@ -68,7 +76,7 @@ class UnsafeNotesDirectory(NoteError):
 
 def validate_note_filename(name: str) -> None:
     """Raise `InvalidNoteFilename` unless `name` is a valid ad-hoc note file name."""
-    length = len(name.encode("utf-8"))
+    length = len(name.encode("utf-8", "surrogatepass"))  # a lone surrogate fails the pattern below
     if not NOTE_FILENAME_MIN_LENGTH <= length <= NOTE_FILENAME_MAX_LENGTH:
         raise InvalidNoteFilename(
             f"note filename must be {NOTE_FILENAME_MIN_LENGTH} to {NOTE_FILENAME_MAX_LENGTH} bytes long, got {length}"
@@ -93,7 +101,8 @@ def note_filename(slug: str, now: datetime) -> str:
 def add_ad_hoc_note(root_dir: Path, note: str, *, slug: str | None = None, now: datetime | None = None) -> Path:
     """Write `note` as a new ad-hoc note named from `now` (UTC) and `slug`; returns its path."""
     if slug is not None and not _SLUG_PATTERN.fullmatch(slug):
-        raise InvalidNoteFilename(f"slug {slug!r} must be 1 to 80 characters of a-z, 0-9 and -, starting alphanumeric")
+        shown = repr(slug[:NOTE_SLUG_MAX_LENGTH]) + ("..." if len(slug) > NOTE_SLUG_MAX_LENGTH else "")
+        raise InvalidNoteFilename(f"slug {shown} must be 1 to 80 characters of a-z, 0-9 and -, starting alphanumeric")
     _require_note_text(note)
     # The slug is derived from the redacted text, so a secret cannot reach the file name either.
     filename = note_filename(slug if slug is not None else slug_from_note(redact_secrets(note)), now or datetime.now(UTC))
@@ -123,3 +132,8 @@ def write_ad_hoc_note(root_dir: Path, filename: str, note: str) -> Path:
 def _require_note_text(note: str) -> None:
     if not note.strip():
         raise InvalidNote("note must not be empty")
+    size = utf8_size(note)
+    if size is None:
+        raise InvalidNote("note is not valid Unicode text (it holds a lone surrogate)")
+    if size > NOTE_MAX_BYTES:
+        raise NoteTooLong(f"note is {size} bytes; a note is at most {NOTE_MAX_BYTES} bytes (keep the few sentences worth remembering)")

@@ -131,3 +131,27 @@ def test_codex_semantic_search_from_a_project_leaves_other_projects_rules_out(
     answer = outputs[TOOL_CALL]  # the tool's result as Codex passed it back to the model
     assert "goreleaser" in answer
     assert "make ship-prod" not in answer
+
+
+@pytest.mark.parametrize("codex_version", CODEX_VERSIONS, indirect=True)
+def test_codex_gets_one_clear_error_for_a_note_or_path_past_its_bound(
+    codex_home: CodexHome, codex_server: OpenAITestServer, codex_workdir: Path, memory_root: Path
+) -> None:
+    """Issue 29: a 20 MB note was accepted and a 10,000-character path got the SDK's generic error.
+    What Codex hands back to the model is our one-line error, and nothing is written."""
+    configure_memory_server(codex_home, memory_root)
+    outputs: dict[str, str] = {}
+    codex_server.set_handler(call_memory_tool("add_ad_hoc_note", {"note": "remember this " * 5_000}, outputs, []))
+    result = run_codex_exec(codex_home, "Remember all of this", cwd=codex_workdir, server=codex_server)
+    assert result.returncode == 0, result.stderr[-2000:]
+    # Codex hands the model the structured error when there is one.
+    note_answer = outputs[TOOL_CALL]
+    assert '"error":"NoteTooLong"' in note_answer and "note is 70000 bytes; a note is at most 16384 bytes" in note_answer
+    assert not (memory_root / "extensions").exists()
+
+    codex_server.set_handler(call_memory_tool("read", {"path": "a" * 10_000}, outputs, []))
+    result = run_codex_exec(codex_home, "Read that file", cwd=codex_workdir, server=codex_server)
+    assert result.returncode == 0, result.stderr[-2000:]
+    answer = outputs[TOOL_CALL]
+    assert '"error":"InvalidPath"' in answer and "path is 10000 bytes long; paths are at most 4096 bytes" in answer
+    assert "Error executing tool" not in answer and "a" * 200 not in answer

@@ -248,6 +248,23 @@ def test_baseline_ignores_a_parent_repository(tmp_path):
     assert workspace_diff(root).changes == []
 
 
+def test_our_bookkeeping_folder_is_not_untracked_to_anyone_elses_git_status(memories):
+    """Issue 29: a user's `git status` in the memory folder showed `.codex-memories/` untracked."""
+    (memories / ".codex-memories").mkdir()
+    (memories / ".codex-memories" / "synced-inputs.json").write_text("{}\n")
+    (memories / "notes.md").write_text("a user's file\n")
+    assert git(memories, "status", "--porcelain", "--untracked-files=all") == "?? notes.md\n"
+    assert workspace_diff(memories).changes == [Change("A", "notes.md")]
+
+
+def test_the_exclude_line_is_added_once_to_what_the_user_wrote(memories):
+    exclude = memories / ".git" / "info" / "exclude"
+    exclude.write_text("*.swp")  # a user's own pattern, no final newline
+    ensure_git_baseline(memories)
+    ensure_git_baseline(memories)
+    assert exclude.read_text() == "*.swp\n/.codex-memories/\n"
+
+
 # ---- diff file ----------------------------------------------------------------------------
 
 

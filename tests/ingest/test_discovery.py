@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from codex_memories.ingest import rollout_files
 from codex_memories.ingest.discovery import discover_rollouts
 from codex_memories.state.records import MemoryMode
 from codex_memories.state.store import MemoryStore
@@ -141,3 +142,69 @@ def test_phase1_records_which_folder_is_which_project_from_the_latest_session(st
 
     assert record_project_keys(store, tmp_path) == 1
     assert read_recorded_project_keys(paths.recorded_project_keys_path(tmp_path)) == {"/w/app": "example.org/team/app"}
+
+
+def thread_id_of(path: Path) -> str:
+    return path.stem.split("-", 6)[-1]
+
+
+def test_files_that_are_not_rollouts_beside_good_ones_are_named_outcomes_and_the_good_ones_are_read(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    good = [write_rollout(tmp_path, created_at=NOW - timedelta(hours=20 + hour), user_messages=["hello"]) for hour in range(3)]
+    day = good[0].parent
+    os.mkfifo(day / "rollout-2026-01-01T00-00-00-0193a000-0000-7000-8000-000000000001.jsonl")
+    (day / "rollout-2026-01-01T00-00-00-0193a000-0000-7000-8000-000000000002.jsonl").symlink_to("/dev/zero")
+    with (day / "rollout-2026-01-01T00-00-00-0193a000-0000-7000-8000-000000000003.jsonl").open("wb") as sparse:
+        sparse.truncate(rollout_files.MAX_ROLLOUT_BYTES + 1)
+    undecodable = tmp_path / "sessions" / os.fsdecode(b"\xff")
+    undecodable.mkdir()
+    write_rollout(undecodable, created_at=NOW - timedelta(hours=30), user_messages=["unreachable"])
+
+    report = discover(store, tmp_path)
+
+    assert all(store.get_thread(thread_id_of(path)) is not None for path in good)
+    assert report.threads_upserted == 3
+    assert report.files_by_outcome == {
+        "skipped_rollout_not_a_file": 2,
+        "skipped_rollout_unusable_path": 1,
+        "failed_rollout_too_large": 1,
+    }
+    assert sorted(reason.split(":")[0] for _, reason in report.unreadable) == sorted(
+        ["skipped_rollout_not_a_file"] * 2 + ["skipped_rollout_unusable_path", "failed_rollout_too_large"]
+    )
+    facts = report.facts()
+    assert facts["files left out: skipped_rollout_not_a_file"] == 2
+    assert facts["unreadable files"] == 4
+
+
+def test_a_rollout_swapped_for_a_fifo_is_left_out_but_not_taken_for_deleted(store: MemoryStore, tmp_path: Path) -> None:
+    path = write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), user_messages=["hello"])
+    discover(store, tmp_path)
+    path.unlink()
+    os.mkfifo(path)
+
+    report = discover(store, tmp_path)
+
+    assert report.missing_thread_ids == []
+    assert report.files_by_outcome == {"skipped_rollout_not_a_file": 1}
+
+
+def test_threads_under_a_folder_that_cannot_be_listed_are_not_taken_for_deleted(
+    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), user_messages=["hello"])
+    discover(store, tmp_path)
+    real_scandir = os.scandir
+
+    def scandir(folder):
+        if os.fspath(folder) == str(path.parent):
+            raise PermissionError(13, "Permission denied", os.fspath(folder))
+        return real_scandir(folder)
+
+    monkeypatch.setattr(rollout_files.os, "scandir", scandir)
+    report = discover(store, tmp_path)
+
+    assert report.missing_thread_ids == []
+    assert report.files_by_outcome == {"failed_rollout_unreadable": 1}
+

@@ -5,17 +5,15 @@ from pathlib import Path
 
 import pytest
 
+from codex_memories.ingest.rollout_files import UnsupportedRolloutCompression, list_rollouts, zstd_supported
 from codex_memories.ingest.rollouts import (
     MAX_LINE_BYTES,
-    UnsupportedRolloutCompression,
     build_memory_transcript,
     external_context_kind,
-    iter_rollout_files,
     normalize_source,
     sanitize_response_item,
     scan_rollout,
     thread_id_from_filename,
-    zstd_supported,
 )
 from codex_memories.redact import REDACTED, find_secret_kinds
 from codex_memories.tokens import count_tokens
@@ -38,14 +36,16 @@ WHEN = datetime(2026, 10, 14, 9, 12, 3, tzinfo=UTC)
 def test_damaged_file_is_read_with_every_bad_line_counted_by_reason():
     scan = scan_rollout(DAMAGED)
     assert scan.stats.skipped_by_reason == {
-        "invalid_json": 1,
-        "invalid_utf8": 2,
+        "invalid_json": 2,  # one of them binary garbage: not UTF-8 either, but not JSON whatever its bytes
         "not_an_object": 2,
         "partial_last_line": 1,
     }
-    assert scan.stats.lines_skipped == 6
-    assert scan.stats.lines_parsed == 8
+    assert scan.stats.lines_skipped == 5
+    assert scan.stats.lines_parsed == 9
     assert scan.stats.lines_total == 14
+    # The agent message with bytes that are not UTF-8 is used, its bad bytes replaced, and counted.
+    assert scan.stats.lines_repaired == 1
+    assert scan.stats.repaired_by_reason == {"invalid_utf8": 1}
     assert scan.thread_id == "019a3f1e-6b2c-7d41-8e5f-1a2b3c4d5e6f"
     assert scan.first_user_message.startswith("Add retries to the fetcher.")
     assert scan.last_activity_at == datetime(2026, 10, 20, 8, 15, 10, tzinfo=UTC)
@@ -61,7 +61,7 @@ def test_damaged_file_still_yields_a_transcript_of_the_good_lines():
     transcript = build_memory_transcript(DAMAGED, token_budget=10_000)
     kinds = [item["type"] for item in transcript.items]
     assert kinds == ["message", "function_call", "function_call_output", "message"]
-    assert transcript.stats.lines_skipped == 6
+    assert transcript.stats.lines_skipped == 5
     assert json.loads(transcript.text) == transcript.items
 
 
@@ -106,9 +106,9 @@ def test_too_long_line_is_skipped_without_being_held(tmp_path, monkeypatch):
     assert MAX_LINE_BYTES > 1_000  # the module constant itself is generous
 
 
-def test_zst_file_without_zstandard_is_an_io_error(tmp_path):
-    if zstd_supported():
-        pytest.skip("zstandard is installed here")
+def test_zst_file_without_zstandard_is_an_io_error(tmp_path, monkeypatch):
+    monkeypatch.setattr("codex_memories.ingest.rollout_files.zstandard", None)
+    assert not zstd_supported()
     path = tmp_path / "rollout-2026-10-01T00-00-00-019a0000-0000-7000-8000-000000000000.jsonl.zst"
     path.write_bytes(b"\x28\xb5\x2f\xfd")
     with pytest.raises(UnsupportedRolloutCompression):
@@ -276,15 +276,18 @@ def test_appending_to_a_rollout_moves_end_offset(tmp_path):
 # --- Files ------------------------------------------------------------------------------------------
 
 
-def test_iter_rollout_files_lists_sessions_sorted_and_not_archived(tmp_path):
+def rollout_paths(folder: Path) -> list[Path]:
+    return [rollout.path for rollout in list_rollouts(folder).rollouts]
+
+
+def test_the_listing_holds_a_folders_rollouts_sorted_and_nothing_else(tmp_path):
     late = write_rollout(tmp_path, created_at=datetime(2026, 11, 2, 8, 0, tzinfo=UTC), user_messages=["b"])
     early = write_rollout(tmp_path, created_at=datetime(2026, 10, 30, 8, 0, tzinfo=UTC), user_messages=["a"])
     archived = write_rollout(tmp_path, created_at=datetime(2026, 10, 1, 8, 0, tzinfo=UTC), user_messages=["c"], archived=True)
     (tmp_path / "sessions" / "2026" / "notes.jsonl").write_text("{}\n")
-    assert list(iter_rollout_files(tmp_path)) == [early, late]
-    assert list(iter_rollout_files(tmp_path / "sessions")) == [early, late]
-    assert list(iter_rollout_files(tmp_path / "archived_sessions")) == [archived]
-    assert list(iter_rollout_files(tmp_path / "missing")) == []
+    assert rollout_paths(tmp_path / "sessions") == [early, late]
+    assert rollout_paths(tmp_path / "archived_sessions") == [archived]
+    assert rollout_paths(tmp_path / "missing") == []
 
 
 def test_thread_id_from_filename():
@@ -453,7 +456,7 @@ def test_large_generated_rollout_is_streamed_within_budget(tmp_path):
 
 def test_example_codex_home_rollouts_all_parse(tmp_path):
     home = Path(__file__).parents[2] / "examples" / "codex_home"
-    files = list(iter_rollout_files(home)) + list(iter_rollout_files(home / "archived_sessions"))
+    files = rollout_paths(home / "sessions") + rollout_paths(home / "archived_sessions")
     assert len(files) >= 9
     raw_files_with_secrets = 0
     for path in files:
@@ -466,7 +469,7 @@ def test_example_codex_home_rollouts_all_parse(tmp_path):
     assert raw_files_with_secrets >= 1  # the planted fake key is really there before redaction
     copied = tmp_path / "copy"
     shutil.copytree(home, copied)
-    assert len(list(iter_rollout_files(copied))) == len(files) - 1
+    assert len(rollout_paths(copied / "sessions")) == len(files) - 1
 
 
 def test_a_token_in_the_git_remote_url_of_session_meta_never_reaches_the_thread_record(tmp_path: Path) -> None:

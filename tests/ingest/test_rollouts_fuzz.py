@@ -74,8 +74,11 @@ TEMPLATES: list[dict] = [
     {"id": "0193a000-0000-7000-8000-000000000002", "timestamp": "2026-11-30T09:00:00Z"},
 ]
 
+# Text no store takes as it is: lone surrogates and NUL (written as `\\u` escapes or, encoded,
+# as bytes that are not UTF-8).
+UNSTORABLE_TEXT = st.sampled_from(["\ud800", "a\udfffb", "\x00", "nul\x00in"])
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12) | UNSTORABLE_TEXT,
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
     max_leaves=6,
 )
@@ -116,7 +119,20 @@ def mutated_line(draw: st.DrawFn) -> bytes:
     if draw(st.booleans()) and isinstance(line, dict) and line:
         # A whole new field, as newer Codex builds add them.
         line[draw(st.text(max_size=6))] = draw(json_values)
-    return json.dumps(line, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return json.dumps(line, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
+
+
+def _strings(value: object):
+    """Every string in a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for entry in value:
+            yield from _strings(entry)
+    elif isinstance(value, dict):
+        for key, entry in value.items():
+            yield key
+            yield from _strings(entry)
 
 
 def _non_blank_lines(data: bytes) -> int:
@@ -147,6 +163,10 @@ def test_any_json_in_any_field_is_used_or_skipped_and_counted(tmp_path: Path, li
 
     _assert_counts_add_up(scan.stats, _non_blank_lines(data))
     assert transcript.stats == scan.stats
+    # Storable text only, whatever the lines held: UTF-8 encodable and without NUL.
+    for text in [transcript.text, scan.cwd or "", scan.first_user_message or "", *_strings(transcript.items)]:
+        assert "\x00" not in text
+        text.encode("utf-8")
     assert transcript.tokens <= 4000
     assert all(isinstance(item, dict) for item in transcript.items)
     # The transcript items are what the extractor (offline or model) is given: they must be

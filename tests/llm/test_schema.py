@@ -130,3 +130,9 @@ def test_a_task_scope_outside_user_and_project_is_invalid_output(scopes):
     with pytest.raises(Stage1OutputError) as raised:
         parse_stage1_output(json.dumps({"rollout_summary": "s", "raw_memory": "m", "task_scopes": scopes}))
     assert "task_scopes" in str(raised.value)
+
+
+def test_lone_surrogates_and_nul_in_an_answer_become_storable_text():
+    answer = '{"rollout_summary": "a\\ud800b", "rollout_slug": "x-y", "raw_memory": "m\\u0000n"}'
+    parsed = parse_stage1_output(answer)
+    assert (parsed.rollout_summary, parsed.raw_memory) == ("a\ufffdb", "m\ufffdn")

@@ -116,3 +116,64 @@ def test_notes_tool_can_be_switched_off(tmp_path):
     tools, _results = anyio.run(run_session, tmp_path, [], "--no-notes")
 
     assert {tool.name for tool in tools} == {"list", "read", "search"}
+
+
+def test_every_size_a_tool_accepts_is_bounded_with_one_clear_error(tmp_path):
+    """Issue 29: a 20 MB note was accepted, a 10,000-character path got the SDK's generic error
+    (with two tracebacks in the server log), a 5,000-digit cursor crashed `int()`."""
+    build_root(tmp_path)
+    calls = [
+        ("add_ad_hoc_note", {"note": "x" * (20 << 20)}),
+        ("read", {"path": "a" * 10_000}),
+        ("list", {"path": "b" * 300}),
+        ("search", {"query": "needle", "path": "/".join(["c"] * 3_000)}),
+        ("search", {"query": "q" * 10_000}),
+        ("list", {"cursor": "9" * 5_000}),
+        ("list", {"max_results": "all of them"}),
+        ("read", {"path": "MEMORY.md", "max_lines": 1.5}),
+        ("search", {"query": "needle", "mode": "x" * 100_000}),
+        ("search", {"query": "needle", "mode": "semantic", "cwd": "/" + "d" * 10_000}),
+        ("list", {"max_results": 10**30}),  # above the ceiling: the ceiling
+    ]
+
+    _tools, results = anyio.run(run_session, tmp_path, calls)
+
+    *refused, clamped = results
+    assert [result.structured_content["error"] for result in refused] == [
+        "NoteTooLong",
+        "InvalidPath",
+        "InvalidPath",
+        "InvalidPath",
+        "QueryTooLong",
+        "InvalidCursor",
+        "InvalidArgument",
+        "InvalidArgument",
+        "InvalidArgument",
+        "InvalidCwd",
+    ]
+    for result in refused:
+        assert result.is_error
+        [text] = result.content
+        kind = result.structured_content["error"]
+        assert text.text == f"{kind}: {result.structured_content['message']}"
+        assert "\n" not in text.text and len(text.text) < 400, text.text  # one line, nothing echoed whole
+    assert refused[0].structured_content["message"].startswith("note is 20971520 bytes; a note is at most 16384 bytes")
+    assert refused[6].structured_content["message"] == "max_results: Input should be a valid integer, unable to parse string as an integer"
+    assert not (tmp_path / paths.ad_hoc_notes_dir()).exists()
+    assert not clamped.is_error and len(clamped.structured_content["entries"]) == 2
+
+
+def test_refused_arguments_leave_no_traceback_in_the_server_log(tmp_path):
+    build_root(tmp_path)
+    errors = tmp_path / "server-stderr.txt"
+
+    async def session_logging_to_file():
+        with errors.open("w", encoding="utf-8") as log:
+            async with stdio_client(server_parameters(tmp_path), errlog=log) as (read_stream, write_stream):
+                async with ClientSession(read_stream, write_stream) as session:
+                    await session.initialize()
+                    for arguments in ({"path": "a" * 10_000}, {"path": "MEMORY.md", "line_offset": "first"}):
+                        assert (await session.call_tool("read", arguments)).is_error
+
+    anyio.run(session_logging_to_file)
+    assert "Traceback" not in errors.read_text(encoding="utf-8")

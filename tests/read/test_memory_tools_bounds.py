@@ -19,16 +19,22 @@ import pytest
 from codex_memories.read import memory_tools
 from codex_memories.read.memory_tools import (
     MAX_ANSWER_BYTES,
+    MAX_CURSOR_DIGITS,
     MAX_LINE_BYTES,
     MAX_MATCH_BYTES,
     AnswerTimedOut,
+    FileUnreadable,
     InvalidContextLines,
+    InvalidCursor,
     InvalidPath,
+    InvalidText,
     QueryTooLong,
+    add_ad_hoc_note,
     list_entries,
     read_file,
     search,
 )
+from codex_memories.read.notes import NOTE_MAX_BYTES, InvalidNote, NoteTooLong
 
 SECRET = "outside the memory root"
 
@@ -219,3 +225,43 @@ def test_a_listing_of_many_long_names_stays_under_the_answer_ceiling(tmp_path: P
     assert answer_bytes(first) <= MAX_ANSWER_BYTES
     second = list_entries(tmp_path, cursor=first.next_cursor)
     assert second.entries[0].path.startswith(f"{len(first.entries):04d}-")
+
+
+# -- arguments ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "kind"),
+    [
+        (lambda root: read_file(root, "\ud800.md"), InvalidPath),
+        (lambda root: read_file(root, "x/" * 2_100), InvalidPath),
+        (lambda root: list_entries(root, "n" * 256), InvalidPath),
+        (lambda root: search(root, "needle \udc00"), InvalidText),
+        (lambda root: search(root, "needle", cwd="/src/\ud800"), InvalidText),
+        (lambda root: list_entries(root, cursor="1" * (MAX_CURSOR_DIGITS + 1)), InvalidCursor),
+        (lambda root: add_ad_hoc_note(root, "x" * (NOTE_MAX_BYTES + 1)), NoteTooLong),
+        (lambda root: add_ad_hoc_note(root, "remember \ud800"), InvalidNote),
+    ],
+)
+def test_arguments_past_their_bound_or_not_unicode_are_one_named_error(tmp_path: Path, call, kind) -> None:
+    (tmp_path / "MEMORY.md").write_text("needle\n", encoding="utf-8")
+    with pytest.raises(kind) as raised:
+        call(tmp_path)
+    assert len(str(raised.value)) < 300  # the rejected value is never echoed whole
+    assert not (tmp_path / "extensions").exists()
+
+
+def test_a_note_of_exactly_the_bound_is_written(tmp_path: Path) -> None:
+    added = add_ad_hoc_note(tmp_path, "é" * (NOTE_MAX_BYTES // 2))
+    assert len((tmp_path / added.path).read_bytes()) == NOTE_MAX_BYTES
+
+
+def test_a_file_the_system_refuses_to_read_is_file_unreadable(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "MEMORY.md").write_text("needle\n", encoding="utf-8")
+
+    def refuse(self, path):
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(memory_tools.SandboxedFolder, "open_file", refuse)
+    with pytest.raises(FileUnreadable, match="Permission denied"):
+        read_file(tmp_path, "MEMORY.md")

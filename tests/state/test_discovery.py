@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
 import pytest
 
+from codex_memories.ingest.discovery import discover_rollouts
 from codex_memories.state import GLOBAL_JOB_KEY, JobKind, MemoryMode, MemoryStore, Phase2ClaimOutcome
 from tests.state.support import LEASE, NOW, FakeClock, claim_and_succeed, make_thread
+from tests.support.rollout_factory import write_rollout
 
 
 def test_upsert_inserts_new_threads_and_updates_known_ones(store):
@@ -138,3 +143,62 @@ def test_team_exports_are_recorded_once_per_folder(store, clock):
     store.record_team_export("/w/app-clone", "github.com/acme/app")
     store.record_team_export("/w/app", "github.com/acme/app")  # a second export refreshes the row
     assert store.team_export_folders() == ["/w/app", "/w/app-clone"]
+
+
+def test_surrogates_nul_and_bad_bytes_in_a_rollout_are_stored_replaced_and_counted(store: MemoryStore, tmp_path: Path) -> None:
+    """On both backends: PostgreSQL refuses NUL in text, and neither stores a lone surrogate."""
+    day = tmp_path / "sessions" / "2026" / "01" / "01"
+    day.mkdir(parents=True)
+    thread_id = "0193a000-0000-7000-8000-000000000009"
+    path = day / f"rollout-2026-01-01T00-00-00-{thread_id}.jsonl"
+    path.write_bytes(
+        b'{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"' + thread_id.encode()
+        + b'","cwd":"/src/a\\ud800b","source":"cli","git":{"branch":"ma\\u0000in"}}}\n'
+        b'{"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user",'
+        b'"content":[{"type":"input_text","text":"caf\xe9 \\udc00 please"}]}}\n'
+    )
+    good = write_rollout(tmp_path, created_at=datetime.now(UTC) - timedelta(hours=20), user_messages=["hello"])
+
+    report = discover_rollouts(
+        store, tmp_path, generate_memories=True, disable_on_external_context=False, now_ms=int(datetime.now(UTC).timestamp() * 1000)
+    )
+
+    thread = store.get_thread(thread_id)
+    assert thread.cwd == "/src/a\ufffdb"
+    assert thread.git_branch == "ma\ufffdin"
+    assert thread.first_user_message == "caf\ufffd \ufffd please"
+    assert store.get_thread(good.stem.split("-", 6)[-1]) is not None
+    assert report.lines_repaired == 2
+    assert report.repaired_by_reason == {"lone_surrogate": 2, "nul_character": 1, "invalid_utf8": 1}
+    assert report.facts()["lines repaired: lone_surrogate"] == 2
+
+
+def test_metadata_no_row_can_be_keyed_or_indexed_by_is_read_as_absent(store: MemoryStore, tmp_path: Path) -> None:
+    """On PostgreSQL a 10 KB session id failed the whole batch (`index row requires 10016
+    bytes`); the id falls back to the file name's, and a cwd or a remote of 100 KB is no cwd."""
+    import json
+    import secrets
+
+    day = tmp_path / "sessions" / "2026" / "01" / "01"
+    day.mkdir(parents=True)
+    file_id = "0193a000-0000-7000-8000-00000000000a"
+    meta = {
+        "id": secrets.token_hex(5_000),
+        "forked_from_id": "x" * 300,
+        "cwd": "/" + secrets.token_hex(50_000),
+        "source": "s" * 10_000,
+        "git": {"repository_url": "https://github.com/" + secrets.token_hex(50_000), "branch": "b" * 100_000},
+    }
+    (day / f"rollout-2026-01-01T00-00-00-{file_id}.jsonl").write_text(
+        json.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": meta}) + "\n", encoding="utf-8"
+    )
+    good = write_rollout(tmp_path, created_at=datetime.now(UTC) - timedelta(hours=20), user_messages=["hello"])
+
+    report = discover_rollouts(
+        store, tmp_path, generate_memories=True, disable_on_external_context=False, now_ms=int(datetime.now(UTC).timestamp() * 1000)
+    )
+
+    assert report.threads_upserted == 2
+    thread = store.get_thread(file_id)
+    assert (thread.cwd, thread.git_origin_url, thread.git_branch, thread.forked_from_id, thread.source) == (None, None, None, None, "unknown")
+    assert store.get_thread(good.stem.split("-", 6)[-1]) is not None

@@ -96,10 +96,13 @@ class MemoryHome:
         folder = self.memory_root / paths.ROLLOUT_SUMMARIES_DIR
         return sorted(file.read_text(encoding="utf-8") for file in folder.glob("*.md")) if folder.is_dir() else []
 
-    def cli(self, *arguments: str, stdin: str | None = None, locations: bool = True) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *arguments: str, stdin: str | None = None, locations: bool = True, environment: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         command = [*CLI, *arguments]
         if locations:
             command += ["--codex-home", str(self.codex_home)]
+        given = environment or {}
         environment = {
             key: value
             for key, value in os.environ.items()
@@ -108,6 +111,7 @@ class MemoryHome:
         environment["HOME"] = str(self.root / "user-home")
         environment["CODEX_MEMORIES_DB_URL"] = self.db_url
         environment["CODEX_MEMORIES_MEMORY_ROOT"] = str(self.memory_root)
+        environment.update(given)
         return subprocess.run(
             command, input=stdin, capture_output=True, text=True, env=environment, cwd=self.root, timeout=120
         )
