@@ -1,7 +1,10 @@
-"""Run reports: what each flow run publishes as a Prefect markdown artifact and prints.
+"""Run reports: what each flow run publishes as a Prefect markdown artifact and prints, and the
+verdict its final state carries.
 
 Pure rendering: counts per outcome code, each failure with its reason, discovery and quality
-facts, token usage. The same outcome strings as the DB and the logs.
+facts, token usage. The same outcome strings as the DB and the logs. The verdicts
+(`phase1_verdict`, `phase2_verdict`, `backfill_verdict`) decide, from a report alone, whether the
+run did its job: the flows turn them into Prefect states (`docs/prefect.md` has the table).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from codex_memories.consolidate.conflicts import Conflict
 from codex_memories.outcomes import Outcome
@@ -304,3 +307,83 @@ def render_forget_markdown(report: ForgetReport) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+# ---- verdicts: the final state of a flow run ---------------------------------------------------
+
+# Prefect state names beyond the type's own: each is shown on the run's badge and can be filtered
+# on, and Prefect emits it as the event `prefect.flow-run.<name>` that automations trigger on.
+PARTIAL = "Partial"
+AWAITING_REVIEW = "AwaitingReview"
+REJECTED = "Rejected"
+
+# The phase-2 outcomes that end a run waiting for, or refused by, a reviewer.
+_REVIEW_WAITING = frozenset({Outcome.proposed_awaiting_review, Outcome.skipped_review_pending})
+_REVIEW_REFUSED = frozenset({Outcome.skipped_review_rejected, Outcome.skipped_review_timeout})
+_SUCCEEDED = frozenset({Outcome.succeeded.value, Outcome.succeeded_no_output.value})
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """Did the run do its job: the type of its final state (`completed`, `failed`, `cancelled`),
+    the state's name and its message (the outcome counts, or the outcome and its reason)."""
+
+    state: Literal["completed", "failed", "cancelled"]
+    name: str
+    message: str
+
+
+def phase1_verdict(report: Phase1Report) -> RunVerdict:
+    """Failed when claimed extractions failed: named `Partial` when others succeeded, `Failed`
+    when none did. Completed otherwise (nothing to do, a gate, a rate-limit stop included); a
+    run the rate-limit guard stopped half way says "partial" in its message."""
+    counts = report.outcome_counts()
+    text = format_counts(counts)
+    failed = sum(count for outcome, count in counts.items() if Outcome(outcome).is_failure)
+    if failed:
+        succeeded = sum(counts[outcome] for outcome in _SUCCEEDED)
+        if succeeded:
+            return RunVerdict("failed", PARTIAL, f"partial: {failed} of {failed + succeeded} extractions failed ({text})")
+        return RunVerdict("failed", "Failed", f"every extraction failed ({text})")
+    if counts[Outcome.skipped_rate_limited.value] and report.claimed:
+        return RunVerdict("completed", "Completed", f"partial, stopped by the rate-limit guard ({text})")
+    return RunVerdict("completed", "Completed", text)
+
+
+def phase2_verdict(report: Phase2Report) -> RunVerdict:
+    """Failed on a `failed_*` outcome; `AwaitingReview` (completed) while a proposal waits for a
+    decision; `Rejected` (cancelled) when the reviewer said no or did not answer in time;
+    Completed otherwise, skips included (a skip is a decision of the DB lease, the cooldown or
+    the rate-limit guard, not a fault)."""
+    outcome = report.outcome
+    text = outcome.value if outcome is not None else "unknown"
+    message = f"{text}: {report.reason}" if report.reason else text
+    if outcome is None or outcome.is_failure:
+        return RunVerdict("failed", "Failed", message)
+    if outcome in _REVIEW_WAITING:
+        return RunVerdict("completed", AWAITING_REVIEW, message)
+    if outcome in _REVIEW_REFUSED:
+        return RunVerdict("cancelled", REJECTED, message)
+    return RunVerdict("completed", "Completed", message)
+
+
+def backfill_verdict(phase1: Phase1Report, phase2_outcome: str | None, phase2_reason: str | None) -> RunVerdict:
+    """A backfill is its extractions (as `phase1_verdict`) and its one phase 2 (as
+    `phase2_verdict`): it fails when either fails, `Partial` when some extractions succeeded."""
+    extraction = phase1_verdict(phase1)
+    if phase2_outcome is None:  # a gate stopped the backfill before its phase 2
+        return extraction
+    consolidation = phase2_verdict(Phase2Report(outcome=Outcome(phase2_outcome), reason=phase2_reason))
+    message = f"extractions: {extraction.message}; phase 2: {consolidation.message}"
+    if extraction.state == "failed":
+        return RunVerdict("failed", extraction.name, message)
+    if consolidation.state == "failed":
+        extracted = sum(phase1.outcome_counts()[outcome] for outcome in _SUCCEEDED)
+        return RunVerdict("failed", PARTIAL if extracted else "Failed", message)
+    return RunVerdict(consolidation.state, consolidation.name, message)
+
+
+def format_counts(counts: Counter[str]) -> str:
+    """`outcome=count, ...`, failures first, as the CLI prints them."""
+    ordered = sorted(counts.items(), key=lambda item: (not Outcome(item[0]).is_failure, item[0]))
+    return ", ".join(f"{outcome}={count}" for outcome, count in ordered) or "nothing to do"

@@ -69,8 +69,10 @@ def backfill(
         fail(str(error))
     from codex_memories_cli.prefect_server import running_prefect_server
 
+    from codex_memories_flows.flow_runs import report_of
+
     with running_prefect_server():  # a server that is up spares Prefect's temporary one
-        report = backfill_flow(source=source, since=since, until=until, overrides=overrides)
+        report = report_of(backfill_flow(source=source, since=since, until=until, overrides=overrides, return_state=True))
     print(render_backfill_markdown(report))
     failed = report.phase2_outcome is not None and report.phase2_outcome.startswith("failed")
     if failed or report.phase1.failures():

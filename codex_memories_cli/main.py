@@ -106,10 +106,11 @@ def _run_phase1(overrides: SettingsOverrides, config: RuntimeConfig, *, local: b
         if report is not None:
             return report
     from codex_memories_cli.prefect_server import running_prefect_server
+    from codex_memories_flows.flow_runs import report_of
     from codex_memories_flows.phase1 import phase1
 
     with running_prefect_server():  # a server that is up spares Prefect's temporary one
-        return _with_progress(lambda: phase1(overrides=overrides))
+        return report_of(_with_progress(lambda: phase1(overrides=overrides, return_state=True)))
 
 
 def _handed_off(flow: str, overrides: SettingsOverrides, config: RuntimeConfig, *, verbose: bool, force: bool) -> Any:
@@ -173,10 +174,11 @@ def _run_phase2(overrides: SettingsOverrides, config: RuntimeConfig, *, force: b
         if report is not None:
             return report
     from codex_memories_cli.prefect_server import running_prefect_server
-    from codex_memories_flows.phase2 import phase2, phase2_report
+    from codex_memories_flows.flow_runs import report_of
+    from codex_memories_flows.phase2 import phase2
 
     with running_prefect_server():  # a server that is up spares Prefect's temporary one
-        return phase2_report(phase2(overrides=overrides, force=force, return_state=True))
+        return report_of(phase2(overrides=overrides, force=force, return_state=True))
 
 
 @app.command()

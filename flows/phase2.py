@@ -5,7 +5,9 @@ code (`phase2_support.stage_step`). Two guards, one truth: the state DB's global
 ownership token) decides who consolidates; Prefect agrees through a one-slot global concurrency
 limit (`phase2_support.prefect_singleton_slot`, plus `concurrency_limit: 1` on the deployment),
 which never makes a run hang. With `review = ask` the gated copy waits for a decision
-(`phase2_review`).
+(`phase2_review`). The run's final state says what it did (`codex_memories.reports.phase2_verdict`:
+Failed on a failure, AwaitingReview while a proposal waits, Rejected when refused); a retried
+flow run is not held back by the backoff or the lease its earlier attempt left.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
-from prefect.states import Completed, Failed, State
+from prefect.states import State
 
 from codex_memories.consolidate.review import load_proposal
 from codex_memories.consolidate.staging import StagedWorkspace
@@ -29,11 +31,12 @@ from codex_memories.consolidate.steps import (
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
-from codex_memories.reports import Phase2Report
+from codex_memories.reports import Phase2Report, phase2_verdict
 from codex_memories.runtime import memory_root, open_store
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Phase2ClaimOutcome
 from codex_memories.storage import LocalWorkspace
+from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_overrides
 from codex_memories_flows.phase2_review import review_proposal
 from codex_memories_flows.phase2_support import prefect_singleton_slot, stage_step
 from codex_memories_tasks.audit_manual_changes import audit_manual_changes
@@ -68,28 +71,16 @@ def phase2(overrides: SettingsOverrides | None = None, force: bool = False, from
     """Consolidate the selected stage-1 memories into the memory folder; one run at a time.
 
     Args:
-        overrides: settings for this run on top of the worker's environment, our TOML file and
-            the defaults (Codex home, state DB, memory root, provider, model, ...).
+        overrides: settings for this run on top of the deployment's default overrides, the
+            worker's environment, our TOML file and the defaults (Codex home, state DB, memory
+            root, provider, model, review, ...); a field given replaces that field only.
         force: skip the cooldown since the last success (never the lease).
         from_scratch: rebuild: consolidate into a fresh folder (only the extensions and the recall
             index kept from the old one) instead of on top of the last consolidation; the live
             folder serves the old one until the rebuilt one is published.
     """
-    config = (overrides or SettingsOverrides()).load()
-    report = run_phase2(config, force=force, from_scratch=from_scratch)
-    message = report.outcome.value if report.outcome else "unknown"
-    if report.outcome is not None and report.outcome.is_failure:
-        return Failed(message=f"{message}: {report.reason or ''}", data=report)
-    return Completed(message=message, data=report)
-
-
-def phase2_report(state: State) -> Phase2Report:
-    """The report a phase2 flow run's final state carries (a failed consolidation is a Failed
-    state with its report); an error the flow raised is raised here."""
-    result = state.result(raise_on_failure=False)
-    if isinstance(result, BaseException):
-        raise result
-    return result
+    report = run_phase2(run_overrides(overrides).load(), force=force, from_scratch=from_scratch)
+    return final_state(phase2_verdict(report), report)
 
 
 def run_phase2(config: RuntimeConfig, *, force: bool = False, from_scratch: bool = False) -> Phase2Report:
@@ -114,7 +105,7 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool =
         #    be reached is this step's own outcome, reported like any other.
         try:
             audit_start = stage_step(Outcome.failed_claim, mark_forget_audit, config)
-            claim, worker = stage_step(Outcome.failed_claim, claim_lock, config, force)
+            claim, worker = stage_step(Outcome.failed_claim, claim_lock, config, force, retried_flow_run())
         except Phase2Failure as failure:
             report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
             publish_phase2_report(report)  # `_step` logged the failure with its outcome code

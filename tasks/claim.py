@@ -1,8 +1,11 @@
-"""Task: claim phase-1 jobs (`MemoryStore.claim_stage1_jobs_for_startup`, spec 1.4).
+"""Tasks: claim phase-1 jobs (`MemoryStore.claim_stage1_jobs_for_startup`, spec 1.4), and take
+them back in a retried flow run (`MemoryStore.resume_stage1_claims`).
 
 Input: the run's configuration (windows, per-run cap, lease). Output: the claims, persisted per
-flow run (`RUN_ID` cache), so a retried flow run reuses its claims instead of claiming again.
-Side effect: `jobs` rows leased to this worker.
+flow run (`RUN_ID` cache), so a retried flow run gets its claims back instead of claiming again;
+`resume_claims` then makes them this attempt's (a job the earlier attempt failed is taken again
+under a new token, so its extraction runs again instead of being read back). Side effect:
+`jobs` rows leased to this worker.
 """
 
 import os
@@ -14,7 +17,7 @@ from prefect.context import get_run_context
 
 from codex_memories.runtime import open_store
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES, RuntimeConfig
-from codex_memories.state.records import Stage1Claim
+from codex_memories.state.records import Stage1Claim, Stage1ClaimResume
 
 
 def worker_id() -> str:
@@ -40,4 +43,16 @@ def claim_stage1_jobs(config: RuntimeConfig) -> list[Stage1Claim]:
         min_rollout_idle_hours=memories.min_rollout_idle_hours if windows_apply else None,
         allowed_sources=list(INTERACTIVE_SESSION_SOURCES),
         lease_seconds=settings.stage1_lease_seconds,
+    )
+
+
+@task(name="resume-claims", cache_policy=None)
+def resume_claims(config: RuntimeConfig, claims: list[Stage1Claim]) -> list[Stage1ClaimResume]:
+    """A retried flow run's claims, taken back (same order; `claim` None: not claimable now)."""
+    settings = config.settings
+    return open_store(settings.resolved_db_url).resume_stage1_claims(
+        claims,
+        worker_id=worker_id(),
+        lease_seconds=settings.stage1_lease_seconds,
+        max_running_jobs=max(len(claims), config.memories.max_rollouts_per_startup),
     )

@@ -1,7 +1,8 @@
 """Task: phase 2 step 1, claim the global consolidation lease (`consolidate.steps.claim_global_lock`).
 
-Input: the configuration and `force` (skips the cooldown, never the lease). Output: the claim
-result and this worker's id. Side effect: the global `jobs` row leased when claimed.
+Input: the configuration, `force` (skips the cooldown, never the lease) and, in a retried flow
+run, its id (the backoff or lease an earlier attempt of it left does not apply). Output: the
+claim result and this worker's id. Side effect: the global `jobs` row leased when claimed.
 """
 
 from prefect import task
@@ -14,7 +15,7 @@ from codex_memories_tasks.claim import worker_id
 
 
 @task(name="claim-global-lock", cache_policy=None)
-def claim_lock(config: RuntimeConfig, force: bool) -> tuple[Phase2ClaimResult, str]:
+def claim_lock(config: RuntimeConfig, force: bool, retried_flow_run: str | None = None) -> tuple[Phase2ClaimResult, str]:
     worker = worker_id()
     settings = config.settings
     result = claim_global_lock(
@@ -24,5 +25,6 @@ def claim_lock(config: RuntimeConfig, force: bool) -> tuple[Phase2ClaimResult, s
         cooldown_seconds=settings.phase2_cooldown_seconds,
         force=force,
         stage1_wait_seconds=settings.phase2_stage1_wait_seconds,
+        retried_flow_run=retried_flow_run,
     )
     return result, worker

@@ -370,14 +370,16 @@ def test_run_hands_off_both_phases_and_a_failed_phase_2_exits_1_as_it_would_here
 def test_the_cli_runs_the_flow_itself_when_serve_declines_and_with_local(
     environment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from prefect.states import Completed, State
+
     import codex_memories_flows.phase1 as phase1_module
     from codex_memories_cli.main import app
 
     local_runs: list[SettingsOverrides] = []
 
-    def local_phase1(overrides: SettingsOverrides) -> Phase1Report:
+    def local_phase1(overrides: SettingsOverrides, return_state: bool) -> State[Phase1Report]:
         local_runs.append(overrides)
-        return Phase1Report(provider="heuristic", provider_reason="ran here")
+        return Completed(data=Phase1Report(provider="heuristic", provider_reason="ran here"))
 
     monkeypatch.setattr(phase1_module, "phase1", local_phase1)
     monkeypatch.setattr("codex_memories_cli.prefect_server.running_prefect_server", lambda: nullcontext())

@@ -23,6 +23,7 @@ from codex_memories.consolidate.workspace import workspace_diff
 from codex_memories.outcomes import Outcome
 from codex_memories.reports import Phase2Report
 from codex_memories.settings import SettingsOverrides
+from codex_memories_flows.flow_runs import report_of
 from codex_memories_flows.phase2 import phase2
 from tests.flows import test_phase2_flow as phase2_tests
 from tests.flows.test_phase2_flow import Home, served_summary
@@ -47,7 +48,7 @@ def run(home: Home, *, review: str = "ask", timeout: int | None = None) -> Phase
         force=True,
         return_state=True,
     )
-    return state.result(raise_on_failure=False) if state.is_failed() else state.result()
+    return report_of(state)
 
 
 def review_cli(home: Home, *arguments: str) -> subprocess.CompletedProcess[str]:
