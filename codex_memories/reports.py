@@ -30,6 +30,22 @@ class ExtractionLine:
     truncated_tokens: int = 0
 
 
+def describe_extraction(result: Any, *, token_budget: int) -> str:
+    """One line for an extraction's task run: the outcome (with its reason), what was sent, and
+    whose model answered (`result` is an `extract.extraction.ExtractionResult`)."""
+    reason = f": {redact_secrets(result.reason)}" if result.reason else ""
+    sent = f"{result.transcript_tokens} transcript tokens sent (budget {token_budget})"
+    if result.truncated_tokens:
+        sent += f", about {result.truncated_tokens} left out of the middle"
+    if result.provider == "heuristic":
+        source = "offline heuristic extractor, no model"
+    else:
+        source = f"{result.provider} model {result.model}"
+        if result.reused_arrived_result:
+            source += ", its answer reused from an earlier run"
+    return f"{result.outcome.value}{reason}; {sent}; {source}"
+
+
 @dataclass
 class Phase1Report:
     gate: Outcome | None = None
@@ -50,6 +66,8 @@ class Phase1Report:
     # The part of `usage` that earlier runs paid for: answers that arrived before they died (or
     # lost their lease) and that this run finalized instead of calling the model again.
     usage_reused: Counter[str] = field(default_factory=Counter)
+    # `rollout_token_budget`: what a transcript may send (the truncation section says it).
+    token_budget: int | None = None
 
     def outcome_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter(line.outcome.value for line in self.extractions)
@@ -67,12 +85,13 @@ def render_phase1_markdown(report: Phase1Report) -> str:
     lines = ["# codex-memories phase 1", ""]
     if report.warning:
         lines += [f"**{report.warning}**", ""]
-    if report.provider:
+    if report.provider == "heuristic":
+        lines.append("Provider: `heuristic`: memories were extracted by the offline heuristic extractor (rule-based, no model).")
+    elif report.provider:
         lines.append(f"Provider: `{report.provider}`, model `{report.model}`.")
+    if report.provider:
         if report.provider_reason:
             lines.append(f"Provider choice: {report.provider_reason}.")
-        if report.provider == "heuristic":
-            lines.append("Memories were extracted by the offline heuristic extractor (rule-based, no model).")
         lines.append("")
     if report.rate_limit:
         lines += [f"Rate-limit guard: `skipped_rate_limited`: {report.rate_limit}.", ""]
@@ -94,10 +113,11 @@ def render_phase1_markdown(report: Phase1Report) -> str:
         lines += [f"- `{thread_id}`" for thread_id in report.pruned_thread_ids]
     truncated = [line for line in report.extractions if line.truncated_tokens]
     if truncated:
-        lines += ["", "## Truncated transcripts", ""]
+        budget = f" (budget {report.token_budget} tokens per transcript)" if report.token_budget else ""
+        lines += ["", f"## Truncated transcripts{budget}", ""]
         lines += [
-            f"- `{line.thread_id}`: {line.truncated_tokens} tokens cut from the middle, "
-            f"{line.transcript_tokens} sent"
+            f"- `{line.thread_id}`: {line.transcript_tokens} tokens sent, the start and the end; about "
+            f"{line.truncated_tokens} left out of the middle (an estimate)"
             for line in truncated
         ]
     if report.quality:
@@ -307,6 +327,48 @@ def render_forget_markdown(report: ForgetReport) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+# ---- review = ask: the proposal as the reviewer sees it ---------------------------------------
+
+# The decision form's description is stored with the flow run's input; the full diff (up to the
+# proposal's own cap) is the review artifact.
+REVIEW_FORM_DIFF_CHARS = 60_000
+
+
+def render_review_artifact(diff: str, *, proposal_path: str, outputs: int, pausable: bool) -> str:
+    """The review artifact: the redacted diff, and where the decision is made: this run's form
+    when it waits for one, else `codex-memories review` (a run without a deployment cannot
+    pause: nobody could resume it)."""
+    if pausable:
+        decide = (
+            "This flow run is paused for the decision: approve or reject it in its form (the Resume "
+            "button on the run's page), or with `codex-memories review --approve` / `--reject`."
+        )
+    else:
+        decide = (
+            "This flow run cannot pause for a decision (it is not a deployment's run, so nothing could "
+            "resume it): decide with `codex-memories review --approve` or `--reject`."
+        )
+    return (
+        "# codex-memories: consolidation waiting for review\n\n"
+        f"Proposal `{proposal_path}` ({outputs} stage-1 outputs). {decide}\n\n{_fenced_diff(diff)}"
+    )
+
+
+def render_review_form(diff: str, *, outputs: int) -> str:
+    """The decision form's description (markdown above the approve toggle): what approving
+    applies, the diff itself, shortened when long."""
+    shown = diff if len(diff) <= REVIEW_FORM_DIFF_CHARS else diff[:REVIEW_FORM_DIFF_CHARS] + "\n[shortened here: the full diff is the run's review artifact]\n"
+    return (
+        f"Approve to apply this consolidation of {outputs} stage-1 outputs to the memory folder; reject to "
+        f"discard it (its inputs stay for the next run). The diff against the live folder (redacted):\n\n{_fenced_diff(shown)}"
+    )
+
+
+def _fenced_diff(diff: str) -> str:
+    fence = "~~~~" if "```" in diff else "```"
+    return f"{fence}diff\n{diff}\n{fence}\n"
 
 
 # ---- verdicts: the final state of a flow run ---------------------------------------------------

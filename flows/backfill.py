@@ -75,6 +75,7 @@ def run_backfill(
     batch_size = config.settings.backfill_batch_size
     report = BackfillReport(source=source or "archived", since=since, until=until, batch_size=batch_size)
     report.phase1.provider, report.phase1.model = config.provider_name, config.extract_model
+    report.phase1.token_budget = config.settings.rollout_token_budget
     report.phase1.provider_reason = config.provider_reason
 
     # 1. Gate: generate_memories, as for phase 1.

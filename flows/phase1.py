@@ -35,7 +35,7 @@ from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim
 from codex_memories_tasks.audit_pollution import audit_polluted_threads
 from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_overrides
-from codex_memories_tasks.claim import claim_stage1_jobs, resume_claims
+from codex_memories_tasks.claim import claim_stage1_jobs, given_back_if_interrupted, resume_claims
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.discover import discover
 from codex_memories_tasks.extract import extract_rollout, find_arrived_extractions
@@ -74,7 +74,10 @@ def phase1(overrides: SettingsOverrides | None = None) -> State[Phase1Report]:
 
 def run_phase1(config: RuntimeConfig) -> Phase1Report:
     """The numbered steps of phase 1, callable from any flow (phase1, run, backfill)."""
-    report = Phase1Report(provider=config.provider_name, model=config.extract_model, provider_reason=config.provider_reason)
+    report = Phase1Report(
+        provider=config.provider_name, model=config.extract_model, provider_reason=config.provider_reason,
+        token_budget=config.settings.rollout_token_budget,
+    )
     audit_start = mark_forget_audit(config)
     logger = get_run_logger()
     # The transcript worker process starts now, so it is warm when the claims come (step 7).
@@ -127,7 +130,10 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     #    flow run gets its earlier attempt's claims back).
     claims, not_taken_back = take_back_claims(config, claim_stage1_jobs(config))
     report.claimed = len(claims)
-    logger.info("claimed %d thread(s) (provider %s, model %s)", report.claimed, report.provider, report.model)
+    logger.info(
+        "claimed %d thread(s) (%s)", report.claimed,
+        "offline heuristic extractor, no model" if report.provider == "heuristic" else f"provider {report.provider}, model {report.model}",
+    )
 
     # 7-9. Extract (at most `concurrency` at once), check the batch's quality, finalize each job.
     extracted = extract_claims(claims, config, guard, kept_lines=discovery.kept_lines())
@@ -203,7 +209,7 @@ def extract_claims(
     )
     # The objects the run holds so far stay out of the collector's full passes while slots turn
     # over (`codex_memories.extract.collector`).
-    with frozen_old_objects():
+    with given_back_if_interrupted(config, claims), frozen_old_objects():
         futures, stopped_by = _submit_bounded(extract, claims, config, prefetch=prefetch, arrived=arrived, before_batch=guard)
         # The rate-limit guard stopped the waves: the claims never sent go back, unfailed.
         sent, unsent = claims[: len(futures)], claims[len(futures) :]
@@ -211,11 +217,11 @@ def extract_claims(
             release_claims(config, unsent)
         results = _collect(sent, futures)
 
-    # 8. Data quality on the batch (great-expectations).
-    verdict = check_extraction_quality(results)
+        # 8. Data quality on the batch (great-expectations).
+        verdict = check_extraction_quality(results)
 
-    # 9. Finalize each job with one of the three outcomes.
-    lines = finalize_extractions(results, verdict.failed_expectations, config)
+        # 9. Finalize each job with one of the three outcomes.
+        lines = finalize_extractions(results, verdict.failed_expectations, config)
     reason = stopped_by.reason if stopped_by is not None else None
     lines += [ExtractionLine(thread_id=claim.thread_id, outcome=Outcome.skipped_rate_limited, reason=reason) for claim in unsent]
     usage = sum((Counter(result.usage) for result in results), Counter())

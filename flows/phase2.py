@@ -41,7 +41,7 @@ from codex_memories_flows.phase2_review import review_proposal
 from codex_memories_flows.phase2_support import prefect_singleton_slot, stage_step
 from codex_memories_tasks.audit_manual_changes import audit_manual_changes
 from codex_memories_tasks.check_settled import check_settled, record_settled
-from codex_memories_tasks.claim_lock import claim_lock
+from codex_memories_tasks.claim_lock import claim_lock, lease_given_back_if_interrupted
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.confirm_ownership import confirm_ownership
 from codex_memories_tasks.consolidate import consolidate
@@ -115,33 +115,35 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool =
             publish_phase2_report(report)
             return report
         lease = Phase2Lease(claim.ownership_token or "", claim.input_watermark or 0, worker)
-        # 1a. Nothing that decides the selection changed since the last success (time passing
-        #     included) and the folder is still its baseline: finish now, before any workspace
-        #     work. Otherwise the full run, whose success keeps what it settled on for the next.
-        settled = check_settled(config, lease)
-        try:
-            if settled.selection is not None and not from_scratch:
-                report.selected, report.storage_bytes = len(settled.selection.refs), settled.storage_bytes
-                _finish(config, lease, settled.selection, report, Outcome.succeeded_no_workspace_changes)
-            else:
-                _consolidate_under_lease(config, lease, report, from_scratch=from_scratch)
-                if report.outcome in (Outcome.succeeded, Outcome.succeeded_no_workspace_changes) and not report.work_left:
-                    record_settled(config, settled, report.storage_bytes or 0)
-        except Phase2Failure as failure:
-            # The reason goes to the run artifact and the logs as well as the DB: redacted here.
-            report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
-            mark_failed(
-                open_store(config.settings.resolved_db_url),
-                lease=lease,
-                outcome=failure.outcome,
-                reason=failure.reason,
-                retry_delay_seconds=(
-                    config.settings.phase2_retry_delay_seconds
-                    if failure.retry_delay_seconds is None
-                    else failure.retry_delay_seconds
-                ),
-                usage=report.usage or None,
-            )
+        # An interruption (Ctrl-C, SIGTERM) gives the lease back on its way out.
+        with lease_given_back_if_interrupted(config, lease):
+            # 1a. Nothing that decides the selection changed since the last success (time passing
+            #     included) and the folder is still its baseline: finish now, before any workspace
+            #     work. Otherwise the full run, whose success keeps what it settled on for the next.
+            settled = check_settled(config, lease)
+            try:
+                if settled.selection is not None and not from_scratch:
+                    report.selected, report.storage_bytes = len(settled.selection.refs), settled.storage_bytes
+                    _finish(config, lease, settled.selection, report, Outcome.succeeded_no_workspace_changes)
+                else:
+                    _consolidate_under_lease(config, lease, report, from_scratch=from_scratch)
+                    if report.outcome in (Outcome.succeeded, Outcome.succeeded_no_workspace_changes) and not report.work_left:
+                        record_settled(config, settled, report.storage_bytes or 0)
+            except Phase2Failure as failure:
+                # The reason goes to the run artifact and the logs as well as the DB: redacted here.
+                report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
+                mark_failed(
+                    open_store(config.settings.resolved_db_url),
+                    lease=lease,
+                    outcome=failure.outcome,
+                    reason=failure.reason,
+                    retry_delay_seconds=(
+                        config.settings.phase2_retry_delay_seconds
+                        if failure.retry_delay_seconds is None
+                        else failure.retry_delay_seconds
+                    ),
+                    usage=report.usage or None,
+                )
     report.forget_audit = collect_forget_audit(config, audit_start)
     publish_phase2_report(report)
     get_run_logger().info(

@@ -10,6 +10,8 @@ under a new token, so its extraction runs again instead of being read back). Sid
 
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from prefect import task
 from prefect.cache_policies import RUN_ID
@@ -56,3 +58,19 @@ def resume_claims(config: RuntimeConfig, claims: list[Stage1Claim]) -> list[Stag
         lease_seconds=settings.stage1_lease_seconds,
         max_running_jobs=max(len(claims), config.memories.max_rollouts_per_startup),
     )
+
+
+@contextmanager
+def given_back_if_interrupted(config: RuntimeConfig, claims: list[Stage1Claim]) -> Iterator[None]:
+    """Claims not finalized when the run is interrupted (Ctrl-C, SIGTERM) go back at once, so the
+    next run takes them without waiting for the lease (the answers that arrived stay stored).
+    Not a task: no task run can start while the flow run is torn down; a finalized claim is not
+    touched (`release_stage1_claims` matches only jobs still running under the token)."""
+    try:
+        yield
+    except BaseException as error:
+        if not isinstance(error, Exception):  # an interruption, Prefect's termination signal, an exit
+            open_store(config.settings.resolved_db_url).release_stage1_claims(
+                [(claim.thread_id, claim.ownership_token) for claim in claims]
+            )
+        raise

@@ -7,6 +7,7 @@ The verdicts themselves are pure (`codex_memories.reports`), tested at the end.
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -95,14 +96,17 @@ def test_a_phase1_run_with_some_failures_ends_failed_named_partial(tmp_path: Pat
     )
 
 
-def test_a_phase1_run_that_did_its_job_or_had_nothing_to_do_is_completed(tmp_path: Path, monkeypatch) -> None:
+def test_a_phase1_run_that_did_its_job_or_had_nothing_to_do_is_completed(tmp_path: Path, monkeypatch, caplog) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     codex_home = sessions(tmp_path, ["alpha"])
-    with running_openai_server() as server:
+    with running_openai_server() as server, caplog.at_level(logging.INFO, logger="prefect.task_runs"):
         first = phase1(overrides=overrides(tmp_path, codex_home, server.base_url), return_state=True)
         again = phase1(overrides=overrides(tmp_path, codex_home, server.base_url), return_state=True)
     assert api_state(first) == ("COMPLETED", "Completed", "succeeded=1")
     assert api_state(again) == ("COMPLETED", "Completed", "skipped_no_candidates=1")
+    # The extraction's task run says what came of it, not only "Finished in state Completed()".
+    said = [record.getMessage() for record in caplog.records if record.name == "prefect.task_runs"]
+    assert any(line.startswith("succeeded; ") and "transcript tokens sent (budget 150000); openai model" in line for line in said), said
 
 
 def test_a_failed_consolidation_ends_failed_with_its_outcome_and_reason(home: Home) -> None:
