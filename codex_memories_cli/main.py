@@ -277,7 +277,7 @@ def serve(
         codex_home=codex_home, db=db, memory_root=memory_root, provider=provider, base_url=base_url, api_mode=api_mode,
         extract_model=extract_model, consolidation_model=consolidation_model, concurrency=concurrency, config_file=config_file,
     )
-    prepare_prefect(verbose)
+    prepare_prefect(verbose, quiet_level="WARNING")  # its runs' warnings and errors, as before
     from codex_memories_cli.prefect_server import local_prefect_server
 
     # Until Prefect's runner installs its own SIGTERM handler (a graceful stop, once the

@@ -100,8 +100,9 @@ def load_config(**values: Any) -> tuple[SettingsOverrides, RuntimeConfig]:
     return overrides, overrides.load()
 
 
-def prepare_prefect(verbose: bool) -> None:
-    """Quiet Prefect's console logs for the CLI unless asked; keep its files in one place."""
+def prepare_prefect(verbose: bool, *, quiet_level: str = "CRITICAL") -> None:
+    """Quiet Prefect's console logs for the CLI unless asked (`serve`, which prints no report of
+    its own, keeps Prefect's warnings: `quiet_level`); keep its files in one place."""
     if not verbose:
         # Quiet the terminal only: the flow-run loggers keep INFO, so the runs the CLI starts
         # still send their stage lines to the Prefect API (the flow-run page shows them).
@@ -109,7 +110,7 @@ def prepare_prefect(verbose: bool) -> None:
         # Prefect's reaches the terminal (its engine's crash notes, its queues' "still
         # processing" warnings, a retried task's traceback): the command prints its own report,
         # failures with their reasons, and one line for an error; `--verbose` shows Prefect's logs.
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", quiet_level)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     # Without a server, Prefect starts a temporary one per command; its 20 s default start-up
     # budget was seen to run out on a loaded 2-core machine.
