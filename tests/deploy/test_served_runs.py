@@ -1,12 +1,16 @@
-"""Retry is the recovery path (issue 28.1): a flow run that failed because the model was down is
-retried the way the Prefect UI's "Retry" button does it, after the model is back, and finishes
-the work once.
+"""Deployment runs as a Prefect user makes them, against a real `prefect server start`
+(PostgreSQL), the deployments served by `codex-memories serve` (the user's settings as the
+deployments' default `overrides`) and the OpenAI-compatible test server. In order, on one home:
 
-Against a real `prefect server start` (PostgreSQL), the deployments served by `codex-memories
-serve` (the user's settings as the deployments' default `overrides`), and the OpenAI-compatible
-test server made to fail, then to recover. Counted on the model server: after the retry every
-session has exactly one answered extraction request, and no request that had been answered is
-sent again. Phase 1, phase 2 and a backfill, in that order, on one home.
+- Retry is the recovery path (issue 28.1): a run that failed because the model was down is
+  retried the way the Prefect UI's "Retry" button does it, after the model is back, and finishes
+  the work once. Counted on the model server: after the retry every session has exactly one
+  answered extraction request, and no request that had been answered is sent again. Phase 1,
+  phase 2 and a backfill.
+- A run's `overrides` merge with the deployment's (28.3), and review is decided where the run
+  waits (28.5): `-p overrides='{"review": "ask"}'` keeps the deployment's Codex home, state DB
+  and memory root, pauses with the diff in its form, and `codex-memories review --reject`
+  resumes it with the decision: the run ends Cancelled, named Rejected (28.2).
 """
 
 from __future__ import annotations
@@ -222,3 +226,53 @@ def _stage1_jobs(db_path: Path) -> dict[str, tuple[str, Any, Any]]:
 def _count(db_path: Path, table: str) -> int:
     with sqlite3.connect(db_path) as connection:
         return connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+def test_a_run_that_asks_for_review_keeps_the_deployments_settings_and_is_decided_from_the_cli(
+    served: PrefectStack, model: OpenAITestServer, home: dict[str, Any]
+) -> None:
+    from prefect.input.run_input import keyset_from_paused_state
+
+    released = threading.Event()
+    released.set()
+    model.set_handler(_consolidation_agent(released))
+    write_rollout(
+        home["codex_home"], created_at=datetime.now(UTC) - timedelta(hours=20), cwd="/home/dana/src/foxtrot",
+        user_messages=["In foxtrot always run make check before pushing."],
+    )
+    live_before = _tree(home["memory_root"])
+    with served.client() as client:
+        extracted = wait_terminal(client, _run(client, "memories-phase1", {"overrides": {"max_rollouts_per_startup": 8}}).id, timeout=240)
+        assert extracted.state.message == "succeeded=1", extracted.state
+        # Only `review` given: Prefect alone would drop the deployment's db_url and memory_root.
+        flow_run = _run(client, "memories-phase2", {"overrides": {"review": "ask"}, "force": True})
+        paused = wait_for(lambda: _paused_or_none(client, flow_run.id), timeout=240, what="the review pause")
+        form = client.read_flow_run_input(flow_run.id, keyset_from_paused_state(paused.state)["description"])
+        assert "Approve to apply" in form and "foxtrot" in form
+        assert (home["memory_root"].parent / f".{home['memory_root'].name}.proposal").is_dir()
+
+        decided = subprocess.run(
+            [
+                sys.executable, "-m", "codex_memories_cli.main", "review", "--reject", "--comment", "not now",
+                "--codex-home", str(home["codex_home"]), "--db", f"sqlite:///{home['db_path']}",
+                "--memory-root", str(home["memory_root"]),
+            ],
+            cwd=REPO_ROOT, env=served.env, capture_output=True, text=True, timeout=120,
+        )
+        assert decided.returncode == 0, decided.stderr
+        assert decided.stdout.startswith(f"rejected: flow run {flow_run.id} resumed with the decision")
+        rejected = wait_terminal(client, flow_run.id, timeout=120)
+
+    assert (rejected.state.type.value, rejected.state.name) == ("CANCELLED", "Rejected"), rejected.state
+    assert rejected.state.message == "skipped_review_rejected: rejected in review: not now"
+    assert _tree(home["memory_root"]) == live_before  # nothing applied
+
+
+def _paused_or_none(client: Any, flow_run_id: Any) -> Any:
+    run = client.read_flow_run(flow_run_id)
+    assert run.state is not None and not run.state.is_final(), run.state
+    return run if run.state.is_paused() else None
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
