@@ -11,13 +11,14 @@ fresh state DB and memory root (so each extracts all 64 sessions):
 (b) `python -X importtime -c "import codex_memories_cli.main"` and the same for the phase-1 flow
     module: the import costs, with the heaviest imports named (once);
 (c) `codex-memories phase1` with no server anywhere: Prefect starts its temporary server;
-(d) `codex-memories serve` started (untimed; it records its server in PREFECT_HOME and listens on
-    its hand-off socket), then `codex-memories phase1`: the CLI hands the run to serve, which runs
+(d) `codex-memories serve` started (untimed; it records its server in its state folder and
+    listens on its hand-off socket), then `codex-memories phase1`: the CLI hands the run to serve, which runs
     it in-process with everything imported (`codex_memories_cli.handoff`). The first run right
     after serve's start (its background warm-up may still be going) is reported apart; the
     repeats after it are the warm figure. Each run is checked to have run in serve (`--verbose`);
 (d') `codex-memories phase1 --local` with serve up: the flow in the CLI's own process, reporting
-    to serve's server (`running_prefect_server`), as before the hand-off;
+    to serve's server (given as PREFECT_API_URL: serve serves another Codex home), as before the
+    hand-off;
 (e) baseline: a bare Prefect flow run (a no-op `@flow`) in a fresh process against the same server.
 Goal: (d) <= 3 s; (c) and (d') are stated.
 
@@ -142,7 +143,7 @@ def _start_serve(work: Path, environment: dict[str, str]) -> tuple[subprocess.Po
         env=environment, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     api_url = f"http://127.0.0.1:{port}/api"
-    record = Path(environment["PREFECT_HOME"]) / "codex-memories-server.json"
+    record = idle_home / "codex-memories" / "serve.json"  # serve's record, in its settings' state folder
     hand_off_socket = Path(environment["PREFECT_HOME"]) / SOCKET_FILE
     deadline = time.monotonic() + SERVE_START_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
@@ -216,7 +217,9 @@ def main() -> None:
                 for repeat in range(args.repeats):
                     run = f"local-{repeat}"
                     command = _phase1_command(work, codex_home, model.base_url, run, args.sessions, "--local")
-                    elapsed, _ = _timed_process(command, environment)
+                    # Serve's server is another data's (its own idle Codex home): the command would
+                    # start a temporary server; configured, it reports to serve's.
+                    elapsed, _ = _timed_process(command, _environment(work / "prefect", api_url))
                     times["local"].append(elapsed)
                     if _extracted(work, run) != args.sessions:
                         raise RuntimeError(f"{run}: extracted {_extracted(work, run)} of {args.sessions}")

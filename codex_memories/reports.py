@@ -1,7 +1,10 @@
-"""Run reports: what each flow run publishes as a Prefect markdown artifact and prints.
+"""Run reports: what each flow run publishes as a Prefect markdown artifact and prints, and the
+verdict its final state carries.
 
 Pure rendering: counts per outcome code, each failure with its reason, discovery and quality
-facts, token usage. The same outcome strings as the DB and the logs.
+facts, token usage. The same outcome strings as the DB and the logs. The verdicts
+(`phase1_verdict`, `phase2_verdict`, `backfill_verdict`) decide, from a report alone, whether the
+run did its job: the flows turn them into Prefect states (`docs/prefect.md` has the table).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from codex_memories.consolidate.conflicts import Conflict
 from codex_memories.outcomes import Outcome
@@ -25,6 +28,22 @@ class ExtractionLine:
     reason: str | None = None
     transcript_tokens: int = 0
     truncated_tokens: int = 0
+
+
+def describe_extraction(result: Any, *, token_budget: int) -> str:
+    """One line for an extraction's task run: the outcome (with its reason), what was sent, and
+    whose model answered (`result` is an `extract.extraction.ExtractionResult`)."""
+    reason = f": {redact_secrets(result.reason)}" if result.reason else ""
+    sent = f"{result.transcript_tokens} transcript tokens sent (budget {token_budget})"
+    if result.truncated_tokens:
+        sent += f", about {result.truncated_tokens} left out of the middle"
+    if result.provider == "heuristic":
+        source = "offline heuristic extractor, no model"
+    else:
+        source = f"{result.provider} model {result.model}"
+        if result.reused_arrived_result:
+            source += ", its answer reused from an earlier run"
+    return f"{result.outcome.value}{reason}; {sent}; {source}"
 
 
 @dataclass
@@ -47,6 +66,8 @@ class Phase1Report:
     # The part of `usage` that earlier runs paid for: answers that arrived before they died (or
     # lost their lease) and that this run finalized instead of calling the model again.
     usage_reused: Counter[str] = field(default_factory=Counter)
+    # `rollout_token_budget`: what a transcript may send (the truncation section says it).
+    token_budget: int | None = None
 
     def outcome_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter(line.outcome.value for line in self.extractions)
@@ -64,12 +85,13 @@ def render_phase1_markdown(report: Phase1Report) -> str:
     lines = ["# codex-memories phase 1", ""]
     if report.warning:
         lines += [f"**{report.warning}**", ""]
-    if report.provider:
+    if report.provider == "heuristic":
+        lines.append("Provider: `heuristic`: memories were extracted by the offline heuristic extractor (rule-based, no model).")
+    elif report.provider:
         lines.append(f"Provider: `{report.provider}`, model `{report.model}`.")
+    if report.provider:
         if report.provider_reason:
             lines.append(f"Provider choice: {report.provider_reason}.")
-        if report.provider == "heuristic":
-            lines.append("Memories were extracted by the offline heuristic extractor (rule-based, no model).")
         lines.append("")
     if report.rate_limit:
         lines += [f"Rate-limit guard: `skipped_rate_limited`: {report.rate_limit}.", ""]
@@ -91,10 +113,11 @@ def render_phase1_markdown(report: Phase1Report) -> str:
         lines += [f"- `{thread_id}`" for thread_id in report.pruned_thread_ids]
     truncated = [line for line in report.extractions if line.truncated_tokens]
     if truncated:
-        lines += ["", "## Truncated transcripts", ""]
+        budget = f" (budget {report.token_budget} tokens per transcript)" if report.token_budget else ""
+        lines += ["", f"## Truncated transcripts{budget}", ""]
         lines += [
-            f"- `{line.thread_id}`: {line.truncated_tokens} tokens cut from the middle, "
-            f"{line.transcript_tokens} sent"
+            f"- `{line.thread_id}`: {line.transcript_tokens} tokens sent, the start and the end; about "
+            f"{line.truncated_tokens} left out of the middle (an estimate)"
             for line in truncated
         ]
     if report.quality:
@@ -304,3 +327,125 @@ def render_forget_markdown(report: ForgetReport) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+# ---- review = ask: the proposal as the reviewer sees it ---------------------------------------
+
+# The decision form's description is stored with the flow run's input; the full diff (up to the
+# proposal's own cap) is the review artifact.
+REVIEW_FORM_DIFF_CHARS = 60_000
+
+
+def render_review_artifact(diff: str, *, proposal_path: str, outputs: int, pausable: bool) -> str:
+    """The review artifact: the redacted diff, and where the decision is made: this run's form
+    when it waits for one, else `codex-memories review` (a run without a deployment cannot
+    pause: nobody could resume it)."""
+    if pausable:
+        decide = (
+            "This flow run is paused for the decision: approve or reject it in its form (the Resume "
+            "button on the run's page), or with `codex-memories review --approve` / `--reject`."
+        )
+    else:
+        decide = (
+            "This flow run cannot pause for a decision (it is not a deployment's run, so nothing could "
+            "resume it): decide with `codex-memories review --approve` or `--reject`."
+        )
+    return (
+        "# codex-memories: consolidation waiting for review\n\n"
+        f"Proposal `{proposal_path}` ({outputs} stage-1 outputs). {decide}\n\n{_fenced_diff(diff)}"
+    )
+
+
+def render_review_form(diff: str, *, outputs: int) -> str:
+    """The decision form's description (markdown above the approve toggle): what approving
+    applies, the diff itself, shortened when long."""
+    shown = diff if len(diff) <= REVIEW_FORM_DIFF_CHARS else diff[:REVIEW_FORM_DIFF_CHARS] + "\n[shortened here: the full diff is the run's review artifact]\n"
+    return (
+        f"Approve to apply this consolidation of {outputs} stage-1 outputs to the memory folder; reject to "
+        f"discard it (its inputs stay for the next run). The diff against the live folder (redacted):\n\n{_fenced_diff(shown)}"
+    )
+
+
+def _fenced_diff(diff: str) -> str:
+    fence = "~~~~" if "```" in diff else "```"
+    return f"{fence}diff\n{diff}\n{fence}\n"
+
+
+# ---- verdicts: the final state of a flow run ---------------------------------------------------
+
+# Prefect state names beyond the type's own: each is shown on the run's badge and can be filtered
+# on, and Prefect emits it as the event `prefect.flow-run.<name>` that automations trigger on.
+PARTIAL = "Partial"
+AWAITING_REVIEW = "AwaitingReview"
+REJECTED = "Rejected"
+
+# The phase-2 outcomes that end a run waiting for, or refused by, a reviewer.
+_REVIEW_WAITING = frozenset({Outcome.proposed_awaiting_review, Outcome.skipped_review_pending})
+_REVIEW_REFUSED = frozenset({Outcome.skipped_review_rejected, Outcome.skipped_review_timeout})
+_SUCCEEDED = frozenset({Outcome.succeeded.value, Outcome.succeeded_no_output.value})
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """Did the run do its job: the type of its final state (`completed`, `failed`, `cancelled`),
+    the state's name and its message (the outcome counts, or the outcome and its reason)."""
+
+    state: Literal["completed", "failed", "cancelled"]
+    name: str
+    message: str
+
+
+def phase1_verdict(report: Phase1Report) -> RunVerdict:
+    """Failed when claimed extractions failed: named `Partial` when others succeeded, `Failed`
+    when none did. Completed otherwise (nothing to do, a gate, a rate-limit stop included); a
+    run the rate-limit guard stopped half way says "partial" in its message."""
+    counts = report.outcome_counts()
+    text = format_counts(counts)
+    failed = sum(count for outcome, count in counts.items() if Outcome(outcome).is_failure)
+    if failed:
+        succeeded = sum(counts[outcome] for outcome in _SUCCEEDED)
+        if succeeded:
+            return RunVerdict("failed", PARTIAL, f"partial: {failed} of {failed + succeeded} extractions failed ({text})")
+        return RunVerdict("failed", "Failed", f"every extraction failed ({text})")
+    if counts[Outcome.skipped_rate_limited.value] and report.claimed:
+        return RunVerdict("completed", "Completed", f"partial, stopped by the rate-limit guard ({text})")
+    return RunVerdict("completed", "Completed", text)
+
+
+def phase2_verdict(report: Phase2Report) -> RunVerdict:
+    """Failed on a `failed_*` outcome; `AwaitingReview` (completed) while a proposal waits for a
+    decision; `Rejected` (cancelled) when the reviewer said no or did not answer in time;
+    Completed otherwise, skips included (a skip is a decision of the DB lease, the cooldown or
+    the rate-limit guard, not a fault)."""
+    outcome = report.outcome
+    text = outcome.value if outcome is not None else "unknown"
+    message = f"{text}: {report.reason}" if report.reason else text
+    if outcome is None or outcome.is_failure:
+        return RunVerdict("failed", "Failed", message)
+    if outcome in _REVIEW_WAITING:
+        return RunVerdict("completed", AWAITING_REVIEW, message)
+    if outcome in _REVIEW_REFUSED:
+        return RunVerdict("cancelled", REJECTED, message)
+    return RunVerdict("completed", "Completed", message)
+
+
+def backfill_verdict(phase1: Phase1Report, phase2_outcome: str | None, phase2_reason: str | None) -> RunVerdict:
+    """A backfill is its extractions (as `phase1_verdict`) and its one phase 2 (as
+    `phase2_verdict`): it fails when either fails, `Partial` when some extractions succeeded."""
+    extraction = phase1_verdict(phase1)
+    if phase2_outcome is None:  # a gate stopped the backfill before its phase 2
+        return extraction
+    consolidation = phase2_verdict(Phase2Report(outcome=Outcome(phase2_outcome), reason=phase2_reason))
+    message = f"extractions: {extraction.message}; phase 2: {consolidation.message}"
+    if extraction.state == "failed":
+        return RunVerdict("failed", extraction.name, message)
+    if consolidation.state == "failed":
+        extracted = sum(phase1.outcome_counts()[outcome] for outcome in _SUCCEEDED)
+        return RunVerdict("failed", PARTIAL if extracted else "Failed", message)
+    return RunVerdict(consolidation.state, consolidation.name, message)
+
+
+def format_counts(counts: Counter[str]) -> str:
+    """`outcome=count, ...`, failures first, as the CLI prints them."""
+    ordered = sorted(counts.items(), key=lambda item: (not Outcome(item[0]).is_failure, item[0]))
+    return ", ".join(f"{outcome}={count}" for outcome, count in ordered) or "nothing to do"

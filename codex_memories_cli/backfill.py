@@ -67,10 +67,20 @@ def backfill(
         day_window(since, until)
     except BackfillSourceError as error:
         fail(str(error))
-    from codex_memories_cli.prefect_server import running_prefect_server
+    from codex_memories import progress
+    from codex_memories.reports import format_counts
+    from codex_memories_cli.interrupts import RUN, interruptible_run
+    from codex_memories_cli.prefect_server import reporting_to_prefect
+    from codex_memories_flows.flow_runs import report_of
 
-    with running_prefect_server():  # a server that is up spares Prefect's temporary one
-        report = backfill_flow(source=source, since=since, until=until, overrides=overrides)
+    RUN.begin("backfill")
+    unsubscribe = progress.subscribe(RUN)  # what an interruption's line reports as answered
+    try:
+        with interruptible_run(), reporting_to_prefect("backfill", config):
+            report = report_of(backfill_flow(source=source, since=since, until=until, overrides=overrides, return_state=True))
+    finally:
+        unsubscribe()
+    RUN.end(f"backfill ({format_counts(report.phase1.outcome_counts())})")
     print(render_backfill_markdown(report))
     failed = report.phase2_outcome is not None and report.phase2_outcome.startswith("failed")
     if failed or report.phase1.failures():

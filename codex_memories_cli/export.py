@@ -79,9 +79,10 @@ def rebuild(
         fail(f"rebuild needs a local memory folder; {config.settings.resolved_memory_root} is an object-store URL")
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase2_text
+    from codex_memories_flows.flow_runs import report_of
     from codex_memories_flows.rebuild import rebuild as rebuild_flow
 
-    report = rebuild_flow(overrides=overrides)
+    report = report_of(rebuild_flow(overrides=overrides, return_state=True))
     print(render_phase2_text(report.phase2))
     if report.kept:
         print(f"rebuilt {config.settings.resolved_memory_root} from the stage-1 outputs (ad-hoc notes and extensions kept)")

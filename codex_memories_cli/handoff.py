@@ -3,8 +3,7 @@
 A fresh CLI process pays seconds of imports (Prefect, the flow modules, openai,
 great-expectations) and Prefect's first-run set-up before a run does any work; the long-lived
 `codex-memories serve` has all that done. So serve also listens on a Unix-domain socket,
-`codex-memories-serve.sock` next to its server record under PREFECT_HOME (mode 0600: this user
-only; removed when serve ends; a stale one left by a killed serve is replaced), and `phase1`,
+`codex-memories-serve.sock` under PREFECT_HOME (mode 0600: this user only; removed when serve ends; a stale one left by a killed serve is replaced), and `phase1`,
 `phase2` and `run` first offer their run there. `--local` skips the offer.
 
 The protocol, one JSON object per line:
@@ -30,7 +29,7 @@ behind a run of unknown length. Serve not there, or a stale socket: the CLI runs
 The two-step start ("ready", then "start") makes the hand-off all or nothing: a CLI that gave up
 waiting for "ready" closes the socket and serve never starts the run; once "start" is sent the CLI
 never runs the flow itself (the claims are leased): serve gone before the report is one error line
-naming the flow run, exit 1, and Ctrl-C says the run goes on in serve (exit 130).
+naming the flow run, exit 1, and Ctrl-C says the run goes on in serve (exit 130; 143 for a SIGTERM).
 
 This module imports neither Prefect nor the flows (the CLI's start stays light); the serving side
 gets its flow runner as a callable (`codex_memories_flows.serve.run_handed_off`).
@@ -104,8 +103,8 @@ class HandoffOutcome:
 
 
 def default_socket_path() -> Path:
-    """Where serve listens: next to its server record in PREFECT_HOME (Prefect's default
-    ~/.prefect), found without importing Prefect."""
+    """Where serve listens: in PREFECT_HOME (Prefect's default ~/.prefect), found without
+    importing Prefect."""
     return Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser() / SOCKET_FILE
 
 
@@ -188,11 +187,11 @@ def _follow(flow: str, reader: IO[bytes], listener: ProgressListener | None) -> 
             elif event == "error":
                 where = f" ({flow_run.describe()} in codex-memories serve; the traceback is in its log)" if flow_run else ""
                 raise HandoffFailed(f"{message.get('message')}{where}")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interruption:
         what = flow_run.describe() if flow_run else f"the {flow} run"
-        raise HandoffFailed(
-            f"interrupted: {what} goes on in codex-memories serve; it shows in the Prefect UI", EXIT_INTERRUPTED
-        ) from None
+        # A SIGTERM arrives as `interrupts.Interrupted`, a KeyboardInterrupt with its own code.
+        code = getattr(interruption, "exit_code", EXIT_INTERRUPTED)
+        raise HandoffFailed(f"interrupted: {what} goes on in codex-memories serve; it shows in the Prefect UI", code) from None
 
 
 # ---- serve's side ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from rich.table import Table
 from codex_memories.disk_full import LIVE_FOLDER_UNTOUCHED, disk_full_cause, disk_full_line
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
 from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, fail, say_error
+from codex_memories_cli.interrupts import RUN, interruptible_run
 from codex_memories_cli.options import (
     ApiMode,
     BaseUrl,
@@ -82,6 +83,8 @@ def _progress_bar() -> Iterator[_RichProgress]:
         TimeElapsedColumn(),
         console=errors,
         transient=True,
+        # Only on a terminal: elsewhere (a log file, a pipe) it would leave a blank line behind.
+        disable=not errors.is_terminal,
     )
     with bar:
         yield _RichProgress(bar)
@@ -91,32 +94,38 @@ def _with_progress(run: Any) -> Any:
     from codex_memories import progress as progress_events
 
     with _progress_bar() as listener:
-        unsubscribe = progress_events.subscribe(listener)
+        # The bar, and the record of what was answered that an interruption's line reports.
+        unsubscribes = [progress_events.subscribe(listener), progress_events.subscribe(RUN)]
         try:
             return run()
         finally:
-            unsubscribe()
+            for unsubscribe in unsubscribes:
+                unsubscribe()
 
 
 # ---- commands ------------------------------------------------------------------------------
 
 
 def _run_phase1(overrides: SettingsOverrides, config: RuntimeConfig, *, local: bool, verbose: bool) -> Phase1Report:
-    if not local:
-        report = _handed_off("phase1", overrides, config, verbose=verbose, force=False)
-        if report is not None:
-            return report
-    from codex_memories_cli.prefect_server import running_prefect_server
-    from codex_memories_flows.phase1 import phase1
+    from codex_memories.reports import format_counts
 
-    with running_prefect_server():  # a server that is up spares Prefect's temporary one
-        try:
-            return _with_progress(lambda: phase1(overrides=overrides))
-        except Exception as error:
-            cause = disk_full_cause(error)
-            if cause is None:
-                raise
-            fail(disk_full_line(cause, "in phase 1", LIVE_FOLDER_UNTOUCHED))
+    RUN.begin("phase 1")
+    report = None if local else _handed_off("phase1", overrides, config, verbose=verbose, force=False)
+    if report is None:
+        from codex_memories_cli.prefect_server import reporting_to_prefect
+        from codex_memories_flows.flow_runs import report_of
+        from codex_memories_flows.phase1 import phase1
+
+        with reporting_to_prefect("phase 1", config):
+            try:
+                report = report_of(_with_progress(lambda: phase1(overrides=overrides, return_state=True)))
+            except Exception as error:
+                cause = disk_full_cause(error)
+                if cause is None:
+                    raise
+                fail(disk_full_line(cause, "in phase 1", LIVE_FOLDER_UNTOUCHED))
+    RUN.end(f"phase 1 ({format_counts(report.outcome_counts())})")
+    return report
 
 
 def _handed_off(flow: str, overrides: SettingsOverrides, config: RuntimeConfig, *, verbose: bool, force: bool) -> Any:
@@ -133,6 +142,8 @@ def _handed_off(flow: str, overrides: SettingsOverrides, config: RuntimeConfig, 
             outcome = hand_off(flow, overrides, fingerprint, force=force)
     except HandoffFailed as error:
         fail(str(error), error.exit_code)
+    if outcome.report is not None:  # where it ran, as a run here says where it reports
+        console.print(f"prefect:     {flow} {outcome.reason}", markup=False, highlight=False, soft_wrap=True)
     if verbose:
         errors.print(
             f"{flow}: {outcome.reason}" + ("" if outcome.report is not None else "; running it here"),
@@ -170,20 +181,23 @@ def phase1(
     from codex_memories.reports import render_phase1_text
 
     _print_where(config)
-    report = _run_phase1(overrides, config, local=local, verbose=verbose)
+    with interruptible_run():
+        report = _run_phase1(overrides, config, local=local, verbose=verbose)
     console.print(render_phase1_text(report), markup=False, highlight=False, soft_wrap=True)
 
 
 def _run_phase2(overrides: SettingsOverrides, config: RuntimeConfig, *, force: bool, local: bool, verbose: bool) -> Any:
-    if not local:
-        report = _handed_off("phase2", overrides, config, verbose=verbose, force=force)
-        if report is not None:
-            return report
-    from codex_memories_cli.prefect_server import running_prefect_server
-    from codex_memories_flows.phase2 import phase2, phase2_report
+    RUN.begin("phase 2")
+    report = None if local else _handed_off("phase2", overrides, config, verbose=verbose, force=force)
+    if report is None:
+        from codex_memories_cli.prefect_server import reporting_to_prefect
+        from codex_memories_flows.flow_runs import report_of
+        from codex_memories_flows.phase2 import phase2
 
-    with running_prefect_server():  # a server that is up spares Prefect's temporary one
-        return phase2_report(phase2(overrides=overrides, force=force, return_state=True))
+        with reporting_to_prefect("phase 2", config):
+            report = report_of(phase2(overrides=overrides, force=force, return_state=True))
+    RUN.end(f"phase 2 ({report.outcome.value if report.outcome else 'unknown'})")
+    return report
 
 
 @app.command()
@@ -206,7 +220,8 @@ def phase2(
     from codex_memories.reports import render_phase2_text
 
     _print_where(config)
-    report = _run_phase2(overrides, config, force=force, local=local, verbose=verbose)
+    with interruptible_run():
+        report = _run_phase2(overrides, config, force=force, local=local, verbose=verbose)
     console.print(render_phase2_text(report), markup=False, highlight=False, soft_wrap=True)
     if report.outcome is not None and report.outcome.is_failure:
         raise typer.Exit(EXIT_USER_ERROR)
@@ -236,9 +251,10 @@ def run(
     from codex_memories.reports import render_phase1_text, render_phase2_text
 
     _print_where(config)
-    phase1_report = _run_phase1(overrides, config, local=local, verbose=verbose)
-    console.print(render_phase1_text(phase1_report), markup=False, highlight=False, soft_wrap=True)
-    report = _run_phase2(overrides, config, force=force, local=local, verbose=verbose)
+    with interruptible_run():
+        phase1_report = _run_phase1(overrides, config, local=local, verbose=verbose)
+        console.print(render_phase1_text(phase1_report), markup=False, highlight=False, soft_wrap=True)
+        report = _run_phase2(overrides, config, force=force, local=local, verbose=verbose)
     console.print(render_phase2_text(report), markup=False, highlight=False, soft_wrap=True)
     _print_memory_folder(config)
     if report.outcome is not None and report.outcome.is_failure:
@@ -268,7 +284,7 @@ def serve(
         codex_home=codex_home, db=db, memory_root=memory_root, provider=provider, base_url=base_url, api_mode=api_mode,
         extract_model=extract_model, consolidation_model=consolidation_model, concurrency=concurrency, config_file=config_file,
     )
-    prepare_prefect(verbose)
+    prepare_prefect(verbose, quiet_level="WARNING")  # its runs' warnings and errors, as before
     from codex_memories_cli.prefect_server import local_prefect_server
 
     # Until Prefect's runner installs its own SIGTERM handler (a graceful stop, once the
@@ -276,7 +292,7 @@ def serve(
     # without unwinding it, and the Prefect server it started would outlive it.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     _print_where(config)
-    with local_prefect_server(port) as api_url:
+    with local_prefect_server(port, config) as api_url:
         console.print(f"Prefect API: {api_url}  (UI: {api_url.removesuffix('/api')})", markup=False, highlight=False)
         from codex_memories_flows.serve import serve_deployments
 
@@ -415,8 +431,16 @@ def main() -> None:
     finally:
         from codex_memories.runtime import close_stores
 
+        _stop_temporary_prefect_server()
         close_stores()
     sys.exit(code if type(code) is int else 0)  # a command's `typer.Exit(code)`; 0 for what it returns
+
+
+def _stop_temporary_prefect_server() -> None:
+    """The command's temporary Prefect server, if it started one (`prefect_server`), stops with it."""
+    server_module = sys.modules.get("codex_memories_cli.prefect_server")
+    if server_module is not None:
+        server_module.TEMPORARY_SERVER.stop()
 
 
 # The base of click's parse errors, from the click typer runs on (typer 0.29 vendors its own).

@@ -3,7 +3,7 @@
 Without `--approve`/`--reject` it prints the waiting proposal (when it was made, how many
 stage-1 outputs it consolidates) and its redacted diff against the live folder. A decision goes
 to the flow run that waits for it when one is paused (resumed with the same input its Prefect
-UI form sends); otherwise the library applies (`approve_proposal`: atomically, as a successful
+UI form sends, on the server of PREFECT_API_URL or of the `serve` of the same data); otherwise the library applies (`approve_proposal`: atomically, as a successful
 phase 2) or discards (`reject_proposal`) the proposal on disk. A proposal made from another
 baseline than the live one, or one whose live folder changed since, is refused: one line on
 stderr, exit 2, nothing changed. No proposal waiting is exit 1.
@@ -19,7 +19,7 @@ import typer
 from codex_memories.settings import RuntimeConfig
 from codex_memories_cli.errors import EXIT_BAD_SETTING, fail
 from codex_memories_cli.memory import _local_memory_root
-from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
+from codex_memories_cli.options import with_common_options
 
 review_app = typer.Typer()
 
@@ -28,21 +28,19 @@ EXIT_REFUSED = EXIT_BAD_SETTING
 
 
 @review_app.command()
+@with_common_options
 def review(
     approve: Annotated[bool, typer.Option("--approve", help="Apply the waiting proposal to the memory folder.")] = False,
     reject: Annotated[bool, typer.Option("--reject", help="Discard the waiting proposal (its inputs stay for the next run).")] = False,
     comment: Annotated[str, typer.Option("--comment", help="Why; sent with the decision to a paused run.")] = "",
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    config_file: ConfigFile = None,
+    *,
+    config: RuntimeConfig,
 ) -> None:
     """Show the consolidation waiting for review (review = ask), or --approve / --reject it."""
     from codex_memories.consolidate.review import ReviewRefused, load_proposal, proposal_diff
 
     if approve and reject:
         fail("give --approve or --reject, not both", EXIT_REFUSED)
-    _, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
     root = _local_memory_root(config, "review")
     try:
         proposal = load_proposal(root)
@@ -55,7 +53,7 @@ def review(
         print(f"proposal made {proposal.created_at} from {len(proposal.selection)} stage-1 output(s){waiting}")
         print(proposal_diff(proposal), end="")
         return
-    if proposal.flow_run_id and _resume_paused_run(proposal.flow_run_id, approve=approve, comment=comment):
+    if proposal.flow_run_id and _resume_paused_run(config, proposal.flow_run_id, approve=approve, comment=comment):
         print(f"{'approved' if approve else 'rejected'}: flow run {proposal.flow_run_id} resumed with the decision")
         return
     try:
@@ -88,25 +86,30 @@ def _approve(config: RuntimeConfig, root: Path) -> str:
     return f"approved: applied {len(approval.proposal.selection)} stage-1 output(s) to {root}{left}"
 
 
-def _resume_paused_run(flow_run_id: str, *, approve: bool, comment: str) -> bool:
+def _resume_paused_run(config: RuntimeConfig, flow_run_id: str, *, approve: bool, comment: str) -> bool:
     """Resume the paused flow run with the decision; False when no paused run can be reached
-    (it ended, or its server is not this process's), so the proposal is decided on disk."""
+    (it ended, or it is on no server this command knows: neither PREFECT_API_URL nor the server
+    of the `serve` of the same data), so the proposal is decided on disk."""
     from uuid import UUID
 
     import httpx
     from prefect import get_client
     from prefect.exceptions import ObjectNotFound
     from prefect.flow_runs import resume_flow_run
-    from prefect.settings import PREFECT_API_URL
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    if not PREFECT_API_URL.value():
+    from codex_memories_cli.prefect_server import choose_prefect_server
+
+    api_url = choose_prefect_server(config).api_url
+    if api_url is None:
         return False  # a temporary server of this command could not know the run
-    try:
-        with get_client(sync_client=True) as client:
-            run = client.read_flow_run(UUID(flow_run_id))
-    except (ObjectNotFound, httpx.HTTPError, ValueError):
-        return False
-    if run.state is None or not run.state.is_paused():
-        return False
-    resume_flow_run(UUID(flow_run_id), run_input={"approve": approve, "comment": comment})
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+        try:
+            with get_client(sync_client=True) as client:
+                run = client.read_flow_run(UUID(flow_run_id))
+        except (ObjectNotFound, httpx.HTTPError, ValueError):
+            return False
+        if run.state is None or not run.state.is_paused():
+            return False
+        resume_flow_run(UUID(flow_run_id), run_input={"approve": approve, "comment": comment})
     return True

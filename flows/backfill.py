@@ -4,8 +4,11 @@ Orchestration only (`codex_memories.ingest.backfill` says what a source is and w
 idle and age windows do not apply; the source and memory-mode rules do. Batches of
 `batch_size` claims go through phase 1's own extraction, quality and finalize steps (at most
 `concurrency` extractions at once). Resumable: threads already extracted at their version are not
-candidates, so a re-run continues, and a finished backfill re-run extracts nothing. Ends with one
-phase 2, which skips the cooldown (a backfill is an explicit request; never the lease).
+candidates, so a re-run continues, and a finished backfill re-run extracts nothing; a retried
+flow run (the UI's Retry) works through its own candidates and batches again, taking back its
+claims as phase 1 does. Ends with one phase 2, which skips the cooldown (a backfill is an
+explicit request; never the lease). The run ends Failed when extractions or the phase 2 failed
+(`codex_memories.reports.backfill_verdict`).
 
 Parameters are settings overrides and the source; none is secret (object-store credentials come
 from the worker's AWS environment).
@@ -17,13 +20,15 @@ import time
 from collections import Counter
 
 from prefect import flow, get_run_logger
+from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from codex_memories.ingest.backfill import BackfillReport, day_window, older_than_selection_window, resolve_source
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import ExtractionLine
+from codex_memories.reports import ExtractionLine, backfill_verdict
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
-from codex_memories_flows.phase1 import MAX_EXTRACTION_WORKERS, extract_claims
+from codex_memories_flows.flow_runs import final_state, run_overrides
+from codex_memories_flows.phase1 import MAX_EXTRACTION_WORKERS, extract_claims, take_back_claims
 from codex_memories_flows.phase2 import run_phase2
 from codex_memories_tasks.backfill_report import (
     publish_backfill_report,
@@ -48,18 +53,19 @@ def backfill(
     since: str | None = None,
     until: str | None = None,
     overrides: SettingsOverrides | None = None,
-) -> BackfillReport:
+) -> State[BackfillReport]:
     """Extract old and archived sessions in batches, then run one phase 2.
 
     Args:
         source: `archived` (default: $CODEX_HOME/archived_sessions), a local folder, or s3://bucket/prefix.
         since: only sessions last active on or after this day (YYYY-MM-DD, UTC).
         until: only sessions last active on or before this day (YYYY-MM-DD, UTC).
-        overrides: settings for this run on top of the worker's environment, our TOML file and
-            the defaults (Codex home, state DB, memory root, provider, models, batch size, ...).
+        overrides: settings for this run on top of the deployment's default overrides, the
+            worker's environment, our TOML file and the defaults (Codex home, state DB, memory
+            root, provider, models, batch size, ...); a field given replaces that field only.
     """
-    config = (overrides or SettingsOverrides()).load()
-    return run_backfill(config, source=source, since=since, until=until)
+    report = run_backfill(run_overrides(overrides).load(), source=source, since=since, until=until)
+    return final_state(backfill_verdict(report.phase1, report.phase2_outcome, report.phase2_reason), report)
 
 
 def run_backfill(
@@ -69,6 +75,7 @@ def run_backfill(
     batch_size = config.settings.backfill_batch_size
     report = BackfillReport(source=source or "archived", since=since, until=until, batch_size=batch_size)
     report.phase1.provider, report.phase1.model = config.provider_name, config.extract_model
+    report.phase1.token_budget = config.settings.rollout_token_budget
     report.phase1.provider_reason = config.provider_reason
 
     # 1. Gate: generate_memories, as for phase 1.
@@ -120,11 +127,12 @@ def run_backfill(
             report.phase1.rate_limit = guard.reason
             break
         batch = claim_backfill(config, candidates[start : start + batch_size])
-        extracted = extract_claims(batch.claims, config, guard, kept_lines=discovery.kept_lines())
+        claims, not_taken_back = take_back_claims(config, batch.claims)
+        extracted = extract_claims(claims, config, guard, kept_lines=discovery.kept_lines())
         report.phase1.rate_limit = extracted.rate_limit or report.phase1.rate_limit
         report.batches += 1
-        report.phase1.claimed += len(batch.claims)
-        report.phase1.extractions += extracted.lines
+        report.phase1.claimed += len(claims)
+        report.phase1.extractions += extracted.lines + not_taken_back
         report.phase1.extractions += [ExtractionLine(thread_id, Outcome(outcome.value)) for thread_id, outcome in batch.skipped]
         report.phase1.quality += extracted.quality
         report.phase1.usage += Counter(extracted.usage)

@@ -27,6 +27,7 @@ from codex_memories.forget.selective import shown_match_text
 from codex_memories.reports import ForgetReport
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import ForgetRoute
+from codex_memories_flows.flow_runs import run_overrides
 from codex_memories_tasks.disable_thread import disable_thread
 from codex_memories_tasks.forget_match import forget_match
 from codex_memories_tasks.forget_project import forget_project
@@ -55,10 +56,10 @@ def forget(route: ForgetRouteName, target: str | None = None, overrides: Setting
         route: thread_deletion, disabled or pollution (with a target thread id), manual_reset,
             project_deletion (a directory or project key) or text_match (a text).
         target: the thread id, directory, project key or text; none for manual_reset.
-        overrides: settings for this run (Codex home, state DB, memory root, ...).
+        overrides: settings for this run on top of the deployment's default overrides (Codex
+            home, state DB, memory root, ...); a field given replaces that field only.
     """
-    config = (overrides or SettingsOverrides()).load()
-    return run_forget(config, route, target)
+    return run_forget(run_overrides(overrides).load(), route, target)
 
 
 def run_forget(config: RuntimeConfig, route: ForgetRouteName, target: str | None) -> ForgetReport:

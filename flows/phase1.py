@@ -2,7 +2,11 @@
 
 Orchestration only; every decision lives in `codex_memories`. Parameters are settings overrides
 (none of them secret: API keys come from the environment or our settings file, never from a
-flow parameter, which Prefect would store).
+flow parameter, which Prefect would store), merged with the deployment's defaults. The run ends
+Failed when claimed extractions failed (named Partial when others succeeded), with the outcome
+counts in the state message (`codex_memories.reports.phase1_verdict`). A retried flow run (the
+UI's Retry) gets its claims back, reads back the extractions that finished and runs the ones that
+did not or failed: the fixed cause is retried, nothing answered is paid for again.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from prefect import Task, flow, get_run_logger
 from prefect.futures import PrefectFuture, as_completed
+from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
@@ -26,11 +31,12 @@ from codex_memories.extract.waves import WaveGuard
 from codex_memories.ingest.rollouts import KeptLines
 from codex_memories.outcomes import Outcome
 from codex_memories.ratelimit import GuardDecision
-from codex_memories.reports import ExtractionLine, Phase1Report
+from codex_memories.reports import ExtractionLine, Phase1Report, phase1_verdict
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim
 from codex_memories_tasks.audit_pollution import audit_polluted_threads
-from codex_memories_tasks.claim import claim_stage1_jobs
+from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_overrides
+from codex_memories_tasks.claim import claim_stage1_jobs, given_back_if_interrupted, resume_claims
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.discover import discover
 from codex_memories_tasks.extract import extract_rollout, find_arrived_extractions
@@ -56,20 +62,24 @@ MAX_EXTRACTION_WORKERS = 64
     task_runner=ThreadPoolTaskRunner(max_workers=MAX_EXTRACTION_WORKERS),
     log_prints=False,
 )
-def phase1(overrides: SettingsOverrides | None = None) -> Phase1Report:
+def phase1(overrides: SettingsOverrides | None = None) -> State[Phase1Report]:
     """Discover rollouts, claim idle recent threads and extract a stage-1 memory from each.
 
     Args:
-        overrides: settings for this run on top of the worker's environment, our TOML file and
-            the defaults (Codex home, state DB, memory root, provider, model, concurrency, ...).
+        overrides: settings for this run on top of the deployment's default overrides, the
+            worker's environment, our TOML file and the defaults (Codex home, state DB, memory
+            root, provider, model, concurrency, ...); a field given replaces that field only.
     """
-    return run_phase1((overrides or SettingsOverrides()).load())
-
+    report = run_phase1(run_overrides(overrides).load())
+    return final_state(phase1_verdict(report), report)
 
 
 def run_phase1(config: RuntimeConfig) -> Phase1Report:
     """The numbered steps of phase 1, callable from any flow (phase1, run, backfill)."""
-    report = Phase1Report(provider=config.provider_name, model=config.extract_model, provider_reason=config.provider_reason)
+    report = Phase1Report(
+        provider=config.provider_name, model=config.extract_model, provider_reason=config.provider_reason,
+        token_budget=config.settings.rollout_token_budget,
+    )
     audit_start = mark_forget_audit(config)
     logger = get_run_logger()
     # The transcript worker process starts now, so it is warm when the claims come (step 7).
@@ -111,14 +121,18 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
         publish_phase1_report(report)
         return report
 
-    # 6. Claim: interactive, enabled, idle and recent threads, up to the per-run cap.
-    claims = claim_stage1_jobs(config)
+    # 6. Claim: interactive, enabled, idle and recent threads, up to the per-run cap (a retried
+    #    flow run gets its earlier attempt's claims back).
+    claims, not_taken_back = take_back_claims(config, claim_stage1_jobs(config))
     report.claimed = len(claims)
-    logger.info("claimed %d thread(s) (provider %s, model %s)", report.claimed, report.provider, report.model)
+    logger.info(
+        "claimed %d thread(s) (%s)", report.claimed,
+        "offline heuristic extractor, no model" if report.provider == "heuristic" else f"provider {report.provider}, model {report.model}",
+    )
 
     # 7-9. Extract (at most `concurrency` at once), check the batch's quality, finalize each job.
     extracted = extract_claims(claims, config, guard, kept_lines=discovery.kept_lines())
-    report.extractions, report.quality, report.usage = extracted.lines, extracted.quality, extracted.usage
+    report.extractions, report.quality, report.usage = extracted.lines + not_taken_back, extracted.quality, extracted.usage
     report.usage_reused = extracted.usage_reused
     report.rate_limit = extracted.rate_limit
 
@@ -130,6 +144,23 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
         dict(report.outcome_counts()), dict(report.usage) or "none", dict(report.usage_reused) or "none",
     )
     return report
+
+
+def take_back_claims(config: RuntimeConfig, claims: list[Stage1Claim]) -> tuple[list[Stage1Claim], list[ExtractionLine]]:
+    """In a retried flow run, the claims of its earlier attempt (read back from Prefect's cache)
+    taken back: a job that attempt failed gets a new token, so its extraction runs again; one
+    that cannot be claimed now is a line with the claim's outcome. Unchanged in a first run."""
+    if not claims or retried_flow_run() is None:
+        return claims, []
+    kept: list[Stage1Claim] = []
+    lines: list[ExtractionLine] = []
+    for claim, resumed in zip(claims, resume_claims(config, claims), strict=True):
+        if resumed.claim is not None:
+            kept.append(resumed.claim)
+        else:
+            lines.append(ExtractionLine(claim.thread_id, Outcome(resumed.outcome.value), reason="not claimable in the retry"))
+    get_run_logger().info("retried run: %d of %d claim(s) taken back", len(kept), len(claims))
+    return kept, lines
 
 
 @dataclass
@@ -173,7 +204,7 @@ def extract_claims(
     )
     # The objects the run holds so far stay out of the collector's full passes while slots turn
     # over (`codex_memories.extract.collector`).
-    with frozen_old_objects():
+    with given_back_if_interrupted(config, claims), frozen_old_objects():
         futures, stopped_by = _submit_bounded(extract, claims, config, prefetch=prefetch, arrived=arrived, before_batch=guard)
         # The rate-limit guard stopped the waves: the claims never sent go back, unfailed.
         sent, unsent = claims[: len(futures)], claims[len(futures) :]
@@ -181,11 +212,11 @@ def extract_claims(
             release_claims(config, unsent)
         results = _collect(sent, futures)
 
-    # 8. Data quality on the batch (great-expectations).
-    verdict = check_extraction_quality(results)
+        # 8. Data quality on the batch (great-expectations).
+        verdict = check_extraction_quality(results)
 
-    # 9. Finalize each job with one of the three outcomes.
-    lines = finalize_extractions(results, verdict.failed_expectations, config)
+        # 9. Finalize each job with one of the three outcomes.
+        lines = finalize_extractions(results, verdict.failed_expectations, config)
     reason = stopped_by.reason if stopped_by is not None else None
     lines += [ExtractionLine(thread_id=claim.thread_id, outcome=Outcome.skipped_rate_limited, reason=reason) for claim in unsent]
     usage = sum((Counter(result.usage) for result in results), Counter())

@@ -5,7 +5,9 @@ code (`phase2_support.stage_step`). Two guards, one truth: the state DB's global
 ownership token) decides who consolidates; Prefect agrees through a one-slot global concurrency
 limit (`phase2_support.prefect_singleton_slot`, plus `concurrency_limit: 1` on the deployment),
 which never makes a run hang. With `review = ask` the gated copy waits for a decision
-(`phase2_review`).
+(`phase2_review`). The run's final state says what it did (`codex_memories.reports.phase2_verdict`:
+Failed on a failure, AwaitingReview while a proposal waits, Rejected when refused); a retried
+flow run is not held back by the backoff or the lease its earlier attempt left.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
-from prefect.states import Completed, Failed, State
+from prefect.states import State
 
 from codex_memories.consolidate.review import load_proposal
 from codex_memories.consolidate.staging import StagedWorkspace
@@ -29,16 +31,17 @@ from codex_memories.consolidate.steps import (
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
-from codex_memories.reports import Phase2Report
+from codex_memories.reports import Phase2Report, phase2_verdict
 from codex_memories.runtime import memory_root, open_store
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Phase2ClaimOutcome
 from codex_memories.storage import LocalWorkspace
+from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_overrides
 from codex_memories_flows.phase2_review import review_proposal
 from codex_memories_flows.phase2_support import prefect_singleton_slot, stage_step
 from codex_memories_tasks.audit_manual_changes import audit_manual_changes
 from codex_memories_tasks.check_settled import check_settled, record_settled
-from codex_memories_tasks.claim_lock import claim_lock
+from codex_memories_tasks.claim_lock import claim_lock, lease_given_back_if_interrupted
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.confirm_ownership import confirm_ownership
 from codex_memories_tasks.consolidate import consolidate
@@ -68,28 +71,16 @@ def phase2(overrides: SettingsOverrides | None = None, force: bool = False, from
     """Consolidate the selected stage-1 memories into the memory folder; one run at a time.
 
     Args:
-        overrides: settings for this run on top of the worker's environment, our TOML file and
-            the defaults (Codex home, state DB, memory root, provider, model, ...).
+        overrides: settings for this run on top of the deployment's default overrides, the
+            worker's environment, our TOML file and the defaults (Codex home, state DB, memory
+            root, provider, model, review, ...); a field given replaces that field only.
         force: skip the cooldown since the last success (never the lease).
         from_scratch: rebuild: consolidate into a fresh folder (only the extensions and the recall
             index kept from the old one) instead of on top of the last consolidation; the live
             folder serves the old one until the rebuilt one is published.
     """
-    config = (overrides or SettingsOverrides()).load()
-    report = run_phase2(config, force=force, from_scratch=from_scratch)
-    message = report.outcome.value if report.outcome else "unknown"
-    if report.outcome is not None and report.outcome.is_failure:
-        return Failed(message=f"{message}: {report.reason or ''}", data=report)
-    return Completed(message=message, data=report)
-
-
-def phase2_report(state: State) -> Phase2Report:
-    """The report a phase2 flow run's final state carries (a failed consolidation is a Failed
-    state with its report); an error the flow raised is raised here."""
-    result = state.result(raise_on_failure=False)
-    if isinstance(result, BaseException):
-        raise result
-    return result
+    report = run_phase2(run_overrides(overrides).load(), force=force, from_scratch=from_scratch)
+    return final_state(phase2_verdict(report), report)
 
 
 def run_phase2(config: RuntimeConfig, *, force: bool = False, from_scratch: bool = False) -> Phase2Report:
@@ -114,7 +105,7 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool =
         #    be reached is this step's own outcome, reported like any other.
         try:
             audit_start = stage_step(Outcome.failed_claim, mark_forget_audit, config)
-            claim, worker = stage_step(Outcome.failed_claim, claim_lock, config, force)
+            claim, worker = stage_step(Outcome.failed_claim, claim_lock, config, force, retried_flow_run())
         except Phase2Failure as failure:
             report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
             publish_phase2_report(report)  # `_step` logged the failure with its outcome code
@@ -124,33 +115,35 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool =
             publish_phase2_report(report)
             return report
         lease = Phase2Lease(claim.ownership_token or "", claim.input_watermark or 0, worker)
-        # 1a. Nothing that decides the selection changed since the last success (time passing
-        #     included) and the folder is still its baseline: finish now, before any workspace
-        #     work. Otherwise the full run, whose success keeps what it settled on for the next.
-        settled = check_settled(config, lease)
-        try:
-            if settled.selection is not None and not from_scratch:
-                report.selected, report.storage_bytes = len(settled.selection.refs), settled.storage_bytes
-                _finish(config, lease, settled.selection, report, Outcome.succeeded_no_workspace_changes)
-            else:
-                _consolidate_under_lease(config, lease, report, from_scratch=from_scratch)
-                if report.outcome in (Outcome.succeeded, Outcome.succeeded_no_workspace_changes) and not report.work_left:
-                    record_settled(config, settled, report.storage_bytes or 0)
-        except Phase2Failure as failure:
-            # The reason goes to the run artifact and the logs as well as the DB: redacted here.
-            report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
-            mark_failed(
-                open_store(config.settings.resolved_db_url),
-                lease=lease,
-                outcome=failure.outcome,
-                reason=failure.reason,
-                retry_delay_seconds=(
-                    config.settings.phase2_retry_delay_seconds
-                    if failure.retry_delay_seconds is None
-                    else failure.retry_delay_seconds
-                ),
-                usage=report.usage or None,
-            )
+        # An interruption (Ctrl-C, SIGTERM) gives the lease back on its way out.
+        with lease_given_back_if_interrupted(config, lease):
+            # 1a. Nothing that decides the selection changed since the last success (time passing
+            #     included) and the folder is still its baseline: finish now, before any workspace
+            #     work. Otherwise the full run, whose success keeps what it settled on for the next.
+            settled = check_settled(config, lease)
+            try:
+                if settled.selection is not None and not from_scratch:
+                    report.selected, report.storage_bytes = len(settled.selection.refs), settled.storage_bytes
+                    _finish(config, lease, settled.selection, report, Outcome.succeeded_no_workspace_changes)
+                else:
+                    _consolidate_under_lease(config, lease, report, from_scratch=from_scratch)
+                    if report.outcome in (Outcome.succeeded, Outcome.succeeded_no_workspace_changes) and not report.work_left:
+                        record_settled(config, settled, report.storage_bytes or 0)
+            except Phase2Failure as failure:
+                # The reason goes to the run artifact and the logs as well as the DB: redacted here.
+                report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
+                mark_failed(
+                    open_store(config.settings.resolved_db_url),
+                    lease=lease,
+                    outcome=failure.outcome,
+                    reason=failure.reason,
+                    retry_delay_seconds=(
+                        config.settings.phase2_retry_delay_seconds
+                        if failure.retry_delay_seconds is None
+                        else failure.retry_delay_seconds
+                    ),
+                    usage=report.usage or None,
+                )
     report.forget_audit = collect_forget_audit(config, audit_start)
     publish_phase2_report(report)
     get_run_logger().info(

@@ -1,7 +1,7 @@
 """Phase 2 with `review = ask`: keep the consolidated copy as a proposal and wait for a decision.
 
-A deployment's run pauses with a form in the Prefect UI (`ReviewDecision`) while its lease is
-renewed; a run nobody can resume (a plain `codex-memories phase2` against Prefect's temporary
+A deployment's run pauses with a form in the Prefect UI (`ReviewDecision`, the proposed diff
+shown above it) while its lease is renewed; a run nobody can resume (a plain `codex-memories phase2` against Prefect's temporary
 server) keeps the proposal for `codex-memories review` and gives the lease back. Orchestration
 only: the proposal itself is `codex_memories.consolidate.review`.
 """
@@ -18,13 +18,13 @@ from prefect.input import RunInput
 from prefect.states import Running
 from pydantic import Field
 
-from codex_memories.consolidate.review import forget_proposal_metadata
+from codex_memories.consolidate.review import forget_proposal_metadata, proposal_diff
 from codex_memories.consolidate.staging import StagedWorkspace
 from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
-from codex_memories.reports import Phase2Report
+from codex_memories.reports import Phase2Report, render_review_form
 from codex_memories.settings import RuntimeConfig
 from codex_memories.storage import LocalWorkspace
 from codex_memories_flows.phase2_support import stage_step
@@ -67,9 +67,13 @@ def review_proposal(
     if not pausable:
         release_phase2_lease(config, lease)
         report.outcome = Outcome.proposed_awaiting_review
-        report.reason = f"proposal kept at {proposal.path}: `codex-memories review`, then --approve or --reject"
+        report.reason = (
+            f"proposal kept at {proposal.path}; this run cannot pause for a decision (it is not a deployment's "
+            "run): `codex-memories review` shows it, then --approve or --reject"
+        )
         return False
-    decision = wait_for_decision(config, lease)
+    form = render_review_form(proposal_diff(proposal), outputs=len(proposal.selection))
+    decision = wait_for_decision(config, lease, form)
     if decision is not None and decision.approve:
         forget_proposal_metadata(workspace.path)
         workspace.kept = False  # this run's copy again: published below, or discarded
@@ -87,13 +91,14 @@ def review_proposal(
     return False
 
 
-def wait_for_decision(config: RuntimeConfig, lease: Phase2Lease) -> ReviewDecision | None:
-    """Pause for the reviewer's form while the lease is renewed; None when the timeout ran out."""
+def wait_for_decision(config: RuntimeConfig, lease: Phase2Lease, description: str) -> ReviewDecision | None:
+    """Pause for the reviewer's form (`description`, the proposed diff, shown above it) while the
+    lease is renewed; None when the timeout ran out."""
     settings = config.settings
     with lease_heartbeat(config, lease).running():
         try:
             return pause_flow_run(
-                wait_for_input=ReviewDecision,
+                wait_for_input=ReviewDecision.with_initial_data(description=description),
                 timeout=settings.review_timeout_seconds,
                 poll_interval=min(REVIEW_POLL_SECONDS, settings.review_timeout_seconds),
             )

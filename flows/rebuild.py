@@ -15,10 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prefect import flow, get_run_logger
+from prefect.states import State
 
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import Phase2Report
+from codex_memories.reports import Phase2Report, phase2_verdict
 from codex_memories.settings import SettingsOverrides
+from codex_memories_flows.flow_runs import final_state, report_of, run_overrides
 from codex_memories_flows.phase2 import phase2
 
 # The outcomes after which the rebuilt folder is the live one.
@@ -35,14 +37,15 @@ class RebuildReport:
 
 
 @flow(name="memories-rebuild")
-def rebuild(overrides: SettingsOverrides | None = None) -> RebuildReport:
-    """Consolidate from scratch: a fresh folder from the current selection, as a forced phase 2."""
+def rebuild(overrides: SettingsOverrides | None = None) -> State[RebuildReport]:
+    """Consolidate from scratch: a fresh folder from the current selection, as a forced phase 2;
+    the run's state is the phase 2's (Failed when the previous folder stayed live)."""
     # 1. A forced phase 2 from scratch through the normal flow (it publishes only on success).
-    state = phase2(overrides=overrides or SettingsOverrides(), force=True, from_scratch=True, return_state=True)
-    report: Phase2Report = state.result(raise_on_failure=False)
+    state = phase2(overrides=run_overrides(overrides), force=True, from_scratch=True, return_state=True)
+    report: Phase2Report = report_of(state)
     kept = report.outcome in REBUILT_OUTCOMES
     get_run_logger().info(
         "rebuild: phase 2 %s; %s", report.outcome.value if report.outcome else "unknown",
         "the rebuilt folder is live" if kept else "the previous folder stays live",
     )
-    return RebuildReport(phase2=report, kept=kept)
+    return final_state(phase2_verdict(report), RebuildReport(phase2=report, kept=kept))

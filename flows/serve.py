@@ -27,7 +27,8 @@ from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.backfill import backfill
 from codex_memories_flows.forget import forget
 from codex_memories_flows.phase1 import phase1
-from codex_memories_flows.phase2 import phase2, phase2_report
+from codex_memories_flows.flow_runs import report_of
+from codex_memories_flows.phase2 import phase2
 
 
 @dataclass(frozen=True)
@@ -95,10 +96,11 @@ def run_handed_off(
     # automation a user writes would), and the CLI learns of serve's end over the socket.
     with temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         if flow_name == "phase1":
-            return phase1.with_options(on_running=[*phase1.on_running_hooks, tell])(overrides=overrides)
+            told = phase1.with_options(on_running=[*phase1.on_running_hooks, tell])
+            return report_of(told(overrides=overrides, return_state=True))
         if flow_name == "phase2":
             told = phase2.with_options(on_running=[*phase2.on_running_hooks, tell])
-            return phase2_report(told(overrides=overrides, force=force, return_state=True))
+            return report_of(told(overrides=overrides, force=force, return_state=True))
     raise ValueError(f"no hand-off for the flow {flow_name!r}")
 
 

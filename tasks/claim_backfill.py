@@ -2,10 +2,16 @@
 
 Inputs: the discovered thread ids and the day window, then a batch of threads. Outputs: the
 candidate records; the batch's claims and the skipped threads with their outcome. Side effect:
-`jobs` rows leased (no idle/age windows: a backfill is an explicit request).
+`jobs` rows leased (no idle/age windows: a backfill is an explicit request). Both are persisted
+per flow run (the batch's by its threads), so a retried flow run works through the same batches
+with the same claims, which the flow then takes back (`codex_memories_tasks.claim.resume_claims`).
 """
 
+import hashlib
+from typing import Any
+
 from prefect import task
+from prefect.context import TaskRunContext
 
 from codex_memories.ingest.backfill import BatchClaim, DayWindow, claim_backfill_batch
 from codex_memories.runtime import open_store
@@ -14,7 +20,16 @@ from codex_memories.state.records import ThreadRecord
 from codex_memories_tasks.claim import worker_id
 
 
-@task(name="list-backfill-candidates", cache_policy=None)
+def _candidates_key(context: TaskRunContext, _parameters: dict[str, Any]) -> str:
+    return f"backfill-candidates-{context.task_run.flow_run_id}"
+
+
+def _batch_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
+    threads = ",".join(thread.id for thread in parameters["threads"])
+    return f"backfill-claims-{context.task_run.flow_run_id}-{hashlib.sha256(threads.encode()).hexdigest()}"
+
+
+@task(name="list-backfill-candidates", cache_key_fn=_candidates_key, persist_result=True)
 def list_backfill_candidates(config: RuntimeConfig, thread_ids: list[str], window: DayWindow) -> list[ThreadRecord]:
     """The source's threads still to extract: enabled, interactive, in the window, not done."""
     return open_store(config.settings.resolved_db_url).list_stage1_backfill_candidates(
@@ -25,7 +40,7 @@ def list_backfill_candidates(config: RuntimeConfig, thread_ids: list[str], windo
     )
 
 
-@task(name="claim-backfill-batch", cache_policy=None)
+@task(name="claim-backfill-batch", cache_key_fn=_batch_key, persist_result=True)
 def claim_backfill(config: RuntimeConfig, threads: list[ThreadRecord]) -> BatchClaim:
     settings = config.settings
     return claim_backfill_batch(

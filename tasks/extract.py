@@ -11,12 +11,13 @@ claim taken over after its lease expired, reuses it instead of paying for it aga
 
 from typing import Any
 
-from prefect import Task, task
+from prefect import Task, get_run_logger, task
 from prefect.client.schemas.objects import State, TaskRun
 from prefect.context import TaskRunContext
 
 from codex_memories import progress
 from codex_memories.extract.extraction import ExtractionResult, arrived_result_json, extract_memory
+from codex_memories.reports import describe_extraction
 from codex_memories.ingest.rollouts import MemoryTranscript
 from codex_memories.llm.base import TransientModelError
 from codex_memories.runtime import extraction_provider, open_store
@@ -81,6 +82,8 @@ def extract_rollout(
         on_arrival=keep_arrived,
     )
     progress.advance("extract")
+    # The task run's own line (its state alone says only "Completed"): what came of the rollout.
+    get_run_logger().info("%s", describe_extraction(result, token_budget=config.settings.rollout_token_budget))
     return result
 
 

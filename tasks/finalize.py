@@ -1,15 +1,13 @@
 """Task: phase 1 step 9, write each extraction's outcome (`codex_memories.extract.extraction.finalize_extraction`).
 
 Inputs: the batch's results and the quality verdict. Output: one `ExtractionLine` per claim.
-Side effects: `stage1_outputs` and `jobs` rows (ownership-checked), phase 2 enqueued. Persisted
-per batch, so a retried flow run does not finalize twice.
+Side effects: `stage1_outputs` and `jobs` rows (ownership-checked), phase 2 enqueued. Never read
+back from a cache: what changed since an earlier attempt (an extraction that failed then and
+succeeded now) is finalized now, and what an earlier attempt of the run already wrote is
+reported as written, not written twice (the finalizer is idempotent per claim token).
 """
 
-import hashlib
-from typing import Any
-
 from prefect import get_run_logger, task
-from prefect.context import TaskRunContext
 
 from codex_memories.extract.extraction import ExtractionResult, finalize_extraction
 from codex_memories.reports import ExtractionLine
@@ -17,14 +15,7 @@ from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 
 
-def _finalize_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
-    tokens = ",".join(sorted(result.ownership_token for result in parameters["results"]))
-    return "finalize-" + hashlib.sha256(tokens.encode()).hexdigest()
-
-
-# Persisted by claim tokens: a retried flow run reports the outcomes it already wrote instead
-# of finding its own jobs finished and calling that a lost lease.
-@task(name="finalize-extractions", cache_key_fn=_finalize_key, persist_result=True)
+@task(name="finalize-extractions", cache_policy=None)
 def finalize_extractions(
     results: list[ExtractionResult],
     failed_expectations: dict[str, list[str]],

@@ -1,8 +1,9 @@
 """Tasks: review before apply (`review = ask`; `codex_memories.consolidate.review`).
 
 `propose` keeps the gated staging copy as the proposal beside the live folder and publishes its
-redacted diff as a markdown artifact (the page a reviewer reads before approving in the Prefect
-UI). `discard_proposal` deletes it after a reject or a timeout. Neither touches the live folder.
+redacted diff as a markdown artifact, saying where the decision is made (the run's form when it
+pauses, `codex-memories review` when it cannot; `flow_run_id` is None then). `discard_proposal`
+deletes it after a reject or a timeout. Neither touches the live folder.
 """
 
 from prefect import task
@@ -12,6 +13,7 @@ from codex_memories.consolidate.review import Proposal, proposal_diff, save_prop
 from codex_memories.consolidate.staging import StagedWorkspace, discard
 from codex_memories.consolidate.steps import Phase2Lease, Selection
 from codex_memories.consolidate.workspace import WorkspaceDiff
+from codex_memories.reports import render_review_artifact
 
 REVIEW_ARTIFACT_KEY = "codex-memories-review"
 
@@ -28,15 +30,11 @@ def propose(
     proposal = save_proposal(
         workspace, lease=lease, selection=selection, usage=usage, changes=diff.changes, flow_run_id=flow_run_id
     )
-    text = proposal_diff(proposal)
-    fence = "~~~~" if "```" in text else "```"
     create_markdown_artifact(
         key=REVIEW_ARTIFACT_KEY,
-        markdown=(
-            "# codex-memories: consolidation waiting for review\n\n"
-            f"Proposal `{proposal.path}` ({len(proposal.selection)} stage-1 outputs). Approve or reject it in this "
-            "flow run's form, or with `codex-memories review --approve` / `--reject`.\n\n"
-            f"{fence}diff\n{text}\n{fence}\n"
+        markdown=render_review_artifact(
+            proposal_diff(proposal), proposal_path=str(proposal.path), outputs=len(proposal.selection),
+            pausable=flow_run_id is not None,
         ),
         description="The proposed change to the memory folder (redacted)",
     )

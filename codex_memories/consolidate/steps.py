@@ -134,10 +134,12 @@ def claim_global_lock(
     cooldown_seconds: int,
     force: bool,
     stage1_wait_seconds: float = 0.0,
+    retried_flow_run: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> Phase2ClaimResult:
-    """`force` skips the cooldown only; a live lease or a retry backoff still wins.
+    """`force` skips the cooldown only; a live lease or a retry backoff still wins, unless an
+    earlier attempt of `retried_flow_run` (this flow run, retried) left it.
 
     While stage-1 extractions are in flight under live leases (another run's, typically), the
     claim is retried for up to `stage1_wait_seconds`: a consolidation that started now would not
@@ -151,6 +153,7 @@ def claim_global_lock(
             cooldown_seconds=cooldown_seconds,
             ignore_cooldown=force,
             defer_to_stage1_in_flight=True,
+            retried_flow_run=retried_flow_run,
         )
         if result.outcome is not Phase2ClaimOutcome.skipped_stage1_in_flight or clock() >= deadline:
             return result

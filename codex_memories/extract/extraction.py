@@ -40,14 +40,15 @@ from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.prompts import render_stage_one_prompts
 from codex_memories.redact import redact_secrets
 from codex_memories.scopes import normalise_git_origin, project_key, project_key_for_directory
-from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim
+from codex_memories.state.records import JobKind, JobStatus, Stage1ArrivedResult, Stage1Claim
 from codex_memories.state.store import MemoryStore
 
 UNKNOWN_CWD = "unknown"
 
 
 class ExtractionResult(BaseModel):
-    """What one extraction produced. Persisted by Prefect so a retried run reuses it."""
+    """What one extraction produced. Persisted by Prefect (per claim token) so a retried run
+    reuses it."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -260,8 +261,10 @@ def finalize_extraction(
 ) -> tuple[Outcome, str | None]:
     """Write one of the three spec 1.10 outcomes with the claim's token.
 
-    Returns the final outcome and its reason. A finalizer that matches no row means another
-    worker stole the lease: nothing changed, and the outcome says so.
+    Returns the final outcome and its reason. Idempotent per claim: a job that already holds
+    this outcome under the claim's token is reported as it is, not written again. A finalizer
+    that matches no row otherwise means another worker stole the lease: nothing changed, and the
+    outcome says so.
     """
     # Reasons go to the DB, the logs and the run artifact: redacted once, here, for all three.
     outcome = result.outcome
@@ -300,6 +303,15 @@ def finalize_extraction(
             retry_delay_seconds=retry_delay_seconds,
             usage=result.usage or None,
         )
-    if not written:
+    if not written and not _written_by_this_claim(store, result, outcome):
         return Outcome.failed_lost_ownership, "the job's lease was taken by another worker"
     return outcome, reason
+
+
+def _written_by_this_claim(store: MemoryStore, result: ExtractionResult, outcome: Outcome) -> bool:
+    """The job already holds this outcome under this claim's token: an earlier attempt of the
+    same flow run finalized it (a retried run finalizes its whole batch again), so nothing is
+    written twice and the outcome stands."""
+    job = store.get_job(JobKind.stage1, result.thread_id)
+    finished = JobStatus.error if outcome.is_failure else JobStatus.done
+    return job is not None and job.ownership_token == result.ownership_token and job.status == finished

@@ -23,12 +23,17 @@ the GIL the freed slots needed and cost 0.11 of phase-1 efficiency at 0.5 s late
 A transcript that could not be built ahead (an I/O error, a broken worker) is simply not
 prefetched: the extraction builds it itself and reports the failure as before. A broken worker
 process never loses a quality check either: it then runs in the calling thread.
+
+The worker process ignores SIGINT (a terminal's Ctrl-C reaches the whole process group; the
+flow process decides what an interruption does) and ends with the flow process: at its normal
+exit, or by `stop_transcript_pool` when the process is about to end without one.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Mapping
 from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -78,12 +83,31 @@ def transcript_pool() -> Executor:
         if _pool is not None:
             return _pool
         if spare_cores() >= 1 and not multiprocessing.current_process().daemon:
-            _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            _pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupts
+            )
             _pool.submit(_warm)
             return _pool
         if _thread is None:
             _thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="transcripts")
         return _thread
+
+
+def stop_transcript_pool() -> None:
+    """End the worker process now, whatever it is doing (for a process that ends with
+    `os._exit`, which skips the pool's own shutdown and would leave the worker waiting)."""
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+    if pool is None:
+        return
+    for process in list(getattr(pool, "_processes", {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _worker_process() -> ProcessPoolExecutor | None:

@@ -136,6 +136,15 @@ class Stage1Claim(_Record):
     git_origin_url: str | None = None  # stored redacted; `scopes.normalise_git_origin` drops the marker
 
 
+class Stage1ClaimResume(_Record):
+    """A claim of an earlier attempt of the same flow run, taken back by its retry
+    (`MemoryStore.resume_stage1_claims`): `claim` is what the retry works on (its token may be
+    new), None when the thread cannot be claimed now, for `outcome`."""
+
+    outcome: Stage1ClaimOutcome
+    claim: Stage1Claim | None = None
+
+
 class Stage1ArrivedResult(_Record):
     """A model answer that arrived for a stage-1 job and was not finalized yet (its JSON is the
     extraction layer's redacted result; the store does not read it)."""

@@ -75,6 +75,7 @@ from codex_memories.state.records import (
     Stage1Claim,
     Stage1ClaimOutcome,
     Stage1ClaimResult,
+    Stage1ClaimResume,
     Stage1Output,
     Stage1OutputRef,
     StatusSummary,
@@ -457,6 +458,76 @@ class MemoryStore:
 
         return self._write(run, locks=(JobKind.stage1,))
 
+    def resume_stage1_claims(
+        self,
+        claims: Sequence[Stage1Claim],
+        *,
+        worker_id: str,
+        lease_seconds: int,
+        max_running_jobs: int,
+    ) -> list[Stage1ClaimResume]:
+        """A retried flow run takes back the claims its earlier attempt made (same order).
+
+        Query behaviour, per claim, under the stage-1 lock:
+        - job `running` or `done` under the claim's token: the claim stands (a running one's
+          lease is renewed for `worker_id`); a done one was finalized by the earlier attempt and
+          its finalizer reports it again without writing (`finalize_extraction`);
+        - job `error` under the claim's token (the earlier attempt failed it): taken again under a
+          new token and lease, `retry_at` and `last_error` cleared; the retry is the user's
+          explicit request, so the backoff does not apply; `retry_remaining` and the watermark
+          stay;
+        - anything else (released, taken over by another worker, forgotten): an ordinary claim
+          (`try_claim_stage1_job` at the claim's version); the claim stands only if that claims.
+        """
+        now = self._now()
+        resumed: list[Stage1ClaimResume] = []
+        for claim in claims:
+
+            def run(conn: Connection, claim: Stage1Claim = claim) -> Stage1ClaimResume | None:
+                job = conn.execute(
+                    select(_jobs).where(_jobs.c.kind == JobKind.stage1.value, _jobs.c.job_key == claim.thread_id)
+                ).one_or_none()
+                if job is None or job.ownership_token != claim.ownership_token:
+                    return None
+                if job.status == JobStatus.done:
+                    return Stage1ClaimResume(outcome=Stage1ClaimOutcome.claimed, claim=claim)
+                if job.status == JobStatus.running:
+                    conn.execute(
+                        update(_jobs)
+                        .where(*_stage1_owner(claim.thread_id, claim.ownership_token))
+                        .values(worker_id=worker_id, lease_until=now + lease_seconds)
+                    )
+                    return Stage1ClaimResume(outcome=Stage1ClaimOutcome.claimed, claim=claim)
+                token = str(uuid.uuid4())
+                taken = conn.execute(
+                    update(_jobs)
+                    .where(_jobs.c.kind == JobKind.stage1.value, _jobs.c.job_key == claim.thread_id, *_unchanged_job(job))
+                    .values(**_running_values(worker_id, token, now, lease_seconds))
+                ).rowcount
+                if taken != 1:
+                    return None
+                return Stage1ClaimResume(
+                    outcome=Stage1ClaimOutcome.claimed, claim=claim.model_copy(update={"ownership_token": token})
+                )
+
+            taken_back = self._write(run, locks=(JobKind.stage1,))
+            if taken_back is None:
+                result = self.try_claim_stage1_job(
+                    thread_id=claim.thread_id,
+                    worker_id=worker_id,
+                    source_updated_at=claim.source_updated_at,
+                    lease_seconds=lease_seconds,
+                    max_running_jobs=max_running_jobs,
+                )
+                fresh = (
+                    claim.model_copy(update={"ownership_token": result.ownership_token})
+                    if result.outcome is Stage1ClaimOutcome.claimed and result.ownership_token
+                    else None
+                )
+                taken_back = Stage1ClaimResume(outcome=result.outcome, claim=fresh)
+            resumed.append(taken_back)
+        return resumed
+
     def mark_stage1_job_succeeded(
         self,
         *,
@@ -785,12 +856,17 @@ class MemoryStore:
         cooldown_seconds: int = PHASE2_SUCCESS_COOLDOWN_SECONDS,
         ignore_cooldown: bool = False,
         defer_to_stage1_in_flight: bool = False,
+        retried_flow_run: str | None = None,
     ) -> Phase2ClaimResult:
         """Query behaviour (spec 2.4, one locked transaction):
         - no row: insert `running` (`input_watermark=0`) → `claimed` (unless stage-1 jobs are
           in flight, below);
         - `retry_at > now` → `skipped_retry_unavailable`;
         - running under a live lease → `skipped_running`;
+        - ours, `retried_flow_run` (a flow run retried from the Prefect UI): the two checks above
+          do not apply to a row whose `worker_id` names that flow run (`<host>:<pid>:<flow run
+          id>`): its backoff or its lease was left by an earlier attempt of the same run, and the
+          retry is the user's explicit request to do the work now;
         - `last_error IS NULL AND finished_at > now - cooldown` → `skipped_cooldown`, unless
           `ignore_cooldown` (`--force`: skips this check only);
         - ours, with `defer_to_stage1_in_flight` (the phase-2 flow sets it; the default is the
@@ -811,6 +887,7 @@ class MemoryStore:
                     cooldown_seconds=cooldown_seconds,
                     ignore_cooldown=ignore_cooldown,
                     defer_to_stage1_in_flight=defer_to_stage1_in_flight,
+                    retried_flow_run=retried_flow_run,
                 ),
                 "global phase-2 job",
             )
@@ -1617,6 +1694,7 @@ class MemoryStore:
         cooldown_seconds: int,
         ignore_cooldown: bool,
         defer_to_stage1_in_flight: bool,
+        retried_flow_run: str | None = None,
     ) -> Phase2ClaimResult | None:
         """One decision under the global lock; None when the row changed under us."""
         now = self._now()
@@ -1640,11 +1718,12 @@ class MemoryStore:
             return Phase2ClaimResult(
                 outcome=Phase2ClaimOutcome.claimed, ownership_token=token, input_watermark=0
             )
-        if job.retry_at is not None and job.retry_at > now:
+        left_by_earlier_attempt = retried_flow_run is not None and (job.worker_id or "").endswith(f":{retried_flow_run}")
+        if job.retry_at is not None and job.retry_at > now and not left_by_earlier_attempt:
             return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_retry_unavailable)
         if job.status == JobStatus.running and job.lease_until is not None and (
             job.lease_until > now
-        ):
+        ) and not left_by_earlier_attempt:
             return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_running)
         if (
             not ignore_cooldown

@@ -52,9 +52,14 @@ def test_settings_from_a_config_file_given_on_the_command_line_reach_the_flow(tm
     assert [request.path for request in server.requests] == ["/v1/chat/completions"]
 
 
-def test_the_quiet_cli_keeps_flow_run_logs_at_info_for_the_prefect_api_and_quiets_only_the_terminal() -> None:
+@pytest.mark.parametrize(
+    ("call", "shown"),
+    [("prepare_prefect(False)", logging.CRITICAL), ("prepare_prefect(False, quiet_level='WARNING')", logging.WARNING)],
+    ids=["a run command shows none of Prefect's", "serve shows Prefect's warnings"],
+)
+def test_the_quiet_cli_keeps_flow_run_logs_at_info_for_the_prefect_api_and_quiets_the_terminal(call: str, shown: int) -> None:
     script = (
-        "from codex_memories_cli.options import prepare_prefect; prepare_prefect(False)\n"
+        f"from codex_memories_cli.options import prepare_prefect; {call}\n"
         "from prefect.logging.configuration import setup_logging; setup_logging()\n"
         "import logging, json\n"
         "console = [h.level for h in logging.getLogger('prefect').handlers + logging.getLogger().handlers"
@@ -65,4 +70,4 @@ def test_the_quiet_cli_keeps_flow_run_logs_at_info_for_the_prefect_api_and_quiet
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment, check=True)
     flow_run_level, console_levels = json.loads(completed.stdout.strip().splitlines()[-1])
     assert flow_run_level == logging.INFO
-    assert console_levels and all(level == logging.WARNING for level in console_levels)
+    assert console_levels and all(level == shown for level in console_levels)

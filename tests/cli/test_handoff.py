@@ -342,7 +342,7 @@ def test_the_cli_prints_serves_report_and_runs_nothing_itself(
     from codex_memories_cli.main import app
 
     runner = StandInRunner()
-    monkeypatch.setattr("codex_memories_cli.prefect_server.running_prefect_server", _must_not_run_here)
+    monkeypatch.setattr("codex_memories_cli.prefect_server.reporting_to_prefect", _must_not_run_here)
     with serving(runner, _socket(tmp_path)):
         result = CliRunner().invoke(app, ["phase1", "--codex-home", str(environment), "--provider", "heuristic", "-v"])
     assert result.exit_code == 0, result.output
@@ -359,7 +359,7 @@ def test_run_hands_off_both_phases_and_a_failed_phase_2_exits_1_as_it_would_here
 
     failed = Phase2Report(outcome=Outcome.failed_sync_workspace_inputs, reason="the disk is full")
     runner = StandInRunner(report={"phase1": _report(), "phase2": failed})
-    monkeypatch.setattr("codex_memories_cli.prefect_server.running_prefect_server", _must_not_run_here)
+    monkeypatch.setattr("codex_memories_cli.prefect_server.reporting_to_prefect", _must_not_run_here)
     with serving(runner, _socket(tmp_path)):
         result = CliRunner().invoke(app, ["run", "--codex-home", str(environment), "--provider", "heuristic", "--force"])
     assert result.exit_code == 1, result.output
@@ -370,17 +370,19 @@ def test_run_hands_off_both_phases_and_a_failed_phase_2_exits_1_as_it_would_here
 def test_the_cli_runs_the_flow_itself_when_serve_declines_and_with_local(
     environment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from prefect.states import Completed, State
+
     import codex_memories_flows.phase1 as phase1_module
     from codex_memories_cli.main import app
 
     local_runs: list[SettingsOverrides] = []
 
-    def local_phase1(overrides: SettingsOverrides) -> Phase1Report:
+    def local_phase1(overrides: SettingsOverrides, return_state: bool) -> State[Phase1Report]:
         local_runs.append(overrides)
-        return Phase1Report(provider="heuristic", provider_reason="ran here")
+        return Completed(data=Phase1Report(provider="heuristic", provider_reason="ran here"))
 
     monkeypatch.setattr(phase1_module, "phase1", local_phase1)
-    monkeypatch.setattr("codex_memories_cli.prefect_server.running_prefect_server", lambda: nullcontext())
+    monkeypatch.setattr("codex_memories_cli.prefect_server.reporting_to_prefect", lambda *_args: nullcontext())
     runner = StandInRunner()
     arguments = ["phase1", "--codex-home", str(environment), "--provider", "heuristic", "-v"]
     with serving(runner, _socket(tmp_path)):
@@ -406,7 +408,7 @@ def test_the_hand_off_client_loads_neither_prefect_nor_the_flows() -> None:
 # ---- helpers ------------------------------------------------------------------------------------
 
 
-def _must_not_run_here() -> Any:
+def _must_not_run_here(*_args: Any) -> Any:
     raise AssertionError("the flow ran in the CLI's process")
 
 

@@ -27,6 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PREFECT = [sys.executable, "-m", "prefect"]
 POSTGRES_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 WORK_POOL = "codex-memories"
+TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "CRASHED"}
 T = TypeVar("T")
 
 
@@ -157,6 +158,28 @@ class PrefectStack:
             return httpx.get(f"{self.api_url}/health", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
+
+
+def retry_like_the_ui(client: Any, flow_run_id: Any) -> None:
+    """What the flow-run page's "Retry" button sends (prefect-ui-library `FlowRunRetryModal`:
+    `setFlowRunState` with a Scheduled state named AwaitingRetry, not forced)."""
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import State
+
+    result = client.set_flow_run_state(
+        flow_run_id, State(type=StateType.SCHEDULED, name="AwaitingRetry", message="Retry from the UI"), force=False
+    )
+    assert result.status.value == "ACCEPT", result.details
+
+
+def terminal_or_none(client: Any, flow_run_id: Any) -> Any:
+    run = client.read_flow_run(flow_run_id)
+    return run if run.state and run.state.type.value in TERMINAL else None
+
+
+def wait_terminal(client: Any, flow_run_id: Any, *, timeout: float) -> Any:
+    time.sleep(0.5)  # a just-retried run is Scheduled, not yet picked up
+    return wait_for(lambda: terminal_or_none(client, flow_run_id), timeout=timeout, what=f"flow run {flow_run_id} to finish")
 
 
 def flow_run_process_ids(flow_run_id: str) -> list[int]:

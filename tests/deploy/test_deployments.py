@@ -22,7 +22,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,7 +29,15 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.prefect_stack import REPO_ROOT, PrefectStack, flow_run_process_ids, wait_for
+from tests.deploy.prefect_stack import (
+    REPO_ROOT,
+    PrefectStack,
+    flow_run_process_ids,
+    retry_like_the_ui,
+    terminal_or_none,
+    wait_for,
+    wait_terminal,
+)
 from tests.support.openai_server import (
     OpenAITestServer,
     RecordedRequest,
@@ -45,7 +52,6 @@ from tests.support.rollout_factory import write_rollout
 pytestmark = [pytest.mark.prefect_server, pytest.mark.postgres, pytest.mark.timeout(240)]
 
 DEPLOYMENTS = ("memories-phase1", "memories-phase2", "memories-backfill", "memories-forget")
-TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "CRASHED"}
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +171,7 @@ def test_phase1_run_retries_transient_errors_and_a_retried_crashed_run_repeats_n
         assert pids, "the flow-run process was not found"
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
-        crashed = _wait_terminal(client, flow_run.id, timeout=60)
+        crashed = wait_terminal(client, flow_run.id, timeout=60)
         assert crashed.state.type.value == "CRASHED", crashed.state
         # Measured on Prefect 3.9.1: the process worker reports the crash twice, the second time
         # ~15 s later from its own wait on the process; a retry made in between is overwritten
@@ -186,8 +192,8 @@ def test_phase1_run_retries_transient_errors_and_a_retried_crashed_run_repeats_n
         assert state_names.count("Retrying") == 2, state_names
 
         # 2. Retry the crashed run as the UI's "Retry" button does.
-        _retry_like_the_ui(client, flow_run.id)
-        retried = _wait_terminal(client, flow_run.id, timeout=90)
+        retry_like_the_ui(client, flow_run.id)
+        retried = wait_terminal(client, flow_run.id, timeout=90)
         assert retried.state.type.value == "COMPLETED", retried.state
         calls_after_retry = _stage1_calls(model_server, home["thread_ids"])
         assert calls_after_retry == calls_before_retry | {stuck: 2}, "finished extractions were not repeated"
@@ -199,8 +205,8 @@ def test_phase1_run_retries_transient_errors_and_a_retried_crashed_run_repeats_n
         assert usage == expected_usage, "each job counts the tokens of its one answered request"
 
         # 3. Retry the completed run: nothing is repeated, nothing is counted twice.
-        _retry_like_the_ui(client, flow_run.id)
-        again = _wait_terminal(client, flow_run.id, timeout=90)
+        retry_like_the_ui(client, flow_run.id)
+        again = wait_terminal(client, flow_run.id, timeout=90)
         assert again.state.type.value == "COMPLETED", again.state
         assert _stage1_calls(model_server, home["thread_ids"]) == calls_after_retry
         assert _outputs_and_usage(home["db_path"]) == (outputs, usage)
@@ -217,17 +223,17 @@ def test_phase2_duplicate_deployment_run_is_cancelled_and_a_direct_run_is_decide
         holder = _run_deployment(client, "memories-phase2/memories-phase2", parameters)
         wait_for(
             lambda: any(not is_stage1_request(request) for request in model_server.requests)
-            or _terminal_or_none(client, holder.id),
+            or terminal_or_none(client, holder.id),
             timeout=90,
             what="the phase-2 run's first consolidation request",
         )
-        assert _terminal_or_none(client, holder.id) is None, client.read_flow_run(holder.id).state
+        assert terminal_or_none(client, holder.id) is None, client.read_flow_run(holder.id).state
         limit = client.read_global_concurrency_limit_by_name("codex-memories-phase2")
         assert (limit.limit, limit.active_slots) == (1, 1), "the flow created the one-slot limit and holds it"
 
         # 2. A second deployment run is Cancelled by the deployment's limit (CANCEL_NEW).
         duplicate = _run_deployment(client, "memories-phase2/memories-phase2", parameters)
-        cancelled = _wait_terminal(client, duplicate.id, timeout=60)
+        cancelled = wait_terminal(client, duplicate.id, timeout=60)
         assert cancelled.state.type.value == "CANCELLED", cancelled.state
 
         # 3. A direct run against the same server is not a deployment run: the deployment limit
@@ -242,7 +248,7 @@ def test_phase2_duplicate_deployment_run_is_cancelled_and_a_direct_run_is_decide
 
         # 4. The holder finishes; no run ever warned about a missing limit.
         release.set()
-        finished = _wait_terminal(client, holder.id, timeout=90)
+        finished = wait_terminal(client, holder.id, timeout=90)
         assert finished.state.type.value == "COMPLETED", finished.state
         assert finished.state.message == "succeeded"
         logs = " ".join(log.message for log in client.read_logs())
@@ -273,30 +279,6 @@ def _entrypoints() -> dict[str, str]:
 def _run_deployment(client: Any, name: str, parameters: dict[str, Any]) -> Any:
     deployment = client.read_deployment_by_name(name)
     return client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
-
-
-def _retry_like_the_ui(client: Any, flow_run_id: Any) -> None:
-    """What the flow-run page's "Retry" button sends (prefect-ui-library `retryFlowRun`)."""
-    from prefect.client.schemas.objects import StateType
-    from prefect.states import State
-
-    result = client.set_flow_run_state(
-        flow_run_id, State(type=StateType.SCHEDULED, name="AwaitingRetry", message="Retry from the UI"), force=False
-    )
-    assert result.status.value == "ACCEPT", result.details
-
-
-def _wait_terminal(client: Any, flow_run_id: Any, *, timeout: float) -> Any:
-    time.sleep(0.5)  # a just-retried run is Scheduled, not yet picked up
-
-    return wait_for(
-        lambda: _terminal_or_none(client, flow_run_id), timeout=timeout, what=f"flow run {flow_run_id} to finish"
-    )
-
-
-def _terminal_or_none(client: Any, flow_run_id: Any) -> Any:
-    run = client.read_flow_run(flow_run_id)
-    return run if run.state and run.state.type.value in TERMINAL else None
 
 
 def _task_runs(client: Any, flow_run_id: Any, name_prefix: str) -> list[Any]:

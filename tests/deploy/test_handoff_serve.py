@@ -1,7 +1,7 @@
 """`codex-memories phase1` handed to a running `codex-memories serve`, end to end.
 
-What it proves: with serve up (its own `prefect server start` on 127.0.0.1, recorded under
-PREFECT_HOME, its hand-off socket next to the record), `codex-memories phase1` from another
+What it proves: with serve up (its own `prefect server start` on 127.0.0.1, recorded in its
+settings' state folder, its hand-off socket under PREFECT_HOME), `codex-memories phase1` from another
 process gets the run done by serve: the flow run the CLI names exists in serve's Prefect server
 and completed, with its task runs (that server records them in batches), the model server
 received the extraction requests, serve's log names the run, the CLI prints the report;
@@ -10,6 +10,7 @@ received the extraction requests, serve's log names the run, the CLI prints the 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -139,18 +140,37 @@ def test_phase1_runs_in_the_serve_process_and_shows_in_its_prefect_server(tmp_pa
 
 @pytest.mark.prefect_server
 @pytest.mark.timeout(300)
-def test_a_sigterm_to_serve_stops_the_prefect_server_it_started(tmp_path: Path) -> None:
-    """`kill <serve>` (what a service manager sends) as soon as serve listens, before Prefect's
+def test_serve_on_its_own_port_gives_a_working_ui_records_its_server_and_a_sigterm_stops_it(tmp_path: Path) -> None:
+    """`serve --port N`: the UI it serves calls the API on N (not Prefect's default 4200); serve
+    records its server in its settings' state folder, where a command of the same data finds it;
+    `kill <serve>` (what a service manager sends) as soon as serve listens, before Prefect's
     runner has its own handler: serve's server, record and socket go with it."""
     prefect_home = tmp_path / "prefect-home"
-    environment = _environment(prefect_home)
+    environment = _environment(prefect_home) | {"PREFECT_SERVER_UI_ENABLED": "true"}
     port = free_port()
     serve, log_path = _start_serve(tmp_path, environment, port)
-    socket_path, record = prefect_home / SOCKET_FILE, prefect_home / "codex-memories-server.json"
+    socket_path = prefect_home / SOCKET_FILE
+    record = tmp_path / "serve_codex_home" / "codex-memories" / "serve.json"
     try:
         wait_for(lambda: serve.poll() is not None or socket_path.is_socket(), timeout=240, what="serve's hand-off socket")
         assert serve.poll() is None, log_path.read_text(errors="replace")
-        assert record.is_file()
+        ui = httpx.get(f"http://127.0.0.1:{port}/ui-settings", timeout=10)
+        assert ui.status_code == 200 and ui.json()["api_url"] == f"http://127.0.0.1:{port}/api", ui.text
+        recorded = json.loads(record.read_text(encoding="utf-8"))
+        assert (recorded["api_url"], recorded["serve_pid"]) == (f"http://127.0.0.1:{port}/api", serve.pid)
+        assert oct(record.stat().st_mode & 0o777) == "0o600"
+        # A command with serve's data reports its runs there and says so.
+        status = subprocess.run(
+            [*CLI, "phase1", "--local", "--codex-home", str(tmp_path / "serve_codex_home"),
+             "--db", f"sqlite:///{tmp_path / 'serve.sqlite'}", "--memory-root", str(tmp_path / "serve-memories"),
+             "--provider", "heuristic"],
+            cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=240,
+        )
+        assert status.returncode == 0, status.stderr
+        assert (
+            f"prefect:     phase 1 reports to http://127.0.0.1:{port} (the server of codex-memories serve, pid {serve.pid})"
+            in status.stdout
+        ), status.stdout
         serve.send_signal(signal.SIGTERM)  # to serve alone, not to its process group
         assert serve.wait(timeout=90) in (0, 128 + signal.SIGTERM), log_path.read_text(errors="replace")
     finally:

@@ -101,3 +101,12 @@ def _terminal_or_none(client: Any, flow_run_id: Any) -> Any:
     time.sleep(0.2)
     run = client.read_flow_run(flow_run_id)
     return run if run.state and run.state.type.value in TERMINAL else None
+
+
+def test_every_override_field_is_documented_in_the_readme_table_and_prefect_yaml() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| `overrides` field |") :].split("\n\n", 1)[0]
+    comments = (REPO_ROOT / "prefect.yaml").read_text(encoding="utf-8")
+    for field in SettingsOverrides.model_fields:
+        assert f"`{field}`" in table, f"{field} is missing from the README's overrides table"
+        assert f"#   {field}: " in comments, f"{field} is missing from prefect.yaml's overrides comments"

@@ -36,11 +36,12 @@ def archived(home: MemoryHome, message: str, *, days_ago: float, **options) -> s
 
 def backfill(home: MemoryHome, *, source=None, since=None, until=None, **overrides):
     from codex_memories_flows.backfill import backfill as backfill_flow
+    from codex_memories_flows.flow_runs import report_of
 
     settings = SettingsOverrides(
         codex_home=str(home.codex_home), db_url=home.db_url, memory_root=str(home.memory_root), provider="heuristic", **overrides
     )
-    return backfill_flow(source=source, since=since, until=until, overrides=settings)
+    return report_of(backfill_flow(source=source, since=since, until=until, overrides=settings, return_state=True))
 
 
 def backfill_artifacts(first_run_key: str) -> list:

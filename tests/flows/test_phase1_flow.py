@@ -20,6 +20,7 @@ from codex_memories.reports import render_phase1_text
 from codex_memories.runtime import close_stores
 from codex_memories.settings import SettingsOverrides
 from codex_memories.state.store import MemoryStore
+from codex_memories_flows.flow_runs import report_of
 from codex_memories_flows.phase1 import phase1
 from tests.support.openai_server import (
     OpenAITestServer,
@@ -131,7 +132,7 @@ def run_phase1(home: Path, tmp_path: Path, server: OpenAITestServer | None = Non
         "max_rollouts_per_startup": 64,
         **overrides,
     }
-    return phase1(overrides=SettingsOverrides(**options))
+    return report_of(phase1(overrides=SettingsOverrides(**options), return_state=True))
 
 
 def open_store(tmp_path: Path) -> MemoryStore:

@@ -33,6 +33,7 @@ from codex_memories.runtime import close_stores
 from codex_memories.settings import SettingsOverrides
 from codex_memories.state.records import ForgetRoute, MemoryMode, Phase2ClaimOutcome, ThreadRecord
 from codex_memories.state.store import MemoryStore
+from codex_memories_flows.flow_runs import report_of
 from codex_memories_flows.phase2 import phase2
 from tests.support.openai_server import RecordedRequest, ScriptedReply, ToolCall, running_openai_server
 from tests.support.rollout_factory import uuid7_at
@@ -129,7 +130,7 @@ class Home:
             force=force,
             return_state=True,
         )
-        return state.result(raise_on_failure=False) if state.is_failed() else state.result()
+        return report_of(state)
 
     def files(self) -> dict[str, bytes]:
         return {

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from prefect import get_client
 from prefect.flow_runs import resume_flow_run
+from prefect.input.run_input import keyset_from_paused_state
 
 import codex_memories_flows.phase2_review as phase2_review
 from codex_memories.consolidate.review import load_proposal, proposal_path
@@ -23,6 +24,7 @@ from codex_memories.consolidate.workspace import workspace_diff
 from codex_memories.outcomes import Outcome
 from codex_memories.reports import Phase2Report
 from codex_memories.settings import SettingsOverrides
+from codex_memories_flows.flow_runs import report_of
 from codex_memories_flows.phase2 import phase2
 from tests.flows import test_phase2_flow as phase2_tests
 from tests.flows.test_phase2_flow import Home, served_summary
@@ -47,7 +49,7 @@ def run(home: Home, *, review: str = "ask", timeout: int | None = None) -> Phase
         force=True,
         return_state=True,
     )
-    return state.result(raise_on_failure=False) if state.is_failed() else state.result()
+    return report_of(state)
 
 
 def review_cli(home: Home, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -108,7 +110,8 @@ def test_reject_leaves_folder_baseline_and_selection_and_the_next_run_consolidat
     before, flags_before = whole_tree(home.root), selected(home)
     assert run(home).outcome is Outcome.proposed_awaiting_review
 
-    rejected = review_cli(home, "--reject")
+    assert review_cli(home, "--reject", "--provider", "gpt").returncode == 2  # a bad common option, as anywhere
+    rejected = review_cli(home, "--reject", "--provider", "heuristic", "--concurrency", "2")  # the common options
 
     assert rejected.returncode == 0, rejected.stderr
     assert whole_tree(home.root) == before  # files, baseline and index
@@ -117,6 +120,21 @@ def test_reject_leaves_folder_baseline_and_selection_and_the_next_run_consolidat
     again = run(home)
     assert again.outcome is Outcome.proposed_awaiting_review and again.consolidator == "heuristic"
     assert "make lint" in (proposal_path(home.root) / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_a_run_that_cannot_pause_says_so_and_how_to_decide(consolidated_once: Home) -> None:
+    report = run(consolidated_once)
+    assert report.outcome is Outcome.proposed_awaiting_review
+    assert "cannot pause" in (report.reason or "") and "codex-memories review" in (report.reason or "")
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    with get_client(sync_client=True) as client:
+        [artifact] = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["codex-memories-review"])),
+            sort=ArtifactSort.CREATED_DESC, limit=1,
+        )
+    assert "cannot pause for a decision" in str(artifact.data) and "in its form" not in str(artifact.data)
 
 
 def test_a_proposal_made_from_another_baseline_is_refused_with_exit_2(consolidated_once: Home) -> None:
@@ -167,7 +185,11 @@ def test_a_paused_run_resumed_with_the_decision_applies_or_discards(consolidated
         assert whole_tree(home.root) == before  # the read path never sees the proposal
         with get_client(sync_client=True) as client:
             artifacts = client.read_artifacts()
+            # The form the UI shows for the decision carries the diff itself.
+            paused = client.read_flow_run(run_id)
+            form = client.read_flow_run_input(run_id, keyset_from_paused_state(paused.state)["description"])
         assert any("make lint" in str(artifact.data) for artifact in artifacts if artifact.key == "codex-memories-review")
+        assert "+" in form and "make lint" in form and "Approve to apply" in form
         resume_flow_run(run_id, run_input={"approve": approve, "comment": "checked"})
     finally:
         thread.join(180)

@@ -12,6 +12,7 @@ from codex_memories.read.notes import add_ad_hoc_note
 from codex_memories.runtime import close_stores
 from codex_memories.state.records import ForgetRoute
 from codex_memories_flows.forget import forget
+from codex_memories_flows.flow_runs import report_of
 from codex_memories_flows.rebuild import rebuild
 from tests.support.memory_home import MemoryHome
 from tests.support.openai_server import ScriptedReply, running_openai_server
@@ -64,7 +65,7 @@ def test_rebuild_consolidates_from_scratch_and_keeps_the_notes(home: MemoryHome)
     memory_file.write_text(memory_file.read_text(encoding="utf-8") + "\n- a stale line from an old consolidation (KIWI-55)\n", encoding="utf-8")
     note = add_ad_hoc_note(home.memory_root, "the staging host is staging-3 (HERON-12)", slug="staging")
 
-    result = rebuild(overrides=home.overrides())
+    result = report_of(rebuild(overrides=home.overrides(), return_state=True))
 
     assert result.kept and result.phase2.outcome is Outcome.succeeded
     text = memory_file.read_text(encoding="utf-8")
@@ -82,7 +83,7 @@ def test_a_failed_rebuild_puts_the_previous_folder_back(home: MemoryHome) -> Non
     git_head = (home.memory_root / ".git" / "HEAD").read_bytes()
     with running_openai_server(lambda request: ScriptedReply.http_error(500)) as server:
         failing = home.overrides().model_copy(update={"provider": "openai", "base_url": server.base_url})
-        result = rebuild(overrides=failing)
+        result = report_of(rebuild(overrides=failing, return_state=True))
     assert not result.kept and result.phase2.outcome is not None and result.phase2.outcome.is_failure
     assert folder_bytes(home.memory_root) == before
     assert (home.memory_root / ".git" / "HEAD").read_bytes() == git_head
