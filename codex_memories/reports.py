@@ -25,6 +25,8 @@ class ExtractionLine:
     reason: str | None = None
     transcript_tokens: int = 0
     truncated_tokens: int = 0
+    # Lines of the model's answer withheld because their words came from tool output.
+    withheld_lines: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -97,6 +99,12 @@ def render_phase1_markdown(report: Phase1Report) -> str:
             f"{line.transcript_tokens} sent"
             for line in truncated
         ]
+    withheld = [line for line in report.extractions if line.withheld_lines]
+    if withheld:
+        lines += ["", "## Lines withheld: their words came from tool output, not from the user", ""]
+        for line in withheld:
+            lines.append(f"- `{line.thread_id}`:")
+            lines += [f"  - {text}" for text in line.withheld_lines]
     if report.quality:
         lines += ["", "## Data quality (great-expectations)", "", "| expectation | success | unexpected |", "|---|---|---|"]
         for item in report.quality:
