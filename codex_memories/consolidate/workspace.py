@@ -32,6 +32,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -225,6 +226,21 @@ def baseline_commit(root_dir: Path) -> str | None:
     if not _baseline_is_usable(root_dir):
         return None
     return _git(root_dir, "rev-parse", "--verify", "HEAD^{commit}").stdout.decode().strip()
+
+
+def baseline_texts(root_dir: Path, paths: Iterable[str]) -> dict[str, str]:
+    """Read-only: the text each of `paths` had in the baseline commit (undecodable bytes
+    replaced); a path the baseline does not hold, or every path without a usable baseline, is
+    left out."""
+    root_dir = Path(root_dir)
+    if not _baseline_is_usable(root_dir):
+        return {}
+    texts = {}
+    for path in paths:
+        completed = _git(root_dir, "cat-file", "blob", f"HEAD:{path}", check=False)
+        if completed.returncode == 0:
+            texts[path] = completed.stdout.decode("utf-8", "replace")
+    return texts
 
 
 def tree_status(root_dir: Path) -> list[str]:

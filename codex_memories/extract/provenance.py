@@ -239,68 +239,78 @@ class Attribution:
             self.feed(origin, text, whole_short_text=origin in TRUSTED_ORIGINS)
 
 
-# -- phase 1: withholding what a stage-1 answer copied from tool output ----------------------------
+# -- withholding lines -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryLine:
+    """One logical line of a memory text (`injection_gate.logical_lines`): a wrapped bullet is one."""
+
+    first: int  # index of its first physical line
+    end: int  # index just past its last physical line
+    text: str  # its physical lines joined
+
+    @property
+    def comparable(self) -> str:
+        """The words that may come from somewhere: no typed-entry suffix."""
+        return split_entry(self.text)[0]
 
 
 @dataclass(frozen=True)
 class Withheld:
     text: str
-    lines: list[str]  # the logical lines withheld, as they were (already redacted by the caller's source)
+    lines: list[str]  # the logical lines withheld, as they were
 
 
 _KEY_LINE = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*:\s*)(.*)$")
-# Task and summary headings keep their marker: `### Task 1:`, `## Task 2:`, `# `.
+# Headings keep their marker: `### Task 1:`, `## Task 2:`, `# `.
 _HEADING = re.compile(r"^(\s*#{1,6}\s+(?:Task\s+\d+\s*:\s*)?)(.*)$")
-# Values that are names, lists or codes rather than prose: never withheld (a keyword list that
+# Values that are names, lists or codes rather than prose: never judged (a keyword list that
 # names an error's words is what makes the memory findable).
 _UNJUDGED_KEYS = frozenset({"cwd", "keywords", "task_outcome", "scope", "project_key", "rollout_path", "updated_at", "outcome"})
 _REFERENCES = re.compile(r"^\s*(?:#{1,6}\s*)?references\s*:?\s*$", re.IGNORECASE)
 _SECTION = re.compile(r"^\s*(?:#{1,6}\s+\S|[A-Z][A-Za-z ]{2,60}:\s*$)")
 
 
+def memory_lines(text: str) -> list[MemoryLine]:
+    """The logical lines of `text` that are judged: not blank, not a key line whose value is a
+    name, a list or a code (`cwd:`, `keywords:`, `scope:`, ...)."""
+    physical_count = len(text.splitlines())
+    numbered = list(logical_lines(text))
+    found = []
+    for position, (number, joined) in enumerate(numbered):
+        end = numbered[position + 1][0] - 1 if position + 1 < len(numbered) else physical_count
+        key = _KEY_LINE.match(joined)
+        if joined.strip() and not (key and key.group(2).lower() in _UNJUDGED_KEYS):
+            found.append(MemoryLine(number - 1, end, joined))
+    return found
+
+
+def without_lines(text: str, lines: Iterable[MemoryLine]) -> str:
+    """`text` without `lines`: a heading or a key line keeps its marker or key with `WITHHELD` as
+    its text (the format needs it: a task block's heading, a front-matter key), any other goes."""
+    physical: list[str | None] = list(text.splitlines())
+    for line in lines:
+        replacement = _withheld_form(physical[line.first] or "")
+        physical[line.first : line.end] = [replacement] + [None] * (line.end - line.first - 1)
+    result = "\n".join(line for line in physical if line is not None)
+    return result + ("\n" if text.endswith("\n") and result else "")
+
+
 def withhold_tool_derived(text: str, items: Sequence[dict[str, Any]]) -> Withheld:
-    """`text` (a stage-1 `raw_memory` or `rollout_summary`) without its tool-derived lines."""
+    """Phase 1: `text` (a stage-1 `raw_memory` or `rollout_summary`) without the lines whose words
+    came from that session's tool output. A `References` section's lines are evidence snippets by
+    format and are kept (phase 2 judges every line that reaches the files sessions read)."""
     if not text.strip():
         return Withheld(text, [])
     physical = text.splitlines()
-    spans = _logical_spans(text, len(physical))
-    candidates = [(first, end, joined) for first, end, joined in spans if not _exempt(joined, physical, first)]
-    attribution = Attribution([_comparable(joined) for _, _, joined in candidates])
+    candidates = [line for line in memory_lines(text) if not _in_references(physical, line.first)]
+    attribution = Attribution([line.comparable for line in candidates])
     attribution.feed_session(items)
-    kept = list(physical)
-    withheld: list[str] = []
-    for index, (first, end, joined) in enumerate(candidates):
-        if not attribution.support(index).tool_derived:
-            continue
-        withheld.append(joined)
-        replacement = _withheld_form(physical[first])
-        kept[first:end] = [replacement] + [None] * (end - first - 1)  # type: ignore[list-item]
-    if not withheld:
+    derived = [line for index, line in enumerate(candidates) if attribution.support(index).tool_derived]
+    if not derived:
         return Withheld(text, [])
-    result = "\n".join(line for line in kept if line is not None)
-    return Withheld(result + ("\n" if text.endswith("\n") else ""), withheld)
-
-
-def _logical_spans(text: str, count: int) -> list[tuple[int, int, str]]:
-    """(first physical index, end index, joined text) of each logical line."""
-    lines = list(logical_lines(text))
-    spans = []
-    for position, (number, joined) in enumerate(lines):
-        end = lines[position + 1][0] - 1 if position + 1 < len(lines) else count
-        spans.append((number - 1, end, joined))
-    return spans
-
-
-def _comparable(line: str) -> str:
-    """The words of a line that may come from somewhere: no typed-entry suffix."""
-    return split_entry(line)[0]
-
-
-def _exempt(joined: str, physical: list[str], first: int) -> bool:
-    key = _KEY_LINE.match(joined)
-    if key and key.group(2).lower() in _UNJUDGED_KEYS:
-        return True
-    return _in_references(physical, first)
+    return Withheld(without_lines(text, derived), [line.text for line in derived])
 
 
 def _in_references(physical: list[str], index: int) -> bool:

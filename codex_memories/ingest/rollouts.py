@@ -1118,6 +1118,20 @@ def build_memory_transcript(path: Path, *, token_budget: int, kept_lines: KeptLi
         return _transcript_of_stream(stream, token_budget)
 
 
+def iter_kept_items(path: Path) -> Iterator[dict[str, Any]]:
+    """Every item the phase-1 transcript keeps of a rollout, in file order: sanitized, but neither
+    redacted, spotlit nor cut to a budget. For phase 2's provenance check, which compares memory
+    lines with them and stores or sends none of their text. Streaming, bounded per line as the
+    transcript is; a line that cannot be used is skipped; I/O errors raise `OSError`."""
+    parser = _LineParser(fast=True)  # only strings are read: orjson's floats for huge ints do not matter
+    with _open_rollout(path) as stream:
+        for line in _read_lines(stream):
+            obj = parser.parse(line)
+            item = None if obj is None else _kept_item(obj)
+            if item is not None:
+                yield item
+
+
 def _transcript_of_stream(stream: BinaryIO, token_budget: int) -> MemoryTranscript:
     parser = _LineParser()
     assembly = _Assembly(token_budget)
