@@ -27,10 +27,10 @@ Contract:
   by the lines, never by the sources. `covered(index, sources)` counts a line's units covered
   by any of the given sources.
 - The decision, `LineSupport.tool_derived`: a line of at least `MIN_UNITS` units is tool-derived
-  when at least `TOOL_ONLY_SHARE` of its units are covered by tool output and by neither the
-  user's words nor the agent's actions, and less than `TRUSTED_SHARE` of them are covered by
-  those. A line mixing a quoted error with the fix the agent ran keeps its trusted part; a
-  sentence copied, or lightly edited, from tool output does not.
+  when at least `TOOL_SHARE` of its units are covered by tool output and less than
+  `TRUSTED_SHARE` of them by the user's words or the agent's actions. A line that explains a
+  quoted error in its own words, or with the fix the agent ran, stays; a sentence copied, or
+  lightly edited, from tool output does not, even when a few of its words are also the user's.
 - `withhold_tool_derived(text, items)`: phase 1's use. Every logical line of a stage-1 text
   (`injection_gate.logical_lines`: a wrapped bullet is one line) that is tool-derived against
   that session's items is removed, except lines the format needs: a front-matter or task-block
@@ -53,11 +53,10 @@ from typing import Any
 
 from codex_memories.consolidate.injection_gate import logical_lines
 from codex_memories.ingest.rollouts import DATAMARK, ItemOrigin, is_harness_text, item_origin, unspotlight_item
-from codex_memories.typed_entries import split_entry
 
 SHINGLE_UNITS = 3
 MIN_UNITS = 4
-TOOL_ONLY_SHARE = 0.5
+TOOL_SHARE = 0.5
 TRUSTED_SHARE = 0.3
 WITHHELD = "(withheld: copied from tool output)"
 
@@ -157,7 +156,7 @@ class LineSupport:
     user: int  # units covered by the user's words
     action: int  # units covered by the agent's tool calls
     trusted: int  # units covered by either
-    tool_only: int  # units covered by tool output and by neither of those
+    tool: int  # units covered by tool output (whoever else said them)
 
     @property
     def judged(self) -> bool:
@@ -168,7 +167,7 @@ class LineSupport:
     def tool_derived(self) -> bool:
         return (
             self.judged
-            and self.tool_only >= TOOL_ONLY_SHARE * self.units
+            and self.tool >= TOOL_SHARE * self.units
             and self.trusted < TRUSTED_SHARE * self.units
         )
 
@@ -219,19 +218,13 @@ class Attribution:
     def support(self, index: int) -> LineSupport:
         """Line `index` against sources fed under `ItemOrigin` keys."""
         size = len(self.line_units[index])
-        trusted = self._mask(index, TRUSTED_ORIGINS)
-        tool = self._mask(index, (ItemOrigin.tool_output,))
         return LineSupport(
-            units=size,
+            units=len(self.line_units[index]),
             user=self.covered(index, (ItemOrigin.user,)),
             action=self.covered(index, (ItemOrigin.agent_action,)),
-            trusted=sum(trusted),
-            tool_only=sum(1 for position in range(size) if tool[position] and not trusted[position]),
+            trusted=self.covered(index, TRUSTED_ORIGINS),
+            tool=self.covered(index, (ItemOrigin.tool_output,)),
         )
-
-    def _mask(self, index: int, sources: Iterable[Hashable]) -> list[bool]:
-        masks = [self._covered[source][index] for source in sources if source in self._covered]
-        return [any(mask[position] for mask in masks) for position in range(len(self.line_units[index]))]
 
     def feed_session(self, items: Iterable[dict[str, Any]]) -> None:
         """Feed a session's texts under their origins (`session_texts`)."""
@@ -252,8 +245,11 @@ class MemoryLine:
 
     @property
     def comparable(self) -> str:
-        """The words that may come from somewhere: no typed-entry suffix."""
-        return split_entry(self.text)[0]
+        """The words that may come from somewhere: the line without the markup our formats add
+        to it, wherever a writer put it (a typed-entry suffix's keys, but not its reason; `[Task
+        n]` citations; `[ad-hoc note]`; project markers). Markup is not words: counted, it would
+        dilute a copied sentence below the share that gives it away."""
+        return _FORMAT_MARKUP.sub(" ", self.text)
 
 
 @dataclass(frozen=True)
@@ -262,6 +258,11 @@ class Withheld:
     lines: list[str]  # the logical lines withheld, as they were
 
 
+_FORMAT_MARKUP = re.compile(
+    r"\{memory:|(?<=[{;\s])(?:type=[a-z]+|weight=[0-9.]+|expires=[0-9-]+|reason=)\s*;?|\}\s*$"
+    r"|\[Task\s+\d+\]|\[ad-hoc note\]|\(all projects\)|\(?\bproject=[^\s)]*\)?",
+    re.IGNORECASE,
+)
 _KEY_LINE = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*:\s*)(.*)$")
 # Headings keep their marker: `### Task 1:`, `## Task 2:`, `# `.
 _HEADING = re.compile(r"^(\s*#{1,6}\s+(?:Task\s+\d+\s*:\s*)?)(.*)$")
