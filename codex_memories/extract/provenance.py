@@ -247,8 +247,9 @@ class MemoryLine:
     def comparable(self) -> str:
         """The words that may come from somewhere: the line without the markup our formats add
         to it, wherever a writer put it (a typed-entry suffix's keys, but not its reason; `[Task
-        n]` citations; `[ad-hoc note]`; project markers). Markup is not words: counted, it would
-        dilute a copied sentence below the share that gives it away."""
+        n]` citations; `[ad-hoc note]`; project and cwd markers). Markup is not words: counted, it would
+        dilute a copied sentence below the share that gives it away (the heuristic consolidator's
+        `(project=<key>; cwd=<path>)` is longer than many a sentence)."""
         return _FORMAT_MARKUP.sub(" ", self.text)
 
 
@@ -260,7 +261,7 @@ class Withheld:
 
 _FORMAT_MARKUP = re.compile(
     r"\{memory:|(?<=[{;\s])(?:type=[a-z]+|weight=[0-9.]+|expires=[0-9-]+|reason=)\s*;?|\}\s*$"
-    r"|\[Task\s+\d+\]|\[ad-hoc note\]|\(all projects\)|\(?\bproject=[^\s)]*\)?",
+    r"|\[Task\s+\d+\]|\[ad-hoc note\]|\(all projects\)|\([^()\n]*\b(?:project|cwd)=[^()\n]*\)|\b(?:project|cwd)=\S+",
     re.IGNORECASE,
 )
 _KEY_LINE = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*:\s*)(.*)$")

@@ -5,7 +5,8 @@ our SessionStart hook prints; the user's own rule from the same session does.
 Phase 1 and phase 2 run as flows against the test server answering as `tests.support.
 copying_model`; the hook is our installed command. Each layer is proven on its own: phase 1's
 withholding, phase 2's check with phase 1's switched off (a stage-1 memory written before it,
-or one it missed), and, with both off, that the copying model does carry the text all the way
+or one it missed), whichever consolidator copies the lines (our agent on the copying model, or
+the offline heuristic one), and, with both off, that the copying model does carry the text all the way
 (so these tests can fail).
 """
 
@@ -38,7 +39,7 @@ from tests.support.rollout_factory import write_rollout
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
 NOW = datetime.now(UTC)
-CWD = "/home/dana/src/app"
+ORIGIN = "git@github.com:acme/app.git"
 LANGUAGES = {
     "english": (
         "Always run make test before pushing.",
@@ -57,12 +58,13 @@ LANGUAGES = {
 }
 
 
-def run_pipeline(tmp_path: Path, language: str) -> tuple[Path, object, object]:
+def run_pipeline(tmp_path: Path, language: str, consolidator: str = "openai") -> tuple[Path, object, object]:
     user_rule, planted = LANGUAGES[language]
     home = tmp_path / "codex_home"
     home.mkdir()
     write_rollout(
-        home, created_at=NOW - timedelta(hours=30), cwd=CWD, user_messages=[f"Fix the build. {user_rule}"],
+        home, created_at=NOW - timedelta(hours=30), cwd=str(project_folder(tmp_path)), repository_url=ORIGIN,
+        user_messages=[f"Fix the build. {user_rule}"],
         tool_calls=[("cat CONTRIBUTING.md", "\n".join(["# Contributing", *planted]), 0), ("make test", "ok", 0)],
     )
     options = {
@@ -71,17 +73,28 @@ def run_pipeline(tmp_path: Path, language: str) -> tuple[Path, object, object]:
     }
     with running_openai_server(copying_model) as server:
         phase1_report = phase1(overrides=SettingsOverrides(**options, base_url=server.base_url))
-        state = phase2(overrides=SettingsOverrides(**options, base_url=server.base_url), force=True, return_state=True)
+        consolidation = {**options, "provider": consolidator}
+        state = phase2(overrides=SettingsOverrides(**consolidation, base_url=server.base_url), force=True, return_state=True)
         assert not server.handler_errors
     phase2_report = state.result(raise_on_failure=False) if state.is_failed() else state.result()
     return home, phase1_report, phase2_report
+
+
+def project_folder(tmp_path: Path) -> Path:
+    """The session's repository on this machine (the hook keys project memory by its origin)."""
+    folder = tmp_path / "app"
+    if not folder.is_dir():
+        (folder / ".git").mkdir(parents=True)
+        (folder / ".git" / "config").write_text(f'[remote "origin"]\n\turl = {ORIGIN}\n', encoding="utf-8")
+    return folder
 
 
 def session_start_context(home: Path, root: Path) -> str:
     """What our installed SessionStart hook command prints for a session in the project."""
     command = Path(sys.executable).with_name("codex-memories-hook")
     env = {key: value for key, value in os.environ.items() if not key.startswith(("CODEX_", "OPENAI_"))}
-    payload = json.dumps({"session_id": "s", "hook_event_name": "SessionStart", "cwd": CWD, "source": "startup"})
+    cwd = str(project_folder(root.parent))
+    payload = json.dumps({"session_id": "s", "hook_event_name": "SessionStart", "cwd": cwd, "source": "startup"})
     completed = subprocess.run(
         [str(command), "SessionStart", "--codex-home", str(home), "--memory-root", str(root)],
         input=payload, capture_output=True, text=True, env=env, timeout=120, check=True,
@@ -121,16 +134,17 @@ def test_planted_instructions_never_reach_the_live_folder_or_the_hook_and_the_us
         assert user_rule in text, where
 
 
+@pytest.mark.parametrize("consolidator", ["openai", "heuristic"])
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
 def test_phase_two_alone_removes_what_a_stage_one_memory_carried_in_and_audits_it(
-    tmp_path: Path, language: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, language: str, consolidator: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     user_rule, planted = LANGUAGES[language]
     monkeypatch.setattr(extraction_module, "withhold_tool_derived", lambda text, items: Withheld(text, []))
-    home, _, phase2_report = run_pipeline(tmp_path, language)
+    home, _, phase2_report = run_pipeline(tmp_path, language, consolidator)
 
     assert phase2_report.outcome is Outcome.succeeded, phase2_report.reason
-    assert len(phase2_report.provenance.derived) == 2 * len(planted)  # each in MEMORY.md and memory_summary.md
+    assert len(phase2_report.provenance.derived) >= 2 * len(planted)  # each in MEMORY.md and memory_summary.md at least
     rows = [row for row in audit_rows(tmp_path) if row.route is ForgetRoute.tool_output_provenance]
     assert sorted({row.target for row in rows}) == ["MEMORY.md", "memory_summary.md"]
     assert all(any(sentence in row.removed["text"] for row in rows) for sentence in planted)
