@@ -19,7 +19,9 @@ for object-store roots):
   (`WorkspaceDiff.tree`): the folder as it was before the consolidator ran. Phase 2 runs all of
   this in a copy of the live folder (`consolidate.staging`): a failed run discards the copy, so
   nothing here ever needs restoring. `baseline_is_usable` and `tree_status` are the read-only
-  checks a no-change run makes on the live folder itself.
+  checks a no-change run makes on the live folder itself; `baseline_texts` reads files as the
+  baseline holds them (what was live before this run: the provenance check judges only what a
+  consolidation added).
 - git always runs with an explicit `--git-dir`/`--work-tree`, no user or system config, no hooks,
   no pager, no ignore files (every file but `.git/` is content) and a fixed author.
 - `validate_artifacts` deletes every symlink in the tree and reports it, reports hard-linked files,

@@ -31,12 +31,17 @@ Contract:
   `TRUSTED_SHARE` of them by the user's words or the agent's actions. A line that explains a
   quoted error in its own words, or with the fix the agent ran, stays; a sentence copied, or
   lightly edited, from tool output does not, even when a few of its words are also the user's.
-- `withhold_tool_derived(text, items)`: phase 1's use. Every logical line of a stage-1 text
-  (`injection_gate.logical_lines`: a wrapped bullet is one line) that is tool-derived against
-  that session's items is removed, except lines the format needs: a front-matter or task-block
-  key line keeps its key and gets `WITHHELD` as its value, and the lines of a `References`
-  section (short evidence snippets by format) are kept. Returns the text and what was withheld.
-  Pure and deterministic.
+- The lines of a memory text, for phase 1 and phase 2 alike: `memory_lines(text)` gives its
+  judged logical lines (`injection_gate.logical_lines`: a wrapped bullet is one line; blank
+  lines and key lines whose value is a name, list or code such as `cwd:` or `keywords:` are
+  not judged); `MemoryLine.comparable` is a line without the markup our formats add (typed-entry
+  keys, `[Task n]`, `[ad-hoc note]`, project and cwd markers); `without_lines(text, lines)`
+  takes lines out, a heading or key line keeping its marker or key with `WITHHELD` (the format
+  needs a task block's heading and the front matter's keys).
+- `withhold_tool_derived(text, items)`: phase 1's use. Every judged line of a stage-1 text that
+  is tool-derived against that session's items goes, except the lines of a `References` section
+  (short evidence snippets by format; phase 2 judges every line that reaches the files sessions
+  read). Returns the text and what was withheld. Pure and deterministic.
 
 Measured on held-out phrasings in benchmarks/tool_output_injection.py (planted instructions
 reaching the live folder, and real user rules lost).

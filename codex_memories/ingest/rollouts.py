@@ -18,7 +18,7 @@ Inputs are the append-only JSONL session files Codex writes under `$CODEX_HOME/s
 * `.jsonl.zst` files are read when the optional `zstandard` module is importable and are
   otherwise not listed by `iter_rollout_files`.
 
-Two consumers:
+Three consumers:
 * Discovery calls `scan_rollout` for the thread facts (id, times, source, cwd, git, whether the
   session touched external context, the memory citations it contains) and, for a long rollout,
   where the lines the transcript keeps are (`KeptLines`): the same run's transcript of it then
@@ -27,8 +27,10 @@ Two consumers:
   10.8), strips injected harness text, clears `encrypted_content`, redacts secrets, spotlights
   each item (its origin first, every line of text the user did not write datamarked:
   `spotlight_item`) and fits the token budget by keeping the head and the tail of the
-  conversation. Memory stays bounded by
-  the budget, not by the file: a 500 MB rollout is streamed, not loaded.
+  conversation. Memory stays bounded by the budget, not by the file: a 500 MB rollout is
+  streamed, not loaded.
+* Phase 2's provenance check calls `iter_kept_items`: the same kept items, streamed, neither
+  redacted nor budgeted (it compares memory lines with them and keeps none of their text).
 """
 
 from __future__ import annotations
