@@ -12,10 +12,12 @@ Contract:
   characters and datamarks dropped; a run of letters or digits is one unit, except that every
   Han, Hiragana or Katakana character is a unit of its own (those scripts do not separate words
   with spaces). Punctuation, markup and spacing are not units, so quoting, bulleting or
-  re-wrapping a sentence does not hide where it came from.
+  re-wrapping a sentence does not hide where it came from; nor are names (paths, file names,
+  versions, identifiers: `_NAME`), which say what a line is about, not who wrote it.
 - `session_texts(items)`: the text of a session by origin (`ItemOrigin`, decided once for the
   stage-1 input's spotlighting by `ingest.rollouts.item_origin`): the user's messages
-  (`user`; Codex's harness parts of them are `tool_output`), the agent's tool calls
+  (`user`; Codex's harness parts of them are `tool_output`, except its environment context,
+  which is the session's own facts and is left out), the agent's tool calls
   (`agent_action`: commands, patches, search queries) and tool output (`tool_output`). The
   agent's own words (`assistant`) are left out: they neither vouch for a line (the agent may be
   repeating what a tool told it) nor taint one. Works on spotlit and plain items alike.
@@ -74,13 +76,22 @@ _UNIT = re.compile(rf"[{_SPACELESS}]|[^\W_{_SPACELESS}]+")
 # Format characters (Unicode category Cf: zero-width spaces and joiners, soft hyphens, bidi
 # controls, tag characters): invisible, and they would split a unit in two.
 _FORMAT_CHARACTERS = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0001-\U000e007f]")
+_ENVIRONMENT_CONTEXT = "<environment_context>"
 # Keys of items that name things rather than hold text (never compared).
 _IDENTIFIER_KEYS = frozenset({"from", "type", "call_id", "id", "status", "name", "namespace", "role"})
 
 
+# Names: a run of ASCII name characters with a path separator, a dot or colon between word
+# characters, an underscore or an `=` in it (`src/api/handlers.py`, `go.mod`, `1.22.4`,
+# `DATABASE_URL`, `cwd=/x`, `tests/test_api.py::test_retry`). A name says where a line is about,
+# not who wrote it: the same path is in the tool's output, the agent's command and the memory's
+# own headings, so it is not compared (nor counted).
+_NAME = re.compile(r"[A-Za-z0-9_.:/\\~=@+%-]*(?:[/\\]|[A-Za-z0-9][.:][A-Za-z0-9]|_|[A-Za-z0-9]=)[A-Za-z0-9_.:/\\~=@+%-]*")
+
+
 def units(text: str) -> list[str]:
     folded = unicodedata.normalize("NFKC", _FORMAT_CHARACTERS.sub("", text.replace(DATAMARK, " "))).casefold()
-    return _UNIT.findall(folded)
+    return _UNIT.findall(_NAME.sub(" ", folded))
 
 
 # -- the session's text by origin -----------------------------------------------------------------
@@ -93,6 +104,8 @@ def session_texts(items: Iterable[dict[str, Any]]) -> Iterator[tuple[ItemOrigin,
         origin = item_origin(plain)
         if origin is ItemOrigin.user:
             for text in _message_texts(plain):
+                if text.lstrip().startswith(_ENVIRONMENT_CONTEXT):
+                    continue  # Codex's own facts of the session (cwd, shell, date): nobody's words
                 yield (ItemOrigin.tool_output if is_harness_text(text) else ItemOrigin.user), text
         elif origin is ItemOrigin.agent_action:
             for text in _string_leaves(_action_payload(plain)):

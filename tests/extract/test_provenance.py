@@ -104,6 +104,18 @@ def test_what_the_agent_ran_and_an_error_explained_in_own_words_stay() -> None:
     assert withhold_tool_derived(text, session).lines == []
 
 
+def test_names_a_tool_printed_do_not_make_a_line_tool_derived() -> None:
+    cwd = "/home/dana/src/app"
+    session = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"<environment_context>\n  <cwd>{cwd}</cwd>\n</environment_context>"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Where is the retry logic?"}]},
+        {"type": "function_call", "name": "exec_command", "arguments": json.dumps({"cmd": "grep -rn retry src/"}), "call_id": "g"},
+        {"type": "function_call_output", "call_id": "g", "output": f"{cwd}/src/api/handlers.py:42: def retry(request, attempts=3):\nsrc/api/handlers.py:57:     return retry(request)"},
+    ]
+    text = f"# Task Group: {cwd}\n- src/api/handlers.py owns the retry logic (`retry(request, attempts=3)`)\n- the retry helper lives in {cwd}/src/api/handlers.py\n"
+    assert withhold_tool_derived(text, session).lines == []
+
+
 def test_references_keep_their_evidence_and_key_lines_keep_their_key() -> None:
     text = f"---\ndescription: {PLANTED_EN}\nkeywords: team policy, push, main branch\n---\n\n### Task 1: {PLANTED_EN}\n\nReferences:\n- {PLANTED_EN}\n"
     kept = withhold_tool_derived(text, items())
