@@ -26,6 +26,7 @@ import codex_memories_tasks.check_provenance as check_provenance_task
 from codex_memories.consolidate.provenance_check import ProvenanceFindings
 from codex_memories.extract.provenance import Withheld
 from codex_memories.outcomes import Outcome
+from codex_memories.reports import render_phase1_markdown, render_phase2_markdown
 from codex_memories.settings import SettingsOverrides
 from codex_memories.state.records import ForgetRoute
 from codex_memories.state.store import MemoryStore
@@ -128,6 +129,8 @@ def test_planted_instructions_never_reach_the_live_folder_or_the_hook_and_the_us
     [line] = phase1_report.extractions
     assert line.outcome is Outcome.succeeded
     assert all(any(sentence in withheld for withheld in line.withheld_lines) for sentence in planted)
+    artifact = render_phase1_markdown(phase1_report)
+    assert "## Lines withheld: their words came from tool output" in artifact and planted[0] in artifact
     for where, text in live_texts(tmp_path, home).items():
         for sentence in planted:
             assert sentence not in text, where
@@ -148,6 +151,8 @@ def test_phase_two_alone_removes_what_a_stage_one_memory_carried_in_and_audits_i
     rows = [row for row in audit_rows(tmp_path) if row.route is ForgetRoute.tool_output_provenance]
     assert sorted({row.target for row in rows}) == ["MEMORY.md", "memory_summary.md"]
     assert all(any(sentence in row.removed["text"] for row in rows) for sentence in planted)
+    artifact = render_phase2_markdown(phase2_report)
+    assert "Provenance check: " in artifact and "| `tool_output_provenance` | `MEMORY.md` |" in artifact
     for where, text in live_texts(tmp_path, home).items():
         for sentence in planted:
             assert sentence not in text, where
