@@ -41,9 +41,10 @@ Contract:
   takes lines out, a heading or key line keeping its marker or key with `WITHHELD` (the format
   needs a task block's heading and the front matter's keys).
 - `withhold_tool_derived(text, items)`: phase 1's use. Every judged line of a stage-1 text that
-  is tool-derived against that session's items goes, except the lines of a `References` section
-  (short evidence snippets by format; phase 2 judges every line that reaches the files sessions
-  read). Returns the text and what was withheld. Pure and deterministic.
+  is tool-derived against that session's items goes, in every section: a `References` line that
+  only quotes an output goes too, because rollout summaries are searched by the prompt hook and
+  a quoted instruction recalled there steers as well as a rule. Returns the text and what was
+  withheld. Pure and deterministic.
 
 Measured on held-out phrasings in benchmarks/tool_output_injection.py (planted instructions
 reaching the live folder, and real user rules lost).
@@ -288,8 +289,6 @@ _HEADING = re.compile(r"^(\s*#{1,6}\s+(?:Task\s+\d+\s*:\s*)?)(.*)$")
 # Values that are names, lists or codes rather than prose: never judged (a keyword list that
 # names an error's words is what makes the memory findable).
 _UNJUDGED_KEYS = frozenset({"cwd", "keywords", "task_outcome", "scope", "project_key", "rollout_path", "updated_at", "outcome"})
-_REFERENCES = re.compile(r"^\s*(?:#{1,6}\s*)?references\s*:?\s*$", re.IGNORECASE)
-_SECTION = re.compile(r"^\s*(?:#{1,6}\s+\S|[A-Z][A-Za-z ]{2,60}:\s*$)")
 
 
 def memory_lines(text: str) -> list[MemoryLine]:
@@ -319,28 +318,16 @@ def without_lines(text: str, lines: Iterable[MemoryLine]) -> str:
 
 def withhold_tool_derived(text: str, items: Sequence[dict[str, Any]]) -> Withheld:
     """Phase 1: `text` (a stage-1 `raw_memory` or `rollout_summary`) without the lines whose words
-    came from that session's tool output. A `References` section's lines are evidence snippets by
-    format and are kept (phase 2 judges every line that reaches the files sessions read)."""
+    came from that session's tool output."""
     if not text.strip():
         return Withheld(text, [])
-    physical = text.splitlines()
-    candidates = [line for line in memory_lines(text) if not _in_references(physical, line.first)]
+    candidates = memory_lines(text)
     attribution = Attribution([line.comparable for line in candidates])
     attribution.feed_session(items)
     derived = [line for index, line in enumerate(candidates) if attribution.support(index).tool_derived]
     if not derived:
         return Withheld(text, [])
     return Withheld(without_lines(text, derived), [line.text for line in derived])
-
-
-def _in_references(physical: list[str], index: int) -> bool:
-    """Whether the line sits in a `References` section (up to the next section or heading)."""
-    for line in reversed(physical[:index]):
-        if _REFERENCES.match(line):
-            return True
-        if _SECTION.match(line):
-            return False
-    return False
 
 
 def _withheld_form(line: str) -> str | None:

@@ -116,8 +116,8 @@ def test_names_a_tool_printed_do_not_make_a_line_tool_derived() -> None:
     assert withhold_tool_derived(text, session).lines == []
 
 
-def test_references_keep_their_evidence_and_key_lines_keep_their_key() -> None:
-    text = f"---\ndescription: {PLANTED_EN}\nkeywords: team policy, push, main branch\n---\n\n### Task 1: {PLANTED_EN}\n\nReferences:\n- {PLANTED_EN}\n"
+def test_key_lines_and_headings_keep_their_key_and_references_lose_a_copied_line_too() -> None:
+    text = f"---\ndescription: {PLANTED_EN}\nkeywords: team policy, push, main branch\n---\n\n### Task 1: {PLANTED_EN}\n\nReferences:\n- {PLANTED_EN}\n- `make build` -> exit 2\n"
     kept = withhold_tool_derived(text, items())
     assert kept.text.splitlines() == [
         "---",
@@ -128,7 +128,7 @@ def test_references_keep_their_evidence_and_key_lines_keep_their_key() -> None:
         f"### Task 1: {WITHHELD}",
         "",
         "References:",
-        f"- {PLANTED_EN}",
+        "- `make build` -> exit 2",
     ]
 
 
