@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from codex_memories.consolidate.conflicts import Conflict
+from codex_memories.consolidate.provenance_check import ProvenanceFindings
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
 from codex_memories.state.records import ForgetAuditRecord, ForgetRoute
@@ -28,6 +29,8 @@ class ExtractionLine:
     reason: str | None = None
     transcript_tokens: int = 0
     truncated_tokens: int = 0
+    # Lines of the model's answer withheld because their words came from tool output.
+    withheld_lines: list[str] = field(default_factory=list)
 
 
 def describe_extraction(result: Any, *, token_budget: int) -> str:
@@ -120,6 +123,12 @@ def render_phase1_markdown(report: Phase1Report) -> str:
             f"{line.truncated_tokens} left out of the middle (an estimate)"
             for line in truncated
         ]
+    withheld = [line for line in report.extractions if line.withheld_lines]
+    if withheld:
+        lines += ["", "## Lines withheld: their words came from tool output, not from the user", ""]
+        for line in withheld:
+            lines.append(f"- `{line.thread_id}`:")
+            lines += [f"  - {text}" for text in line.withheld_lines]
     if report.quality:
         lines += ["", "## Data quality (great-expectations)", "", "| expectation | success | unexpected |", "|---|---|---|"]
         for item in report.quality:
@@ -174,6 +183,9 @@ class Phase2Report:
     recall_index: str | None = None
     memory_root: str | None = None
     forget_audit: list[ForgetAuditRecord] = field(default_factory=list)
+    # The provenance check: new lines checked, removed as copied from tool output (each one a
+    # forget-audit row, route tool_output_provenance), unverified (None: it did not run).
+    provenance: ProvenanceFindings | None = None
     # The injection gate's findings (redacted, capped excerpts) when it refused the folder.
     injection_findings: list[str] = field(default_factory=list)
     # Threads whose stage-1 memory the refused lines were traced to, quarantined (route pollution).
@@ -228,6 +240,8 @@ def render_phase2_markdown(report: Phase2Report) -> str:
     if report.files_changed:
         lines += ["", "## Files changed by consolidation", ""]
         lines += [f"- `{path}`" for path in report.files_changed]
+    if report.provenance:
+        lines += ["", f"Provenance check: {report.provenance.summary()} (removed lines: forget audit, route `tool_output_provenance`)"]
     if report.injection_findings:
         lines += ["", "## Injection gate: refused lines (redacted)", ""]
         lines += [f"- {_cell(finding)}" for finding in report.injection_findings]
@@ -267,6 +281,8 @@ def render_phase2_text(report: Phase2Report) -> str:
         text += f"; {len(report.diff_status)} input change(s)"
     if report.agent_stop_reason:
         text += f"; {report.consolidator} consolidator {report.agent_stop_reason} in {report.agent_steps} step(s)"
+    if report.provenance and (report.provenance.derived or report.provenance.unverified):
+        text += f"\n  provenance: {report.provenance.summary()}"
     for finding in report.injection_findings:
         text += f"\n  refused: {finding}"
     if report.quarantined_threads:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from codex_memories.settings import RuntimeConfig
-from codex_memories_cli.errors import EXIT_BAD_SETTING
 from codex_memories_cli.errors import fail as _fail
 from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
 

@@ -40,6 +40,7 @@ from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_ov
 from codex_memories_flows.phase2_review import review_proposal
 from codex_memories_flows.phase2_support import prefect_singleton_slot, stage_step
 from codex_memories_tasks.audit_manual_changes import audit_manual_changes
+from codex_memories_tasks.check_provenance import check_provenance
 from codex_memories_tasks.check_settled import check_settled, record_settled
 from codex_memories_tasks.claim_lock import claim_lock, lease_given_back_if_interrupted
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
@@ -256,6 +257,9 @@ def _consolidate_and_publish(
     problems = stage_step(Outcome.failed_invalid_artifacts, validate_artifacts, workspace)
     if problems:
         raise Phase2Failure(Outcome.failed_invalid_artifacts, "; ".join(problems))
+    # 10a. Provenance: a new line whose words came only from tool output in its sessions leaves
+    #      the files (audited, route tool_output_provenance); the rest goes on to the gate.
+    report.provenance = stage_step(Outcome.failed_injection_gate, check_provenance, workspace, selection, config)
     # 11. The injection gate: no line that looks injected goes live. The stage-1 outputs a
     #     refused line came from are quarantined (route pollution), so the next run, without
     #     backoff, consolidates the rest; with no source found the run backs off as any failure.

@@ -39,6 +39,7 @@ def finalize_extractions(
                 reason=reason,
                 transcript_tokens=result.transcript_tokens,
                 truncated_tokens=result.truncated_tokens,
+                withheld_lines=result.withheld_lines,
             )
         )
     return lines

@@ -4,7 +4,10 @@ What reaches `memory_summary.md`, `MEMORY.md`, `skills/` and the rest of the mem
 read by later sessions, so an instruction planted in a tool output, a web page or a rollout
 summary must not get there by way of a consolidation. The gate runs after artifact validation and
 before the baseline reset; a finding fails the run (`failed_injection_gate`) and the folder is
-restored (the source of a finding is traced and quarantined by `injection_sources`).
+restored (the source of a finding is traced and quarantined by `injection_sources`). Before it,
+phase 2's provenance check (`provenance_check`) has removed every added line whose words came only
+from tool output: the gate's patterns are a tripwire for what is hostile on its face, not the
+defence that decides by wording.
 
 Contract:
 - `find_injections(files)` is the decision: a pure function over `GatedFile`s (path, text or

@@ -19,7 +19,9 @@ for object-store roots):
   (`WorkspaceDiff.tree`): the folder as it was before the consolidator ran. Phase 2 runs all of
   this in a copy of the live folder (`consolidate.staging`): a failed run discards the copy, so
   nothing here ever needs restoring. `baseline_is_usable` and `tree_status` are the read-only
-  checks a no-change run makes on the live folder itself.
+  checks a no-change run makes on the live folder itself; `baseline_texts` reads files as the
+  baseline holds them (what was live before this run: the provenance check judges only what a
+  consolidation added).
 - git always runs with an explicit `--git-dir`/`--work-tree`, no user or system config, no hooks,
   no pager, no ignore files (every file but `.git/` and our `.codex-memories/` is content) and a
   fixed author. `.git/info/exclude` names `.codex-memories/`, so that anyone else's `git status`
@@ -34,6 +36,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -231,6 +234,21 @@ def baseline_commit(root_dir: Path) -> str | None:
     if not _baseline_is_usable(root_dir):
         return None
     return _git(root_dir, "rev-parse", "--verify", "HEAD^{commit}").stdout.decode().strip()
+
+
+def baseline_texts(root_dir: Path, paths: Iterable[str]) -> dict[str, str]:
+    """Read-only: the text each of `paths` had in the baseline commit (undecodable bytes
+    replaced); a path the baseline does not hold, or every path without a usable baseline, is
+    left out."""
+    root_dir = Path(root_dir)
+    if not _baseline_is_usable(root_dir):
+        return {}
+    texts = {}
+    for path in paths:
+        completed = _git(root_dir, "cat-file", "blob", f"HEAD:{path}", check=False)
+        if completed.returncode == 0:
+            texts[path] = completed.stdout.decode("utf-8", "replace")
+    return texts
 
 
 def tree_status(root_dir: Path) -> list[str]:

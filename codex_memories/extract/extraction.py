@@ -1,8 +1,10 @@
 """Phase 1 for one claimed rollout: transcript in, a stage-1 result out (not yet finalized).
 
 Contract: `extract_memory` reads the rollout (streaming, tolerant), keeps only model-visible
-conversation, redacts it, fits the token budget, renders our prompts, calls the provider with
-strict JSON-schema output, parses strictly and redacts the fields again. The scope of each task
+conversation, redacts it, spotlights it (each item says who wrote it; text the user did not write
+is datamarked), fits the token budget, renders our prompts, calls the provider with strict
+JSON-schema output, parses strictly, withholds every line whose words came from tool output
+(`extract.provenance`; listed in `withheld_lines`) and redacts the fields again. The scope of each task
 block (the model's `task_scopes`) and the key of the thread's project (`claim_project_key`) are
 written into the raw memory as `scope:` / `project_key:` lines (`extract.scope_tagging`) and
 carried in the result for the `stage1_outputs.scope` / `project_key` columns. It never writes the
@@ -24,11 +26,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from codex_memories.consolidate.injection_gate import MAX_REPORTED_FINDINGS, excerpt
+from codex_memories.extract.provenance import withhold_tool_derived
 from codex_memories.extract.scope_tagging import row_scope, tag_raw_memory
 from codex_memories.forget.audit import record_actions
 from codex_memories.forget.empty_reextraction import empty_reextraction_actions
 from codex_memories.ingest.rollout_files import rollout_failure
-from codex_memories.ingest.rollouts import MemoryTranscript, build_memory_transcript
+from codex_memories.ingest.rollouts import MemoryTranscript, build_memory_transcript, unmark
 from codex_memories.llm.base import (
     ExtractionProvider,
     ExtractionRequest,
@@ -73,6 +77,9 @@ class ExtractionResult(BaseModel):
     # The model answer was paid for by an earlier run that died (or lost its lease) before
     # finalizing it; this run reused it instead of calling the model again.
     reused_arrived_result: bool = False
+    # Lines of the answer withheld because their words came from tool output (redacted, capped
+    # excerpts; `extract.provenance.withhold_tool_derived`).
+    withheld_lines: list[str] = []
 
 
 # Called with a result as soon as the model's answer is parsed and redacted, before the caller
@@ -157,20 +164,26 @@ def extract_memory(
     extraction = response.extraction
     # Typed entries (type, weight, reason, expiry) go into raw_memory as bullet suffixes and each
     # task block gets its `scope:` line, so the stage-1 row keeps Codex's three fields; their text
-    # is redacted with the rest below.
+    # is redacted with the rest below. Datamarks a model copied from its input go, and so does
+    # every line whose words came from tool output rather than from the user or the agent's own
+    # actions (`extract.provenance`): whatever it says, it never becomes a memory.
     claimed_project = claim_project_key(claim)
-    raw_memory = redact_secrets(tag_raw_memory(typed_raw_memory(extraction), extraction.task_scopes, claimed_project))
-    rollout_summary = redact_secrets(extraction.rollout_summary)
-    slug = redact_secrets(extraction.rollout_slug) if extraction.rollout_slug else None
+    raw_kept = withhold_tool_derived(unmark(typed_raw_memory(extraction)), transcript.items)
+    summary_kept = withhold_tool_derived(unmark(extraction.rollout_summary), transcript.items)
+    raw_memory = redact_secrets(tag_raw_memory(raw_kept.text, extraction.task_scopes, claimed_project))
+    rollout_summary = redact_secrets(summary_kept.text)
+    slug = redact_secrets(unmark(extraction.rollout_slug)) if extraction.rollout_slug else None
+    withheld = describe_withheld(raw_kept.lines + summary_kept.lines)
     usage = response.usage.model_dump()
     if not raw_memory or not rollout_summary:
         result = ExtractionResult(
-            **base, **transcript_facts, outcome=Outcome.succeeded_no_output, usage=usage
+            **base, **transcript_facts, outcome=Outcome.succeeded_no_output, usage=usage, withheld_lines=withheld
         )
     else:
         result = ExtractionResult(
             **base,
             **transcript_facts,
+            withheld_lines=withheld,
             outcome=Outcome.succeeded,
             raw_memory=raw_memory,
             rollout_summary=rollout_summary,
@@ -182,6 +195,14 @@ def extract_memory(
     if on_arrival is not None:
         on_arrival(result)
     return result
+
+
+def describe_withheld(lines: list[str], limit: int = MAX_REPORTED_FINDINGS) -> list[str]:
+    """Withheld lines as a report shows them: redacted, capped excerpts, then a count of the rest."""
+    described = [excerpt(line) for line in lines[:limit]]
+    if len(lines) > limit:
+        described.append(f"... and {len(lines) - limit} more")
+    return described
 
 
 def arrived_result_json(result: ExtractionResult) -> str:

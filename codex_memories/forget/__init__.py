@@ -15,8 +15,11 @@ them writes an audit row. `audit.record_actions(store, actions)` is the one writ
 | 6 | extension expiry       | `extension_expiry`      | `extension_expiry`                  | `consolidate.steps.prune_extension_resources` |
 | 6b| typed-entry expiry     | `entry_expiry`          | `entry_expiry`                      | `consolidate.steps.expire_typed_entries` |
 | 7 | manual                 | `manual`                | `ad_hoc_note`, `user_edit`, `manual_reset` | phase 2, the forget flow, the CLI |
+| 8 | tool-output provenance | `consolidate.provenance_check` | `tool_output_provenance`   | phase 2 |
 
-Route 6b (issue 15) is ours, not Codex's: a temporary typed entry past its `expires` date leaves
+Route 8 (issue 29) is ours too: a line a consolidation wrote whose words came only from tool
+output leaves the consolidated files before they go live; it is recorded here like a forgotten
+line. Route 6b (issue 15) is ours, not Codex's: a temporary typed entry past its `expires` date leaves
 the stage-1 row and the synced inputs at the next phase 2 (`entry_expiry` says why it is not
 route 6).
 

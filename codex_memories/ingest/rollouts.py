@@ -22,15 +22,19 @@ Inputs are the append-only JSONL session files Codex writes under `$CODEX_HOME/s
   I/O errors do (`OSError`; `rollout_files.rollout_failure` names the outcome): the caller turns
   that into one named failure for that file.
 
-Two consumers:
+Three consumers:
 * Discovery calls `scan_rollout` for the thread facts (id, times, source, cwd, git, whether the
   session touched external context, the memory citations it contains) and, for a long rollout,
   where the lines the transcript keeps are (`KeptLines`): the same run's transcript of it then
   parses its head and the lines left in its tail, not the whole file again.
 * Phase 1 calls `build_memory_transcript`, which keeps only what the model saw (spec 1.5 and
-  10.8), strips injected harness text, clears `encrypted_content`, redacts secrets and fits the
-  token budget by keeping the head and the tail of the conversation. Memory stays bounded by
-  the budget, not by the file: a 500 MB rollout is streamed, not loaded.
+  10.8), strips injected harness text, clears `encrypted_content`, redacts secrets, spotlights
+  each item (its origin first, every line of text the user did not write datamarked:
+  `spotlight_item`) and fits the token budget by keeping the head and the tail of the
+  conversation. Memory stays bounded by the budget, not by the file: a 500 MB rollout is
+  streamed, not loaded.
+* Phase 2's provenance check calls `iter_kept_items`: the same kept items, streamed, neither
+  redacted nor budgeted (it compares memory lines with them and keeps none of their text).
 """
 
 from __future__ import annotations
@@ -40,9 +44,10 @@ import os
 import re
 from array import array
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -181,7 +186,9 @@ class RolloutScan:
 class MemoryTranscript:
     """What phase 1 sends to the model."""
 
-    items: list[dict[str, Any]]  # kept, sanitized, redacted items (head + tail when truncated)
+    # Kept, sanitized, redacted and spotlit items (head + tail when truncated): each starts with
+    # its origin (`"from"`) and the text the user did not write is datamarked (`spotlight_item`).
+    items: list[dict[str, Any]]
     text: str  # compact JSON array of `items`, with a marker string between head and tail
     # o200k tokens of `text`. A text no longer in UTF-8 bytes than the budget cannot hold more
     # tokens than that (a token is at least one byte) and is not tokenised: this is then its
@@ -733,6 +740,94 @@ def _is_kept_item(item: dict[str, Any]) -> bool:
     return not (role == "user" and isinstance(content, list) and all(map(_is_injected_instructions, content)))
 
 
+class ItemOrigin(StrEnum):
+    """Who wrote a transcript item's text: the `"from"` key the stage-1 input puts first in it."""
+
+    user = "user"  # the user's own messages (Codex's harness parts in them are marked as data)
+    assistant = "assistant"  # the agent's own words
+    agent_action = "agent_action"  # a tool call the agent made: a command, a patch, a search
+    tool_output = "tool_output"  # what a tool returned: command output, files, web pages, MCP results
+
+
+# Spotlighting (Hines et al., "Defending Against Indirect Prompt Injection Attacks With
+# Spotlighting", 2024): every line of text in the stage-1 input that the user did not write
+# starts with this datamark, so the model can tell data from the user's words at any point of a
+# long output, in any language, without an encoding it would have to undo to read the evidence.
+# One o200k token (U+02C6, the mark the paper uses); a per-line mark rather than one per word
+# keeps the cost to about one token per line, and works for scripts without spaces.
+DATAMARK = "\u02c6"
+FROM_KEY = "from"
+TOOL_OUTPUT_ITEM_TYPES = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
+AGENT_ACTION_ITEM_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call", "tool_search_call"})
+# Keys of a tool-output item that hold identifiers, not text: never marked.
+_UNMARKED_KEYS = frozenset({FROM_KEY, "type", "call_id", "id", "status", "name", "namespace", "role"})
+# Where a line starts inside a string: its beginning, after a newline, and after an escaped
+# newline (`\n` in a JSON document a tool printed, which a model reads as a line break too). A
+# line already marked is not marked again, so marking is idempotent; an empty tail is not marked.
+_LINE_START = re.compile(r"(?:\A|(?<=\n)|(?<=\\n))(?!" + DATAMARK + r"|\Z)")
+
+
+def item_origin(item: dict[str, Any]) -> ItemOrigin:
+    """Who wrote a kept item's text. A message role other than user or assistant, and any item
+    type not known here, counts as tool output: untrusted by default."""
+    kind = item.get("type")
+    if kind == "message":
+        role = item.get("role")
+        if role == "user":
+            return ItemOrigin.user
+        return ItemOrigin.assistant if role == "assistant" else ItemOrigin.tool_output
+    if kind in AGENT_ACTION_ITEM_TYPES:
+        return ItemOrigin.agent_action
+    return ItemOrigin.tool_output
+
+
+def datamark(text: str) -> str:
+    """`text` with the datamark at the start of every line (idempotent)."""
+    return _LINE_START.sub(DATAMARK, text)
+
+
+def unmark(text: str) -> str:
+    """`text` without datamarks: what the tool printed (a datamark it printed itself goes too)."""
+    return text.replace(DATAMARK, "")
+
+
+def spotlight_item(item: dict[str, Any]) -> dict[str, Any]:
+    """The item as the stage-1 model reads it: its origin first (`"from"`, a key no text inside
+    the item can forge: a tool output is a JSON string, so it cannot add a key), then its fields;
+    the text of tool output, and Codex's harness parts of a user message (environment, skills,
+    other agents' notifications), datamarked line by line. A new dict; idempotent. Runs after
+    redaction: a mark inside a secret would hide it from the patterns."""
+    origin = item_origin(item)
+    fields = {key: value for key, value in item.items() if key != FROM_KEY}
+    if origin is ItemOrigin.tool_output:
+        fields = _map_strings(fields, datamark, _UNMARKED_KEYS)
+    elif origin is ItemOrigin.user and isinstance(fields.get("content"), list):
+        fields["content"] = [_datamark_harness_part(part) for part in fields["content"]]
+    return {FROM_KEY: origin.value, **fields}
+
+
+def unspotlight_item(item: dict[str, Any]) -> dict[str, Any]:
+    """The item as the rollout had it (after sanitizing and redaction): no origin key, no marks."""
+    return {key: _map_strings(value, unmark) for key, value in item.items() if key != FROM_KEY}
+
+
+def _map_strings(value: Any, function: Callable[[str], str], skipped_keys: frozenset[str] = frozenset()) -> Any:
+    """`value` with `function` applied to every string in it, except under `skipped_keys`."""
+    if isinstance(value, str):
+        return function(value)
+    if isinstance(value, list):
+        return [_map_strings(entry, function, skipped_keys) for entry in value]
+    if isinstance(value, dict):
+        return {key: entry if key in skipped_keys else _map_strings(entry, function, skipped_keys) for key, entry in value.items()}
+    return value
+
+
+def _datamark_harness_part(part: Any) -> Any:
+    if isinstance(part, dict) and isinstance(part.get("text"), str) and is_harness_text(unmark(part["text"])):
+        return {**part, "text": datamark(part["text"])}
+    return part
+
+
 def _kept_item(obj: dict[str, Any]) -> dict[str, Any] | None:
     """The sanitized response item of a parsed rollout line, or None when the transcript does not
     keep the line (another line type, or an item phase 1 drops)."""
@@ -878,12 +973,14 @@ class _TranscriptBuilder:
         self._push_tail(item, raw_length)
 
     def _keep(self, item: dict[str, Any], max_tokens: int | None = None) -> _Kept:
-        redacted, text = redact_item(item)
+        redacted, _ = redact_item(item)
+        spotlit = spotlight_item(redacted)
+        text = _dumps(spotlit)
         tokens = count_tokens(text)
         original = tokens
         if max_tokens is not None and tokens > max_tokens:
-            redacted, text, tokens = _shrink_item(redacted, max_tokens)
-        return _Kept(redacted, text, tokens, original)
+            spotlit, text, tokens = _shrink_item(spotlit, max_tokens)
+        return _Kept(spotlit, text, tokens, original)
 
     def _push_tail(self, item: dict[str, Any] | _DeferredItem, length: int) -> None:
         self.tail.append((item, length))
@@ -1001,6 +1098,20 @@ def build_memory_transcript(path: Path, *, token_budget: int, kept_lines: KeptLi
             except _StaleKeptLines:
                 stream.seek(0)
         return _transcript_of_stream(stream, token_budget)
+
+
+def iter_kept_items(path: Path) -> Iterator[dict[str, Any]]:
+    """Every item the phase-1 transcript keeps of a rollout, in file order: sanitized, but neither
+    redacted, spotlit nor cut to a budget. For phase 2's provenance check, which compares memory
+    lines with them and stores or sends none of their text. Streaming, bounded per line as the
+    transcript is; a line that cannot be used is skipped; I/O errors raise `OSError`."""
+    parser = _LineParser(fast=True)  # only strings are read: orjson's floats for huge ints do not matter
+    with open_rollout(path) as stream:
+        for line in _read_lines(stream):
+            obj = parser.parse(line)
+            item = None if obj is None else _kept_item(obj)
+            if item is not None:
+                yield item
 
 
 def _transcript_of_stream(stream: BinaryIO, token_budget: int) -> MemoryTranscript:
@@ -1122,6 +1233,9 @@ def _whole_transcript(items: list[dict[str, Any]], stats: LineStats, token_budge
         if not isinstance(parsed, list) or len(parsed) != len(items) or not all(isinstance(entry, dict) for entry in parsed):
             return None
         items = parsed
+    # Marked after redaction, which must see the text as it was (`spotlight_item`).
+    items = [spotlight_item(item) for item in items]
+    redacted = "[" + ",".join(_dumps(item) for item in items) + "]"
     byte_length = _utf8_length(redacted)
     counted = byte_length > token_budget
     tokens = count_tokens(redacted) if counted else byte_length

@@ -46,6 +46,7 @@ from datetime import datetime
 from typing import Any
 
 from codex_memories.extract.rules import RecognisedRule, rules_in_message
+from codex_memories.ingest.rollouts import is_harness_text, unspotlight_item
 from codex_memories.llm.base import ExtractionRequest, ExtractionResponse, TokenUsage
 from codex_memories.llm.schema import Stage1Extraction
 from codex_memories.scopes import PROJECT_SCOPE, USER_SCOPE
@@ -62,17 +63,6 @@ MAX_SLUG_CHARS = 80
 MAX_TASK_NAME_CHARS = 80
 UNKNOWN_CWD = "unknown"
 USER_LEVEL_TASK_TITLE = "preferences the user gave for all their projects"
-
-# Injected context that arrives as a "user" message but was not typed by the user.
-_INJECTED_PREFIXES = (
-    "<environment_context>",
-    "<user_instructions>",
-    "<skill>",
-    "<subagent_notification>",
-    "# agents.md instructions",
-    "<instructions>",
-    "<turn_aborted>",
-)
 
 # Scope phrases (issue 15). A project phrase wins over a user phrase in the same sentence: the
 # narrower reading is the safe one.
@@ -216,8 +206,11 @@ class HeuristicProvider:
 
 
 def extract_heuristically(request: ExtractionRequest) -> Stage1Extraction:
-    items = request.transcript_items
-    user_texts = [text for text in _user_texts(items) if not _is_injected(text)]
+    # The items as the rollout had them: the stage-1 input's origin keys and datamarks are for a
+    # model; this reader decides who wrote what by the items' own types and roles.
+    items = [unspotlight_item(item) for item in request.transcript_items]
+    # Codex's injected context (environment, AGENTS.md, skills, notifications) was not typed by the user.
+    user_texts = [text for text in _user_texts(items) if not is_harness_text(text)]
     cwd = _best_cwd(request.cwd, items)
     tasks = _collect_tasks(items, user_texts, cwd, request.session_time)
     if not any(task.has_signal for task in tasks):
@@ -247,10 +240,6 @@ def _user_texts(items: list[dict[str, Any]]) -> list[str]:
             if isinstance(part, dict) and part.get("type") == "input_text" and isinstance(part.get("text"), str):
                 texts.append(part["text"])
     return texts
-
-
-def _is_injected(text: str) -> bool:
-    return text.lstrip().lower().startswith(_INJECTED_PREFIXES)
 
 
 def _best_cwd(request_cwd: str, items: list[dict[str, Any]]) -> str:

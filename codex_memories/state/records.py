@@ -225,6 +225,9 @@ class ForgetRoute(StrEnum):
     # Selective forgetting (issue 15): one project's memories, every memory line holding a text.
     project_deletion = "project_deletion"
     text_match = "text_match"
+    # Issue 29: a line a consolidation wrote whose words came from tool output, never the
+    # user's (`consolidate.provenance_check`); removed before the folder goes live.
+    tool_output_provenance = "tool_output_provenance"
 
 
 class ForgetAuditRecord(_Record):

@@ -14,6 +14,7 @@ from codex_memories.ingest.rollouts import (
     sanitize_response_item,
     scan_rollout,
     thread_id_from_filename,
+    unspotlight_item,
 )
 from codex_memories.redact import REDACTED, find_secret_kinds
 from codex_memories.tokens import count_tokens
@@ -308,7 +309,8 @@ def test_factory_thread_ids_are_uuid7_with_the_session_time():
 
 def test_scenario_76_sanitizer_keeps_environment_and_subagent_messages_only():
     transcript = build_memory_transcript(SCENARIO_76, token_budget=10_000)
-    assert json.loads(transcript.text) == [
+    # As the rollout had them: the stage-1 input also marks these harness parts as data.
+    assert [unspotlight_item(item) for item in json.loads(transcript.text)] == [
         {
             "type": "message",
             "role": "user",
