@@ -323,7 +323,7 @@ def test_the_one_pass_hint_scan_finds_exactly_the_hints_a_substring_search_finds
     (one Aho-Corasick pass) must agree with `hint in text` for every hint, overlapping and
     nested hints (`passw` inside `password=`, `key` inside `accountkey=`) and non-ASCII text
     included, or a rule would be skipped on text it could match."""
-    from codex_memories.redact import _MARKER_LOWER, _present_hints, _rules
+    from codex_memories.redact.engine import _MARKER_LOWER, _present_hints, _rules
 
     hints = sorted({hint for rule in _rules() for hint in rule.hints if hint != _MARKER_LOWER})
     texts = [
@@ -341,7 +341,7 @@ def test_the_one_pass_hint_scan_finds_exactly_the_hints_a_substring_search_finds
 
 
 def _prefixed_token_rule():
-    from codex_memories.redact import _rules
+    from codex_memories.redact.engine import _rules
 
     return next(rule for rule in _rules() if rule.name == "prefixed_token")
 
@@ -371,3 +371,49 @@ def test_prefixed_token_run_starts_on_real_tokens():
             expected = [m.span() for m in rule.public.finditer(wrapped)]
             assert [m.span() for m in rule._matches(rule.public, wrapped)] == expected
     assert [m.span() for m in rule.public.finditer("a_" + "b" * 16)] == [(0, 18)]  # the shortest match
+
+
+@pytest.mark.parametrize(
+    ("name", "strength"),
+    [
+        ("password", "strong"),
+        ("DB_PASSWORD", "strong"),
+        ("db-pass", "strong"),
+        ("user_pwd", "strong"),
+        ("apiSecret", "strong"),
+        ("clientSecret", "strong"),
+        ("X-Auth-Token", "strong"),
+        ("proxyAuth", "strong"),
+        ("api_key", "strong"),
+        ("apiKey", "strong"),
+        ("APIKEY", "strong"),
+        ("passphrase", "strong"),
+        ("aws_secret_access_key", "strong"),
+        ("JWT_SIGNING_KEY", "weak"),
+        ("auth_key", "weak"),
+        ("PresharedKey", "weak"),
+        ("client-key-data", None),
+        ("bypass", None),
+        ("compass", None),
+        ("max_tokens", None),
+        ("oauth_provider", None),
+        ("keyboard", None),
+        ("monkey", None),
+        ("", None),
+    ],
+)
+def test_a_name_says_secret_by_its_last_words(name, strength):
+    from codex_memories.redact.names import name_strength
+
+    assert name_strength(name) == strength
+
+
+def test_the_transcript_reader_has_no_key_name_list_of_its_own():
+    # Issue 31 item 3: one module owns the list; the reader's leaf fallback imports it.
+    import inspect
+
+    from codex_memories.ingest import rollouts
+
+    source = inspect.getsource(rollouts)
+    assert "name_strength" in source
+    assert "passwd" not in source and "api[_-]?key" not in source
