@@ -22,7 +22,8 @@
 
 Redactors compared, all on the same serialised items:
 * `codex`: Codex's own four rules (spec 1.9), reimplemented below.
-* `before`: our redactor before this change (`codex_memories/redact.py` at commit c7b31ef).
+* `before`: our redactor before this change (`codex_memories/redact.py` and `secret_screen.py` at
+  `BEFORE_COMMIT`, the base of the issue-29 change).
 * `detect-secrets`: the detector alone, through its own API (`scan_line` with every default
   plugin, keyword and entropy filters on), every reported value replaced.
 * `now`: `codex_memories.redact.redact_secrets`.
@@ -68,7 +69,8 @@ from tests.support.secret_formats import (  # noqa: E402
     serialize,
 )
 
-BEFORE_COMMIT = "c7b31ef"
+# The base of the issue-29 redaction change (the package split and the shapes): main at ceb7586.
+BEFORE_COMMIT = "ceb7586"
 README_SECTION = "secrets"
 Redactor = Callable[[str], str]
 
@@ -98,15 +100,30 @@ def codex_redact(text: str) -> str:
     return text
 
 
-def load_before() -> Redactor:
+def _module_at_commit(path: str, name: str, replacements: dict[str, str] | None = None) -> Any:
+    """`path` as it was at `BEFORE_COMMIT`, loaded as module `name` (imports rewritten by
+    `replacements`): our own file at a commit."""
     source = subprocess.run(
-        ["git", "-C", str(REPO_ROOT), "show", f"{BEFORE_COMMIT}:codex_memories/redact.py"],
-        capture_output=True, text=True, check=True,
+        ["git", "-C", str(REPO_ROOT), "show", f"{BEFORE_COMMIT}:{path}"], capture_output=True, text=True, check=True
     ).stdout
-    spec = importlib.util.spec_from_loader("redact_before", loader=None)
+    for old, new in (replacements or {}).items():
+        source = source.replace(old, new)
+    spec = importlib.util.spec_from_loader(name, loader=None)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["redact_before"] = module  # dataclasses look their module up
-    exec(compile(source, "redact_before.py", "exec"), module.__dict__)  # noqa: S102 - our own file at a commit
+    sys.modules[name] = module  # dataclasses look their module up
+    exec(compile(source, f"{name}.py", "exec"), module.__dict__)  # noqa: S102 - our own file at a commit
+    return module
+
+
+def load_before() -> Redactor:
+    """The redactor at the base of this change: `redact.py` and the screen beside it."""
+    _module_at_commit("codex_memories/secret_screen.py", "redact_before_screen")
+    module = _module_at_commit(
+        "codex_memories/redact.py",
+        "redact_before",
+        {"from codex_memories.secret_screen import": "from redact_before_screen import"},
+    )
+    module.prepare_screen()  # bulk mode, as for `now`
     return module.redact_secrets
 
 

@@ -35,7 +35,7 @@ import ahocorasick
 from codex_memories.redact.detector import DetectorRule, detector_rules, widened_span
 from codex_memories.redact.rules import RULES, REDACTED, Rule, Template, at_boundary
 from codex_memories.redact.screen import ScreenRule, SecretScreen, build_screen
-from codex_memories.redact.shapes import GENERIC_RULES
+from codex_memories.redact.shapes import CONTEXT_SHAPES, TOKEN_SHAPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +136,10 @@ def _compile_detector_rule(rule: DetectorRule) -> CompiledRule:
 @cache
 def _rules() -> tuple[CompiledRule, ...]:
     """The whole table, compiled on first use (keeps `import codex_memories.redact` cheap)."""
-    own = [_compile(rule) for rule in RULES]
+    known = [_compile(rule) for rule in (*RULES, *CONTEXT_SHAPES)]
     detector = [_compile_detector_rule(rule) for rule in detector_rules()]
-    generic = [_compile(rule) for rule in GENERIC_RULES]
-    return (*own, *detector, *generic)
+    tokens = [_compile(rule) for rule in TOKEN_SHAPES]
+    return (*known, *detector, *tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,9 @@ Contract:
   `apikey`, `api_key`, `api-key`, `apiKey` and `API.KEY`.
 * `name_strength(name)` says which list the last words of `name` come from ("strong", "weak" or
   None), splitting it into words at `_`, `-`, `.`, spaces and camel-case humps, so `bypass`,
-  `compass` and `oauth_provider` name nothing and `pass`, `user_pwd` and `proxyAuth` do.
+  `compass` and `oauth_provider` name nothing and `pass`, `user_pwd` and `proxyAuth` do; words
+  such as `value` and `data` after the secret word (`token_value`, `client-key-data`) are skipped,
+  and `public` before it (`PublicKey`) names no secret.
 * `words_pattern(words)` is the same list as a regular expression over lower-cased text, for the
   rules in `codex_memories.redact.rules` and `.shapes`.
 
@@ -35,6 +37,7 @@ STRONG_WORDS: tuple[tuple[str, ...], ...] = (
     ("credential",),
     ("credentials",),
     ("auth",),
+    ("psk",),
 )
 
 WEAK_WORDS: tuple[tuple[str, ...], ...] = (
@@ -45,9 +48,13 @@ WEAK_WORDS: tuple[tuple[str, ...], ...] = (
     ("session",),
     ("salt",),
     ("seed",),
-    ("psk",),
-    ("pin",),
 )
+
+# Words after the secret word that do not change what the name holds: `token_value`,
+# `client-key-data`, `SecretString`, `key_material`, `password_b64`.
+TRANSPARENT_WORDS = frozenset({"value", "data", "string", "str", "material", "b64", "base64", "hex", "raw", "plain", "text"})
+# Words before the secret word that say it is not one: `PublicKey`, `public_key`.
+PUBLIC_WORDS = frozenset({"public", "pub"})
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -69,9 +76,12 @@ def _ends_with(words: list[str], entries: tuple[tuple[str, ...], ...]) -> bool:
 
 def name_strength(name: str) -> str | None:
     """"strong" when the last words of `name` are a strong secret word, "weak" for a weak one,
-    else None."""
+    else None. Trailing `TRANSPARENT_WORDS` are skipped; a `PUBLIC_WORDS` word right before the
+    secret word makes it no secret."""
     words = name_words(name)
-    if not words:
+    while words and words[-1] in TRANSPARENT_WORDS:
+        words.pop()
+    if not words or (len(words) >= 2 and words[-2] in PUBLIC_WORDS):
         return None
     if _ends_with(words, STRONG_WORDS):
         return "strong"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from codex_memories.redact.names import STRONG_WORDS, words_pattern
-from codex_memories.redact.values import looks_random
+from codex_memories.redact.values import is_indirect, looks_random
 
 REDACTED = "[REDACTED_SECRET]"
 
@@ -33,6 +33,11 @@ VALUE = r"[^\s\"'\\]"
 QUOTE = r"(?:\\{0,31}[\"'])"
 # A line break as it appears in plain text or inside (possibly nested) JSON strings.
 NEWLINE = r"(?:\r?\n|(?:\\{1,31}r)?\\{1,31}n)"
+# A shell line continuation (a backslash, then a line break) as it appears in plain text or in
+# JSON text escaped once, twice or three times: 3, 6 or 12 backslashes before the `n`, where a
+# plain escaped line break has 1, 2, 4 or 8, so the count tells them apart. Written right after
+# a character that is not a backslash (a blank, a name, a value), where the count is exact.
+CONTINUATION = r"(?:\\\r?\n|\\{3}n|\\{6}n|\\{12}n)"
 
 
 def at_boundary(text: str, position: int, excluded: frozenset[str]) -> bool:
@@ -115,10 +120,11 @@ def _not_code(match: re.Match[str], text: str) -> bool:
     return not (_CODE_VALUE.fullmatch(value) and (value.endswith((",", ")")) or "(" in value or text[match.end("value") : match.end("value") + 1] in (",", ")")))
 
 
-def _not_an_identifier(match: re.Match[str], text: str) -> bool:
-    value = text[match.start("value") : match.end("value")]
-    return not re.fullmatch(r"[0-9a-fA-F\-]{36}|\d+|true|false|null|none", value, re.IGNORECASE)
 
+def _not_indirect(match: re.Match[str], text: str) -> bool:
+    """`passwd: password updated`, `password = ${DB_PASSWORD}`: a value that only names or
+    points at the secret (`values.is_indirect`) is left alone."""
+    return not is_indirect(text[match.start("value") : match.end("value")])
 
 
 # Names whose last word says secret (`DB_PASSWORD`, `GITHUB_TOKEN`): the one list, `names.py`.
@@ -140,7 +146,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "bearer_token",
-        word_start("bearer") + r"\s+[a-z0-9._\-]{16,}",
+        # Codex's `\s+`, plus a line continuation between the word and the token (`Bearer \`).
+        word_start("bearer") + r"(?:\s|" + CONTINUATION + r"\+?)+[a-z0-9._\-]{16,}",
         ("Bearer ", REDACTED),
         ("bearer",),
         case_insensitive=True,
@@ -258,7 +265,8 @@ RULES: tuple[Rule, ...] = (
         "url_password",
         r"(://(?<=[a-z0-9+.\-]://)[^\s:/?#@\"'\\\[\]]{0,128}:)"
         + r"(?!\[(?:REDACTED_SECRET|redacted_secret)\]@)"
-        + r"[^\s/?#@\"'\\]{1,256}(?=@)",
+        # `#` and `?` belong to the password when an `@` follows (people write them unencoded).
+        + r"[^\s/@\"'\\]{1,256}(?=@)",
         (1, REDACTED),
         ("://",),
         case_insensitive=True,
@@ -338,7 +346,8 @@ RULES: tuple[Rule, ...] = (
         r"|x-amz-signature|x-amz-security-token|x-goog-signature|access_token|refresh_token|id_token"
         r"|client_secret|auth_token|session_token|apikey|api_key)=)"
         + NOT_REDACTED
-        + r"(?P<value>[^\s&;\"'\\#]{3,4096})",
+        # `#` too: a password holds one more often than a query string ends in a fragment.
+        + r"(?P<value>[^\s&;\"'\\]{3,4096})",
         (1, REDACTED),
         ("pwd=", "password=", "key=", "sig", "signature=", "token=", "secret="),
         case_insensitive=True,
@@ -370,11 +379,13 @@ RULES: tuple[Rule, ...] = (
         + QUOTE
         + r"?)"
         + NOT_REDACTED
+        + r"(?P<value>"
         + VALUE
-        + r"{8,}",
+        + r"{8,})",
         (1, REDACTED),
         ("passw",),
         case_insensitive=True,
+        accept=_not_indirect,
     ),
     Rule(
         # pass = ..., pwd: ...: the short forms as a name of their own (not OLDPWD, not bypass).
@@ -385,11 +396,13 @@ RULES: tuple[Rule, ...] = (
         + QUOTE
         + r"?)"
         + NOT_REDACTED
+        + r"(?P<value>"
         + VALUE
-        + r"{8,}",
+        + r"{8,})",
         (1, REDACTED),
         ("pass", "pwd"),
         case_insensitive=True,
+        accept=_not_indirect,
         boundary=NAME_CHARS,
     ),
     Rule(
@@ -431,56 +444,5 @@ RULES: tuple[Rule, ...] = (
         ("sess", "sid=", "remember"),
         case_insensitive=True,
         accept=_session_cookie_name,
-    ),
-    Rule(
-        # curl -u user:password, --user "user:password", --proxy-user ...: user kept.
-        "cli_user_password",
-        r"((?:-u|--user|--proxy-user|-U)(?:\s{1,4}|=)" + QUOTE + r"?[^\s:\"'\\]{1,64}:)"
-        + NOT_REDACTED
-        + r"(?P<value>[^\s\"'\\]{1,512})",
-        (1, REDACTED),
-        ("-u", "--user"),
-        accept=_not_an_identifier,
-        boundary=NAME_CHARS,
-    ),
-    Rule(
-        # --password hunter2, --token=..., --api-key ..., -Dsonar.token=...: flags named secret.
-        "cli_secret_flag",
-        r"((?:--?|-D[a-z.]{0,40}\.)(?:password|passwd|pass|pwd|secret|token|api-key|api_key|apikey"
-        r"|auth-token|access-token|client-secret|secret-key|private-key|key-password|with-token)"
-        r"(?:=|\s{1,4})" + QUOTE + r"?)"
-        + NOT_REDACTED
-        + r"(?![\-<$])"
-        + VALUE
-        + r"{3,512}",
-        (1, REDACTED),
-        ("pass", "pwd", "secret", "token", "key"),
-        case_insensitive=True,
-        boundary=NAME_CHARS,
-    ),
-    Rule(
-        # mysql -psecret, sshpass -p secret, docker login -p ..., redis-cli -a ..., twine -p ...:
-        # short flags that mean "password" for the command they follow (same line).
-        "cli_short_password_flag",
-        r"((?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|sshpass|login|upload|redis-cli"
-        r"|mongo|mongosh)\b[^\n;|&]{0,300}?\s-[pa](?:\s{1,4})?" + QUOTE + r"?)"
-        + NOT_REDACTED
-        + r"(?![\-<$])"
-        + VALUE
-        + r"{3,512}",
-        (1, REDACTED),
-        ("mysql", "mariadb", "sshpass", "login", "upload", "redis-cli", "mongo"),
-        boundary=NAME_CHARS,
-    ),
-    Rule(
-        # htpasswd -b file user password; .netrc "login user password secret".
-        "positional_password",
-        r"((?:htpasswd\s{1,4}(?>(?:-[a-z]{1,6}\s{1,4})+)[^\s\-]\S{0,255}\s{1,4}\S{1,64}|login\s{1,4}\S{1,64}"
-        r"\s{1,4}password)\s{1,4})"
-        + NOT_REDACTED
-        + VALUE
-        + r"{3,512}",
-        (1, REDACTED),
-        ("htpasswd", "password"),
     ),
 )
