@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from codex_memories.extract.scope_tagging import row_scope, tag_raw_memory
 from codex_memories.forget.audit import record_actions
@@ -71,6 +71,13 @@ class ExtractionResult(BaseModel):
     # The model answer was paid for by an earlier run that died (or lost its lease) before
     # finalizing it; this run reused it instead of calling the model again.
     reused_arrived_result: bool = False
+
+    @field_validator("reason")
+    @classmethod
+    def _redacted_reason(cls, reason: str | None) -> str | None:
+        # Prefect persists the result before `finalize_extraction` runs, and a model's error or
+        # malformed answer can quote the input (a field named by a schema error is the model's).
+        return redact_secrets(reason) if reason else reason
 
 
 # Called with a result as soon as the model's answer is parsed and redacted, before the caller
