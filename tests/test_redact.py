@@ -494,6 +494,22 @@ def test_shapes_of_credentials_are_redacted_and_keep_their_context(text, expecte
         "sort_key: created_at_desc_then_id",
         ("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n" * 3),
         "docker run --rm \\\n  -v \"$PWD\":/src \\\n  ghcr.io/acme/builder:1.4.2 make test",
+        # Code and docs from the installed packages that the name rules once took for values
+        # (benchmarks/secret_redaction.py's corpus).
+        'response = {"Policies": policies, "NextToken": next_token}',
+        ":param auth: (optional) Auth tuple to enable Basic/Digest/Custom HTTP Auth.",
+        'auth = "{user}:{password}@".format(user=user, password=password)',
+        "auth = (self.user, self.password)",
+        "Pass ``exc_type=ImportError`` to also skip",
+        "we should pass usedforsecurity=False argument to md5()",
+        "        pass\n\n    **Reporting:**\n",
+        "For MultiGraphs, the edges are identified by incident nodes AND edge-key.",
+        "-pi**8/(8100*zeta(5)**2) + zeta(3)/zeta(5)",
+        '"AWS::ApiGateway::UsagePlanKey": "bfa3add8b26e8530",',
+        'SECRET = "%(secret)s";',
+        '_TOKEN: Final[str] = rf"[{_TCHAR}]+"',
+        "'Credential=' + access_key + '/' + credential_scope",
+        ":type credentials: :py:class:`~botocore.credentials.Credentials`",
     ],
 )
 def test_near_misses_of_the_shapes_are_left_alone(text):

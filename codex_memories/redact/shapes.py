@@ -97,7 +97,9 @@ def _secret_value(value: str) -> bool:
     trimmed = value.rstrip(",;)]}")
     if not trimmed or trimmed.endswith(":") or "[redacted_secret]" in value.lower():
         return False
-    return not is_indirect(trimmed)
+    if value != value.strip():  # a quoted piece of code (`' + access_key + '`), not a value
+        return False
+    return not (is_indirect(value) or is_indirect(trimmed))
 
 
 def _looks_generated(value: str) -> bool:
@@ -221,10 +223,14 @@ def _locate_flag_value(match: re.Match[str], text: str) -> Span | None:
 
 
 def _locate_password_like(match: re.Match[str], text: str) -> Span | None:
+    """`-pSECRET` / `-P SECRET` of a tool the table does not know: a password-like value, not
+    arithmetic (`-pi**8/(8100*zeta(5))`)."""
     span = value_at(text, match.end())
     if span is None:
         return None
     value = text[span[0] : span[1]]
+    if "(" in value or "**" in value:
+        return None
     return span if _secret_value(value) and (looks_like_password(value) or _looks_generated(value)) else None
 
 
@@ -261,6 +267,23 @@ def _locate_user_slash_password(match: re.Match[str], text: str) -> Span | None:
         return None
     value = text[start:end]
     return (start, end) if _secret_value(value) and _any_value(value) else None
+
+
+_SQL_ACCOUNT = re.compile(r"(?i)\b(?:user|role|login)\b")
+
+
+def _locate_sql_password(match: re.Match[str], text: str) -> Span | None:
+    """A password in SQL: quoted, or (Oracle's `IDENTIFIED BY pw`) after `USER`, `ROLE` or
+    `LOGIN` on the same line; `identified by incident nodes` is prose."""
+    span = value_at(text, match.end())
+    if span is None:
+        return None
+    value = text[span[0] : span[1]]
+    quoted = text[span[0] - 1 : span[0]] in ("\"", "'")
+    line_start = max(text.rfind("\n", 0, match.start()), text.rfind("\\n", 0, match.start()), match.start() - 120, 0)
+    if not quoted and not _SQL_ACCOUNT.search(text, line_start, match.start()):
+        return None
+    return span if _secret_value(value) and _any_value(value) else None
 
 
 _STDIN_READER = re.compile(
@@ -380,7 +403,7 @@ _COMMAND_LINE_SHAPES: tuple[Rule, ...] = (
         (REDACTED,),
         ("password", "identified"),
         case_insensitive=True,
-        locate=_value_after(_any_value),
+        locate=_locate_sql_password,
         boundary=NAME_CHARS,
     ),
 )
@@ -505,14 +528,17 @@ def _assigned_value(value: str, strength: str, match: re.Match[str], text: str, 
     a strong name takes any value of 8+ characters (an unquoted bare word needs a digit: code
     assigns names, `token = self_token`); a weak name (`key`, `sig`, `seed`) a generated one."""
     if strength == "weak":
-        # `auth_key: uJTv0qJ1oJ0o...`: 20+ characters mixing digits and both cases irregularly
-        # will do after a name that says key; `sort_key: created_at_desc` and
-        # `cache_key: Linux-pip-<sha>` do not.
-        loose = len(value) >= 20 and looks_like_fragment(value) and _irregular_capitals(value) >= 2
-        return _looks_generated(value) or loose
-    # Code assigns names (`authToken = defaultToken`); a quoted string, a value on the next line
-    # (as Codex's own rule reads `token:\n...`) or one with a digit is a value.
-    bare_name = _IDENTIFIER.fullmatch(value) and not any(char.isdigit() for char in value)
+        # 20+ characters (a key; a 16-digit id after `...PlanKey` is not one): generated, or
+        # mixing digits and both cases irregularly (`auth_key: uJTv0qJ1oJ0o...`);
+        # `sort_key: created_at_desc` and `cache_key: Linux-pip-<sha>` are neither.
+        if len(value) < 20:
+            return False
+        return _looks_generated(value) or (looks_like_fragment(value) and _irregular_capitals(value) >= 2)
+    # Code assigns names (`authToken = defaultToken`, `"NextToken": next_token}`); a quoted
+    # string, a value on the next line (as Codex's own rule reads `token:\n...`) or one with a
+    # digit is a value.
+    trimmed = value.rstrip(",;)]}")
+    bare_name = _IDENTIFIER.fullmatch(trimmed) and not any(char.isdigit() for char in trimmed)
     quoted = text[span[0] - 1 : span[0]] in ("\"", "'")
     next_line = _LINE_BREAK.search(text, match.start(), span[0]) is not None
     return not bare_name or quoted or next_line
@@ -524,8 +550,10 @@ def _unassigned_value(value: str, strength: str, name: str) -> bool:
     password word. (`public key ...` names no secret: `name_strength`.)"""
     if _looks_generated(value):
         return True
-    if name_words(name)[-1] in _PASSWORD_WORDS:
-        return looks_like_password(value)
+    last = name_words(name)[-1]
+    if last in _PASSWORD_WORDS:
+        # `pass` and `pwd` are words and commands too (`pass the test`, Python's `pass`).
+        return last not in ("pass", "pwd") and looks_like_password(value)
     # After `token`, `secret key`, `access key`: 16+ characters mixing digits and letters or
     # cases irregularly are enough (`pscale_tkn_kER-TBpRA05...`), a word is not.
     return strength == "strong" and len(value) >= 16 and looks_like_fragment(value)

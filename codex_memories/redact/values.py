@@ -117,6 +117,10 @@ _CALL_OR_ATTRIBUTE = re.compile(
 # A regular expression is not a password: classes, counted repeats, anchors, escapes, `.*`
 # (two of them; one `$` at the end is a password's symbol).
 _REGEX_SIGNS = re.compile(r"\[(?:\^)?[a-zA-Z0-9]-[a-zA-Z0-9]|\{\d+(?:,\d*)?\}|\\[dwsbDWS]|\.[*+]|^\^|\$$|\(\?")
+# A template's field (`{password}`, `%(secret)s`, `{{ .Values.token }}`): the value is filled in
+# later. A value starting `(`, `:` or a backtick is code or markup (`(self.user, ...`,
+# `:py:class:`, ``exc_type=...``).
+_TEMPLATE_FIELD = re.compile(r"\{[A-Za-z_][\w.]*\}|%\(\w+\)[sdr]|\{\{.*\}\}")
 # The next option of a command (`--verbose`, `-xvf`, `--format=json`, `-storepass`,
 # `-AsPlainText`), not a value; `-yMEwCNSaX...` is a value that starts with a dash.
 _OPTION = re.compile(
@@ -127,13 +131,13 @@ _VERSION_OR_NUMBER = re.compile(r"v?\d+(?:[.:,\-]\d+)*[a-z]?")
 
 
 def is_indirect(value: str) -> bool:
-    """A variable, a placeholder, a path, a file reference, a call or attribute (code), an email
-    address or a number: something that stands for the secret or is not one."""
+    """A variable, a placeholder or template field, a path, a file reference, a call or attribute
+    (code), an email address or a number: something that stands for the secret or is not one."""
     if not value:
         return True
     if value[0] == "/" or value.startswith(("./", "../", "~/")) or "://" in value or re.fullmatch(r"[~@][\w.\-]*/[\w./\-]*", value):
         return True
-    if _OPTION.fullmatch(value):
+    if _OPTION.fullmatch(value) or value[0] in "(:`" or _TEMPLATE_FIELD.search(value):
         return True
     return bool(
         _PLACEHOLDER.fullmatch(value)
