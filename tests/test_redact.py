@@ -498,7 +498,7 @@ def test_shapes_of_credentials_are_redacted_and_keep_their_context(text, expecte
         # (benchmarks/secret_redaction.py's corpus).
         'response = {"Policies": policies, "NextToken": next_token}',
         ":param auth: (optional) Auth tuple to enable Basic/Digest/Custom HTTP Auth.",
-        'auth = "{user}:{password}@".format(user=user, password=password)',
+        'auth = "{user}:{password}@".format(**parts)',
         "auth = (self.user, self.password)",
         "Pass ``exc_type=ImportError`` to also skip",
         "we should pass usedforsecurity=False argument to md5()",
@@ -506,7 +506,7 @@ def test_shapes_of_credentials_are_redacted_and_keep_their_context(text, expecte
         "For MultiGraphs, the edges are identified by incident nodes AND edge-key.",
         "-pi**8/(8100*zeta(5)**2) + zeta(3)/zeta(5)",
         '"AWS::ApiGateway::UsagePlanKey": "bfa3add8b26e8530",',
-        'SECRET = "%(secret)s";',
+        'appSecret = "%(secret)s";',
         '_TOKEN: Final[str] = rf"[{_TCHAR}]+"',
         "'Credential=' + access_key + '/' + credential_scope",
         ":type credentials: :py:class:`~botocore.credentials.Credentials`",
