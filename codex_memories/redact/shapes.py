@@ -584,7 +584,9 @@ _CONTEXT_CONFIG_SHAPES: tuple[Rule, ...] = (
         # words starts only (`_secret_word_starts`).
         "named_secret_value",
         r"(?P<word>" + _SECRET_NAME_END + r")(?:" + QUOTE + r"?" + _GAP + r"{0,4}(?P<operator>=>|:=|<-|[:=])(?:" + _GAP + r"|"
-        + NEWLINE + r"){0,6}|(?:[ \t]|" + NEWLINE + r"|" + CONTINUATION + r"){1,6}(?:(?:is|was)[ \t]{1,4})?)",
+        + NEWLINE + r"){0,6}|(?:[ \t]|" + NEWLINE + r"|" + CONTINUATION + r"){1,6}(?:(?:is|was)[ \t]{1,4})?"
+        # Without an operator the value must be 8+ characters: most words in prose stop here.
+        r"(?=" + QUOTE + r"?[^\s\"'\\]{8}))",
         (REDACTED,),
         _NAME_HINTS,
         case_insensitive=True,
