@@ -19,6 +19,14 @@
    item's JSON, and how many markers each redactor put into that (mostly clean) text per MB.
 4. Import cost of `codex_memories.redact` (`python -X importtime`, fresh processes) and of the
    first call (which compiles the rules and imports detect-secrets).
+5. Held out (`--heldout benchmarks/data/secrets_heldout/cases.json`): a set written for issue 29
+   by someone who did not see the redactor (120 secret cases over 116 families, 150 clean
+   ones). Each case is serialised into the placement its `where` names (`HELDOUT_PLACEMENTS`:
+   a command is a shell call's arguments, command output and file content a tool's output, a
+   file's content also as an `apply_patch` body in a second row) and given to each redactor; a
+   case survives when any 12-character window of any of its secrets is still there (`leaked`),
+   a clean case is a false positive when the redactor changed it. Measured once per data file,
+   after the redactor was finished; the rules are not tuned on it (README, "Secrets: held out").
 
 Redactors compared, all on the same serialised items:
 * `codex`: Codex's own four rules (spec 1.9), reimplemented below.
@@ -259,6 +267,112 @@ def measure_throughput(redact: Redactor, items: list[str], repeats: int) -> dict
     return {"mb": megabytes, "mb_per_s": [megabytes / t for t in times], "markers_per_mb": markers / megabytes}
 
 
+# ---- 5. the held-out set -------------------------------------------------------------------------
+
+# `where` -> the placement (tests/support/secret_formats.py) that carries such text.
+HELDOUT_PLACEMENTS = {
+    "user_message": "user_message",
+    "command": "function_call_arguments",
+    "command_output": "tool_output",
+    "file_content": "tool_output",
+    "assistant_text": "assistant_text",
+}
+# A file's content reaches a transcript when the agent reads it (tool output, above) or writes it.
+HELDOUT_SECOND_PLACEMENT = {"file_content": "apply_patch"}
+
+
+def heldout_items(path: Path) -> tuple[list[tuple[dict[str, Any], str, str]], list[tuple[dict[str, Any], str, str]]]:
+    """([(case, placement, serialised item)] for the secret cases, the same for the clean ones).
+    An unknown `where` is an error: the set and this mapping must agree."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rng = random.Random(29)
+
+    def items(entries: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, str]]:
+        out = []
+        for entry in entries:
+            if entry["where"] not in HELDOUT_PLACEMENTS:
+                raise SystemExit(f"{path}: case {entry['id']} has an unknown where {entry['where']!r}")
+            for placement in (HELDOUT_PLACEMENTS[entry["where"]], HELDOUT_SECOND_PLACEMENT.get(entry["where"])):
+                if placement is not None:
+                    out.append((entry, placement, serialize(PLACEMENTS[placement](entry["text"], rng))))
+        return out
+
+    return items(data["cases"]), items(data["clean"])
+
+
+def measure_heldout(redact: Redactor, cases: list[tuple[dict[str, Any], str, str]], clean: list[tuple[dict[str, Any], str, str]]) -> dict[str, Any]:
+    """Per placement: cases with a surviving secret, secrets surviving, clean items changed."""
+    primary = {entry["id"]: placement for entry, placement, _ in cases + clean if placement == HELDOUT_PLACEMENTS[entry["where"]]}
+    survived: dict[str, list[str]] = defaultdict(list)  # placement row -> case ids
+    secrets_left: dict[str, int] = defaultdict(int)
+    changed: dict[str, list[str]] = defaultdict(list)
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # cases, secrets, clean
+    for entry, placement, item in cases:
+        row = "primary" if primary[entry["id"]] == placement else placement
+        redacted = redact(item)
+        left = [secret for secret in entry["secrets"] if leaked(secret, redacted)]
+        counts[row][0] += 1
+        counts[row][1] += len(entry["secrets"])
+        secrets_left[row] += len(left)
+        if left:
+            survived[row].append(entry["id"])
+    for entry, placement, item in clean:
+        row = "primary" if primary[entry["id"]] == placement else placement
+        counts[row][2] += 1
+        if redact(item) != item:
+            changed[row].append(entry["id"])
+    return {"counts": dict(counts), "survived": dict(survived), "secrets_left": dict(secrets_left), "changed": dict(changed)}
+
+
+def summarize_heldout(results: dict[str, dict[str, Any]], path: Path, cases: list[tuple[dict[str, Any], str, str]]) -> str:
+    names = list(results)
+    families = {entry["id"]: entry["family"] for entry, _, _ in cases}
+    rows = []
+    for row in results[names[0]]["counts"]:
+        total_cases, total_secrets, total_clean = results[names[0]]["counts"][row]
+        label = "all cases, placement named by `where`" if row == "primary" else f"`file_content` as `{row}`"
+        rows.append([f"{label}: cases with a surviving secret (of {total_cases})"] + [str(len(results[n]["survived"].get(row, []))) for n in names])
+        rows.append([f"{label}: secrets surviving (of {total_secrets})"] + [str(results[n]["secrets_left"].get(row, 0)) for n in names])
+        rows.append([f"{label}: clean items changed (of {total_clean})"] + [str(len(results[n]["changed"].get(row, []))) for n in names])
+    lines = [
+        "## Secrets: held out (`secret_redaction.py --heldout`)",
+        "",
+        f"Data: `{path.relative_to(REPO_ROOT)}`, written for issue 29 by someone who did not see the redactor; measured once, "
+        "after the redactor was finished, with every redactor in the same run (`before` is the base of the change, "
+        f"`{BEFORE_COMMIT}`). Lower is better.",
+        "",
+        f"Command: `.venv/bin/python benchmarks/secret_redaction.py --heldout {path.relative_to(REPO_ROOT)} --update-readme`",
+        "",
+        f"Machine: {machine_description()}",
+        "",
+        markdown_table(["held-out set"] + [f"`{n}`" for n in names], rows),
+        "",
+    ]
+    for name in names:
+        survived = results[name]["survived"].get("primary", [])
+        changed = results[name]["changed"].get("primary", [])
+        if name in ("before", "now"):
+            lines.append(f"- `{name}` let through: " + (", ".join(f"{case} ({families[case]})" for case in survived) or "none"))
+            lines.append(f"- `{name}` changed clean: " + (", ".join(changed) or "none"))
+    return "\n".join(lines)
+
+
+def run_heldout(path: Path, chosen: dict[str, Redactor], update_readme: bool) -> None:
+    cases, clean = heldout_items(path)
+    results = {name: measure_heldout(redact, cases, clean) for name, redact in chosen.items()}
+    for name, result in results.items():
+        for row, (total_cases, total_secrets, total_clean) in result["counts"].items():
+            print(
+                f"{name:15} {row:12} cases with a survivor {len(result['survived'].get(row, []))}/{total_cases}, "
+                f"secrets {result['secrets_left'].get(row, 0)}/{total_secrets}, clean changed {len(result['changed'].get(row, []))}/{total_clean}",
+                flush=True,
+            )
+        print(f"    survived: {result['survived'].get('primary', [])}\n    changed: {result['changed'].get('primary', [])}")
+    if update_readme:
+        update_readme_section(README_SECTION + "_heldout", summarize_heldout(results, path, cases), after=README_SECTION)
+        print("README updated")
+
+
 # ---- 4. import cost ---------------------------------------------------------------------------
 
 
@@ -365,9 +479,13 @@ def main() -> None:
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--show-survivors", action="store_true", help="print which formats survive, per redactor")
     parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--heldout", type=Path, help="measure the held-out set in this file (section 5) and nothing else")
     args = parser.parse_args()
 
     chosen = {name: fn for name, fn in redactors().items() if not args.only or name in args.only}
+    if args.heldout is not None:
+        run_heldout(args.heldout.resolve(), chosen, args.update_readme)
+        return
     corpus = [] if args.skip_throughput else realistic_corpus(args.corpus_mb)
     results: dict[str, Any] = {"redactors": {}, "throughput_corpus_mb": sum(len(i.encode()) for i in corpus) / 1024 / 1024}
     for name, redact in chosen.items():
