@@ -31,6 +31,9 @@ NOT_REDACTED = r"(?!\[(?:REDACTED_SECRET|redacted_secret)\])"
 VALUE = r"[^\s\"'\\]"
 # A quote as it appears in plain text or inside (possibly nested) JSON strings.
 QUOTE = r"(?:\\{0,31}[\"'])"
+# An assignment as config files, code and JSON write it: an optional closing quote, `:` or `=`,
+# an optional opening quote (`"password": "`, `DB_PASS = '`, `token:`).
+ASSIGNED = QUOTE + r"?\s{0,4}[:=]\s{0,4}" + QUOTE + r"?"
 # A line break as it appears in plain text or inside (possibly nested) JSON strings.
 NEWLINE = r"(?:\r?\n|(?:\\{1,31}r)?\\{1,31}n)"
 # A shell line continuation (a backslash, then a line break) as it appears in plain text or in
@@ -359,10 +362,8 @@ RULES: tuple[Rule, ...] = (
         # in a secret word after `_` or `-`, then an assignment.
         "named_secret_assignment",
         r"([_\-](?<=[a-z0-9][_\-])" + SECRET_WORDS
-        + QUOTE
-        + r"?\s{0,4}[:=]\s{0,4}"
-        + QUOTE
-        + r"?)"
+        + ASSIGNED
+        + r")"
         + NOT_REDACTED
         + VALUE
         + r"{8,}",
@@ -374,10 +375,8 @@ RULES: tuple[Rule, ...] = (
         # PGPASSWORD=..., newPassword: ..., passwd = ...: the word at the end of a longer name.
         "password_assignment",
         r"((?:password|passwd)"
-        + QUOTE
-        + r"?\s{0,4}[:=]\s{0,4}"
-        + QUOTE
-        + r"?)"
+        + ASSIGNED
+        + r")"
         + NOT_REDACTED
         + r"(?P<value>"
         + VALUE
@@ -391,10 +390,8 @@ RULES: tuple[Rule, ...] = (
         # pass = ..., pwd: ...: the short forms as a name of their own (not OLDPWD, not bypass).
         "short_password_assignment",
         r"((?:pass|pwd)"
-        + QUOTE
-        + r"?\s{0,4}[:=]\s{0,4}"
-        + QUOTE
-        + r"?)"
+        + ASSIGNED
+        + r")"
         + NOT_REDACTED
         + r"(?P<value>"
         + VALUE
@@ -410,10 +407,8 @@ RULES: tuple[Rule, ...] = (
         # say secret only when the value is random (SORT_KEY=created_at is not).
         "named_key_assignment",
         r"([_\-](?<=[a-z0-9][_\-])key"
-        + QUOTE
-        + r"?\s{0,4}[:=]\s{0,4}"
-        + QUOTE
-        + r"?)"
+        + ASSIGNED
+        + r")"
         + NOT_REDACTED
         + r"(?:base64:)?(?P<value>"
         + VALUE
