@@ -19,15 +19,25 @@
    item's JSON, and how many markers each redactor put into that (mostly clean) text per MB.
 4. Import cost of `codex_memories.redact` (`python -X importtime`, fresh processes) and of the
    first call (which compiles the rules and imports detect-secrets).
+5. Held out (`--heldout benchmarks/data/secrets_heldout/cases.json`): a set written for issue 29
+   by someone who did not see the redactor (120 secret cases over 116 families, 150 clean
+   ones). Each case is serialised into the placement its `where` names (`HELDOUT_PLACEMENTS`:
+   a command is a shell call's arguments, command output and file content a tool's output, a
+   file's content also as an `apply_patch` body in a second row) and given to each redactor; a
+   case survives when any 12-character window of any of its secrets is still there (`leaked`),
+   a clean case is a false positive when the redactor changed it. Measured once per data file,
+   after the redactor was finished; the rules are not tuned on it (README, "Secrets: held out").
 
 Redactors compared, all on the same serialised items:
 * `codex`: Codex's own four rules (spec 1.9), reimplemented below.
-* `before`: our redactor before this change (`codex_memories/redact.py` at commit c7b31ef).
+* `before`: our redactor before this change (`codex_memories/redact.py` and `secret_screen.py` at
+  `BEFORE_COMMIT`, the base of the issue-29 change).
 * `detect-secrets`: the detector alone, through its own API (`scan_line` with every default
   plugin, keyword and entropy filters on), every reported value replaced.
 * `now`: `codex_memories.redact.redact_secrets`.
 
-Seeds: the rules were written against seed 1; seed 2 was not looked at while writing them.
+Seeds: development data (seed 1 for the rules, seeds 1-20 for the issue-29 shapes); the held-out
+measurement is section 5.
 """
 
 from __future__ import annotations
@@ -68,7 +78,8 @@ from tests.support.secret_formats import (  # noqa: E402
     serialize,
 )
 
-BEFORE_COMMIT = "c7b31ef"
+# The base of the issue-29 redaction change (the package split and the shapes): main at ceb7586.
+BEFORE_COMMIT = "ceb7586"
 README_SECTION = "secrets"
 Redactor = Callable[[str], str]
 
@@ -98,15 +109,30 @@ def codex_redact(text: str) -> str:
     return text
 
 
-def load_before() -> Redactor:
+def _module_at_commit(path: str, name: str, replacements: dict[str, str] | None = None) -> Any:
+    """`path` as it was at `BEFORE_COMMIT`, loaded as module `name` (imports rewritten by
+    `replacements`): our own file at a commit."""
     source = subprocess.run(
-        ["git", "-C", str(REPO_ROOT), "show", f"{BEFORE_COMMIT}:codex_memories/redact.py"],
-        capture_output=True, text=True, check=True,
+        ["git", "-C", str(REPO_ROOT), "show", f"{BEFORE_COMMIT}:{path}"], capture_output=True, text=True, check=True
     ).stdout
-    spec = importlib.util.spec_from_loader("redact_before", loader=None)
+    for old, new in (replacements or {}).items():
+        source = source.replace(old, new)
+    spec = importlib.util.spec_from_loader(name, loader=None)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["redact_before"] = module  # dataclasses look their module up
-    exec(compile(source, "redact_before.py", "exec"), module.__dict__)  # noqa: S102 - our own file at a commit
+    sys.modules[name] = module  # dataclasses look their module up
+    exec(compile(source, f"{name}.py", "exec"), module.__dict__)  # noqa: S102 - our own file at a commit
+    return module
+
+
+def load_before() -> Redactor:
+    """The redactor at the base of this change: `redact.py` and the screen beside it."""
+    _module_at_commit("codex_memories/secret_screen.py", "redact_before_screen")
+    module = _module_at_commit(
+        "codex_memories/redact.py",
+        "redact_before",
+        {"from codex_memories.secret_screen import": "from redact_before_screen import"},
+    )
+    module.prepare_screen()  # bulk mode, as for `now`
     return module.redact_secrets
 
 
@@ -191,8 +217,9 @@ def measure_false_positives(redact: Redactor, seed: int) -> dict[str, Any]:
 # ---- 3. throughput ----------------------------------------------------------------------------
 
 
-def realistic_corpus(target_mb: float, seed: int = 20261201) -> list[str]:
-    """Serialised transcript items built from real files of the installed packages."""
+def realistic_corpus(target_mb: float, seed: int = 20261201, *, plant: bool = True) -> list[str]:
+    """Serialised transcript items built from real files of the installed packages; with `plant`,
+    about 2% of them carry a planted secret (the same files and layout either way)."""
     site = Path(next(p for p in sys.path if p.endswith("site-packages")))
     files = sorted(p for p in site.rglob("*") if p.suffix in {".py", ".md", ".txt", ".json", ".toml", ".cfg", ".rst"} and p.is_file())
     rng = random.Random(seed)
@@ -211,7 +238,9 @@ def realistic_corpus(target_mb: float, seed: int = 20261201) -> list[str]:
             continue
         content = content[: rng.randint(2_000, 40_000)]
         if rng.random() < 0.02:  # a few secrets, as in real sessions
-            content += "\n" + rng.choice(cases).snippet + "\n"
+            planted = rng.choice(cases).snippet
+            if plant:
+                content += "\n" + planted + "\n"
         kind = rng.random()
         if kind < 0.6:
             text = f"cat {path.name}\n{content}"
@@ -230,6 +259,14 @@ def realistic_corpus(target_mb: float, seed: int = 20261201) -> list[str]:
     return items
 
 
+def measure_ordinary_corpus(redact: Redactor, items: list[str]) -> dict[str, Any]:
+    """The realistic corpus without planted secrets: items the redactor changed (false positives
+    on ordinary session text) and the markers it put in."""
+    changed = [index for index, item in enumerate(items) if redact(item) != item]
+    markers = sum(redact(items[index]).count(_CODEX_MARKER) - items[index].count(_CODEX_MARKER) for index in changed)
+    return {"changed": len(changed), "total": len(items), "markers": markers}
+
+
 def measure_throughput(redact: Redactor, items: list[str], repeats: int) -> dict[str, Any]:
     megabytes = sum(len(item.encode()) for item in items) / 1024 / 1024
     times = []
@@ -240,6 +277,112 @@ def measure_throughput(redact: Redactor, items: list[str], repeats: int) -> dict
         times.append(time.perf_counter() - start)
         markers = sum(text.count(_CODEX_MARKER) - item.count(_CODEX_MARKER) for text, item in zip(out, items, strict=True))
     return {"mb": megabytes, "mb_per_s": [megabytes / t for t in times], "markers_per_mb": markers / megabytes}
+
+
+# ---- 5. the held-out set -------------------------------------------------------------------------
+
+# `where` -> the placement (tests/support/secret_formats.py) that carries such text.
+HELDOUT_PLACEMENTS = {
+    "user_message": "user_message",
+    "command": "function_call_arguments",
+    "command_output": "tool_output",
+    "file_content": "tool_output",
+    "assistant_text": "assistant_text",
+}
+# A file's content reaches a transcript when the agent reads it (tool output, above) or writes it.
+HELDOUT_SECOND_PLACEMENT = {"file_content": "apply_patch"}
+
+
+def heldout_items(path: Path) -> tuple[list[tuple[dict[str, Any], str, str]], list[tuple[dict[str, Any], str, str]]]:
+    """([(case, placement, serialised item)] for the secret cases, the same for the clean ones).
+    An unknown `where` is an error: the set and this mapping must agree."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rng = random.Random(29)
+
+    def items(entries: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, str]]:
+        out = []
+        for entry in entries:
+            if entry["where"] not in HELDOUT_PLACEMENTS:
+                raise SystemExit(f"{path}: case {entry['id']} has an unknown where {entry['where']!r}")
+            for placement in (HELDOUT_PLACEMENTS[entry["where"]], HELDOUT_SECOND_PLACEMENT.get(entry["where"])):
+                if placement is not None:
+                    out.append((entry, placement, serialize(PLACEMENTS[placement](entry["text"], rng))))
+        return out
+
+    return items(data["cases"]), items(data["clean"])
+
+
+def measure_heldout(redact: Redactor, cases: list[tuple[dict[str, Any], str, str]], clean: list[tuple[dict[str, Any], str, str]]) -> dict[str, Any]:
+    """Per placement: cases with a surviving secret, secrets surviving, clean items changed."""
+    primary = {entry["id"]: placement for entry, placement, _ in cases + clean if placement == HELDOUT_PLACEMENTS[entry["where"]]}
+    survived: dict[str, list[str]] = defaultdict(list)  # placement row -> case ids
+    secrets_left: dict[str, int] = defaultdict(int)
+    changed: dict[str, list[str]] = defaultdict(list)
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # cases, secrets, clean
+    for entry, placement, item in cases:
+        row = "primary" if primary[entry["id"]] == placement else placement
+        redacted = redact(item)
+        left = [secret for secret in entry["secrets"] if leaked(secret, redacted)]
+        counts[row][0] += 1
+        counts[row][1] += len(entry["secrets"])
+        secrets_left[row] += len(left)
+        if left:
+            survived[row].append(entry["id"])
+    for entry, placement, item in clean:
+        row = "primary" if primary[entry["id"]] == placement else placement
+        counts[row][2] += 1
+        if redact(item) != item:
+            changed[row].append(entry["id"])
+    return {"counts": dict(counts), "survived": dict(survived), "secrets_left": dict(secrets_left), "changed": dict(changed)}
+
+
+def summarize_heldout(results: dict[str, dict[str, Any]], path: Path, cases: list[tuple[dict[str, Any], str, str]]) -> str:
+    names = list(results)
+    families = {entry["id"]: entry["family"] for entry, _, _ in cases}
+    rows = []
+    for row in results[names[0]]["counts"]:
+        total_cases, total_secrets, total_clean = results[names[0]]["counts"][row]
+        label = "all cases, placement named by `where`" if row == "primary" else f"`file_content` as `{row}`"
+        rows.append([f"{label}: cases with a surviving secret (of {total_cases})"] + [str(len(results[n]["survived"].get(row, []))) for n in names])
+        rows.append([f"{label}: secrets surviving (of {total_secrets})"] + [str(results[n]["secrets_left"].get(row, 0)) for n in names])
+        rows.append([f"{label}: clean items changed (of {total_clean})"] + [str(len(results[n]["changed"].get(row, []))) for n in names])
+    lines = [
+        "## Secrets: held out (`secret_redaction.py --heldout`)",
+        "",
+        f"Data: `{path.relative_to(REPO_ROOT)}`, written for issue 29 by someone who did not see the redactor; measured once, "
+        "after the redactor was finished, with every redactor in the same run (`before` is the base of the change, "
+        f"`{BEFORE_COMMIT}`). Lower is better.",
+        "",
+        f"Command: `.venv/bin/python benchmarks/secret_redaction.py --heldout {path.relative_to(REPO_ROOT)} --update-readme`",
+        "",
+        f"Machine: {machine_description()}",
+        "",
+        markdown_table(["held-out set"] + [f"`{n}`" for n in names], rows),
+        "",
+    ]
+    for name in names:
+        survived = results[name]["survived"].get("primary", [])
+        changed = results[name]["changed"].get("primary", [])
+        if name in ("before", "now"):
+            lines.append(f"- `{name}` let through: " + (", ".join(f"{case} ({families[case]})" for case in survived) or "none"))
+            lines.append(f"- `{name}` changed clean: " + (", ".join(changed) or "none"))
+    return "\n".join(lines)
+
+
+def run_heldout(path: Path, chosen: dict[str, Redactor], update_readme: bool) -> None:
+    cases, clean = heldout_items(path)
+    results = {name: measure_heldout(redact, cases, clean) for name, redact in chosen.items()}
+    for name, result in results.items():
+        for row, (total_cases, total_secrets, total_clean) in result["counts"].items():
+            print(
+                f"{name:15} {row:12} cases with a survivor {len(result['survived'].get(row, []))}/{total_cases}, "
+                f"secrets {result['secrets_left'].get(row, 0)}/{total_secrets}, clean changed {len(result['changed'].get(row, []))}/{total_clean}",
+                flush=True,
+            )
+        print(f"    survived: {result['survived'].get('primary', [])}\n    changed: {result['changed'].get('primary', [])}")
+    if update_readme:
+        update_readme_section(README_SECTION + "_heldout", summarize_heldout(results, path, cases), after=README_SECTION)
+        print("README updated")
 
 
 # ---- 4. import cost ---------------------------------------------------------------------------
@@ -280,8 +423,9 @@ def summarize(results: dict[str, Any], args: argparse.Namespace) -> str:
         "",
         f"Machine: {machine_description()}",
         "",
-        f"{len(FORMATS)} formats × 7 placements (no git URL for multi-line values). Seed {seeds[0]} was used while writing the rules; "
-        + (f"seed {seeds[1]} was not looked at." if len(seeds) > 1 else ""),
+        f"{len(FORMATS)} formats × 7 placements (no git URL for multi-line values). These are development data: seed 1 was "
+        "used while writing the rules, seed 2 too for the issue-29 shapes (seeds 3-20 were looked at for their misses); "
+        "the held-out measurement is the next section.",
         "",
     ]
     for seed in seeds:
@@ -320,8 +464,20 @@ def summarize(results: dict[str, Any], args: argparse.Namespace) -> str:
     tp = results["throughput_corpus_mb"]
     lines.append(f"**Throughput** over {tp:.1f} MB of realistic transcript items (real files from site-packages, {args.repeats} repetitions), and markers inserted per MB")
     lines.append("")
-    rows = [[f"`{n}`", _median_range(results["redactors"][n]["throughput"]["mb_per_s"]), f"{results['redactors'][n]['throughput']['markers_per_mb']:.1f}"] for n in names]
-    lines.append(markdown_table(["redactor", "MB/s, median (range)", "markers per MB"], rows))
+    rows = [
+        [
+            f"`{n}`",
+            _median_range(results["redactors"][n]["throughput"]["mb_per_s"]),
+            f"{results['redactors'][n]['throughput']['markers_per_mb']:.1f}",
+            "{changed}/{total} ({markers} markers)".format(**results["redactors"][n]["ordinary_corpus"]),
+        ]
+        for n in names
+    ]
+    lines.append(markdown_table(["redactor", "MB/s, median (range)", "markers per MB", "same corpus, nothing planted: items changed"], rows))
+    if "before" in names and "now" in names:
+        before, now = (statistics.median(results["redactors"][n]["throughput"]["mb_per_s"]) for n in ("before", "now"))
+        lines.append("")
+        lines.append(f"Throughput of `now` against `before` in this run: **{now / before:.2f}x** (median MB/s).")
     lines.append("")
     cost = results["import_cost"]
     lines.append(
@@ -348,10 +504,15 @@ def main() -> None:
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--show-survivors", action="store_true", help="print which formats survive, per redactor")
     parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--heldout", type=Path, help="measure the held-out set in this file (section 5) and nothing else")
     args = parser.parse_args()
 
     chosen = {name: fn for name, fn in redactors().items() if not args.only or name in args.only}
+    if args.heldout is not None:
+        run_heldout(args.heldout.resolve(), chosen, args.update_readme)
+        return
     corpus = [] if args.skip_throughput else realistic_corpus(args.corpus_mb)
+    ordinary = [] if args.skip_throughput else realistic_corpus(args.corpus_mb, plant=False)
     results: dict[str, Any] = {"redactors": {}, "throughput_corpus_mb": sum(len(i.encode()) for i in corpus) / 1024 / 1024}
     for name, redact in chosen.items():
         entry: dict[str, Any] = {"survivors": {}, "false_positives": {}}
@@ -361,6 +522,7 @@ def main() -> None:
         if corpus:
             # detect-secrets' own scanner runs at well under 1 MB/s: one repetition is enough.
             entry["throughput"] = measure_throughput(redact, corpus, 1 if name == "detect-secrets" else args.repeats)
+            entry["ordinary_corpus"] = measure_ordinary_corpus(redact, ordinary)
         results["redactors"][name] = entry
         for seed in args.seeds:
             s, fp = entry["survivors"][seed], entry["false_positives"][seed]
@@ -372,8 +534,10 @@ def main() -> None:
                 for kind, where in sorted(fp["kinds"].items()):
                     print(f"    FP {kind}: {', '.join(where)}")
         if corpus:
+            fp = entry["ordinary_corpus"]
             print(f"{name:15} throughput {statistics.median(entry['throughput']['mb_per_s']):.1f} MB/s, "
-                  f"{entry['throughput']['markers_per_mb']:.1f} markers/MB", flush=True)
+                  f"{entry['throughput']['markers_per_mb']:.1f} markers/MB; ordinary corpus: {fp['changed']}/{fp['total']} items changed, "
+                  f"{fp['markers']} markers", flush=True)
     if args.update_readme:
         results["import_cost"] = import_cost(5)
         update_readme_section(README_SECTION, summarize(results, args), after="ingest_analysis")

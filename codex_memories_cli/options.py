@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar
 
 import typer
-
 from pydantic import ValidationError
 
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides, describe_validation_error

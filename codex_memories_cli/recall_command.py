@@ -40,7 +40,7 @@ class RecallRequest:
 def run_recall(request: RecallRequest) -> int:
     """Search, print, and return the exit code (module docstring)."""
     from codex_memories.read.embedding import EmbedderUnavailable
-    from codex_memories.read.recall import RecallError, Recalled, checked_request, recall_explained, results_as_json
+    from codex_memories.read.recall import Recalled, RecallError, checked_request, recall_explained, results_as_json
 
     try:
         checked_request(request.query, request.limit)  # before the folder: a bad request is exit 2 even with none

@@ -34,8 +34,8 @@ from codex_memories.ratelimit import GuardDecision
 from codex_memories.reports import ExtractionLine, Phase1Report, phase1_verdict
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim
-from codex_memories_tasks.audit_pollution import audit_polluted_threads
 from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_overrides
+from codex_memories_tasks.audit_pollution import audit_polluted_threads
 from codex_memories_tasks.claim import claim_stage1_jobs, given_back_if_interrupted, resume_claims
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.discover import discover

@@ -25,9 +25,9 @@ from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
 from codex_memories.reports import Phase1Report, Phase2Report
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.backfill import backfill
+from codex_memories_flows.flow_runs import report_of
 from codex_memories_flows.forget import forget
 from codex_memories_flows.phase1 import phase1
-from codex_memories_flows.flow_runs import report_of
 from codex_memories_flows.phase2 import phase2
 
 

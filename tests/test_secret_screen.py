@@ -10,18 +10,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from codex_memories import redact, secret_screen
-from codex_memories.redact import find_secret_kinds, redact_secrets
-from codex_memories.secret_screen import UNSAFE_RANGES, as_ranges, disagreeing_code_points, loosened
+from codex_memories.redact import engine, find_secret_kinds, redact_secrets
+from codex_memories.redact import screen as screen_module
+from codex_memories.redact.screen import UNSAFE_RANGES, as_ranges, disagreeing_code_points, loosened
 from tests.support.secret_formats import PLACEMENTS, ordinary_texts, planted_items, secret_cases, serialize
 
-pytestmark = pytest.mark.skipif(secret_screen.hyperscan is None, reason="hyperscan is not installed here")
+pytestmark = pytest.mark.skipif(screen_module.hyperscan is None, reason="hyperscan is not installed here")
 
 
 @pytest.fixture(autouse=True)
 def _screen_in_use():
     """Bulk mode, as phase 1's transcript worker sets it: the screen answers from the first text."""
-    redact.prepare_screen()
+    engine.prepare_screen()
 
 
 # Characters where Python and Hyperscan disagree, or where lower-casing is odd (İ grows, K is
@@ -32,7 +32,7 @@ _ODD = ["\x1c", "\x1f", "\x85", "\xa0", "\u2028", "\u3000", "İ", "ı", "K", "ſ
 
 def _unscreened(function, text, monkeypatch):
     with monkeypatch.context() as patch:
-        patch.setattr(redact, "_screen", lambda: None)
+        patch.setattr(engine, "_screen", lambda: None)
         return function(text)
 
 
@@ -70,7 +70,7 @@ _MIXES = _mixes(_CORPUS, 300)
 
 
 def test_screened_redaction_is_the_unscreened_one(monkeypatch):
-    screen = redact._screen()
+    screen = engine._screen()
     judged = [text for text in _CORPUS + _MIXES if screen.candidates(text, text.lower()) is not None]
     # Not vacuous: the screen answers for every generated text and most of the odd mixes.
     assert len(judged) > len(_CORPUS) + len(_MIXES) // 2
@@ -84,9 +84,9 @@ def test_screened_redaction_is_the_unscreened_one(monkeypatch):
 
 
 def test_the_screen_leaves_rules_out_and_keeps_the_ones_that_match():
-    screen = redact._screen()
+    screen = engine._screen()
     assert screen is not None
-    rules = redact._rules()
+    rules = engine._rules()
     pruned = 0
     for planted in planted_items(secret_cases(1), 1):
         text = serialize(planted.item)
@@ -95,7 +95,7 @@ def test_the_screen_leaves_rules_out_and_keeps_the_ones_that_match():
             continue
         pruned += len(rules) - len(candidates)
         for index, rule in enumerate(rules):
-            if redact._applies(rule, text, text.lower()) and next(rule.edits(text, text.lower()), None) is not None:
+            if engine._applies(rule, text, text.lower()) and next(rule.edits(text, text.lower()), None) is not None:
                 assert index in candidates, (rule.name, planted.case.name)
     # Most rules are left out of most texts: otherwise the screen saves nothing.
     planted_count = len(planted_items(secret_cases(1), 1))
@@ -104,7 +104,7 @@ def test_the_screen_leaves_rules_out_and_keeps_the_ones_that_match():
 
 @pytest.mark.parametrize("odd", ["\x1c", "İ", "\ud800", "\u0870"])
 def test_no_screen_for_text_it_cannot_judge(odd):
-    screen = redact._screen()
+    screen = engine._screen()
     text = f"token = abc{odd}defghijkl"
     assert screen.candidates(text, text.lower()) is None
     assert screen.candidates("token = abcdefghijkl", "token = abcdefghijkl") is not None
@@ -132,7 +132,7 @@ def test_loosened_patterns(pattern, expected):
 
 def test_loosened_rule_patterns_accept_every_match_of_the_rule():
     texts = _CORPUS[:400]
-    for rule in redact._rules():
+    for rule in engine._rules():
         for regex in (rule.fast, rule.public, *rule.extra):
             wider = re.compile(loosened(regex.pattern), regex.flags)
             for text in texts:
@@ -149,20 +149,20 @@ def test_threads_share_the_screen():
 
 def test_the_screen_is_built_only_for_bulk_work(monkeypatch):
     builds = []
-    real = redact._screen
-    monkeypatch.setattr(redact, "_screen", lambda: builds.append(1) or real())
-    monkeypatch.setattr(redact, "_chars_unscreened", 0)
+    real = engine._screen
+    monkeypatch.setattr(engine, "_screen", lambda: builds.append(1) or real())
+    monkeypatch.setattr(engine, "_chars_unscreened", 0)
     text = "token = abcdefghijkl and some ordinary words " * 200
     for _ in range(20):  # a hook's or a note's worth of text: no build
         redact_secrets(text)
     assert builds == []
-    monkeypatch.setattr(redact, "_chars_unscreened", redact._SCREEN_AFTER_CHARS - 1)
+    monkeypatch.setattr(engine, "_chars_unscreened", engine._SCREEN_AFTER_CHARS - 1)
     redact_secrets(text)
     assert builds == []
     assert redact_secrets(text) == _unscreened(redact_secrets, text, monkeypatch)
     assert builds, "past the threshold, the screen answers"
-    monkeypatch.setattr(redact, "_chars_unscreened", 0)
-    redact.prepare_screen()
+    monkeypatch.setattr(engine, "_chars_unscreened", 0)
+    engine.prepare_screen()
     builds.clear()
     redact_secrets(text)
     assert builds

@@ -25,6 +25,7 @@ Contract:
   (`inputs.files_changed_since_sync`): a stage-1 memory is evidence of a session, gated when a
   consolidation copies it into what a session is told. Symlinks are never followed
   (`validate_artifacts` has removed them and refused hard links already; one check per decision).
+- `redact_gated_files(root_dir)` rewrites the same files redacted, before the gate reads them.
 - A finding's `excerpt` is redacted (`redact_secrets`), stripped of control and invisible
   characters and capped at `MAX_EXCERPT_CHARS`, so it can go into a run artifact and a log.
 
@@ -67,6 +68,7 @@ from codex_memories import paths
 from codex_memories.consolidate.inputs import files_changed_since_sync
 from codex_memories.paths import MEMORY_FILE, MEMORY_SUMMARY_FILE, SKILLS_DIR
 from codex_memories.redact import redact_secrets
+from codex_memories.sandbox import SandboxedFolder
 
 MAX_EXCERPT_CHARS = 160
 MAX_REPORTED_FINDINGS = 20
@@ -509,6 +511,23 @@ def _read_gated(root_dir: Path, relative: str) -> GatedFile | None:
     if text is not None and data.startswith((b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xfe\xed\xfa")):
         text = None
     return GatedFile(relative, text, executable)
+
+
+def redact_gated_files(root_dir: Path) -> list[str]:
+    """Rewrite each gated file whose text `redact_secrets` changes (through the sandboxed folder),
+    so what any consolidator wrote (a command quoted verbatim, a line the model made up) goes
+    live redacted like every other path; the paths rewritten. Not text, too large: left as is
+    (the gate refuses those)."""
+    folder = SandboxedFolder(root_dir)
+    rewritten = []
+    for gated in gated_files(root_dir):
+        if gated.text is None or gated.too_large:
+            continue
+        redacted = redact_secrets(gated.text)
+        if redacted != gated.text:
+            folder.write_bytes(gated.path, redacted.encode("utf-8"), executable=gated.executable)
+            rewritten.append(gated.path)
+    return rewritten
 
 
 def check_injection_gate(root_dir: Path) -> list[InjectionFinding]:

@@ -45,9 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from codex_memories import paths
-from codex_memories.consolidate.injection_gate import GatedFile, excerpt, gated_files
+from codex_memories.consolidate.injection_gate import MAX_GATED_FILE_BYTES, GatedFile, excerpt, gated_files
 from codex_memories.consolidate.workspace import baseline_texts
-from codex_memories.consolidate.injection_gate import MAX_GATED_FILE_BYTES
 from codex_memories.extract.provenance import MIN_UNITS, Attribution, MemoryLine, memory_lines, units, without_lines
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.ingest.rollouts import ItemOrigin, iter_kept_items

@@ -36,6 +36,7 @@ from codex_memories.consolidate.injection_gate import (
     InjectionFinding,
     check_injection_gate,
     gated_files,
+    redact_gated_files,
 )
 from codex_memories.consolidate.injection_sources import describe_traced, trace_findings
 from codex_memories.consolidate.inputs import (
@@ -407,7 +408,10 @@ def write_diff_file(root_dir: Path, diff: WorkspaceDiff) -> None:
 
 
 def gate_consolidated_files(root_dir: Path) -> list[InjectionFinding]:
-    """The injection gate over memory_summary.md, MEMORY.md and skills/ (empty: they may go live)."""
+    """The consolidated files redacted (`redact_gated_files`: whatever the consolidator quoted or
+    wrote), then the injection gate over memory_summary.md, MEMORY.md and skills/ (empty: they
+    may go live)."""
+    redact_gated_files(root_dir)
     return check_injection_gate(root_dir)
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from codex_memories.consolidate.injection_gate import MAX_REPORTED_FINDINGS, excerpt
 from codex_memories.extract.provenance import withhold_tool_derived
@@ -80,6 +80,13 @@ class ExtractionResult(BaseModel):
     # Lines of the answer withheld because their words came from tool output (redacted, capped
     # excerpts; `extract.provenance.withhold_tool_derived`).
     withheld_lines: list[str] = []
+
+    @field_validator("reason")
+    @classmethod
+    def _redacted_reason(cls, reason: str | None) -> str | None:
+        # Prefect persists the result before `finalize_extraction` runs, and a model's error or
+        # malformed answer can quote the input (a field named by a schema error is the model's).
+        return redact_secrets(reason) if reason else reason
 
 
 # Called with a result as soon as the model's answer is parsed and redacted, before the caller

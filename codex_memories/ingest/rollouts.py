@@ -55,6 +55,7 @@ import orjson
 
 from codex_memories.ingest.rollout_files import open_rollout
 from codex_memories.redact import REDACTED, redact_secrets
+from codex_memories.redact.names import name_strength
 from codex_memories.storable import REPAIR_INVALID_UTF8, might_need_repair, storable_json
 from codex_memories.tokens import count_tokens, marker_line, truncate_middle
 
@@ -841,14 +842,9 @@ def _dumps(item: Any) -> str:
     return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
 
 
-_SECRET_FIELD_NAMES = re.compile(
-    r"(?i)(password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?)$"
-)
-
-
 def _redact_leaves(value: Any, key: str | None = None) -> Any:
     if isinstance(value, str):
-        if key is not None and _SECRET_FIELD_NAMES.search(key) and len(value) >= 8:
+        if key is not None and name_strength(key) == "strong" and len(value) >= 8:
             return REDACTED
         return redact_secrets(value)
     if isinstance(value, list):

@@ -51,11 +51,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from codex_memories import paths
+from codex_memories.codex_limits import codex_token_count
 from codex_memories.prompts import render_prompt
 from codex_memories.read.chunks import chunk_file
 from codex_memories.read.team_memory import TeamMemoryContext, team_memory_context
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
-from codex_memories.settings_sources import SESSION_START_BUDGET
 from codex_memories.scopes import (
     marked_project_key,
     project_key_for_directory,
@@ -63,7 +63,7 @@ from codex_memories.scopes import (
     scope_matches_cwd,
     text_is_for_other_project,
 )
-from codex_memories.codex_limits import codex_token_count
+from codex_memories.settings_sources import SESSION_START_BUDGET
 from codex_memories.typed_entries import normalise, split_entry
 
 READ_PATH_TEMPLATE = "read_path"

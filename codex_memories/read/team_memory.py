@@ -68,10 +68,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codex_memories import paths
+from codex_memories.codex_limits import codex_token_count
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder
 from codex_memories.scopes import project_folder, project_key_for_directory
-from codex_memories.codex_limits import codex_token_count
 
 if TYPE_CHECKING:  # the SessionStart hook imports this module: no SQLAlchemy or pydantic there
     from codex_memories.state.records import Stage1Output

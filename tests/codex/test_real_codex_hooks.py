@@ -13,27 +13,24 @@ feature on, watches it rewrite our folder, and checks that `doctor` names it.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from codex_memories.read.hooks import hook_log_path
-from codex_memories.settings_sources import SESSION_START_BUDGET
 from codex_memories.read.injection import build_session_context
 from codex_memories.runtime import close_stores, open_store
+from codex_memories.settings_sources import SESSION_START_BUDGET
 from tests.support.codex_cli import (
     CODEX_NPM_VERSION,
     CODEX_VERSIONS,
     CodexHome,
     citation_reply,
     request_kind,
-    rollout_files,
     run_codex_exec,
     run_codex_tui,
     session_meta,

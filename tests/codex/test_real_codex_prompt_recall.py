@@ -19,7 +19,15 @@ import pytest
 
 from codex_memories.read.hooks import hook_log_path
 from tests.codex.test_real_codex_hooks import HOOK_BYPASS, codex_memories
-from tests.support.codex_cli import CODEX_VERSIONS, CodexHome, developer_texts, run_codex_exec, text_reply, user_turn_requests, with_pipeline_requests
+from tests.support.codex_cli import (
+    CODEX_VERSIONS,
+    CodexHome,
+    developer_texts,
+    run_codex_exec,
+    text_reply,
+    user_turn_requests,
+    with_pipeline_requests,
+)
 from tests.support.openai_server import OpenAITestServer
 
 pytestmark = [pytest.mark.codex]

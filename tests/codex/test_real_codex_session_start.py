@@ -16,9 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.read.injection import HEADER
 from codex_memories.codex_limits import CODEX_HOOK_CONTEXT_LIMIT_TOKENS, codex_token_count
-from tests.support.codex_cli import CODEX_VERSIONS, CodexHome, developer_texts, run_codex_exec, text_reply, user_turn_requests
+from codex_memories.read.injection import HEADER
+from tests.support.codex_cli import (
+    CODEX_VERSIONS,
+    CodexHome,
+    developer_texts,
+    run_codex_exec,
+    text_reply,
+    user_turn_requests,
+)
 from tests.support.openai_server import OpenAITestServer
 
 pytestmark = [pytest.mark.codex]

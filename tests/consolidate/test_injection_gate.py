@@ -14,6 +14,7 @@ from codex_memories.consolidate.injection_gate import (
     describe_findings,
     find_injections,
     gated_files,
+    redact_gated_files,
 )
 
 
@@ -193,3 +194,26 @@ def test_synced_inputs_are_gated_only_where_the_consolidator_changed_them(tmp_pa
     (tmp_path / "rollout_summaries" / "c.md").write_text("# c\n", encoding="utf-8")
 
     assert [gated.path for gated in gated_files(tmp_path)] == ["rollout_summaries/b.md", "rollout_summaries/c.md"]
+
+
+def test_what_a_consolidator_quoted_goes_live_redacted_and_nothing_else_is_rewritten(tmp_path: Path) -> None:
+    # Issue 29: a succeeded command quoted verbatim carried a token nobody's redaction knew then.
+    quoted = "- `sqlcmd -S db01 -U sa -P Tr0ub4dor-x9 -Q 'SELECT 1'` succeeded (exit 0)\n"
+    (tmp_path / "memory_summary.md").write_text("v1\n\n" + quoted, encoding="utf-8")
+    (tmp_path / "MEMORY.md").write_text("# Task Group: x\n- run make test\n", encoding="utf-8")
+    script = tmp_path / "skills" / "db" / "scripts" / "q.sh"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\nexport DB_PASSWORD=Tr0ub4dor-x9\n", encoding="utf-8")
+    os.chmod(script, 0o755)
+    (tmp_path / "extensions" / "ad_hoc" / "notes").mkdir(parents=True)
+    user_note = tmp_path / "extensions" / "ad_hoc" / "notes" / "n.md"
+    user_note.write_text("the user's own extension input: DB_PASSWORD=Tr0ub4dor-x9\n", encoding="utf-8")
+    handbook_before = (tmp_path / "MEMORY.md").stat().st_mtime_ns
+
+    assert redact_gated_files(tmp_path) == ["memory_summary.md", "skills/db/scripts/q.sh"]
+    assert (tmp_path / "memory_summary.md").read_text(encoding="utf-8") == "v1\n\n" + quoted.replace("Tr0ub4dor-x9", "[REDACTED_SECRET]")
+    assert "Tr0ub4dor-x9" not in script.read_text(encoding="utf-8")
+    assert os.stat(script).st_mode & 0o111  # the gate still sees (and refuses) the exec bit
+    assert (tmp_path / "MEMORY.md").stat().st_mtime_ns == handbook_before
+    assert "Tr0ub4dor-x9" in user_note.read_text(encoding="utf-8")  # not the consolidator's
+    assert redact_gated_files(tmp_path) == []

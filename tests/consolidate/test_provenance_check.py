@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.consolidate.provenance_check import check_provenance, find_tool_derived_lines, remove_tool_derived_lines
+from codex_memories.consolidate.provenance_check import (
+    check_provenance,
+    find_tool_derived_lines,
+    remove_tool_derived_lines,
+)
 from codex_memories.consolidate.workspace import prepare_workspace, reset_baseline
 from codex_memories.state.records import ForgetRoute, Stage1Output, Stage1OutputRef, ThreadRecord
 from codex_memories.state.store import MemoryStore

@@ -11,7 +11,13 @@ import pytest
 
 from codex_memories.extract.extraction import extract_memory
 from codex_memories.extract.provenance import WITHHELD, Attribution, session_texts, units, withhold_tool_derived
-from codex_memories.ingest.rollouts import DATAMARK, ItemOrigin, build_memory_transcript, spotlight_item, unspotlight_item
+from codex_memories.ingest.rollouts import (
+    DATAMARK,
+    ItemOrigin,
+    build_memory_transcript,
+    spotlight_item,
+    unspotlight_item,
+)
 from codex_memories.llm.base import ExtractionRequest, ExtractionResponse, TokenUsage
 from codex_memories.llm.schema import Stage1Extraction
 from codex_memories.outcomes import Outcome

@@ -13,7 +13,7 @@ import pytest
 from codex_memories.settings import SettingsOverrides
 from codex_memories.state.records import JobKind, MemoryMode
 from tests.support.memory_home import MemoryHome
-from tests.support.rollout_factory import rollout_file_name, write_rollout
+from tests.support.rollout_factory import write_rollout
 from tests.support.s3 import S3Endpoint, moto_endpoint, s3  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]

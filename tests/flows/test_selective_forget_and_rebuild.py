@@ -11,8 +11,8 @@ from codex_memories.outcomes import Outcome
 from codex_memories.read.notes import add_ad_hoc_note
 from codex_memories.runtime import close_stores
 from codex_memories.state.records import ForgetRoute
-from codex_memories_flows.forget import forget
 from codex_memories_flows.flow_runs import report_of
+from codex_memories_flows.forget import forget
 from codex_memories_flows.rebuild import rebuild
 from tests.support.memory_home import MemoryHome
 from tests.support.openai_server import ScriptedReply, running_openai_server

@@ -8,8 +8,7 @@ import math
 import pytest
 
 from codex_memories import paths
-from codex_memories.read.index import IndexedChunk
-from codex_memories.read.index import cjk_bigrams
+from codex_memories.read.index import IndexedChunk, cjk_bigrams
 from codex_memories.read.recall import (
     MAX_QUERY_CHARS,
     OTHER_PROJECT,

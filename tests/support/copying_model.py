@@ -22,7 +22,13 @@ import json
 import re
 from typing import Any
 
-from tests.support.openai_server import RecordedRequest, ScriptedReply, ToolCall, is_stage1_request, stage1_extraction_for
+from tests.support.openai_server import (
+    RecordedRequest,
+    ScriptedReply,
+    ToolCall,
+    is_stage1_request,
+    stage1_extraction_for,
+)
 
 DATAMARK = "\u02c6"
 MEMORY_FILE_READ_CALL = "copy_read_raw_memories"

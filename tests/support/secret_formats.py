@@ -151,6 +151,54 @@ def _wrapped(template: str, column: int) -> Callable[[random.Random], str]:
     return make
 
 
+def _memorable(rng: random.Random) -> str:
+    """A password a person makes up: a capitalised word, a year or a number, a symbol."""
+    word = rng.choice(["Harbor", "Violet", "Granite", "Pelican", "Orchard", "Falcon", "Juniper", "Copper"])
+    return word + str(rng.randint(1970, 2029)) + rng.choice("!#$%&*?@+")
+
+
+def _password_with(symbols: str) -> Callable[[random.Random], str]:
+    """A password that holds one of `symbols` (a `#` in a URL, a `%` after a user name, ...)."""
+
+    def make(rng: random.Random) -> str:
+        value = _url_password(rng)
+        at = rng.randrange(1, len(value) - 1)
+        return value[:at] + rng.choice(symbols) + value[at:]
+
+    return make
+
+
+def _pem_base64(rng: random.Random) -> str:
+    """A PEM private key, base64-encoded once more, as kubeconfig's `client-key-data` holds it."""
+    pem = "-----BEGIN RSA PRIVATE KEY-----\n" + _pem_body(rng) + "\n-----END RSA PRIVATE KEY-----\n"
+    return base64.b64encode(pem.encode()).decode()
+
+
+def _pem_lines(rng: random.Random) -> str:
+    """The middle lines of a PEM key (64 characters each), without the header around them."""
+    return "\n".join(_pem_body(rng, lines=8).split("\n")[2:6])
+
+
+def _pem_escaped(rng: random.Random) -> str:
+    """A PEM body as a JSON string holds it: its line breaks written `\\n`."""
+    return _pem_body(rng).replace("\n", "\\n")
+
+
+def _continued(template: str, column: int, indent: str = "  ") -> Callable[[random.Random], str]:
+    """A value cut by a shell line continuation: `\\`, a line break, indentation, the rest."""
+
+    def make(rng: random.Random) -> str:
+        value = _fill(template, rng)
+        return value[:column] + "\\\n" + indent + value[column:]
+
+    return make
+
+
+def _pgpass_password(rng: random.Random) -> str:
+    # `.pgpass` escapes `:` and `\\` with a backslash: keep the password free of both.
+    return _password(rng)
+
+
 def _p(*pieces: str) -> str:
     return "".join(pieces)
 
@@ -334,6 +382,67 @@ FORMATS: tuple[SecretFormat, ...] = (
     SecretFormat("wrapped_github_token", _wrapped(_p("gh", "p_{b62:36}"), 22), "token:\n{secret}", None),
     SecretFormat("wrapped_anthropic_key", _wrapped(_p("sk", "-ant-api03-{b64url:93}AA"), 60), "{secret}", None),
     SecretFormat("wrapped_aws_secret", _wrapped("{b62:40}", 20), "aws_secret_access_key = {secret}", None),
+    # --- shapes no provider list names (issue 29): written before the held-out set was read -------
+    # Passwords as command-line flags of tools that take one.
+    SecretFormat("sqlcmd_flag", _password, "sqlcmd -S tcp:db.internal,1433 -U sa -P {secret} -Q \"SELECT 1\""),
+    SecretFormat("bcp_flag", _memorable, "bcp dbo.orders out orders.dat -S db01 -U loader -P '{secret}' -c"),
+    SecretFormat("ldapsearch_flag", _password, "ldapsearch -x -H ldap://ldap.internal -D \"cn=admin,dc=acme,dc=org\" -w {secret} -b dc=acme,dc=org"),
+    SecretFormat("ldapmodify_flag", _memorable, "ldapmodify -D cn=admin,dc=acme -w '{secret}' -f change.ldif"),
+    SecretFormat("smbclient_user_percent", _password, "smbclient //fs.internal/share -U dana%{secret} -c 'ls'"),
+    SecretFormat("rpcclient_user_percent", _memorable, "rpcclient -U \"svc_backup%{secret}\" 10.0.3.9"),
+    SecretFormat("zip_flag", _password, "zip -P {secret} -r backup.zip reports/"),
+    SecretFormat("unzip_flag", _memorable, "unzip -P '{secret}' backup.zip -d restore/"),
+    SecretFormat("sevenzip_attached", _password, "7z a -p{secret} -mhe=on vault.7z secrets/"),
+    SecretFormat("keytool_storepass", _password, "keytool -importkeystore -srckeystore app.p12 -srcstoretype PKCS12 -srcstorepass {secret} -destkeystore app.jks"),
+    SecretFormat("jarsigner_storepass", _memorable, "jarsigner -keystore release.jks -storepass '{secret}' app.apk release"),
+    SecretFormat("openssl_passin", _password, "openssl rsa -in server.key -passin pass:{secret} -out plain.key"),
+    SecretFormat("openssl_k", _password, "openssl enc -aes-256-cbc -salt -in db.sql -out db.sql.enc -k {secret}"),
+    SecretFormat("xfreerdp_flag", _password, "xfreerdp /v:10.0.3.20 /u:Administrator /p:{secret} /cert:ignore"),
+    SecretFormat("ipmitool_flag", _password, "ipmitool -I lanplus -H 10.0.9.4 -U ADMIN -P {secret} chassis power status"),
+    SecretFormat("mosquitto_flag", _memorable, "mosquitto_pub -h mqtt.internal -u sensor -P '{secret}' -t home/temp -m 21.5"),
+    SecretFormat("psexec_flag", _password, "PsExec.exe \\\\web01 -u ACME\\deploy -p {secret} cmd /c ipconfig"),
+    SecretFormat("pscp_flag", _password, "pscp -pw {secret} build.zip deploy@10.0.3.7:/srv/app/"),
+    SecretFormat("sqlplus_user_slash", _password, "sqlplus scott/{secret}@//db.internal:1521/ORCL"),
+    SecretFormat("gpg_passphrase", _password, "gpg --batch --yes --passphrase {secret} -d secrets.tar.gz.gpg > secrets.tar.gz"),
+    SecretFormat("snmpwalk_auth", _password, "snmpwalk -v3 -l authPriv -u monitor -a SHA -A {secret} -x AES 10.0.0.1"),
+    SecretFormat("wget_password", _password, "wget --user=ci --password={secret} https://ci.example.com/artifact.tgz"),
+    SecretFormat("attached_p_unknown_tool", _password, "mycli -h db.internal -u admin -p{secret} inventory"),
+    SecretFormat("long_flag_with_prefix", _memorable, "./deploy.sh --env prod --db-password '{secret}' --migrate"),
+    SecretFormat("single_dash_long_flag", _password, "influx -username admin -password {secret} -execute 'SHOW DATABASES'"),
+    SecretFormat("echo_into_sudo", _password, "echo '{secret}' | sudo -S apt-get update"),
+    SecretFormat("echo_into_chpasswd", _password, "echo 'deploy:{secret}' | sudo chpasswd"),
+    SecretFormat("rabbitmqctl_add_user", _password, "rabbitmqctl add_user deploy {secret}"),
+    SecretFormat("powershell_securestring", _memorable, "$pw = ConvertTo-SecureString '{secret}' -AsPlainText -Force"),
+    SecretFormat("crackmapexec_flag", _memorable, "crackmapexec smb 10.0.3.0/24 -u administrator -p '{secret}'"),
+    SecretFormat("nmcli_wifi", _password, "nmcli device wifi connect HomeNet password {secret}"),
+    SecretFormat("sql_with_password", _password, "CREATE USER reporting WITH PASSWORD '{secret}';"),
+    SecretFormat("sql_identified_by", _memorable, "ALTER USER 'app'@'%' IDENTIFIED BY '{secret}';"),
+    # Config files of well-known tools and connection strings.
+    SecretFormat("pgpass_line", _pgpass_password, "$ cat ~/.pgpass\ndb.internal:5432:billing:app:{secret}"),
+    SecretFormat("pgpass_wildcard", _memorable, "*:*:*:replicator:{secret}"),
+    SecretFormat("netrc_multiline", _password, "machine api.example.com\n  login dana@example.com\n  password {secret}"),
+    SecretFormat("npmrc_auth", _basic, "//registry.example.com/:_auth={secret}\nalways-auth=true", None),
+    SecretFormat("kubeconfig_client_key_data", _pem_base64, "users:\n- name: admin\n  user:\n    client-key-data: {secret}", None),
+    SecretFormat("wireguard_private_key", "{b64:42}A=", "[Interface]\nPrivateKey = {secret}\nAddress = 10.8.0.2/24\nDNS = 1.1.1.1", None),
+    SecretFormat("wireguard_preshared_key", "{b64:42}E=", "[Peer]\nPublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=\nPresharedKey = {secret}\nEndpoint = vpn.example.com:51820", None),
+    SecretFormat("rclone_key", "{b62:31}", "[b2]\ntype = b2\naccount = 0012ab34cd56\nkey = {secret}", "token"),
+    SecretFormat("redis_requirepass", _password, "# redis.conf\nbind 127.0.0.1\nrequirepass {secret}\nmaxmemory 256mb"),
+    SecretFormat("wpa_psk", _password, "network={{\n    ssid=\"HomeNet\"\n    psk=\"{secret}\"\n}}"),
+    SecretFormat("url_password_with_hash", _password_with("#"), "DATABASE_URL=postgres://app:{secret}@db.internal:5432/app"),
+    SecretFormat("firebase_server_key", _p("AAA", "A{b64url:7}:APA91b{b64url:134}"), "legacy FCM server key {secret}", "token"),
+    SecretFormat("token_value_json", _p("dap", "i{hex:32}"), "{{\"token_value\": \"{secret}\", \"token_info\": {{\"comment\": \"ci\"}}}}", "token"),
+    SecretFormat("secret_string_json", "{b64url:40}", "{{\"Name\": \"prod/api\", \"SecretString\": \"{secret}\"}}", "token"),
+    SecretFormat("yaml_camel_case_token", "{hex:32}", "twilio:\n  accountSid: AC0f1e2d3c4b5a69788796a5b4c3d2e1f0\n  authToken: {secret}", "token"),
+    SecretFormat("ruby_hash_arrow", "{b62:32}", "Client.new(:auth_token => \"{secret}\", :region => \"us\")", "token"),
+    SecretFormat("go_short_assignment", "{b62:40}", "apiSecret := \"{secret}\"", "token"),
+    SecretFormat("weak_name_random_value", "{b64url:32}", "auth_key: {secret}", "token"),
+    SecretFormat("password_in_prose", _memorable, "the staging admin password is {secret} until Friday"),
+    # Key material cut over lines or continuations.
+    SecretFormat("pem_body_without_header", _pem_lines, "$ sed -n 3,6p ~/.ssh/id_rsa\n{secret}", None),
+    SecretFormat("base64_continued", _continued("{b64:88}", 44), "echo {secret} | base64 -d > key.bin", None),
+    SecretFormat("bearer_after_continuation", "{b64url:40}", "curl -sS https://api.example.com/v1/jobs \\\n  -H \"Authorization: Bearer \\\n  {secret}\"", None),
+    SecretFormat("service_account_escaped_key", _pem_escaped, "{{\"type\": \"service_account\", \"private_key\": \"-----BEGIN PRIVATE KEY-----\\n{secret}\\n-----END PRIVATE KEY-----\\n\"}}", None),
+    SecretFormat("wrapped_named_key", _wrapped("{b62:40}", 20), "your new secret key:\n{secret}", None),
 )
 
 
@@ -525,4 +634,27 @@ def ordinary_texts(seed: int) -> dict[str, str]:
         "webpack_chunk": f"static/js/main.{sha[:8]}.chunk.js  vendors~main.{sha[8:16]}.js",
         "timestamp_ids": f"run-2026-11-30T10-15-31-{sha[:6]}  job_20261130_101531_000042",
         "cache_key": f"cache-key: Linux-pip-{sha256[:40]}",
+        # Near misses of the shapes added for issue 29: flags that are not passwords, config
+        # lines and public key material.
+        "port_and_parent_flags": "docker run -p 8080:80 -p 5432:5432 postgres:16 && ssh -p 2222 deploy@10.0.3.7 && mkdir -p build/out && cp -pr assets build/",
+        "psql_port_flag": "psql -h db.internal -U app -d billing -p 5432 -c 'select count(*) from orders'",
+        "mysql_prompts_for_password": "mysql -u root -p billing < dump.sql",
+        "grep_and_xargs_flags": "grep -P '^[a-z]+-[0-9]{4}$' app.log | xargs -P 4 -n 1 ./process.sh; mvn -P release,sign deploy",
+        "pytest_plugin_flags": "python -m pytest -p no:cacheprovider -k test_login -x && pip install -U pip",
+        "zip_listing": "zip -r release.zip dist/ && unzip -l release.zip && 7z l archive.7z",
+        "password_from_stdin": "echo \"$REGISTRY_PASSWORD\" | docker login -u ci --password-stdin registry.example.com",
+        "password_from_variable": "curl -sS -u \"$API_USER:$API_TOKEN\" https://api.example.com && mysql -u root -p\"$MYSQL_ROOT_PASSWORD\"",
+        "password_file_flags": "keytool -list -keystore app.jks -storepass:env KEYSTORE_PASS; openssl rsa -in k.pem -passin file:/run/secrets/pw; pg_dump --no-password billing",
+        "password_prompts": "[sudo] password for dana: \npasswd: password updated successfully\nEnter passphrase for key '/home/dana/.ssh/id_ed25519':",
+        "password_prose": "the password is stored in Vault under secret/data/prod/db and rotated by the password-rotation job",
+        "key_value_config": "sort_key: created_at\nprimary_key: id\ncache_key: user_profile\nkey: value\nsigning: enabled",
+        "flake8_output": "src/app/views.py:42:10: E501 line too long (120 > 88 characters)\nsrc/app/models.py:7:1: F401 'os' imported but unused",
+        "etc_passwd": "root:x:0:0:root:/root:/bin/bash\ndana:x:1000:1000:Dana,,,:/home/dana:/bin/zsh",
+        "ssh_public_key": f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{base64.b64encode(rng.randbytes(32)).decode().rstrip('=')} dana@laptop",
+        "certificate_block": "-----BEGIN CERTIFICATE-----\n" + "\n".join(base64.b64encode(rng.randbytes(48 * 4)).decode()[i : i + 64] for i in range(0, 256, 64)) + "\n-----END CERTIFICATE-----",
+        "docker_image_pin": f"FROM python:3.11-slim@sha256:{sha256} AS base",
+        "email_in_header": "To:dana@example.com From:ci@example.com Subject: build 1042 passed",
+        "shell_continuation": "docker run --rm \\\n  -v \"$PWD\":/src \\\n  -e LOG_LEVEL=debug \\\n  ghcr.io/acme/builder:1.4.2 make test",
+        "camel_case_settings": "tokenLimit: 4096\npasswordMinLength: 12\nsecretName: prod-db\nauthMode: oauth\nkeyPrefix: cache_",
+        "token_usage_prose": "the token count was 1842 and the session token budget is 150000 tokens",
     }

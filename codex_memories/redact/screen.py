@@ -1,7 +1,8 @@
 """Which redaction rules can match a text, found in one Hyperscan pass instead of one regex each.
 
-`redact.py` runs about sixty regexes over every text it is given; on transcripts almost none of
-them match, yet each costs a full pass (benchmarks/README.md, "Ingest"). Hyperscan (Intel's
+The redaction engine (`engine.py`) runs about sixty regexes over every text it is given; on
+transcripts almost none of them match, yet each costs a full pass (benchmarks/README.md,
+"Ingest"). Hyperscan (Intel's
 multi-pattern regex engine, the `hyperscan` wheel) scans for all of them at once. It is used as a
 *screen* only: it says which rules to run, and the rules themselves still decide, in Python, what
 is redacted. The output of `redact_secrets` is therefore the same with or without it, provided
