@@ -24,6 +24,12 @@ Contract:
   fenced code are not headings. Returns a `LineEdit`: the new text, the removed lines and
   emptied headings with their 1-based numbers and original text (for the dry run), and how many
   references changed. Line endings are kept as they were.
+- Record lines stay (`is_record_line`): the lines that say where a memory comes from and which
+  project it belongs to (`cwd:`, `rollout_path:`, `scope:`, `project_key:`, `applies_to:`, ...,
+  a `# Task Group:` or `## Thread` heading, a heading with a `project=` marker). Removing one would move the
+  memories under it to another scope (a project's rules shown in every project), and phase 2
+  writes them again from the session's record anyway. They are returned as `LineEdit.kept`, so
+  the dry run says which lines keep the text and why.
 """
 
 from __future__ import annotations
@@ -37,6 +43,11 @@ MIN_NAME_MATCH_CHARACTERS = 3
 # A word of a name: a run of letters and digits (any script), never `_` or `-`.
 _WORD = re.compile(r"([^\W_]+)")
 _NOT_LETTERS = re.compile(r"[\W_]+")
+_RECORD_FIELD = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?:cwd|rollout_path|git_branch|project_key|scope|applies_to|thread_id|updated_at|rollout_summary_file)\s*:",
+    re.IGNORECASE,
+)
+_SCOPE_HEADING = re.compile(r"^#{1,6}\s+(?:Task Group:|Thread `|.*(?<![\w-])project=)", re.IGNORECASE)
 _HEADING = re.compile(r"^(#{1,6})(?:\s|$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 
@@ -122,12 +133,18 @@ def _without_words(name: str, drop: set[int]) -> str:
     return parts[0] + "".join(kept) + parts[-1]
 
 
+def is_record_line(line: str) -> bool:
+    """A line that says where a memory comes from or which project it belongs to (module contract)."""
+    return bool(_RECORD_FIELD.match(line) or _SCOPE_HEADING.match(line))
+
+
 @dataclass(frozen=True)
 class LineEdit:
     text: str
     removed: tuple[tuple[int, str], ...]  # (line number, line) of the lines holding the needle
     emptied_headings: tuple[tuple[int, str], ...]  # headings whose section lost everything
     references: int  # references to renamed files rewritten
+    kept: tuple[tuple[int, str], ...] = ()  # record lines holding the needle, left as they are
 
     @property
     def changed(self) -> bool:
@@ -138,7 +155,8 @@ def edit_lines(text: str, needle: Needle, references: Mapping[str, str] | None =
     """Forget the needle's lines in `text` (see the module contract)."""
     original = text.splitlines(keepends=True)
     lines, rewritten = _rewrite_references(original, references or {})
-    gone = [needle.in_line(line) for line in lines]
+    holding = [needle.in_line(line) for line in lines]
+    gone = [holds and not is_record_line(line) for holds, line in zip(holding, lines, strict=True)]
     emptied = _emptied_headings(lines, gone)
     dropped = [gone[number] or number in emptied for number in range(len(lines))]
     for heading, end in emptied.items():
@@ -160,6 +178,7 @@ def edit_lines(text: str, needle: Needle, references: Mapping[str, str] | None =
         removed=tuple((number + 1, original[number].rstrip("\r\n")) for number in range(len(lines)) if gone[number]),
         emptied_headings=tuple((number + 1, original[number].rstrip("\r\n")) for number in sorted(emptied)),
         references=rewritten,
+        kept=tuple((number + 1, original[number].rstrip("\r\n")) for number in range(len(lines)) if holding[number] and not gone[number]),
     )
 
 

@@ -43,10 +43,12 @@ headings left empty, the names carrying it) is applied to every copy of the memo
   MCP read no longer see the text; the next phase 2 finds its inputs and baseline already
   without it.
 
-Known limits, said by `describe()` where they apply: a thread's working folder (`cwd`) is part of
-the session record, and phase 2 writes it into `raw_memories.md` again; the rollout files
-themselves are the user's Codex sessions and are never edited, so a thread Codex continues is
-extracted again from them. `forget --thread`/`--project` keep such threads out for good.
+Known limits, said by `describe()` where they apply: the record lines (`text_edit.is_record_line`:
+a session's folder, its project, the scope of a task group) keep the text, since removing one
+would move memories to another scope and phase 2 writes them again from the session record; the
+rollout files themselves are the user's Codex sessions and are never edited, so a thread Codex
+continues is extracted again from them. `forget --thread`/`--project` keep such threads out for
+good.
 """
 
 from __future__ import annotations
@@ -167,6 +169,7 @@ class MatchForgetPlan:
     baseline: list[FileChange]
     baseline_unusable: bool = False  # a `.git` that is not a readable baseline: it goes whole
     leftovers: list[Phase2Copy] = field(default_factory=list)  # copies beside a local folder
+    kept: list[str] = field(default_factory=list)  # record lines holding the text, left: "where:n: line"
     thread_folders: list[str] = field(default_factory=list)  # thread cwds holding the text
     team: TeamFiles = field(default_factory=TeamFiles)  # the exported team files, read before
     team_files: list[str] = field(default_factory=list)  # what they would lose
@@ -233,11 +236,17 @@ class MatchForgetPlan:
                 "alike; one new commit replaces its history and the old objects are pruned"
             )
         lines += [f"{leftover.path}: deleted ({leftover.why})" for leftover in self.leftovers]
-        if self.thread_folders:
-            shown = ", ".join(self.thread_folders[:3]) + (f" and {len(self.thread_folders) - 3} more" if len(self.thread_folders) > 3 else "")
+        lines += [f"{line}  (kept: it says where a memory comes from or which project it belongs to)" for line in self.kept]
+        if self.kept or self.thread_folders:
+            folders = self.thread_folders
+            shown = (
+                f"{len(folders)} session folder(s) hold the text ({', '.join(folders[:3])}{' and more' if len(folders) > 3 else ''}); "
+                if folders
+                else ""
+            )
             lines.append(
-                f"not changed: {len(self.thread_folders)} session folder(s) hold the text ({shown}); phase 2 writes a session's "
-                "folder into raw_memories.md again: `codex-memories forget --project <folder>` forgets those sessions"
+                f"not changed: {shown}the lines that record a session's folder or project keep it, and phase 2 writes them again "
+                "from the session's record: `codex-memories forget --project <folder>` forgets those sessions"
             )
         return [redact_secrets(line) for line in lines] + self.team_files
 
@@ -313,7 +322,7 @@ def _working_copy(root: MemoryRoot) -> Iterator[LocalWorkspace]:
 
 
 def _plan(store: MemoryStore, directory: Path, needle: Needle, *, live: bool) -> MatchForgetPlan:
-    outputs = _output_changes(store, needle)
+    outputs, kept = _output_changes(store, needle)
     summary_stems = {change.old_stem: change.new_stem for change in outputs if change.slug_renamed}
     folder = SandboxedFolder(directory)
     exists = directory.is_dir()
@@ -327,7 +336,8 @@ def _plan(store: MemoryStore, directory: Path, needle: Needle, *, live: bool) ->
     folder_changes = []
     for path, mtime_ns in live_files.items():
         read = (lambda path=path: _read(folder, path))
-        change = _file_change(path, read, needle, renames, references)
+        change, kept_here = _file_change(path, read, needle, renames, references)
+        kept += [f"{path}:{number}: {line}" for number, line in kept_here]
         if change is not None:
             folder_changes.append(FileChange(change.path, change.new_path, change.edit, change.data, mtime_ns=mtime_ns))
 
@@ -335,7 +345,7 @@ def _plan(store: MemoryStore, directory: Path, needle: Needle, *, live: bool) ->
     wanted = [file for file in baseline if file.path in renames or holds_memory_lines(file.path)]
     blobs = read_baseline_blobs(directory, [file.oid for file in wanted])
     for file in wanted:
-        change = _file_change(file.path, lambda oid=file.oid: blobs[oid], needle, renames, references)
+        change, _ = _file_change(file.path, lambda oid=file.oid: blobs[oid], needle, renames, references)
         if change is not None:
             baseline_changes.append(FileChange(change.path, change.new_path, change.edit, change.data, mode=file.mode))
 
@@ -345,17 +355,21 @@ def _plan(store: MemoryStore, directory: Path, needle: Needle, *, live: bool) ->
     team = TeamFiles.before(store, cwds, text=needle.text)
     return MatchForgetPlan(
         text=needle.text, folder=folder_changes, outputs=outputs, baseline=baseline_changes, baseline_unusable=unusable,
-        leftovers=leftovers, thread_folders=[cwd for cwd in cwds if needle.in_line(cwd)], team=team, team_files=team.planned(),
+        leftovers=leftovers, kept=kept, thread_folders=[cwd for cwd in cwds if needle.in_line(cwd)], team=team,
+        team_files=team.planned(),
     )
 
 
-def _output_changes(store: MemoryStore, needle: Needle) -> list[OutputChange]:
-    changes = []
+def _output_changes(store: MemoryStore, needle: Needle) -> tuple[list[OutputChange], list[str]]:
+    """The outputs that change, and the record lines of any output that keep the text."""
+    changes, kept = [], []
     for output in store.stage1_outputs_where(lambda raw, summary, slug: needle.may_hold(raw) or needle.may_hold(summary) or _slug_holds(needle, slug)):
         change = _output_change(output, needle)
         if change.raw_memory.changed or change.rollout_summary.changed or change.slug_renamed:
             changes.append(change)
-    return changes
+        for field_name, edit in (("raw_memory", change.raw_memory), ("rollout_summary", change.rollout_summary)):
+            kept += [f"stage-1 output of thread {output.thread_id}, {field_name}:{number}: {line}" for number, line in edit.kept]
+    return changes, kept
 
 
 def _output_change(output: Stage1Output, needle: Needle) -> OutputChange:
@@ -479,23 +493,26 @@ def _references(renames: dict[str, str]) -> dict[str, str]:
 
 def _file_change(
     path: str, read: Callable[[], bytes], needle: Needle, renames: dict[str, str], references: dict[str, str]
-) -> FileChange | None:
+) -> tuple[FileChange | None, tuple[tuple[int, str], ...]]:
+    """What becomes of one file, and its record lines that keep the text."""
     new_path = renames.get(path, path)
     edit = None
+    kept: tuple[tuple[int, str], ...] = ()
     data: bytes | None = None
     if holds_memory_lines(path):
         # Undecodable bytes pass through unchanged (surrogateescape): only whole lines go.
         original = read().decode("utf-8", "surrogateescape")
         edit = edit_lines(original, needle, references)
+        kept = edit.kept
         if edit.changed:
             data = edit.text.encode("utf-8", "surrogateescape")
             if path.startswith(paths.ad_hoc_notes_dir() + "/") and not edit.text.strip():
-                return FileChange(path, new_path, edit, None)
+                return FileChange(path, new_path, edit, None), kept
         else:
             edit = None
     if edit is None and new_path == path:
-        return None
-    return FileChange(path, new_path, edit, data if data is not None else read())
+        return None, kept
+    return FileChange(path, new_path, edit, data if data is not None else read()), kept
 
 
 def _baseline_change(change: FileChange) -> BaselineChange:

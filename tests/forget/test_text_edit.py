@@ -90,3 +90,14 @@ def test_mentions_of_renamed_files_are_rewritten_and_kept_and_line_endings_stay(
 def test_an_edit_that_finds_nothing_changes_nothing() -> None:
     edit = edit_lines("# Memory\n- tabs\n", Needle("falcon"))
     assert not edit.changed and edit.text == "# Memory\n- tabs\n"
+
+
+def test_lines_that_record_a_folder_or_a_project_keep_the_text_and_are_reported() -> None:
+    text = (
+        "# Task Group: github.com/acme/falcon\napplies_to: cwd=/src/falcon; project=github.com/acme/falcon\n\n"
+        "## User preferences\n- falcon ships Fridays\n- keep tabs\n\n### project=github.com/acme/falcon\n- cwd: /src/falcon\n"
+    )
+    edit = edit_lines(text, Needle("falcon"))
+    assert edit.removed == ((5, "- falcon ships Fridays"),)
+    assert [number for number, _ in edit.kept] == [1, 2, 8, 9]
+    assert edit.text == text.replace("- falcon ships Fridays\n", "")

@@ -271,11 +271,32 @@ def test_a_note_left_blank_is_deleted_not_renamed(store: MemoryStore, folder: Pa
     assert sorted(path.name for path in (folder / paths.ad_hoc_notes_dir()).iterdir()) == ["2025-01-02T03-04-05-project-launch.md"]
 
 
-def test_a_session_folder_holding_the_text_is_named_as_left_unchanged(store: MemoryStore, tmp_path: Path) -> None:
-    remember_thread(store, "t-falcon", raw_memory="- keep tabs\n", cwd="/src/falcon-api", rollout_slug=None)
-    remember(store, "t-other", "- Falcon is the code name\n")
-    listed = plan_match_forget(store, open_memory_root(tmp_path / "none"), "falcon").describe()
-    assert listed[-1].startswith("not changed: 1 session folder(s) hold the text (/src/falcon-api); phase 2 writes")
+def test_lines_that_record_a_folder_or_a_project_keep_the_text_so_no_memory_changes_scope(store: MemoryStore, tmp_path: Path) -> None:
+    raw = "scope: project\nproject_key: github.com/acme/falcon-api\n- keep tabs\n- page falcon on Fridays\n"
+    remember_thread(store, "t-falcon", raw_memory=raw, cwd="/src/falcon-api", rollout_slug=None)
+    output = store.get_stage1_output("t-falcon")
+    root = tmp_path / "memories"
+    sync_rollout_summaries(root, [output])
+    rebuild_raw_memories(root, [output])
+    group = "# Task Group: github.com/acme/falcon-api\napplies_to: cwd=/src/falcon-api; project=github.com/acme/falcon-api\n\n"
+    (root / paths.MEMORY_FILE).write_text(group + "## User preferences\n- keep tabs\n- page falcon on Fridays\n", encoding="utf-8")
+
+    listed = plan_match_forget(store, open_memory_root(root), "falcon").describe()
+    forget_match(store, open_memory_root(root), "falcon")
+
+    assert (root / paths.MEMORY_FILE).read_text(encoding="utf-8") == group + "## User preferences\n- keep tabs\n"
+    assert store.get_stage1_output("t-falcon").raw_memory == "scope: project\nproject_key: github.com/acme/falcon-api\n- keep tabs\n"
+    kept = "  (kept: it says where a memory comes from or which project it belongs to)"
+    assert "MEMORY.md:1: # Task Group: github.com/acme/falcon-api" + kept in listed
+    assert "raw_memories.md:7: cwd: /src/falcon-api" + kept in listed
+    assert "stage-1 output of thread t-falcon, raw_memory:2: project_key: github.com/acme/falcon-api" + kept in listed
+    assert listed[-1] == (
+        "not changed: 1 session folder(s) hold the text (/src/falcon-api); the lines that record a session's folder or "
+        "project keep it, and phase 2 writes them again from the session's record: `codex-memories forget --project <folder>` "
+        "forgets those sessions"
+    )
+    outputs = [store.get_stage1_output("t-falcon")]
+    assert sync_rollout_summaries(root, outputs).written == [] and not rebuild_raw_memories(root, outputs)
 
 
 def test_a_secret_looking_text_is_redacted_wherever_it_is_shown_and_never_audited(store: MemoryStore, folder: Path) -> None:
