@@ -126,3 +126,21 @@ def test_note_now_folds_the_note_into_memory_md_at_once(home: MemoryHome) -> Non
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Running phase 2 now (as `codex-memories phase2 --force`):" in result.stdout
     assert "HERON-77" in (home.memory_root / paths.MEMORY_FILE).read_text(encoding="utf-8")
+
+
+def test_forget_now_consolidates_at_once_so_memory_md_no_longer_holds_it(home: MemoryHome) -> None:
+    (home.codex_home / "codex-memories.toml").write_text('provider = "heuristic"\n', encoding="utf-8")
+    recent = int(time.time()) - 3600  # inside the selection window
+    remember(home.store, THREAD, raw_memory="Preference signals:\n- always use pnpm (ZEBRA-417)\n", source_updated_at=recent)
+    remember(home.store, "0199e1a2-7c3d-7f10-9a4b-2c6d8e0f1b99", raw_memory="Preference signals:\n- keep tabs (OTTER-902)\n",
+             source_updated_at=recent)
+    close_stores()
+    assert home.cli("phase2", "--force").returncode == 0
+    assert "ZEBRA-417" in (home.memory_root / paths.MEMORY_FILE).read_text(encoding="utf-8")
+
+    result = home.cli("forget", "--thread", THREAD, "--now")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Running phase 2 now (as `codex-memories phase2 --force`):" in result.stdout
+    handbook = (home.memory_root / paths.MEMORY_FILE).read_text(encoding="utf-8")
+    assert "ZEBRA-417" not in handbook and "OTTER-902" in handbook
