@@ -64,8 +64,10 @@ def test_a_note_without_our_hooks_or_a_state_db_says_so_and_creates_no_db(home: 
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[1:] == [
         "Codex sessions see it once the hooks are installed (`codex-memories install`); until then only through MEMORY.md.",
-        "Phase 2 folds it into MEMORY.md at its first run (`codex-memories run`, or every 6 hours with `codex-memories serve`); "
-        "`codex-memories phase2 --force` (or `note --now`) does it now.",
+        (
+            "Phase 2 folds it into MEMORY.md at its first run (`codex-memories run`, or every 6 hours with `codex-memories serve`); "
+            "`codex-memories phase2 --force` (or `note --now`) does it now."
+        ),
     ]
     assert not (home.root / "state.sqlite").exists()
 
