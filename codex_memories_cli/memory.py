@@ -284,15 +284,20 @@ def _forget_match(match: str, dry_run: bool, config: RuntimeConfig) -> bool:
     store = open_store(config.settings.resolved_db_url)
     try:
         text = text_match.check_match_text(match)
+        what = f"the memory lines and names holding {text_match.shown_match_text(text)!r}"
         root = open_configured_root(config)
-        listed = text_match.plan_match_forget(store, root, text).describe()
+        plan = text_match.plan_match_forget(store, root, text)
+        if plan.empty and not plan.team_files:
+            _say(f"nothing to forget: no memory line or name holding {text_match.shown_match_text(text)!r} can go")
+            for line in plan.describe():  # the record lines that keep it, and why
+                _say(f"  {line}")
+            return False
         actions = [] if dry_run else record_actions(
             store, text_match.forget_match(store, root, text, reason="lines forgotten with `codex-memories forget --match`")
         )
     except (SelectiveForgetError, ResetRefused) as error:
         _fail(str(error))
-    what = f"the memory lines and names holding {text_match.shown_match_text(text)!r}"
-    if not _say_plan(what, listed, dry_run, actions):
+    if not _say_plan(what, plan.describe(), dry_run, actions):
         return False
     if not dry_run:
         _say("Sessions stop seeing it now: the memory folder, its git baseline and the state DB no longer hold it.")
