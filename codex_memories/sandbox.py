@@ -354,12 +354,15 @@ class SandboxedFolder:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def write_bytes(self, path: str, data: bytes, *, executable: bool = True, durable: bool = True) -> None:
+    def write_bytes(
+        self, path: str, data: bytes, *, executable: bool = True, durable: bool = True, mtime_ns: int | None = None
+    ) -> None:
         """Replace `path` atomically with `data`, creating parent folders (see the module docstring).
 
         `durable=False` leaves out both fsyncs (the rename stays atomic): for a batch of files
         the caller makes durable once at the end (`sync_filesystems`), instead of one journal
-        commit per file."""
+        commit per file. `mtime_ns`: the file's modification time (a scrub that must not make a
+        file look newly written, e.g. a forgotten line removed from a note)."""
         with self._parent(path, create=True) as (parent_fd, name):
             existing = _lstat_at(parent_fd, name)
             if existing is not None:
@@ -373,6 +376,8 @@ class SandboxedFolder:
                     if existing is not None:
                         mode = stat.S_IMODE(existing.st_mode)
                         os.fchmod(descriptor, mode if executable else mode & ~_EXECUTE_BITS)
+                    if mtime_ns is not None:
+                        os.utime(descriptor, ns=(mtime_ns, mtime_ns))
                     if durable:
                         os.fsync(descriptor)
                 finally:
@@ -410,6 +415,21 @@ class SandboxedFolder:
                 _unlink_quietly_if_present(name, parent_fd)
                 raise
             os.fsync(parent_fd)
+
+    def rename(self, source: str, target: str) -> None:
+        """Move the regular file `source` to `target` in one atomic step, creating the target's
+        folders; its bytes, mode and times travel with it. A file at `target` is replaced (never
+        a link or a folder); neither path may pass through a link."""
+        with self._parent(source) as (source_fd, source_name):
+            existing = _lstat_at(source_fd, source_name)
+            if existing is None:
+                raise FileNotFoundError(errno.ENOENT, "no such file", source)
+            _check_replaceable(existing, source)
+            with self._parent(target, create=True) as (target_fd, target_name):
+                occupied = _lstat_at(target_fd, target_name)
+                if occupied is not None:
+                    _check_replaceable(occupied, target)
+                os.rename(source_name, target_name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
 
     def makedirs(self, path: str) -> None:
         """Create the folder and its parents; an existing real folder is fine, anything else is refused."""

@@ -3,12 +3,17 @@
 Read path: `inject` prints the developer instructions a session would get, `cite` counts the
 memories a reply cites, `note` writes an ad-hoc note, `mcp` serves the memory folder over MCP.
 Forgetting (spec section 6): `forget --thread` (route 4), `forget --project` / `forget --match`
-(selective, issue 15; `--dry-run` lists what would go), `disable` (route 5), `reset` (route 7);
-each writes a `forget_audit` row, and the memory folder changes at the next phase 2 (`--match`
-also edits the folder's lines at once).
+(selective, issue 15; `--dry-run` lists what would go, each line with its text), `disable`
+(route 5), `reset` (route 7); each writes a `forget_audit` row.
 
-These commands call the library directly (no Prefect run, so they start fast). A user error is
-one line on stderr and exit 1, never a traceback.
+Steering says when it takes effect (`steering`): a note reaches the next session at once through
+the SessionStart hook and `MEMORY.md` at the next phase 2; `forget --match` changes the folder,
+its git baseline and the state DB at once; `forget --thread/--project` change the state DB at
+once and the consolidated files at the next phase 2. `note --now` and `forget --now` run that
+phase 2 at once (as `codex-memories phase2 --force`).
+
+These commands call the library directly (no Prefect run, so they start fast; `--now` starts
+one). A user error is one line on stderr and exit 1, never a traceback or an exception name.
 """
 
 from __future__ import annotations
@@ -21,15 +26,20 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from codex_memories.settings import RuntimeConfig
+from codex_memories_cli.errors import EXIT_USER_ERROR
 from codex_memories_cli.errors import fail as _fail
 from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
 
 if TYPE_CHECKING:
     from codex_memories.forget.audit import ForgetAction
+    from codex_memories.settings import SettingsOverrides
 
 memory_app = typer.Typer()
 
 ThreadId = Annotated[str, typer.Option("--thread", help="The thread (session) id.", show_default=False)]
+Now = Annotated[
+    bool, typer.Option("--now", help="Then run phase 2 at once (as `codex-memories phase2 --force`), so MEMORY.md follows now.")
+]
 
 
 def _say(message: str) -> None:
@@ -50,20 +60,31 @@ def _local_memory_root(config: RuntimeConfig, command: str) -> Path:
 def note(
     text: Annotated[str, typer.Argument(help="The note: what to remember, forget or update.", show_default=False)],
     slug: Annotated[Optional[str], typer.Option("--slug", help="File-name slug (a-z, 0-9, -); derived from the text if omitted.")] = None,
+    now: Now = False,
     codex_home: CodexHome = None,
+    db: DbUrl = None,
     memory_root: MemoryRoot = None,
     config_file: ConfigFile = None,
 ) -> None:
-    """Write an ad-hoc note into extensions/ad_hoc/notes/; the next phase 2 integrates it."""
+    """Write an ad-hoc note: the next session sees it at once, the next phase 2 folds it into MEMORY.md."""
     from codex_memories.read.notes import NoteError, add_ad_hoc_note
+    from codex_memories_cli.steering import hooks_installed, next_phase2
 
-    _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    overrides, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
     root = _local_memory_root(config, "note")
     try:
         written = add_ad_hoc_note(root, text, slug=slug)
     except NoteError as error:
-        _fail(f"{error.kind}: {error}")
+        _fail(str(error))
     _say(f"note written: {written}")
+    if hooks_installed(config):
+        _say("The next Codex session sees it at once: the SessionStart hook shows the notes added since the last consolidation.")
+    else:
+        _say("Codex sessions see it once the hooks are installed (`codex-memories install`); until then only through MEMORY.md.")
+    if now:
+        _consolidate_now(overrides, config)
+        return
+    _say(f"Phase 2 folds it into MEMORY.md {next_phase2(config)}; `codex-memories phase2 --force` (or `note --now`) does it now.")
 
 
 @memory_app.command()
@@ -186,76 +207,135 @@ def forget(
         Optional[str], typer.Option("--project", help="Forget every memory of a project: a folder of it, or its project key.", show_default=False)
     ] = None,
     match: Annotated[
-        Optional[str], typer.Option("--match", help="Forget every memory line holding this text (case-insensitive).", show_default=False)
+        Optional[str],
+        typer.Option("--match", help="Forget every memory line and file name holding this text (case-insensitive).", show_default=False),
     ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would go; change nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would change, each line with its text; change nothing.")] = False,
+    now: Now = False,
     codex_home: CodexHome = None,
     db: DbUrl = None,
     memory_root: MemoryRoot = None,
     config_file: ConfigFile = None,
 ) -> None:
-    """Forget a thread (route 4), a project or every memory line holding a text; --dry-run lists what would go."""
+    """Forget a thread (route 4), a project or every memory line holding a text; --dry-run lists what would change."""
     chosen = [name for name, value in (("--thread", thread), ("--project", project), ("--match", match)) if value is not None]
     if len(chosen) != 1:
         _fail("give exactly one of --thread, --project, --match" + (f" (got {', '.join(chosen)})" if chosen else ""))
-    if project is not None or match is not None:
-        _forget_selectively(project, match, dry_run, codex_home, db, memory_root, config_file)
+    if dry_run and now:
+        _fail("--now runs phase 2 after the forget; a --dry-run changes nothing, so give one of them")
+    overrides, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    if match is not None:
+        changed = _forget_match(match, dry_run, config)
+    elif project is not None:
+        changed = _forget_project(project, dry_run, config)
+    else:
+        assert thread is not None
+        if dry_run:
+            _fail("--dry-run is for --project and --match; `forget --thread` changes one thread (see `status`)")
+        changed = _forget_thread(thread, config)
+    if not changed or dry_run:
         return
-    assert thread is not None
-    if dry_run:
-        _fail("--dry-run is for --project and --match; `forget --thread` changes one thread (see `status`)")
+    if now:
+        _consolidate_now(overrides, config)
+    elif match is None:
+        _say_when_files_follow(config, now_option="forget --now")
+
+
+def _forget_thread(thread: str, config: RuntimeConfig) -> bool:
     from codex_memories.forget.threads import forget_thread
 
-    actions = _forget_one_thread(forget_thread, thread, "forgotten with `codex-memories forget`", codex_home, db, config_file)
+    actions = _forget_one_thread(forget_thread, thread, "forgotten with `codex-memories forget`", config)
     if not actions:
         _say(f"nothing to forget: thread {thread} has no memory and is already disabled")
-        return
-    _say(f"forgot thread {thread}: {_removed(actions[0].removed)}; its files leave the memory folder at the next phase 2")
+        return False
+    _say(f"forgot thread {thread}: {_removed(actions[0].removed)}")
     _say_team_files(actions)
+    return True
 
 
-def _forget_selectively(
-    project: str | None, match: str | None, dry_run: bool, codex_home: Path | None, db: str | None,
-    memory_root: str | None, config_file: Path | None,
-) -> None:
-    """`forget --project` / `forget --match`: plan, print the plan, and unless --dry-run carry it out."""
+def _forget_project(project: str, dry_run: bool, config: RuntimeConfig) -> bool:
+    """`forget --project`: plan, print the plan, and unless --dry-run carry it out."""
     from codex_memories.forget import selective
     from codex_memories.forget.audit import record_actions
     from codex_memories.forget.manual import ResetRefused
+    from codex_memories.runtime import open_store
+
+    store = open_store(config.settings.resolved_db_url)
+    try:
+        target = selective.resolve_project(project)
+        listed = selective.plan_project_forget(store, target).describe()
+        actions = [] if dry_run else record_actions(
+            store, selective.forget_project(store, target, reason="project forgotten with `codex-memories forget --project`")
+        )
+    except (selective.SelectiveForgetError, ResetRefused) as error:
+        _fail(str(error))
+    return _say_plan(f"project {target.key}", listed, dry_run, actions)
+
+
+def _forget_match(match: str, dry_run: bool, config: RuntimeConfig) -> bool:
+    """`forget --match`: plan, print the plan (each line with its text), and unless --dry-run carry it out."""
+    from codex_memories.forget import text_match
+    from codex_memories.forget.audit import record_actions
+    from codex_memories.forget.manual import ResetRefused
+    from codex_memories.forget.selective import SelectiveForgetError
     from codex_memories.runtime import memory_root as open_configured_root
     from codex_memories.runtime import open_store
 
-    _, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
     store = open_store(config.settings.resolved_db_url)
-    verb = "would forget" if dry_run else "forgot"
-    actions: list[ForgetAction] = []
     try:
-        if project is not None:
-            target = selective.resolve_project(project)
-            listed = selective.plan_project_forget(store, target).describe()
-            what = f"project {target.key}"
-            if not dry_run:
-                actions = record_actions(store, selective.forget_project(store, target, reason="project forgotten with `codex-memories forget --project`"))
-        else:
-            assert match is not None
-            root = open_configured_root(config)
-            text = selective.check_match_text(match)
-            listed = selective.plan_match_forget(store, root, text).describe()
-            what = f"the memory lines holding {selective.shown_match_text(text)!r}"
-            if not dry_run:
-                actions = record_actions(store, selective.forget_match(store, root, text, reason="lines forgotten with `codex-memories forget --match`"))
-    except (selective.SelectiveForgetError, ResetRefused) as error:
+        text = text_match.check_match_text(match)
+        what = f"the memory lines and names holding {text_match.shown_match_text(text)!r}"
+        root = open_configured_root(config)
+        plan = text_match.plan_match_forget(store, root, text)
+        if plan.empty and not plan.team_files:
+            _say(f"nothing to forget: no memory line or name holding {text_match.shown_match_text(text)!r} can go")
+            for line in plan.describe():  # the record lines that keep it, and why
+                _say(f"  {line}")
+            return False
+        actions = [] if dry_run else record_actions(
+            store, text_match.forget_match(store, root, text, reason="lines forgotten with `codex-memories forget --match`")
+        )
+    except (SelectiveForgetError, ResetRefused) as error:
         _fail(str(error))
+    if not _say_plan(what, plan.describe(), dry_run, actions):
+        return False
+    if not dry_run:
+        _say("Sessions stop seeing it now: the memory folder, its git baseline and the state DB no longer hold it.")
+        _say("The audit (forget_audit) keeps line numbers and counts, not the text.")
+    return True
+
+
+def _say_plan(what: str, listed: list[str], dry_run: bool, actions: list[ForgetAction]) -> bool:
+    """Print a selective forget's plan; False when there was nothing to forget."""
     if not listed:
         _say(f"nothing to forget: no memory of {what}")
-        return
-    _say(f"{verb} {what}:")
+        return False
+    _say(f"{'would forget' if dry_run else 'forgot'} {what}:")
     for line in listed:
         _say(f"  {line}")
     if not dry_run:
         # The listing above was the plan; a team file that could not be rewritten says so here.
         _say_team_files(actions, errors_only=True)
-        _say("audited in forget_audit; the next phase 2 consolidates without them")
+    return True
+
+
+def _say_when_files_follow(config: RuntimeConfig, *, now_option: str | None = None) -> None:
+    """A forget that changed the state DB only: when the consolidated files follow."""
+    from codex_memories_cli.steering import next_phase2
+
+    alternative = f" (or `{now_option}`)" if now_option else ""
+    _say(
+        "The state DB changed now; MEMORY.md and memory_summary.md still hold what it gave them until phase 2 "
+        f"consolidates without it, {next_phase2(config)}; `codex-memories phase2 --force`{alternative} does it now."
+    )
+
+
+def _consolidate_now(overrides: SettingsOverrides, config: RuntimeConfig) -> None:
+    from codex_memories_cli.steering import consolidate_now
+
+    _say("Running phase 2 now (as `codex-memories phase2 --force`):")
+    if not consolidate_now(overrides, config):
+        raise typer.Exit(EXIT_USER_ERROR)
 
 
 @memory_app.command()
@@ -268,23 +348,22 @@ def disable(
     """Disable memory for one thread (route 5): it leaves every phase-2 selection from now on."""
     from codex_memories.forget.threads import disable_thread
 
-    actions = _forget_one_thread(disable_thread, thread, "disabled with `codex-memories disable`", codex_home, db, config_file)
+    _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    actions = _forget_one_thread(disable_thread, thread, "disabled with `codex-memories disable`", config)
     if not actions:
         _say(f"thread {thread} is already disabled")
         return
     _say(f"disabled thread {thread}: {_removed(actions[0].removed)}")
     _say_team_files(actions)
+    _say_when_files_follow(config)
 
 
-def _forget_one_thread(
-    route: Callable[..., list[ForgetAction]], thread: str, reason: str, codex_home: Path | None, db: str | None, config_file: Path | None
-) -> list[ForgetAction]:
+def _forget_one_thread(route: Callable[..., list[ForgetAction]], thread: str, reason: str, config: RuntimeConfig) -> list[ForgetAction]:
     """Run one thread route and write its audit rows; an unknown thread is one line and exit 1."""
     from codex_memories.forget.audit import record_actions
     from codex_memories.forget.threads import UnknownThread
     from codex_memories.runtime import open_store
 
-    _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
     store = open_store(config.settings.resolved_db_url)
     try:
         return record_actions(store, route(store, thread, reason=reason))
@@ -317,8 +396,12 @@ def reset(
         [action] = record_actions(store, reset_memories(store, root, reason="reset with `codex-memories reset --yes`"))
     except ResetRefused as error:
         _fail(str(error))
-    _say(f"reset: deleted {_removed(action.removed)}; threads are kept and will be extracted again")
+    _say(f"reset: deleted {_removed(action.removed)}")
     _say_team_files([action])
+    _say(
+        "Codex sessions get no memory from now on. Threads are kept: the next phase 1 extracts them again "
+        "(`codex-memories disable --thread ID` keeps one out)."
+    )
 
 
 def _removed(removed: dict[str, object]) -> str:

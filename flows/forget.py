@@ -5,12 +5,13 @@ delete a thread's memory and keep it from being extracted again), `disabled` and
 (route 5: the thread leaves every phase-2 selection), `manual_reset` (route 7: every memory row
 and the memory folder's contents), and the selective routes of issue 15: `project_deletion`
 (target: a directory on the worker or a project key; every thread of that project, as route 4)
-and `text_match` (target: a text; every memory line holding it, in the folder and in the stage-1
-outputs; the report and the audit show it redacted when it looks secret). Each writes `forget_audit` rows; the run's artifact lists
+and `text_match` (target: a text; every memory line and file name holding it, in the folder, its
+git baseline and the stage-1 outputs; the report, the log and the audit never show the text,
+only its length). Each writes `forget_audit` rows; the run's artifact lists
 them. Every route here edits the exported team memory files of the projects it touches
 (`codex_memories.forget.team_files`; the audit row's `removed.team_files` says what changed).
 The memory folder itself changes at the next phase 2, which the store enqueues when a
-selected memory went. Orchestration only; `codex_memories.forget` decides. Parameters are
+selected memory went (`text_match` changes it at once). Orchestration only; `codex_memories.forget` decides. Parameters are
 settings overrides, none secret.
 """
 
@@ -23,7 +24,7 @@ from prefect import flow, get_run_logger
 
 import codex_memories_flows  # noqa: F401 - a deployment's file entrypoint: installs the run-log filter
 from codex_memories.forget.audit import ForgetAction
-from codex_memories.forget.selective import shown_match_text
+from codex_memories.forget.text_match import audited_match_text
 from codex_memories.reports import ForgetReport
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import ForgetRoute
@@ -63,7 +64,7 @@ def forget(route: ForgetRouteName, target: str | None = None, overrides: Setting
 
 
 def run_forget(config: RuntimeConfig, route: ForgetRouteName, target: str | None) -> ForgetReport:
-    shown = shown_match_text(target) if route == ForgetRoute.text_match and target else target
+    shown = audited_match_text(target) if route == ForgetRoute.text_match and target else target
     report = ForgetReport(route=route, target=shown)
 
     # 1. Check the request: the other routes name a target; a reset names nothing.

@@ -1,14 +1,14 @@
-"""Task: selective forgetting by text (`codex_memories.forget.selective.forget_match`).
+"""Task: selective forgetting by text (`codex_memories.forget.text_match.forget_match`).
 
-Removes every memory line holding `text` from the memory folder and from the stage-1 outputs
-that would re-create it, writes one `forget_audit` row (the text redacted when it looks secret)
-and returns it (none when nothing held it). Raises `ResetRefused` while phase 2 holds its lease.
+Removes every memory line and file name holding `text` from the memory folder, its git baseline
+and the stage-1 outputs that would re-create them, writes one `forget_audit` row (which never
+holds the text) and returns it (none when nothing held it). Raises `ResetRefused` while phase 2 holds its lease.
 """
 
 from prefect import task
 
 from codex_memories.forget.audit import ForgetAction, record_actions
-from codex_memories.forget.selective import forget_match as forget
+from codex_memories.forget.text_match import forget_match as forget
 from codex_memories.runtime import memory_root, open_store
 from codex_memories.settings import RuntimeConfig
 

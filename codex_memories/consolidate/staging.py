@@ -124,12 +124,18 @@ def staging_path(live: Path, token: str) -> Path:
     return live.parent / f".{live.name}{STAGING_MARKER}{safe}"
 
 
-def remove_stale_staging(live: Path) -> list[Path]:
-    """Delete the staging copies dead runs left beside `live`; returns them."""
+def staging_copies(live: Path) -> list[Path]:
+    """Read-only: the staging copies beside `live`, sorted (while no phase 2 holds the lease,
+    every one is a dead run's)."""
     prefix = f".{live.name}{STAGING_MARKER}"
     if not live.parent.is_dir():
         return []
-    stale = sorted(entry for entry in live.parent.iterdir() if entry.name.startswith(prefix))
+    return sorted(entry for entry in live.parent.iterdir() if entry.name.startswith(prefix))
+
+
+def remove_stale_staging(live: Path) -> list[Path]:
+    """Delete the staging copies dead runs left beside `live`; returns them."""
+    stale = staging_copies(live)
     for path in stale:
         discard(path)
     return stale

@@ -22,6 +22,12 @@ for object-store roots):
   checks a no-change run makes on the live folder itself; `baseline_texts` reads files as the
   baseline holds them (what was live before this run: the provenance check judges only what a
   consolidation added).
+- Forgetting by text (`forget.text_match`) edits the baseline as it edits the folder:
+  `baseline_files` and `read_baseline_blobs` read the baseline commit's files (read-only);
+  `rewrite_baseline` replaces it with one parentless commit of its tree with some files changed,
+  renamed or dropped (the working tree is not snapshotted, so pending user changes stay pending),
+  then removes every other ref, the reflogs, the pseudo-refs, rebuilds the index from the new
+  commit, repacks any pack and prunes what is unreachable: no object holds the old content.
 - git always runs with an explicit `--git-dir`/`--work-tree`, no user or system config, no hooks,
   no pager, no ignore files (every file but `.git/` and our `.codex-memories/` is content) and a
   fixed author. `.git/info/exclude` names `.codex-memories/`, so that anyone else's `git status`
@@ -176,12 +182,13 @@ def _git(
     index_file: Path | None = None,
     in_repository: bool = True,
     check: bool = True,
+    stdin: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     completed = subprocess.run(
         _git_command(root_dir, arguments, in_repository=in_repository),
         cwd=root_dir,
         env=_git_environment(index_file),
-        stdin=subprocess.DEVNULL,
+        input=stdin if stdin is not None else b"",
         capture_output=True,
         check=False,
     )
@@ -322,6 +329,139 @@ def reset_baseline(root_dir: Path) -> None:
     shutil.rmtree(root_dir / GIT_DIR / "logs", ignore_errors=True)
     for leftover in (root_dir / GIT_DIR).glob("codex-memories-*-index-*"):
         leftover.unlink(missing_ok=True)
+    _git(root_dir, "prune", "--expire=now")
+
+
+# --------------------------------------------------------------------------------------------
+# Rewriting the baseline (forgetting by text)
+
+
+@dataclass(frozen=True)
+class BaselineFile:
+    path: str
+    mode: str  # git's file mode: 100644, or 100755 for an executable
+    oid: str
+
+
+@dataclass(frozen=True)
+class BaselineChange:
+    """What one file of the baseline becomes: moved to `path` with `data`, or dropped (`data` None)."""
+
+    path: str
+    mode: str
+    data: bytes | None
+
+
+def baseline_files(root_dir: Path) -> list[BaselineFile]:
+    """Read-only: every file of the baseline commit's tree, sorted; [] without a usable baseline."""
+    root_dir = Path(root_dir)
+    if not _baseline_is_usable(root_dir):
+        return []
+    listing = _git(root_dir, "ls-tree", "-r", "-z", "--full-tree", "HEAD").stdout
+    files = []
+    for record in listing.split(b"\0"):
+        if not record:
+            continue
+        meta, path = record.split(b"\t", 1)
+        mode, kind, oid = meta.decode("ascii").split(" ")
+        if kind == "blob":
+            files.append(BaselineFile(path=path.decode("utf-8", "surrogateescape"), mode=mode, oid=oid))
+    return files
+
+
+def read_baseline_blobs(root_dir: Path, oids: list[str]) -> dict[str, bytes]:
+    """Read-only: the bytes of these blobs of the baseline repository, by object id."""
+    unique = sorted(set(oids))
+    if not unique:
+        return {}
+    output = _git(Path(root_dir), "cat-file", "--batch", stdin="".join(f"{oid}\n" for oid in unique).encode("ascii")).stdout
+    blobs: dict[str, bytes] = {}
+    position = 0
+    for oid in unique:
+        header_end = output.index(b"\n", position)
+        header = output[position:header_end].decode("ascii").split(" ")
+        if len(header) != 3:
+            raise GitCommandError(["cat-file", "--batch"], 0, f"no object {oid} in the baseline: {' '.join(header)}")
+        size = int(header[2])
+        blobs[header[0]] = output[header_end + 1 : header_end + 1 + size]
+        position = header_end + 1 + size + 1  # the data is followed by one newline
+    return blobs
+
+
+def rewrite_baseline(root_dir: Path, changes: dict[str, BaselineChange]) -> str:
+    """Replace the baseline by one parentless commit of its tree with `changes` applied (by old
+    path), and leave nothing in `.git` from which the old content could be read; returns the new
+    commit.
+
+    Unlike `reset_baseline`, the working tree is not snapshotted: what the user changed since the
+    last consolidation stays a change the next phase 2 sees. "Nothing left" means: every ref but
+    the baseline branch deleted, the reflogs and pseudo-refs (`ORIG_HEAD`, ...) removed, the index
+    rebuilt from the new commit (an index entry keeps a blob alive), packs repacked from what the
+    new commit reaches, and every unreachable object pruned, so `git log --all`, the object store
+    and `git fsck --unreachable` hold no trace of it."""
+    root_dir = Path(root_dir)
+    git_dir = root_dir / GIT_DIR
+    descriptor, name = tempfile.mkstemp(prefix="codex-memories-rewrite-index-", dir=git_dir)
+    os.close(descriptor)
+    temporary_index = Path(name)
+    temporary_index.unlink()  # git refuses an empty index file but creates a missing one
+    try:
+        _git(root_dir, "read-tree", "HEAD", index_file=temporary_index)
+        removed = b"".join(path.encode("utf-8", "surrogateescape") + b"\0" for path in changes)
+        _git(root_dir, "update-index", "--force-remove", "-z", "--stdin", index_file=temporary_index, stdin=removed)
+        added = []
+        for change in changes.values():
+            if change.data is None:
+                continue
+            oid = _git(root_dir, "hash-object", "-w", "--no-filters", "--stdin", stdin=change.data).stdout.decode().strip()
+            added.append(f"{change.mode} {oid}\t".encode("ascii") + change.path.encode("utf-8", "surrogateescape") + b"\0")
+        if added:
+            _git(root_dir, "update-index", "--add", "-z", "--index-info", index_file=temporary_index, stdin=b"".join(added))
+        tree = _git(root_dir, "write-tree", index_file=temporary_index).stdout.decode().strip()
+    finally:
+        temporary_index.unlink(missing_ok=True)
+        Path(str(temporary_index) + ".lock").unlink(missing_ok=True)
+    commit = _git(root_dir, "commit-tree", tree, "-m", BASELINE_COMMIT_MESSAGE).stdout.decode().strip()
+    _git(root_dir, "-c", "core.logAllRefUpdates=false", "update-ref", "HEAD", commit)
+    _keep_only_the_baseline(root_dir)
+    return commit
+
+
+# Files git keeps beside the refs that name old commits or hold an old commit message.
+_PSEUDO_REFS = (
+    "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "AUTO_MERGE",
+    "COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG",
+)
+
+
+def _keep_only_the_baseline(root_dir: Path) -> None:
+    git_dir = root_dir / GIT_DIR
+    branch = _git(root_dir, "symbolic-ref", "-q", "HEAD", check=False).stdout.decode().strip()
+    refs = _git(root_dir, "for-each-ref", "--format=%(refname)").stdout.decode().split()
+    for ref in refs:
+        if ref != branch:
+            _git(root_dir, "update-ref", "--no-deref", "-d", ref)
+            if ref.startswith("refs/heads/"):  # its settings name it too
+                _git(root_dir, "config", "--remove-section", f"branch.{ref.removeprefix('refs/heads/')}", check=False)
+    shutil.rmtree(git_dir / "logs", ignore_errors=True)
+    shutil.rmtree(git_dir / "lost-found", ignore_errors=True)
+    for pseudo in _PSEUDO_REFS:
+        (git_dir / pseudo).unlink(missing_ok=True)
+    for leftover in git_dir.glob("codex-memories-*-index-*"):
+        leftover.unlink(missing_ok=True)
+    (git_dir / "index").unlink(missing_ok=True)
+    _git(root_dir, "read-tree", "HEAD")
+    _git(root_dir, "update-index", "-q", "--refresh", check=False)  # stat cache only; a changed file is fine
+    # Indexes over the old objects (a commit-graph names the old commits) would outlive them.
+    info = git_dir / "objects" / "info"
+    (info / "commit-graph").unlink(missing_ok=True)
+    shutil.rmtree(info / "commit-graphs", ignore_errors=True)
+    packs = git_dir / "objects" / "pack"
+    (packs / "multi-pack-index").unlink(missing_ok=True)
+    for keep in packs.glob("*.keep"):
+        keep.unlink()  # a kept pack would survive the repack with whatever it holds
+    if any(packs.glob("*.pack")):
+        _git(root_dir, "repack", "-a", "-d", "-q")  # unreachable objects are left out of the new pack
     _git(root_dir, "prune", "--expire=now")
 
 

@@ -23,7 +23,12 @@ line. Route 6b (issue 15) is ours, not Codex's: a temporary typed entry past its
 the stage-1 row and the synced inputs at the next phase 2 (`entry_expiry` says why it is not
 route 6).
 
-Memory text in `MEMORY.md` / `memory_summary.md` / `skills/` is never edited here: the DB
-routes change what phase 2 selects, the next phase-2 sync deletes the input files, and the
-consolidator removes what only those inputs supported (spec 6).
+Ours too (issue 15): `selective` (`project_deletion`: a project's threads, as route 4) and
+`text_match` (`text_match`: every memory line and name holding a text), for the forget flow and
+the CLI.
+
+Memory text in `MEMORY.md` / `memory_summary.md` / `skills/` is edited by `text_match` only (at
+once, in the folder and its git baseline alike); the DB routes change what phase 2 selects, the
+next phase-2 sync deletes the input files, and the consolidator removes what only those inputs
+supported (spec 6).
 """

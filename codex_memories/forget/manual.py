@@ -11,12 +11,17 @@ Contract:
 - `plan_reset(store, root)`: what a reset would delete (counts only); raises `ResetRefused`
   while a consolidation holds its lease.
 - `reset_memories(store, root)`: deletes every stage-1 output and memory job (threads and their
-  memory modes stay, so everything is extracted again) and everything inside the memory root,
-  `.git` included, and prunes the exported team memory files of every project a thread ran in
-  (`forget.team_files`); returns the one `ForgetAction` describing it. The DB goes first: a failure
+  memory modes stay, so everything is extracted again), everything inside the memory root,
+  `.git` included, the copies of the folder a phase 2 keeps beside a local one
+  (`phase2_copies`: staging copies of stopped runs, a proposal waiting for review), and prunes
+  the exported team memory files of every project a thread ran in (`forget.team_files`);
+  returns the one `ForgetAction` describing it. The DB goes first: a failure
   half way leaves files that the next phase 2 reconciles against an empty selection.
   Idempotent in effect: a second reset deletes nothing more (it still describes itself).
 - `clear_memory_root(root)`: the file side of the reset.
+- `phase2_copies(root_dir)`: the copies of a local memory folder phase 2 keeps beside it, each
+  holding the memory as it was when made (read-only; while no phase 2 holds its lease every
+  staging copy is a stopped run's).
 
 No function here writes an audit row: the caller records the actions (`audit.record_actions`).
 Memory text is never edited here; the consolidator integrates notes and edits.
@@ -29,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codex_memories import paths
+from codex_memories.consolidate.staging import discard, resolve_live_folder, staging_copies
 from codex_memories.consolidate.workspace import Change
 from codex_memories.forget.audit import ForgetAction
 from codex_memories.forget.team_files import TeamFiles
@@ -42,6 +48,28 @@ USER_EDITABLE_FILES = (paths.MEMORY_FILE, paths.MEMORY_SUMMARY_FILE)
 
 class ResetRefused(RuntimeError):
     """A reset would race a running consolidation."""
+
+
+@dataclass(frozen=True)
+class Phase2Copy:
+    """A copy of the memory folder beside it, and what it is."""
+
+    path: Path
+    why: str
+
+
+def phase2_copies(root_dir: Path) -> list[Phase2Copy]:
+    """The staging copies of stopped phase-2 runs and the proposal waiting for review, beside `root_dir`."""
+    from codex_memories.consolidate.review import proposal_path  # the review module imports this one
+
+    live = resolve_live_folder(root_dir)
+    found = [Phase2Copy(path, "a copy of the memory folder a stopped phase 2 left behind") for path in staging_copies(live)]
+    proposal = proposal_path(live)
+    if proposal.is_dir():
+        found.append(
+            Phase2Copy(proposal, "the consolidation waiting for review, made from the memory as it was; the next phase 2 proposes again")
+        )
+    return found
 
 
 # ---- notes and user edits ----------------------------------------------------------------
@@ -85,12 +113,14 @@ class ResetPlan:
     memory_files: int
     has_git_baseline: bool
     team: TeamFiles = field(default_factory=TeamFiles)  # the exported team memory files, read before
+    copies: list[Phase2Copy] = field(default_factory=list)  # beside a local folder
 
     def describe(self) -> str:
         rows = ", ".join(f"{count} {name}" for name, count in self.rows.items())
         baseline = " and the git baseline" if self.has_git_baseline else ""
+        copies = "".join(f"; {copy.path} ({copy.why})" for copy in self.copies)
         team = "".join(f"; {line}" for line in self.team.planned(everything=True))
-        return f"state DB rows: {rows}; memory folder {self.memory_root}: {self.memory_files} file(s){baseline}{team}"
+        return f"state DB rows: {rows}; memory folder {self.memory_root}: {self.memory_files} file(s){baseline}{copies}{team}"
 
 
 def plan_reset(store: MemoryStore, root: MemoryRoot) -> ResetPlan:
@@ -106,6 +136,7 @@ def plan_reset(store: MemoryStore, root: MemoryRoot) -> ResetPlan:
     return ResetPlan(
         memory_root=root.url, rows=rows, memory_files=memory_files, has_git_baseline=has_baseline,
         team=TeamFiles.before(store, store.thread_cwds()),
+        copies=phase2_copies(root.local_path) if root.local_path is not None else [],
     )
 
 
@@ -122,14 +153,12 @@ def reset_memories(store: MemoryStore, root: MemoryRoot, *, reason: str = "reset
     plan = plan_reset(store, root)
     rows = store.clear_memory_data()
     files = clear_memory_root(root)
-    return [
-        ForgetAction(
-            route=ForgetRoute.manual_reset,
-            target=root.url,
-            reason=reason,
-            removed=plan.team.record(store, {"rows": rows, "memory_files": files, "git_baseline": plan.has_git_baseline}),
-        )
-    ]
+    for copy in plan.copies:
+        discard(copy.path)
+    removed = {"rows": rows, "memory_files": files, "git_baseline": plan.has_git_baseline}
+    if plan.copies:
+        removed["copies_deleted"] = [str(copy.path) for copy in plan.copies]
+    return [ForgetAction(route=ForgetRoute.manual_reset, target=root.url, reason=reason, removed=plan.team.record(store, removed))]
 
 
 def clear_memory_root(root: MemoryRoot) -> int:

@@ -9,7 +9,9 @@ Contract:
   through here.
 - `add_ad_hoc_note(root_dir, note, slug=…, now=…)` builds the name
   `<YYYY-MM-DDTHH-MM-SS>-<slug>.md` from `now` in UTC (the current time by default) and a slug
-  (given, or derived from the note text), then calls `write_ad_hoc_note`.
+  (given, or derived from the note text), then calls `write_ad_hoc_note`. When that name is
+  taken (a second note with the same slug in the same second) it takes the first free
+  `<slug>-2`, `<slug>-3`, ...: a note is never lost and never overwrites another.
 - Written through `sandbox.SandboxedFolder` (descriptor-relative, `O_NOFOLLOW` on every
   component). Append-only: the target is opened with exclusive create, so an existing note is never
   overwritten (`NoteAlreadyExists`); calling twice with the same name is an error, not a no-op.
@@ -17,7 +19,7 @@ Contract:
   `extensions/ad_hoc/notes` is a symlink or not a directory, so a note can never land outside the
   memory root. The root itself may be a symlink (users relocate `~/.codex`).
 - Every failure is a `NoteError` subclass whose `kind` is its class name, the error code the MCP
-  tool reports.
+  tool reports; its message is a sentence a user can act on (the CLI prints only the message).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ NOTE_MAX_BYTES = 16_384
 NOTE_TIMESTAMP_FORMAT = "%Y-%m-%dT%H-%M-%S"
 NOTE_SUFFIX = ".md"
 FALLBACK_SLUG = "note"
+# How many `-2`, `-3`, ... a taken name may try before the note is refused.
+MAX_NAME_ATTEMPTS = 100
 
 _SLUG_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
 _NOT_SLUG_CHARACTERS = re.compile(r"[^a-z0-9]+")
@@ -79,10 +83,10 @@ def validate_note_filename(name: str) -> None:
     length = len(name.encode("utf-8", "surrogatepass"))  # a lone surrogate fails the pattern below
     if not NOTE_FILENAME_MIN_LENGTH <= length <= NOTE_FILENAME_MAX_LENGTH:
         raise InvalidNoteFilename(
-            f"note filename must be {NOTE_FILENAME_MIN_LENGTH} to {NOTE_FILENAME_MAX_LENGTH} bytes long, got {length}"
+            f"a note's file name must be {NOTE_FILENAME_MIN_LENGTH} to {NOTE_FILENAME_MAX_LENGTH} bytes long; {name!r} has {length}"
         )
     if not NOTE_FILENAME_PATTERN.fullmatch(name):
-        raise InvalidNoteFilename(f"note filename {name!r} must look like YYYY-MM-DDTHH-MM-SS-<slug>.md (slug: a-z, 0-9, -)")
+        raise InvalidNoteFilename(f"a note's file name must look like YYYY-MM-DDTHH-MM-SS-<slug>.md (slug: a-z, 0-9, -), not {name!r}")
 
 
 def slug_from_note(note: str) -> str:
@@ -102,11 +106,24 @@ def add_ad_hoc_note(root_dir: Path, note: str, *, slug: str | None = None, now: 
     """Write `note` as a new ad-hoc note named from `now` (UTC) and `slug`; returns its path."""
     if slug is not None and not _SLUG_PATTERN.fullmatch(slug):
         shown = repr(slug[:NOTE_SLUG_MAX_LENGTH]) + ("..." if len(slug) > NOTE_SLUG_MAX_LENGTH else "")
-        raise InvalidNoteFilename(f"slug {shown} must be 1 to 80 characters of a-z, 0-9 and -, starting alphanumeric")
+        raise InvalidNoteFilename(
+            f"the slug {shown} may hold only a-z, 0-9 and -, must start with a letter or a digit and have at most "
+            f"{NOTE_SLUG_MAX_LENGTH} characters"
+        )
     _require_note_text(note)
     # The slug is derived from the redacted text, so a secret cannot reach the file name either.
-    filename = note_filename(slug if slug is not None else slug_from_note(redact_secrets(note)), now or datetime.now(UTC))
-    return write_ad_hoc_note(root_dir, filename, note)
+    chosen = slug if slug is not None else slug_from_note(redact_secrets(note))
+    moment = now or datetime.now(UTC)
+    for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
+        suffix = "" if attempt == 1 else f"-{attempt}"
+        try:
+            return write_ad_hoc_note(root_dir, note_filename(chosen[: NOTE_SLUG_MAX_LENGTH - len(suffix)].rstrip("-") + suffix, moment), note)
+        except NoteAlreadyExists:
+            continue
+    raise NoteAlreadyExists(
+        f"{MAX_NAME_ATTEMPTS} notes named {note_filename(chosen, moment)!r} and its numbered variants already exist; "
+        "notes are never overwritten: give another slug"
+    )
 
 
 def write_ad_hoc_note(root_dir: Path, filename: str, note: str) -> Path:
@@ -121,19 +138,19 @@ def write_ad_hoc_note(root_dir: Path, filename: str, note: str) -> Path:
         # Exclusive create also refuses a dangling symlink planted at the target name.
         folder.create_new_bytes(f"{notes_dir}/{filename}", text.encode("utf-8"))
     except FileExistsError as error:
-        raise NoteAlreadyExists(f"ad-hoc note {filename!r} already exists") from error
+        raise NoteAlreadyExists(f"a note named {filename!r} already exists, and notes are never overwritten: give another name") from error
     except SymlinkRefusedError as error:
-        raise UnsafeNotesDirectory(f"{error}: notes are never written through a link") from None
+        raise UnsafeNotesDirectory(f"{error}: notes are never written through a link, so this note was not written") from None
     except NotADirectoryError as error:
-        raise UnsafeNotesDirectory(f"{error.filename} is not a directory") from None
+        raise UnsafeNotesDirectory(f"{error.filename} in the memory folder is not a directory, so the note cannot be written there") from None
     return Path(root_dir) / notes_dir / filename
 
 
 def _require_note_text(note: str) -> None:
     if not note.strip():
-        raise InvalidNote("note must not be empty")
+        raise InvalidNote("the note is empty: give the text to remember (or to forget)")
     size = utf8_size(note)
     if size is None:
-        raise InvalidNote("note is not valid Unicode text (it holds a lone surrogate)")
+        raise InvalidNote("the note is not valid Unicode text (it holds a lone surrogate)")
     if size > NOTE_MAX_BYTES:
-        raise NoteTooLong(f"note is {size} bytes; a note is at most {NOTE_MAX_BYTES} bytes (keep the few sentences worth remembering)")
+        raise NoteTooLong(f"the note is {size} bytes; a note is at most {NOTE_MAX_BYTES} bytes (keep the few sentences worth remembering)")

@@ -1190,35 +1190,39 @@ class MemoryStore:
         return self._read(run)
 
     def stage1_outputs_containing(self, text: str) -> list[Stage1Output]:
+        """Query behaviour: `stage1_outputs_where` with `raw_memory` or `rollout_summary` holding
+        `text`, compared case-insensitively with Python's `casefold` (SQL `lower` folds ASCII only)."""
+        needle = text.casefold()
+        return self.stage1_outputs_where(
+            lambda raw_memory, rollout_summary, _slug: needle in raw_memory.casefold() or needle in rollout_summary.casefold()
+        )
+
+    def stage1_outputs_where(self, holds: Callable[[str, str, str | None], bool]) -> list[Stage1Output]:
         """Query behaviour (forget by match):
-        - every output row (any memory mode) whose `raw_memory` or `rollout_summary` holds `text`,
-          compared case-insensitively with Python's `casefold` (SQL `lower` folds ASCII only);
-          hydrated as `get_stage1_output` is; ordered by thread id;
+        - every output row (any memory mode) for which `holds(raw_memory, rollout_summary,
+          rollout_slug)` is true (the caller's test, in Python); hydrated as `get_stage1_output`
+          is; ordered by thread id;
         - rows are streamed, so the scan holds one page of payloads at a time.
         """
-        needle = text.casefold()
 
         def run(conn: Connection) -> list[Stage1Output]:
             result = conn.execution_options(yield_per=PHASE2_INPUT_SELECTION_PAGE_SIZE).execute(
                 _hydrated_outputs(outer=True).order_by(_outputs.c.thread_id)
             )
             try:
-                return [
-                    _output_record(row)
-                    for row in result
-                    if needle in row.raw_memory.casefold() or needle in row.rollout_summary.casefold()
-                ]
+                return [_output_record(row) for row in result if holds(row.raw_memory, row.rollout_summary, row.rollout_slug)]
             finally:
                 result.close()
 
         return self._read(run)
 
     def rewrite_stage1_output_payload(
-        self, *, thread_id: str, source_updated_at: int, raw_memory: str, rollout_summary: str
+        self, *, thread_id: str, source_updated_at: int, raw_memory: str, rollout_summary: str, rollout_slug: str | None
     ) -> bool:
         """Query behaviour (forget by match):
-        - replace the payloads of the output row `(thread_id, source_updated_at)`; a row that a
-          re-extraction refreshed in between is left alone (returns False: plan again);
+        - replace the payloads and the slug (the rollout summary's file name is made from it) of
+          the output row `(thread_id, source_updated_at)`; a row that a re-extraction refreshed in
+          between is left alone (returns False: plan again);
         - if the row was selected for phase 2, enqueue phase 2 with watermark now, so the next
           phase 2 rewrites the files made from it (a row left blank is no longer selected);
         - returns whether the row was rewritten.
@@ -1230,7 +1234,7 @@ class MemoryStore:
             changed = conn.execute(
                 update(_outputs)
                 .where(_outputs.c.thread_id == thread_id, _outputs.c.source_updated_at == source_updated_at)
-                .values(raw_memory=raw_memory, rollout_summary=rollout_summary)
+                .values(raw_memory=raw_memory, rollout_summary=rollout_summary, rollout_slug=rollout_slug)
             ).rowcount
             if changed and was_selected:
                 self._enqueue_global(conn, now)
@@ -1725,12 +1729,7 @@ class MemoryStore:
             job.lease_until > now
         ) and not left_by_earlier_attempt:
             return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_running)
-        if (
-            not ignore_cooldown
-            and job.last_error is None
-            and job.finished_at is not None
-            and job.finished_at > now - cooldown_seconds
-        ):
+        if not ignore_cooldown and (phase2_cooldown_ends_at(job, cooldown_seconds) or 0) > now:
             return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_cooldown)
         if stage1_in_flight:
             return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_stage1_in_flight)
@@ -2022,6 +2021,15 @@ def _hydrated_outputs(*, outer: bool) -> Any:
 _REF_OUTPUT_COLUMNS = ("thread_id", "source_updated_at", "generated_at", "rollout_slug")
 _REF_THREAD_COLUMNS = ("cwd", "rollout_path", "git_branch")
 _REF_FIELDS = _REF_OUTPUT_COLUMNS + _REF_THREAD_COLUMNS
+
+
+def phase2_cooldown_ends_at(job: Any, cooldown_seconds: int) -> int | None:
+    """When the cooldown after the global job's last success ends (epoch seconds), or None when
+    its last run did not succeed or it never finished: the one rule the phase-2 claim applies
+    (`job`: a `jobs` row or a `JobRecord`)."""
+    if job is None or job.last_error is not None or job.finished_at is None:
+        return None
+    return int(job.finished_at) + cooldown_seconds
 
 
 def _until_settled(attempt: Callable[[], _T | None], what: str) -> _T:

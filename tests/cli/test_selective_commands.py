@@ -112,3 +112,27 @@ def test_a_forget_edits_the_exported_team_file_and_says_so(home: MemoryHome, rep
     assert f"  team memory file {team_file}: 1 generated line(s) removed" in real.stdout.splitlines()
     text = team_file.read_text(encoding="utf-8")
     assert "LYNX-55" not in text and "ZEBRA-417" in text and "OTTER-902" in text
+
+
+def test_a_text_only_in_record_lines_is_nothing_to_forget_and_the_command_says_why(tmp_path: Path) -> None:
+    home = MemoryHome(tmp_path)
+    remember(home.store, "t-falcon", raw_memory="project_key: github.com/acme/falcon-api\n- keep tabs\n", cwd="/src/falcon-api",
+             rollout_slug=None)
+    close_stores()
+
+    result = home.cli("forget", "--match", "falcon")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "nothing to forget: no memory line or name holding 'falcon' can go",
+        (
+            "  stage-1 output of thread t-falcon, raw_memory:1: project_key: github.com/acme/falcon-api"
+            "  (kept: it says where a memory comes from or which project it belongs to)"
+        ),
+        (
+            "  not changed: 1 session folder(s) hold the text (/src/falcon-api); the lines that record a session's folder or "
+            "project keep it, and phase 2 writes them again from the session's record: `codex-memories forget --project <folder>` "
+            "forgets those sessions"
+        ),
+    ]
+    assert home.store.list_forget_audit() == []

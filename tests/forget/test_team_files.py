@@ -11,13 +11,8 @@ from codex_memories import paths
 from codex_memories.forget import team_files
 from codex_memories.forget.audit import record_actions
 from codex_memories.forget.manual import plan_reset, reset_memories
-from codex_memories.forget.selective import (
-    ProjectTarget,
-    forget_match,
-    forget_project,
-    plan_match_forget,
-    plan_project_forget,
-)
+from codex_memories.forget.selective import ProjectTarget, forget_project, plan_project_forget
+from codex_memories.forget.text_match import forget_match, plan_match_forget
 from codex_memories.forget.threads import disable_thread, forget_deleted_threads, forget_thread, pollute_thread
 from codex_memories.read.team_memory import TEAM_NOTES_HEADING, export_team_memory, team_memory_context
 from codex_memories.state.store import MemoryStore

@@ -157,7 +157,7 @@ def test_every_size_a_tool_accepts_is_bounded_with_one_clear_error(tmp_path):
         kind = result.structured_content["error"]
         assert text.text == f"{kind}: {result.structured_content['message']}"
         assert "\n" not in text.text and len(text.text) < 400, text.text  # one line, nothing echoed whole
-    assert refused[0].structured_content["message"].startswith("note is 20971520 bytes; a note is at most 16384 bytes")
+    assert refused[0].structured_content["message"].startswith("the note is 20971520 bytes; a note is at most 16384 bytes")
     assert refused[6].structured_content["message"] == "max_results: Input should be a valid integer, unable to parse string as an integer"
     assert not (tmp_path / paths.ad_hoc_notes_dir()).exists()
     assert not clamped.is_error and len(clamped.structured_content["entries"]) == 2

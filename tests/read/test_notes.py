@@ -163,3 +163,32 @@ def test_a_dangling_symlink_at_the_target_name_is_not_followed(tmp_path):
         write_ad_hoc_note(tmp_path, VALID_NAME, "text")
 
     assert not (tmp_path / "elsewhere.md").exists()
+
+
+def test_a_taken_name_gets_the_next_free_number_and_nothing_is_overwritten(tmp_path):
+    moment = datetime(2025, 10, 14, 9, 30, tzinfo=UTC)
+    first = add_ad_hoc_note(tmp_path, "first", slug="dup", now=moment)
+    second = add_ad_hoc_note(tmp_path, "second", slug="dup", now=moment)
+    third = add_ad_hoc_note(tmp_path, "third", slug="dup", now=moment)
+
+    assert [path.name for path in (first, second, third)] == [
+        "2025-10-14T09-30-00-dup.md", "2025-10-14T09-30-00-dup-2.md", "2025-10-14T09-30-00-dup-3.md",
+    ]
+    assert [path.read_text(encoding="utf-8") for path in (first, second, third)] == ["first", "second", "third"]
+
+
+def test_a_numbered_name_keeps_a_long_slug_within_the_limit(tmp_path):
+    moment = datetime(2025, 10, 14, 9, 30, tzinfo=UTC)
+    slug = "a" * 80
+    add_ad_hoc_note(tmp_path, "first", slug=slug, now=moment)
+    second = add_ad_hoc_note(tmp_path, "second", slug=slug, now=moment)
+    validate_note_filename(second.name)
+    assert second.name.endswith("-2.md")
+
+
+def test_note_errors_are_sentences_a_user_can_act_on(tmp_path):
+    with pytest.raises(InvalidNote, match="^the note is empty: give the text to remember"):
+        add_ad_hoc_note(tmp_path, "  ")
+    write_ad_hoc_note(tmp_path, VALID_NAME, "first")
+    with pytest.raises(NoteAlreadyExists, match="already exists, and notes are never overwritten: give another name"):
+        write_ad_hoc_note(tmp_path, VALID_NAME, "second")

@@ -126,6 +126,7 @@ def remember(
     cwd: str | None = None,
     git_origin_url: str | None = None,
     source_updated_at: int = 1,
+    rollout_slug: str | None = "pnpm",
 ) -> None:
     """A thread with a stage-1 output, written the way phase 1 writes it (no flow needed)."""
     from codex_memories.state.records import ThreadRecord
@@ -139,5 +140,5 @@ def remember(
     )
     assert store.mark_stage1_job_succeeded(
         thread_id=thread_id, ownership_token=claim.ownership_token, source_updated_at=source_updated_at,
-        raw_memory=raw_memory, rollout_summary=rollout_summary, rollout_slug="pnpm",
+        raw_memory=raw_memory, rollout_summary=rollout_summary, rollout_slug=rollout_slug,
     )
