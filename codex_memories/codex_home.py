@@ -34,8 +34,11 @@ Contract:
   fix; the SessionStart handler's context limit matching the budget setting; Codex's own memory
   feature off for the folder we write; MCP server registered with a command that exists; state DB and memory root
   reachable; the recall gate's encoder package installed with the pinned weights; provider
-  resolved and why. Reads only (opening the state DB may create or migrate it, as every command
-  does).
+  resolved and why. Writes nothing: the state DB is opened read-only, and what the first run
+  creates (a state DB, a memory root) is `[not yet]`, not a failure, when it can be created. A
+  Codex home that is not one is a failure, and the checks whose fix writes into it are skipped.
+- `codex_home_problem(codex_home)`: why a folder is not a Codex home (a mistyped `CODEX_HOME`:
+  it does not exist, or holds nothing Codex writes: no `sessions/`, `config.toml`, ...), or None.
 - `codex_home_warnings(codex_home, memory_root)`: the lines every run prints (Codex's memory
   feature rewriting our folder, a hook launcher whose environment is gone).
 """
@@ -115,9 +118,13 @@ class Check:
     name: str
     ok: bool
     message: str
+    # Not there yet, and nothing is wrong: the first run creates it (a memory root, a state DB).
+    # Not a failure: `doctor` exits 0 for it.
+    not_yet: bool = False
 
     def line(self) -> str:
-        return f"[{'ok' if self.ok else 'FAIL'}] {self.name}: {self.message}"
+        mark = "FAIL" if not self.ok else "not yet" if self.not_yet else "ok"
+        return f"[{mark}] {self.name}: {self.message}"
 
 
 @dataclass
@@ -563,28 +570,60 @@ def doctor(
     provider: tuple[str, str],
     *,
     codex_binary: Path | None = None,
-    open_store: Callable[[str], Any] | None = None,
     session_start_budget_tokens: int = SESSION_START_BUDGET.default,
 ) -> DoctorReport:
-    """`provider` is (name, why); `open_store(db_url)` opens and returns a closable store."""
+    """`provider` is (name, why). Writes nothing: the state DB is opened read-only, and a Codex
+    home that is not one (a typo) is a failure whose hooks, trust and MCP checks are not run (their
+    fix, `install`, would write into the wrong folder), nor those of the state DB and memory root
+    inside it."""
     codex_home, memory_root = Path(codex_home).absolute(), Path(memory_root).absolute()
     report = DoctorReport()
     codex = find_codex(codex_binary)
+    home_problem = codex_home_problem(codex_home)
     report.checks.append(_check_codex(codex, codex_home))
-    hooks_check, installed = _check_hooks(codex_home)
-    report.checks.append(hooks_check)
-    if installed is not None:
-        report.checks.append(_check_launcher(codex_home, installed))
-        report.checks.append(_check_trust(codex_home, installed))
-        report.checks.append(_check_context_limit(installed, session_start_budget_tokens))
-    report.checks.append(check_memory_feature(codex_home, memory_root))
-    report.checks.append(_check_mcp(codex, codex_home, memory_root))
-    report.checks.append(_check_state_db(db_url, open_store))
-    report.checks.append(_check_memory_root(memory_root))
+    if home_problem is not None:
+        report.checks.append(Check("codex home", False, f"{home_problem} ({CODEX_HOME_HINT})"))
+    else:
+        hooks_check, installed = _check_hooks(codex_home)
+        report.checks.append(hooks_check)
+        if installed is not None:
+            report.checks.append(_check_launcher(codex_home, installed))
+            report.checks.append(_check_trust(codex_home, installed))
+            report.checks.append(_check_context_limit(installed, session_start_budget_tokens))
+        report.checks.append(check_memory_feature(codex_home, memory_root))
+        report.checks.append(_check_mcp(codex, codex_home, memory_root))
+    # What lives in a Codex home that is not one would be made in the wrong place: not checked.
+    from codex_memories.state.db import sqlite_database_file
+
+    db_file = sqlite_database_file(db_url)
+    if home_problem is None or db_file is None or not db_file.absolute().is_relative_to(codex_home):
+        report.checks.append(_check_state_db(db_url))
+    if home_problem is None or not memory_root.is_relative_to(codex_home):
+        report.checks.append(_check_memory_root(memory_root))
     report.checks.append(check_recall_encoder())
     name, why = provider
     report.checks.append(Check("provider", True, f"{name} ({why})"))
     return report
+
+
+CODEX_HOME_MARKERS = (paths.SESSIONS_DIR, paths.ARCHIVED_SESSIONS_DIR, paths.CODEX_CONFIG_FILE, "auth.json", HOOKS_FILE)
+CODEX_HOME_HINT = "give --codex-home or CODEX_HOME the folder Codex keeps its sessions in, ~/.codex by default"
+
+
+def codex_home_problem(codex_home: Path) -> str | None:
+    """Why `codex_home` is not a Codex home (a mistyped `CODEX_HOME`), or None when it is one.
+
+    A Codex home holds what Codex writes there: `sessions/` (from the first session on),
+    `archived_sessions/`, `config.toml`, `auth.json` (a login) or `hooks.json`. What a run of
+    ours leaves (`memories/`, `codex-memories/`) does not count: a mistyped home gets those."""
+    home = Path(codex_home).expanduser()
+    if not home.exists():
+        return f"the Codex home {home} does not exist"
+    if not home.is_dir():
+        return f"the Codex home {home} is not a folder"
+    if any((home / marker).exists() for marker in CODEX_HOME_MARKERS):
+        return None
+    return f"{home} is not a Codex home: it has no {paths.SESSIONS_DIR}/, {paths.CODEX_CONFIG_FILE}, auth.json or {HOOKS_FILE}"
 
 
 def check_recall_encoder() -> Check:
@@ -701,28 +740,57 @@ def _check_mcp(codex: Path | None, codex_home: Path, memory_root: Path) -> Check
     return Check("mcp server", True, f"`{MCP_SERVER_NAME}` runs {transport.get('command')} {shlex.join(args)}")
 
 
-def _check_state_db(db_url: str, open_store: Callable[[str], Any] | None) -> Check:
+def _check_state_db(db_url: str) -> Check:
+    """Opened read-only: a state DB no run has made yet is "not yet", not a failure, and is not
+    created by looking."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import SQLAlchemyError
 
-    shown = make_url(db_url).render_as_string(hide_password=True)
-    if open_store is None:
-        from codex_memories.state.store import MemoryStore
+    from codex_memories.state.db import sqlite_database_file
+    from codex_memories.state.store import MemoryStore, StateDbNotCurrent
 
-        open_store = MemoryStore.open
+    shown = make_url(db_url).render_as_string(hide_password=True)
+    file = sqlite_database_file(db_url)
+    if file is not None and not file.exists():
+        problem = _creation_problem(file)
+        if problem:
+            return Check("state db", False, f"{shown}: no state DB yet, and {problem}")
+        return Check("state db", True, f"no state DB yet at {file}: the first run creates it", not_yet=True)
     try:
-        store = open_store(db_url)
-        store.close()
+        store = MemoryStore.open_read_only(db_url)
+    except StateDbNotCurrent as error:
+        return Check("state db", error.older, f"{shown}: {error}")
     except (SQLAlchemyError, OSError) as error:
         return Check("state db", False, f"{shown}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
+    if store is None:
+        return Check("state db", True, f"{shown} holds no codex-memories tables yet: the first run creates them", not_yet=True)
+    store.close()
     return Check("state db", True, shown)
 
 
 def _check_memory_root(memory_root: Path) -> Check:
+    if not memory_root.exists():
+        problem = _creation_problem(memory_root)
+        if problem:
+            return Check("memory root", False, f"{memory_root} does not exist, and {problem}")
+        return Check("memory root", True, f"{memory_root} does not exist yet: the first phase 2 creates it", not_yet=True)
     if not memory_root.is_dir():
-        return Check("memory root", False, f"{memory_root} does not exist (phase 2 creates it)")
+        return Check("memory root", False, f"{memory_root} is not a folder")
     if not os.access(memory_root, os.R_OK | os.X_OK):
         return Check("memory root", False, f"{memory_root} is not readable")
     summary = memory_root / paths.MEMORY_SUMMARY_FILE
     has = "has" if summary.is_file() else "has no"
     return Check("memory root", True, f"{memory_root} ({has} {paths.MEMORY_SUMMARY_FILE})")
+
+
+def _creation_problem(path: Path) -> str | None:
+    """Why a run could not create `path` (its nearest existing folder is not one, or not
+    writable), or None."""
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"it cannot be created: {existing} is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"it cannot be created: {existing} is not writable"
+    return None

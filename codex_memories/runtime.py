@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from codex_memories.settings import RuntimeConfig, forget_codex_login_probes
@@ -41,6 +43,20 @@ def open_store(db_url: str) -> MemoryStore:
             store = MemoryStore.open(db_url)
             _stores[db_url] = store
         return store
+
+
+@contextmanager
+def read_only_store(db_url: str) -> Iterator[MemoryStore | None]:
+    """The state DB for a command that only looks (`MemoryStore.open_read_only`): None when no run
+    has made it yet; nothing is created, migrated or written. Not shared: closed on leaving."""
+    from codex_memories.state.store import MemoryStore
+
+    store = MemoryStore.open_read_only(db_url)
+    try:
+        yield store
+    finally:
+        if store is not None:
+            store.close()
 
 
 def close_stores() -> None:

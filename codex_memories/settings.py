@@ -327,7 +327,10 @@ class Settings(BaseSettings):
         toml_path = own_config_file(init_values.get("config_file"), given_home)
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         if toml_path is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+            try:  # the source reads the file here
+                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+                raise SettingsError(f"{toml_path}: not valid TOML ({error})") from None
         return tuple(sources)
 
     # ---- derived values -------------------------------------------------------------------
@@ -466,6 +469,20 @@ class SettingsOverrides(BaseModel):
     backfill_batch_size: int | None = Field(default=None, description="Backfill: threads per batch (1..1024).")
     review: Literal["auto", "ask"] | None = Field(default=None, description="auto, or ask: consolidations wait for approval.")
     review_timeout_seconds: int | None = Field(default=None, description="Seconds a paused ask-mode run waits (a reject after).")
+
+    @classmethod
+    def checked(cls, **values: Any) -> SettingsOverrides:
+        """The overrides of `values` (None = not given); a value this model refuses (a provider
+        that is not one of ours, a number that is not one) is a one-line `SettingsError` named
+        like every other bad setting, not pydantic's report."""
+        try:
+            return cls(**values)
+        except ValidationError as error:
+            raise SettingsError(describe_validation_error(error)) from None
+
+    def with_values(self, **values: Any) -> SettingsOverrides:
+        """These overrides and `values` on top (None = not given), checked as `checked` does."""
+        return self.checked(**{**self.model_dump(exclude_none=True), **{key: value for key, value in values.items() if value is not None}})
 
     def load(self) -> RuntimeConfig:
         """The effective configuration; a bad value is a one-line `SettingsError`."""

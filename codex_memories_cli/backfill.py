@@ -12,27 +12,17 @@ from typing import Annotated, Optional
 
 import typer
 
+from codex_memories.settings import SettingsOverrides
 from codex_memories_cli.errors import EXIT_USER_ERROR, fail
-from codex_memories_cli.options import (
-    ApiMode,
-    BaseUrl,
-    CodexHome,
-    Concurrency,
-    ConfigFile,
-    ConsolidationModel,
-    DbUrl,
-    ExtractModel,
-    MemoryRoot,
-    Provider,
-    load_config,
-    prepare_prefect,
-)
+from codex_memories_cli.options import Verbose, prepare_prefect, require_codex_home, with_common_options
 
 backfill_app = typer.Typer()
 
 
 @backfill_app.command()
+@with_common_options
 def backfill(
+    overrides: SettingsOverrides,
     source: Annotated[
         Optional[str],
         typer.Option("--source", help="archived (default: $CODEX_HOME/archived_sessions), a folder, or s3://bucket/prefix."),
@@ -40,24 +30,12 @@ def backfill(
     since: Annotated[Optional[str], typer.Option("--since", help="Only sessions last active on or after this day (YYYY-MM-DD, UTC).")] = None,
     until: Annotated[Optional[str], typer.Option("--until", help="Only sessions last active on or before this day (YYYY-MM-DD, UTC).")] = None,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Threads claimed and extracted per batch (1..1024).")] = None,
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    provider: Provider = None,
-    base_url: BaseUrl = None,
-    api_mode: ApiMode = None,
-    extract_model: ExtractModel = None,
-    consolidation_model: ConsolidationModel = None,
-    concurrency: Concurrency = None,
-    config_file: ConfigFile = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Backfill: extract memories from archived or old sessions (no idle/age windows), then phase 2."""
-    overrides, config = load_config(
-        codex_home=codex_home, db=db, memory_root=memory_root, provider=provider, base_url=base_url,
-        api_mode=api_mode, extract_model=extract_model, consolidation_model=consolidation_model,
-        concurrency=concurrency, config_file=config_file, batch_size=batch_size,
-    )
+    overrides = overrides.with_values(backfill_batch_size=batch_size)
+    config = overrides.load()
+    require_codex_home(config)
     prepare_prefect(verbose)
     from codex_memories.ingest.backfill import BackfillSourceError, day_window, render_backfill_markdown, resolve_source
     from codex_memories_flows.backfill import backfill as backfill_flow

@@ -17,10 +17,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from codex_memories.settings import RuntimeConfig
+from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_cli.errors import EXIT_USER_ERROR
 from codex_memories_cli.errors import fail as _fail
-from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
+from codex_memories_cli.options import require_codex_home, with_common_options
 
 codex_app = typer.Typer()
 
@@ -56,24 +56,26 @@ def _our_command() -> Path:
 
 
 @codex_app.command()
+@with_common_options
 def install(
+    overrides: SettingsOverrides,
     trust: Trust = False,
     dry_run: DryRun = False,
     codex_binary: CodexBinary = None,
-    codex_home: CodexHome = None,
-    memory_root: MemoryRoot = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """Add our SessionStart, UserPromptSubmit and Stop hooks and register the MCP server."""
     from codex_memories.codex_home import CodexHomeError
     from codex_memories.codex_home import install as install_into
 
-    _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    config = overrides.load()
+    require_codex_home(config)  # hooks written to a mistyped home are hooks Codex never runs
     # The hooks resolve their settings as this command does; what was given here as a flag, they
     # could not know, so the launcher passes it on.
-    hook_options = ["--memory-root", str(_local_memory_root(config))] if memory_root else []
-    if config_file:
-        hook_options += ["--config-file", str(Path(config_file).expanduser().absolute())]
+    hook_options = ["--memory-root", str(_local_memory_root(config))] if overrides.memory_root else []
+    if overrides.config_file:
+        hook_options += ["--config-file", str(Path(overrides.config_file).expanduser().absolute())]
+    if overrides.db_url:
+        hook_options += ["--db-url", overrides.db_url]
     try:
         report = install_into(
             config.settings.codex_home_path.absolute(),
@@ -92,17 +94,17 @@ def install(
 
 
 @codex_app.command()
+@with_common_options
 def uninstall(
+    overrides: SettingsOverrides,
     dry_run: DryRun = False,
     codex_binary: CodexBinary = None,
-    codex_home: CodexHome = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """Remove our hooks from hooks.json and unregister the MCP server (the memory folder stays)."""
     from codex_memories.codex_home import CodexHomeError
     from codex_memories.codex_home import uninstall as uninstall_from
 
-    _, config = load_config(codex_home=codex_home, config_file=config_file)
+    config = overrides.load()
     try:
         report = uninstall_from(config.settings.codex_home_path.absolute(), dry_run, codex_binary=codex_binary)
     except CodexHomeError as error:
@@ -112,17 +114,15 @@ def uninstall(
 
 
 @codex_app.command()
+@with_common_options
 def doctor(
+    overrides: SettingsOverrides,
     codex_binary: CodexBinary = None,
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """One line per check; exit 1 when any fails."""
     from codex_memories.codex_home import doctor as run_doctor
 
-    _, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    config = overrides.load()
     report = run_doctor(
         config.settings.codex_home_path.absolute(),
         _local_memory_root(config),

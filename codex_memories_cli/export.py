@@ -13,19 +13,9 @@ from typing import Annotated
 
 import typer
 
+from codex_memories.settings import SettingsOverrides
 from codex_memories_cli.errors import EXIT_USER_ERROR, fail
-from codex_memories_cli.options import (
-    ApiMode,
-    BaseUrl,
-    CodexHome,
-    ConfigFile,
-    ConsolidationModel,
-    DbUrl,
-    MemoryRoot,
-    Provider,
-    load_config,
-    prepare_prefect,
-)
+from codex_memories_cli.options import Verbose, prepare_prefect, with_common_options
 
 export_app = typer.Typer()
 
@@ -35,17 +25,16 @@ ProjectDir = Annotated[
 
 
 @export_app.command()
+@with_common_options
 def export(
+    overrides: SettingsOverrides,
     project: ProjectDir,
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """Write the project's memories to <repository>/.codex/memories.md for the team to review and commit."""
     from codex_memories.read.team_memory import export_team_memory
     from codex_memories.runtime import open_store
 
-    _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    config = overrides.load()
     try:
         result = export_team_memory(open_store(config.settings.resolved_db_url), project)
     except (OSError, ValueError) as error:
@@ -59,22 +48,13 @@ def export(
 
 
 @export_app.command()
+@with_common_options
 def rebuild(
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    provider: Provider = None,
-    base_url: BaseUrl = None,
-    api_mode: ApiMode = None,
-    consolidation_model: ConsolidationModel = None,
-    config_file: ConfigFile = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
+    overrides: SettingsOverrides,
+    verbose: Verbose = False,
 ) -> None:
     """Consolidate from scratch: a fresh memory folder from the current stage-1 selection (notes kept)."""
-    overrides, config = load_config(
-        codex_home=codex_home, db=db, memory_root=memory_root, provider=provider, base_url=base_url,
-        api_mode=api_mode, consolidation_model=consolidation_model, config_file=config_file,
-    )
+    config = overrides.load()
     if "://" in config.settings.resolved_memory_root:
         fail(f"rebuild needs a local memory folder; {config.settings.resolved_memory_root} is an object-store URL")
     prepare_prefect(verbose)

@@ -9,7 +9,6 @@ inside the commands that need them, so `--help` and `status` start fast.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -22,28 +21,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from codex_memories.disk_full import LIVE_FOLDER_UNTOUCHED, disk_full_cause, disk_full_line
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
 from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, fail, say_error
 from codex_memories_cli.interrupts import RUN, interruptible_run
 from codex_memories_cli.options import (
-    ApiMode,
-    BaseUrl,
-    CodexHome,
-    Concurrency,
-    ConfigFile,
-    ConsolidationModel,
-    DbUrl,
-    ExtractModel,
-    IgnoreAgeWindows,
     Local,
-    MaxRollouts,
-    MemoryRoot,
-    Provider,
-    load_config,
+    Verbose,
     prepare_prefect,
+    require_codex_home,
+    with_common_options,
 )
 
 if TYPE_CHECKING:
@@ -160,23 +148,11 @@ def _print_where(config: RuntimeConfig) -> None:
 
 
 @app.command()
-def phase1(
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    provider: Provider = None,
-    base_url: BaseUrl = None,
-    api_mode: ApiMode = None,
-    extract_model: ExtractModel = None,
-    concurrency: Concurrency = None,
-    config_file: ConfigFile = None,
-    max_rollouts: MaxRollouts = None,
-    ignore_age_windows: IgnoreAgeWindows = None,
-    local: Local = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
-) -> None:
+@with_common_options
+def phase1(overrides: SettingsOverrides, local: Local = False, verbose: Verbose = False) -> None:
     """Run phase 1 now: discover rollouts, claim, extract stage-1 memories."""
-    overrides, config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "local")})
+    config = overrides.load()
+    require_codex_home(config)
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text
 
@@ -201,21 +177,15 @@ def _run_phase2(overrides: SettingsOverrides, config: RuntimeConfig, *, force: b
 
 
 @app.command()
+@with_common_options
 def phase2(
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    provider: Provider = None,
-    base_url: BaseUrl = None,
-    api_mode: ApiMode = None,
-    consolidation_model: ConsolidationModel = None,
-    config_file: ConfigFile = None,
+    overrides: SettingsOverrides,
     force: Annotated[bool, typer.Option("--force", help="Skip the 6-hour cooldown (never the lease).")] = False,
     local: Local = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Run phase 2 now: consolidate the selected stage-1 outputs into the memory folder."""
-    overrides, config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force", "local")})
+    config = overrides.load()
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase2_text
 
@@ -228,25 +198,16 @@ def phase2(
 
 
 @app.command()
+@with_common_options
 def run(
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    provider: Provider = None,
-    base_url: BaseUrl = None,
-    api_mode: ApiMode = None,
-    extract_model: ExtractModel = None,
-    consolidation_model: ConsolidationModel = None,
-    concurrency: Concurrency = None,
-    config_file: ConfigFile = None,
-    max_rollouts: MaxRollouts = None,
-    ignore_age_windows: IgnoreAgeWindows = None,
+    overrides: SettingsOverrides,
     force: Annotated[bool, typer.Option("--force", help="Phase 2 skips the cooldown (never the lease).")] = False,
     local: Local = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """The main job: phase 1, then phase 2, then a short report of both."""
-    overrides, config = load_config(**{key: value for key, value in locals().items() if key not in ("verbose", "force", "local")})
+    config = overrides.load()
+    require_codex_home(config)
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text, render_phase2_text
 
@@ -262,28 +223,18 @@ def run(
 
 
 @app.command()
+@with_common_options
 def serve(
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    provider: Provider = None,
-    base_url: BaseUrl = None,
-    api_mode: ApiMode = None,
-    extract_model: ExtractModel = None,
-    consolidation_model: ConsolidationModel = None,
-    concurrency: Concurrency = None,
-    config_file: ConfigFile = None,
+    overrides: SettingsOverrides,
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port of the Prefect server started when none is configured.")] = 4200,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """The schedules of prefect.yaml on this machine: phase 1 hourly, phase 2 every 6 h, backfill and forget on demand.
 
     Uses the Prefect server of PREFECT_API_URL; without one, starts `prefect server start` on
     127.0.0.1 (the UI) for as long as this command runs."""
-    overrides, config = load_config(
-        codex_home=codex_home, db=db, memory_root=memory_root, provider=provider, base_url=base_url, api_mode=api_mode,
-        extract_model=extract_model, consolidation_model=consolidation_model, concurrency=concurrency, config_file=config_file,
-    )
+    config = overrides.load()
+    require_codex_home(config)
     prepare_prefect(verbose, quiet_level="WARNING")  # its runs' warnings and errors, as before
     from codex_memories_cli.prefect_server import local_prefect_server
 
@@ -349,38 +300,10 @@ def _print_memory_folder(config: RuntimeConfig) -> None:
         console.print(f"  rollout_summaries/: {len(list(summaries.glob('*.md')))} files", markup=False, highlight=False)
 
 
-@app.command()
-def status(
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    config_file: ConfigFile = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-) -> None:
-    """Threads per memory mode, jobs per status, outputs, the last phase-2 run, where things are."""
-    _, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
-    from codex_memories.runtime import open_store
+# `status` and `show`: what the runs did and what sessions get, in words.
+from codex_memories_cli.views import views_app  # noqa: E402 - registers after the core commands
 
-    summary = open_store(config.settings.resolved_db_url).status_summary().model_dump(mode="json")
-    summary["db_url"] = _display_url(config.settings.resolved_db_url)
-    summary["memory_root"] = config.settings.resolved_memory_root
-    summary["codex_home"] = str(config.settings.codex_home_path)
-    summary["memories_feature_enabled"] = config.memories.feature_enabled
-    if as_json:
-        console.print_json(json.dumps(summary))
-        return
-    table = Table(title="codex-memories status", show_header=False)
-    for key, value in summary.items():
-        table.add_row(key, json.dumps(value) if isinstance(value, (dict, list)) else str(value))
-    console.print(table)
-
-
-def _display_url(url: str) -> str:
-    """A DB URL without its password, for printing."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
-
+app.add_typer(views_app)
 
 # Commands of the read path and of forgetting live in their own module.
 from codex_memories_cli.memory import memory_app  # noqa: E402 - registers after the core commands
@@ -401,6 +324,7 @@ app.add_typer(export_app)
 from codex_memories_cli.review import review_app  # noqa: E402 - registers after the core commands
 
 app.add_typer(review_app)
+
 
 
 def main() -> None:

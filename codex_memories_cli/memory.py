@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from codex_memories.settings import RuntimeConfig
+from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_cli.errors import EXIT_USER_ERROR
 from codex_memories_cli.errors import fail as _fail
-from codex_memories_cli.options import CodexHome, ConfigFile, DbUrl, MemoryRoot, load_config
+from codex_memories_cli.options import with_common_options
 
 if TYPE_CHECKING:
     from codex_memories.forget.audit import ForgetAction
@@ -57,20 +57,18 @@ def _local_memory_root(config: RuntimeConfig, command: str) -> Path:
 
 
 @memory_app.command()
+@with_common_options
 def note(
+    overrides: SettingsOverrides,
     text: Annotated[str, typer.Argument(help="The note: what to remember, forget or update.", show_default=False)],
     slug: Annotated[Optional[str], typer.Option("--slug", help="File-name slug (a-z, 0-9, -); derived from the text if omitted.")] = None,
     now: Now = False,
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """Write an ad-hoc note: the next session sees it at once, the next phase 2 folds it into MEMORY.md."""
     from codex_memories.read.notes import NoteError, add_ad_hoc_note
     from codex_memories_cli.steering import hooks_installed, next_phase2
 
-    overrides, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    config = overrides.load()
     root = _local_memory_root(config, "note")
     try:
         written = add_ad_hoc_note(root, text, slug=slug)
@@ -88,25 +86,26 @@ def note(
 
 
 @memory_app.command()
+@with_common_options
 def inject(
+    overrides: SettingsOverrides,
     budget: Annotated[
         Optional[int], typer.Option("--budget", min=1, help="Token budget of the summary (default: setting session_start_budget_tokens).")
     ] = None,
     cwd: Annotated[Optional[str], typer.Option("--cwd", help="The session's project folder (default: the current folder).")] = None,
-    codex_home: CodexHome = None,
-    memory_root: MemoryRoot = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """Print what a new session gets: the summary instructions and the repository's team memory."""
     from codex_memories.read.injection import build_session_context
+    from codex_memories_cli.views import recorded_project_keys
 
-    _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    config = overrides.load()
     root = _local_memory_root(config, "inject")
     try:
         context = build_session_context(
             root,
             budget_tokens=budget or config.settings.session_start_budget_tokens,
             cwd=cwd if cwd is not None else str(Path.cwd()),
+            recorded_project_keys=recorded_project_keys(config),
         )
     except (OSError, UnicodeDecodeError) as error:
         _fail(f"cannot read the memory summary under {root} or the team memory: {error}")
@@ -115,21 +114,20 @@ def inject(
 
 
 @memory_app.command()
+@with_common_options
 def recall(
+    overrides: SettingsOverrides,
     query: Annotated[str, typer.Option("--query", help="What to look for, in your own words.", show_default=False)],
     cwd: Annotated[Optional[str], typer.Option("--cwd", help="The project folder asking (default: the current folder).")] = None,
     limit: Annotated[int, typer.Option("--limit", help="Results at most.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"results": [...]}.')] = False,
     why: Annotated[bool, typer.Option("--why", help="Say on stderr why lines are or are not shown.")] = False,
     all_projects: Annotated[bool, typer.Option("--all-projects", help="Also show other projects' lines, after this one's.")] = False,
-    codex_home: CodexHome = None,
-    memory_root: MemoryRoot = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """The memory lines that answer a question (lexical and semantic search fused); nothing when none does."""
     from codex_memories_cli.recall_command import RecallRequest, run_recall
 
-    _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    config = overrides.load()
     request = RecallRequest(
         root=_local_memory_root(config, "recall"), query=query, cwd=cwd if cwd is not None else str(Path.cwd()),
         limit=limit, as_json=as_json, why=why, all_projects=all_projects,
@@ -140,17 +138,16 @@ def recall(
 
 
 @memory_app.command()
+@with_common_options
 def cite(
+    overrides: SettingsOverrides,
     source: Annotated[str, typer.Argument(help="A file holding the reply (or its citation block), or - for stdin.", show_default=False)],
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """Count one use of every memory a reply's <oai-mem-citation> block cites (phase-2 ranking)."""
     from codex_memories.read.citations import parse_citation_block, record_citation_usage
     from codex_memories.runtime import open_store
 
-    _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    config = overrides.load()
     text = _read_source(source)
     citation = parse_citation_block(text)
     if not citation.found:
@@ -184,16 +181,15 @@ def _shown(source: str) -> str:
 
 
 @memory_app.command()
+@with_common_options
 def mcp(
+    overrides: SettingsOverrides,
     no_notes: Annotated[bool, typer.Option("--no-notes", help="Do not offer the add_ad_hoc_note tool.")] = False,
-    codex_home: CodexHome = None,
-    memory_root: MemoryRoot = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """Serve the memory folder over MCP on stdin/stdout (list, read, search, add_ad_hoc_note)."""
     from codex_memories.read.mcp_server import run_stdio
 
-    _, config = load_config(codex_home=codex_home, memory_root=memory_root, config_file=config_file)
+    config = overrides.load()
     run_stdio(_local_memory_root(config, "mcp"), notes_enabled=not no_notes)
 
 
@@ -201,7 +197,9 @@ def mcp(
 
 
 @memory_app.command()
+@with_common_options
 def forget(
+    overrides: SettingsOverrides,
     thread: Annotated[Optional[str], typer.Option("--thread", help="Forget one thread (session) by id.", show_default=False)] = None,
     project: Annotated[
         Optional[str], typer.Option("--project", help="Forget every memory of a project: a folder of it, or its project key.", show_default=False)
@@ -212,10 +210,6 @@ def forget(
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would change, each line with its text; change nothing.")] = False,
     now: Now = False,
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """Forget a thread (route 4), a project or every memory line holding a text; --dry-run lists what would change."""
     chosen = [name for name, value in (("--thread", thread), ("--project", project), ("--match", match)) if value is not None]
@@ -223,7 +217,7 @@ def forget(
         _fail("give exactly one of --thread, --project, --match" + (f" (got {', '.join(chosen)})" if chosen else ""))
     if dry_run and now:
         _fail("--now runs phase 2 after the forget; a --dry-run changes nothing, so give one of them")
-    overrides, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    config = overrides.load()
     if match is not None:
         changed = _forget_match(match, dry_run, config)
     elif project is not None:
@@ -339,16 +333,15 @@ def _consolidate_now(overrides: SettingsOverrides, config: RuntimeConfig) -> Non
 
 
 @memory_app.command()
+@with_common_options
 def disable(
+    overrides: SettingsOverrides,
     thread: ThreadId,
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """Disable memory for one thread (route 5): it leaves every phase-2 selection from now on."""
     from codex_memories.forget.threads import disable_thread
 
-    _, config = load_config(codex_home=codex_home, db=db, config_file=config_file)
+    config = overrides.load()
     actions = _forget_one_thread(disable_thread, thread, "disabled with `codex-memories disable`", config)
     if not actions:
         _say(f"thread {thread} is already disabled")
@@ -372,12 +365,10 @@ def _forget_one_thread(route: Callable[..., list[ForgetAction]], thread: str, re
 
 
 @memory_app.command()
+@with_common_options
 def reset(
+    overrides: SettingsOverrides,
     yes: Annotated[bool, typer.Option("--yes", help="Really delete every memory (without it, only say what would go).")] = False,
-    codex_home: CodexHome = None,
-    db: DbUrl = None,
-    memory_root: MemoryRoot = None,
-    config_file: ConfigFile = None,
 ) -> None:
     """Forget everything (route 7): stage-1 memories, memory jobs and the memory folder's contents."""
     from codex_memories.forget.audit import record_actions
@@ -385,7 +376,7 @@ def reset(
     from codex_memories.runtime import memory_root as open_configured_root
     from codex_memories.runtime import open_store
 
-    _, config = load_config(codex_home=codex_home, db=db, memory_root=memory_root, config_file=config_file)
+    config = overrides.load()
     # Built by the composition root: an s3:// root gets the configured endpoint and options.
     root = open_configured_root(config)
     store = open_store(config.settings.resolved_db_url)

@@ -1,4 +1,21 @@
-"""Options every `codex-memories` subcommand accepts after its name, and how they become settings."""
+"""The options every `codex-memories` subcommand accepts after its name, and how they become settings.
+
+Contract:
+- `COMMON_OPTIONS` is the one definition of the common options (`--codex-home`, `--db`,
+  `--memory-root`, `--provider`, `--base-url`, `--api-mode`, `--extract-model`,
+  `--consolidation-model`, `--concurrency`, `--config-file`, `--max-rollouts`,
+  `--ignore-age-windows`), each keyed by the `SettingsOverrides` field it sets.
+  `@with_common_options` adds all of them to a command's command line (listed under "Common
+  options" in its help); the command declares `overrides: SettingsOverrides` and receives them
+  there, as the one model that travels on into the flows. So no command can refuse one
+  (`inject --db` was refused before), and a new common option reaches every command at once.
+- Every value is checked before the command runs (`SettingsOverrides.checked`), and again with
+  the environment and our TOML file when the command loads the configuration
+  (`overrides.load()`), before anything is written: a bad one (`--provider gpt` included) is a
+  `SettingsError`, which `main` prints as one line with exit code 2.
+- `require_codex_home(config)`: the same for a Codex home that is not one, for the commands
+  that read sessions or write into the home.
+"""
 
 from __future__ import annotations
 
@@ -10,27 +27,38 @@ from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar
 
 import typer
-from pydantic import ValidationError
 
-from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides, describe_validation_error
+from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
 
-CodexHome = Annotated[Optional[Path], typer.Option("--codex-home", help="Codex home (default $CODEX_HOME or ~/.codex).")]
-DbUrl = Annotated[Optional[str], typer.Option("--db", help="State DB SQLAlchemy URL.")]
-MemoryRoot = Annotated[Optional[str], typer.Option("--memory-root", help="Memory folder path or s3:// URL.")]
-Provider = Annotated[Optional[str], typer.Option("--provider", help="auto | openai | codex | heuristic.")]
-BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible base URL.")]
-ApiMode = Annotated[Optional[str], typer.Option("--api-mode", help="responses | chat.")]
-ExtractModel = Annotated[Optional[str], typer.Option("--extract-model", help="Phase-1 model.")]
-ConsolidationModel = Annotated[Optional[str], typer.Option("--consolidation-model", help="Phase-2 model.")]
-Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="Extractions at once (1..64).")]
-ConfigFile = Annotated[Optional[Path], typer.Option("--config-file", help="Our own TOML settings file.")]
-MaxRollouts = Annotated[
-    Optional[int], typer.Option("--max-rollouts", help="Override [memories] max_rollouts_per_startup (1..128).")
-]
-IgnoreAgeWindows = Annotated[
-    Optional[bool],
-    typer.Option("--ignore-age-windows/--age-windows", help="Claim regardless of the idle and age windows."),
-]
+COMMON_PANEL = "Common options"
+
+
+def _option(*names: str, help: str) -> Any:
+    return typer.Option(*names, help=help, rich_help_panel=COMMON_PANEL, show_default=False)
+
+
+# The command line of each common option, keyed by the `SettingsOverrides` field it sets, in
+# the order `--help` lists them.
+COMMON_OPTIONS: dict[str, Any] = {
+    "codex_home": Annotated[Optional[Path], _option("--codex-home", help="Codex home (default $CODEX_HOME or ~/.codex).")],
+    "db_url": Annotated[Optional[str], _option("--db", help="State DB SQLAlchemy URL.")],
+    "memory_root": Annotated[Optional[str], _option("--memory-root", help="Memory folder path or s3:// URL.")],
+    "provider": Annotated[Optional[str], _option("--provider", help="auto | openai | codex | heuristic.")],
+    "base_url": Annotated[Optional[str], _option("--base-url", help="OpenAI-compatible base URL.")],
+    "api_mode": Annotated[Optional[str], _option("--api-mode", help="responses | chat.")],
+    "extract_model": Annotated[Optional[str], _option("--extract-model", help="Phase-1 model.")],
+    "consolidation_model": Annotated[Optional[str], _option("--consolidation-model", help="Phase-2 model.")],
+    "concurrency": Annotated[Optional[int], _option("--concurrency", help="Extractions at once (1..64).")],
+    "config_file": Annotated[Optional[Path], _option("--config-file", help="Our own TOML settings file.")],
+    "max_rollouts_per_startup": Annotated[
+        Optional[int],
+        _option("--max-rollouts", help="Sessions claimed per run (1..128); overrides max_rollouts_per_startup of Codex's config.toml."),
+    ],
+    "ignore_age_windows": Annotated[
+        Optional[bool],
+        _option("--ignore-age-windows/--age-windows", help="Claim regardless of the idle and age windows."),
+    ],
+}
 
 Local = Annotated[
     bool,
@@ -39,64 +67,50 @@ Local = Annotated[
         help="Run the flow in this process, even when `codex-memories serve` is up to take it (see README, serve).",
     ),
 ]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")]
+
+Command = TypeVar("Command", bound=Callable[..., Any])
 
 
-# The common options, in the order `--help` lists them (README, "Command line").
-COMMON_OPTIONS: dict[str, Any] = {
-    "codex_home": CodexHome,
-    "db": DbUrl,
-    "memory_root": MemoryRoot,
-    "provider": Provider,
-    "base_url": BaseUrl,
-    "api_mode": ApiMode,
-    "extract_model": ExtractModel,
-    "consolidation_model": ConsolidationModel,
-    "concurrency": Concurrency,
-    "config_file": ConfigFile,
-    "max_rollouts": MaxRollouts,
-    "ignore_age_windows": IgnoreAgeWindows,
-}
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def with_common_options(command: F) -> F:
-    """A command that takes every common option after its own, and gets them loaded: its
-    `config` parameter receives the `RuntimeConfig` (a bad value is one line and exit 2, as
-    everywhere). The command declares only its own options."""
+def with_common_options(command: Command) -> Command:
+    """`command` with every common option on its command line, handed to it as
+    `overrides: SettingsOverrides` (checked: a bad value is a `SettingsError`)."""
     signature = inspect.signature(command, eval_str=True)
-    own = [parameter for name, parameter in signature.parameters.items() if name != "config"]
-    common = [
+    if "overrides" not in signature.parameters:
+        raise TypeError(f"{command.__name__} must take `overrides: SettingsOverrides`")
+    own = [parameter for name, parameter in signature.parameters.items() if name != "overrides"]
+    clashing = set(COMMON_OPTIONS) & {parameter.name for parameter in own}
+    if clashing:
+        raise TypeError(f"{command.__name__} declares common options itself: {sorted(clashing)}")
+    added = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
         for name, annotation in COMMON_OPTIONS.items()
     ]
 
     @functools.wraps(command)
-    def with_config(**values: Any) -> Any:
-        _, config = load_config(**{name: values.pop(name) for name in COMMON_OPTIONS})
-        return command(**values, config=config)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name, None) for name in COMMON_OPTIONS}
+        overrides = SettingsOverrides.checked(**{name: str(value) if isinstance(value, Path) else value for name, value in given.items()})
+        return command(*args, overrides=overrides, **kwargs)
 
-    parameters = [*own, *common]
-    with_config.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-    with_config.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
-    return with_config  # type: ignore[return-value]
+    # Typer reads the parameters from the signature (annotations evaluated): the command's own
+    # options first, in their order, then the common ones.
+    run.__signature__ = signature.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+    run.__annotations__ = {}
+    return run  # type: ignore[return-value]
 
 
-def load_config(**values: Any) -> tuple[SettingsOverrides, RuntimeConfig]:
-    """CLI values (None = not given) -> the overrides the flows get, and the effective configuration.
+def require_codex_home(config: RuntimeConfig) -> None:
+    """For the commands that read the sessions (`run`, `phase1`, `backfill`, `serve`) or write
+    into the Codex home (`install`): a Codex home that is not one (a mistyped `CODEX_HOME`) is a
+    bad setting, one line and exit 2, before anything is written. Otherwise a run would find no
+    session, report success and leave an empty memory folder and a state DB in the wrong place,
+    and `install` would write hooks Codex never runs."""
+    from codex_memories.codex_home import CODEX_HOME_HINT, codex_home_problem
 
-    Loading here checks every value before Prefect starts: a bad one is one line and exit 2."""
-    renames = {"db": "db_url", "max_rollouts": "max_rollouts_per_startup", "batch_size": "backfill_batch_size"}
-    given = {renames.get(key, key): value for key, value in values.items()}
-    if isinstance(given.get("codex_home"), Path):
-        given["codex_home"] = str(given["codex_home"])
-    if isinstance(given.get("config_file"), Path):
-        given["config_file"] = str(given["config_file"])
-    try:
-        overrides = SettingsOverrides(**given)
-    except ValidationError as error:  # a value outside a choice (`--provider gpt`): a bad setting
-        raise SettingsError(describe_validation_error(error)) from None
-    return overrides, overrides.load()
+    problem = codex_home_problem(config.settings.codex_home_path)
+    if problem is not None:
+        raise SettingsError(f"{problem} ({CODEX_HOME_HINT})")
 
 
 def prepare_prefect(verbose: bool, *, quiet_level: str = "CRITICAL") -> None:

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from codex_memories.settings import RuntimeConfig
+from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_cli.errors import EXIT_BAD_SETTING, fail
 from codex_memories_cli.memory import _local_memory_root
 from codex_memories_cli.options import with_common_options
@@ -30,17 +30,17 @@ EXIT_REFUSED = EXIT_BAD_SETTING
 @review_app.command()
 @with_common_options
 def review(
+    overrides: SettingsOverrides,
     approve: Annotated[bool, typer.Option("--approve", help="Apply the waiting proposal to the memory folder.")] = False,
     reject: Annotated[bool, typer.Option("--reject", help="Discard the waiting proposal (its inputs stay for the next run).")] = False,
     comment: Annotated[str, typer.Option("--comment", help="Why; sent with the decision to a paused run.")] = "",
-    *,
-    config: RuntimeConfig,
 ) -> None:
     """Show the consolidation waiting for review (review = ask), or --approve / --reject it."""
     from codex_memories.consolidate.review import ReviewRefused, load_proposal, proposal_diff
 
     if approve and reject:
         fail("give --approve or --reject, not both", EXIT_REFUSED)
+    config = overrides.load()
     root = _local_memory_root(config, "review")
     try:
         proposal = load_proposal(root)

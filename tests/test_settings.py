@@ -226,3 +226,24 @@ def test_cli_error_from_an_unreachable_database_is_one_line(clean_environment: P
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("codex-memories: OperationalError: "), result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_value_the_overrides_refuse_is_a_one_line_setting_error_like_any_other() -> None:
+    from codex_memories.settings import SettingsOverrides
+
+    with pytest.raises(SettingsError) as raised:
+        SettingsOverrides.checked(provider="gpt", concurrency="many")
+    message = str(raised.value)
+    assert "\n" not in message and "pydantic" not in message
+    assert "invalid setting provider='gpt': Input should be 'auto', 'openai', 'codex' or 'heuristic'" in message
+    assert "invalid setting concurrency='many'" in message and "(allowed: 1..64)" in message
+
+
+@pytest.mark.parametrize("content", [b"x = [\n", b"\xff\xfe"], ids=["not-toml", "not-utf8"])
+def test_our_settings_file_that_is_not_toml_is_a_one_line_setting_error(clean_environment: Path, content: bytes) -> None:
+    own = clean_environment / "codex-memories.toml"
+    own.write_bytes(content)
+
+    with pytest.raises(SettingsError) as raised:
+        load_runtime_config()
+    assert str(raised.value).startswith(f"{own}: not valid TOML (") and "\n" not in str(raised.value)

@@ -34,6 +34,8 @@ Contract:
   (`MEMORY.md:<line>`) so the model can cite it.
 - Scopes (issue 15): another project's lines never appear. The session's project is
   `scopes.project_key_for_directory(cwd)`; without `cwd` only user-level memory is shown.
+  `read_folder_memory` lists what it leaves out, another project's lines and the expired
+  entries, in `FolderMemory.left_out` (what `codex-memories show` says is not shown, and why).
 - Typed entries: the `{memory: ...}` suffix is not shown; its reason is (a rule keeps its why);
   an entry whose `expires` day has passed is left out.
 - Reads the memory folder (through `sandbox.SandboxedFolder`: a summary or handbook that is a
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import errno
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -132,15 +135,32 @@ class SessionContext:
         return codex_token_count(self.text)
 
 
+OTHER_PROJECT = "other_project"
+EXPIRED = "expired"
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A remembered line the folder holds that a session here does not get, and why: another
+    project's (`detail`: its scope or project key) or expired (`detail`: its last day)."""
+
+    text: str
+    source: str
+    reason: str  # OTHER_PROJECT or EXPIRED
+    detail: str = ""
+
+
 @dataclass(frozen=True)
 class FolderMemory:
-    """What the memory folder holds for one session, sorted into the tiers above."""
+    """What the memory folder holds for one session, sorted into the tiers above, and what it
+    holds that the session does not get (`left_out`; `codex-memories show` prints it)."""
 
     project_rules: list[Entry]
     user_rules: list[Entry]
     notes: list[Entry]
     knowledge: list[Entry]
     index: str  # the summary for this project, reordered; "" when there is none
+    left_out: list[LeftOut] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -153,11 +173,15 @@ def build_session_context(
     budget_tokens: int = DEFAULT_SESSION_START_BUDGET_TOKENS,
     cwd: str | None = None,
     now: datetime | None = None,
+    recorded_project_keys: Mapping[str, str] | None = None,
 ) -> SessionContext | None:
-    """The SessionStart text for a session in `cwd`, within `budget_tokens` (module contract)."""
+    """The SessionStart text for a session in `cwd`, within `budget_tokens` (module contract).
+    `recorded_project_keys`: the folders-to-projects map of the Codex home the session runs
+    under (default: this environment's, as the hooks see it; a command given `--codex-home`
+    passes that home's)."""
     if budget_tokens < 1:
         raise ValueError("budget_tokens must be at least 1")
-    session_key = project_key_for_directory(cwd) if cwd else None
+    session_key = project_key_for_directory(cwd, recorded=recorded_project_keys) if cwd else None
     memory = read_folder_memory(Path(memory_root), cwd=cwd, session_key=session_key, now=now or datetime.now(UTC))
     if memory.empty:
         # The repository's team memory alone (a clone whose user has no memory of their own):
@@ -276,9 +300,10 @@ def read_folder_memory(memory_root: Path, *, cwd: str | None, session_key: str |
     folder = SandboxedFolder(memory_root)
     handbook = _read(folder, paths.MEMORY_FILE)
     summary = _read(folder, paths.MEMORY_SUMMARY_FILE)
-    project_rules, user_rules, knowledge = handbook_entries(handbook, cwd=cwd, session_key=session_key, now=now)
+    left_out: list[LeftOut] = []
+    project_rules, user_rules, knowledge = handbook_entries(handbook, cwd=cwd, session_key=session_key, now=now, left_out=left_out)
     seen = {normalise(entry.text) for entry in (*project_rules, *user_rules)}
-    for entry, user_level in summary_rule_entries(summary, session_key=session_key, now=now):
+    for entry, user_level in summary_rule_entries(summary, session_key=session_key, now=now, left_out=left_out):
         if normalise(entry.text) in seen:
             continue
         seen.add(normalise(entry.text))
@@ -286,8 +311,16 @@ def read_folder_memory(memory_root: Path, *, cwd: str | None, session_key: str |
     knowledge = [entry for entry in knowledge if normalise(entry.text) not in seen]
     handbook_status = folder.lstat(paths.MEMORY_FILE)
     notes = pending_notes(folder, after_ns=handbook_status.st_mtime_ns if handbook_status else None)
-    index = summary_index(summary, cwd=cwd, session_key=session_key)
-    return FolderMemory(project_rules, user_rules, notes, knowledge, index)
+    index = summary_index(summary, cwd=cwd, session_key=session_key, left_out=left_out)
+    # A rule of another project is met twice or more (the handbook, the summary's preferences
+    # and its index): said once, where it is met first.
+    said: set[str] = set()
+    unique = []
+    for item in left_out:
+        if normalise(item.text) not in said:
+            said.add(normalise(item.text))
+            unique.append(item)
+    return FolderMemory(project_rules, user_rules, notes, knowledge, index, unique)
 
 
 def _read(folder: SandboxedFolder, relative: str) -> str:
@@ -301,10 +334,11 @@ def _read(folder: SandboxedFolder, relative: str) -> str:
 
 
 def handbook_entries(
-    handbook: str, *, cwd: str | None, session_key: str | None, now: datetime
+    handbook: str, *, cwd: str | None, session_key: str | None, now: datetime, left_out: list[LeftOut] | None = None
 ) -> tuple[list[Entry], list[Entry], list[Entry]]:
     """(the project's rules, the user-level rules, the project's other knowledge) of `MEMORY.md`,
-    each newest first; another project's bullets are never returned."""
+    each newest first; another project's bullets are never returned (they and the expired ones
+    go to `left_out` when given)."""
     if not handbook.strip():
         return [], [], []
     lines = handbook.replace("\r\n", "\n").split("\n")
@@ -318,9 +352,11 @@ def handbook_entries(
         if _TASK_SECTION.match(first) or not _BULLET.match(first):
             continue
         user_level = chunk.scope is None
+        source = f"{paths.MEMORY_FILE}:{chunk.line_start}"
         if not user_level and not _scope_is_current(chunk.scope or "", cwd, session_key):
+            _leave_out(left_out, chunk.text, source, OTHER_PROJECT, marked_project_key(chunk.scope or "") or chunk.scope or "")
             continue
-        entry, meta_type = _entry(chunk.text, f"{paths.MEMORY_FILE}:{chunk.line_start}", chunk.date, now)
+        entry, meta_type = _entry(chunk.text, source, chunk.date, now, left_out)
         if entry is None or normalise(entry.text) in seen:
             continue
         seen.add(normalise(entry.text))
@@ -332,7 +368,9 @@ def handbook_entries(
     return _newest_first(project_rules), _newest_first(user_rules), _newest_first(knowledge)
 
 
-def summary_rule_entries(summary: str, *, session_key: str | None, now: datetime) -> list[tuple[Entry, bool]]:
+def summary_rule_entries(
+    summary: str, *, session_key: str | None, now: datetime, left_out: list[LeftOut] | None = None
+) -> list[tuple[Entry, bool]]:
     """The bullets of the summary's `## User preferences` that are this project's or user-level,
     each with whether it is user-level (it carries no project marker)."""
     entries: list[tuple[Entry, bool]] = []
@@ -344,26 +382,47 @@ def summary_rule_entries(summary: str, *, session_key: str | None, now: datetime
             continue
         if not inside or not _BULLET.match(line):
             continue
+        source = f"{paths.MEMORY_SUMMARY_FILE}:{number}"
         if text_is_for_other_project(line, session_key):
+            _leave_out(left_out, line, source, OTHER_PROJECT, marked_project_key(line) or "")
             continue
-        entry, _ = _entry(line, f"{paths.MEMORY_SUMMARY_FILE}:{number}", None, now)
+        entry, _ = _entry(line, source, None, now, left_out)
         if entry is not None:
             entries.append((entry, marked_project_key(line) is None))
     return entries
 
 
-def _entry(text: str, source: str, date: str | None, now: datetime) -> tuple[Entry | None, str | None]:
-    """The first line of a bullet, cleaned for reading; None when it is expired or empty."""
+def _entry(
+    text: str, source: str, date: str | None, now: datetime, left_out: list[LeftOut] | None = None
+) -> tuple[Entry | None, str | None]:
+    """The first line of a bullet, cleaned for reading; None when it is expired (then in
+    `left_out` when given) or empty."""
     first = _BULLET.sub("", text.split("\n", 1)[0]).strip()
     bare, meta = split_entry(first)
     if meta is not None and meta.expired(now):
+        _leave_out(left_out, text, source, EXPIRED, meta.expires.isoformat() if meta.expires else "")
         return None, meta.type
-    shown = _SCOPE_NOTE.sub("", _CITATION.sub("", bare)).strip()
+    shown = _readable(bare)
     if meta is not None and meta.reason and normalise(meta.reason) not in normalise(shown):
         shown = f"{shown} (why: {meta.reason})"
     if not shown:
         return None, None
     return Entry(shown, source, date), meta.type if meta is not None else None
+
+
+def _readable(bare: str) -> str:
+    """A bullet's text without its citations and scope notes (the headings say those)."""
+    return _SCOPE_NOTE.sub("", _CITATION.sub("", bare)).strip()
+
+
+def _leave_out(left_out: list[LeftOut] | None, text: str, source: str, reason: str, detail: str) -> None:
+    if left_out is None:
+        return
+    first = _BULLET.sub("", text.split("\n", 1)[0]).strip()
+    bare, _ = split_entry(first)
+    shown = _readable(bare) or first
+    if shown:
+        left_out.append(LeftOut(shown, source, reason, detail))
 
 
 def _sections_by_line(lines: list[str]) -> dict[int, str]:
@@ -418,11 +477,11 @@ def pending_notes(folder: SandboxedFolder, *, after_ns: int | None) -> list[Entr
 # -- the index ------------------------------------------------------------------------------------
 
 
-def summary_index(summary: str, *, cwd: str | None, session_key: str | None) -> str:
+def summary_index(summary: str, *, cwd: str | None, session_key: str | None, left_out: list[LeftOut] | None = None) -> str:
     """The summary for this session without its preferences (tier 1 has them): `## What's in
     Memory` first, the session project's `###` section leading, then the other level-two
     sections (tips, profile) in their order."""
-    text = summary_for_project(summary.strip(), session_key)
+    text = summary_for_project(summary, session_key, left_out=left_out)
     if not text:
         return ""
     lines = [line for line in text.split("\n") if line.strip() != paths.SUMMARY_VERSION_LINE and not _COMMENT.match(line)]
@@ -465,12 +524,14 @@ def _project_first(body: list[str], cwd: str | None, session_key: str | None) ->
     return [*preamble, *(line for block in [*current, *rest] for line in block)]
 
 
-def summary_for_project(summary: str, session_key: str | None) -> str:
-    """`summary` without the sections and bullets marked for a project other than `session_key`."""
+def summary_for_project(summary: str, session_key: str | None, *, left_out: list[LeftOut] | None = None) -> str:
+    """`summary` without the sections and bullets marked for a project other than `session_key`
+    (each dropped heading and bullet goes to `left_out` when given; a section's lines go with
+    its heading)."""
     kept: list[str] = []
     skipping_level: int | None = None  # inside a dropped `###` section of this heading level
     skipping_bullet = False
-    for line in summary.split("\n"):
+    for number, line in enumerate(summary.split("\n"), start=1):
         heading = _HEADING.match(line)
         if heading:
             level = len(heading.group("marks"))
@@ -478,8 +539,13 @@ def summary_for_project(summary: str, session_key: str | None) -> str:
             if skipping_level is not None and level > skipping_level:
                 continue
             skipping_level = None
-            if level >= 3 and text_is_for_other_project(heading.group("title"), session_key):
+            title = heading.group("title")
+            if level >= 3 and text_is_for_other_project(title, session_key):
                 skipping_level = level
+                _leave_out(
+                    left_out, f"the summary's section \"{title}\"", f"{paths.MEMORY_SUMMARY_FILE}:{number}", OTHER_PROJECT,
+                    marked_project_key(title) or "",
+                )
                 continue
             kept.append(line)
             continue
@@ -490,6 +556,7 @@ def summary_for_project(summary: str, session_key: str | None) -> str:
         skipping_bullet = False
         if _BULLET.match(line) and text_is_for_other_project(line, session_key):
             skipping_bullet = True
+            _leave_out(left_out, line, f"{paths.MEMORY_SUMMARY_FILE}:{number}", OTHER_PROJECT, marked_project_key(line) or "")
             continue
         kept.append(line)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()

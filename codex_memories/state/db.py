@@ -7,6 +7,11 @@ Contract:
   `BEGIN IMMEDIATE` (the write lock is taken up front, so two writers never deadlock on a lock
   upgrade) unless the connection carries the `READ_ONLY_OPTION` execution option, which gets a
   plain deferred `BEGIN` so readers never wait for writers.
+- `create_read_only_engine(url)` cannot write: a SQLite file is opened with `mode=ro` (never
+  created, its folder never made, its journal mode left as it is, every transaction a plain
+  `BEGIN`); a PostgreSQL session starts with `default_transaction_read_only`. For the commands
+  that only look (`status`, `doctor`, `show`). `sqlite_database_file(url)` is the file a SQLite
+  URL names (None for in-memory SQLite and other databases).
 - `is_transient_lock_error(exc)` says whether a failed transaction may simply be run again
   (SQLite busy/locked, PostgreSQL deadlock or serialization failure).
 - `writer_queue(engine)` is what a write transaction holds in this process before it begins:
@@ -20,9 +25,11 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
@@ -57,6 +64,36 @@ def create_engine_for_url(url: str | URL) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         return _create_sqlite_engine(parsed)
     return create_engine(parsed, pool_pre_ping=True)
+
+
+def sqlite_database_file(url: str | URL) -> Path | None:
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() != "sqlite" or _is_in_memory(parsed.database or ""):
+        return None
+    return Path(parsed.database or "").expanduser()
+
+
+def create_read_only_engine(url: str | URL) -> Engine:
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        # Every transaction of every session is read-only: the server refuses a write. Added to
+        # the URL's own `options` (a search_path, say), not in their place.
+        given = parsed.query.get("options") or ()
+        options = " ".join([*([given] if isinstance(given, str) else given), "-c default_transaction_read_only=on"])
+        return create_engine(parsed.update_query_dict({"options": options}), pool_pre_ping=True)
+    database = sqlite_database_file(parsed)
+    if database is None:
+        raise ValueError("an in-memory SQLite database has nothing to read")
+    # A URI, so that SQLite opens the file read-only and never creates it (a plain path with
+    # `mode=ro` in the URL would be taken as a file name).
+    uri = f"file:{quote(str(database.absolute()))}?mode=ro"
+
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_SECONDS, check_same_thread=False)
+
+    engine = create_engine("sqlite+pysqlite://", creator=connect)
+    _configure_sqlite(engine, lambda cursor: cursor.execute("PRAGMA query_only = ON"), lambda _connection: "BEGIN")
+    return engine
 
 
 def is_sqlite(engine: Engine) -> bool:
@@ -123,6 +160,23 @@ def _create_sqlite_engine(url: URL) -> Engine:
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, **kwargs)
 
+    def configure(cursor: Any) -> None:
+        if not in_memory:
+            _switch_to_wal(cursor)
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+
+    def begin(connection: Any) -> str:
+        return "BEGIN" if connection.get_execution_options().get(READ_ONLY_OPTION) else "BEGIN IMMEDIATE"
+
+    _configure_sqlite(engine, configure, begin)
+    return engine
+
+
+def _configure_sqlite(engine: Engine, configure: Callable[[Any], Any], begin: Callable[[Any], str]) -> None:
+    """Every new connection gets the busy timeout, then `configure(cursor)`; every transaction
+    starts with the statement `begin(connection)` names."""
+
     @event.listens_for(engine, "connect")
     def _configure_connection(dbapi_connection: Any, _record: Any) -> None:
         # Take BEGIN out of pysqlite's hands; the "begin" listener below issues it.
@@ -130,18 +184,10 @@ def _create_sqlite_engine(url: URL) -> Engine:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
-            if not in_memory:
-                _switch_to_wal(cursor)
-                cursor.execute("PRAGMA synchronous = NORMAL")
-            cursor.execute("PRAGMA foreign_keys = ON")
+            configure(cursor)
         finally:
             cursor.close()
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Any) -> None:
-        if connection.get_execution_options().get(READ_ONLY_OPTION):
-            connection.exec_driver_sql("BEGIN")
-        else:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return engine
+        connection.exec_driver_sql(begin(connection))

@@ -43,12 +43,20 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
 
 from codex_memories.scopes import project_key
-from codex_memories.state.db import READ_ONLY_OPTION, create_engine_for_url, is_transient_lock_error, writer_queue
-from codex_memories.state.migrations import upgrade_to_head
+from codex_memories.state.db import (
+    READ_ONLY_OPTION,
+    create_engine_for_url,
+    create_read_only_engine,
+    is_transient_lock_error,
+    sqlite_database_file,
+    writer_queue,
+)
+from codex_memories.state.migrations import current_revision, head_revision, is_known_revision, upgrade_to_head
 from codex_memories.state.models import (
     CitationHarvestRow,
     ForgetAuditRow,
@@ -109,6 +117,16 @@ _OUTPUT_COLUMNS = tuple(column.name for column in _outputs.columns)
 _SECONDS_PER_DAY = 86_400
 
 
+class StateDbNotCurrent(Exception):
+    """A state DB at another schema revision than this version's, met by a read-only open."""
+
+    def __init__(self, revision: str, head: str | None, *, older: bool) -> None:
+        consequence = "the next run upgrades it" if older else "a newer version of codex-memories wrote it"
+        super().__init__(f"its schema is at revision {revision}, this version's is {head}: {consequence}")
+        self.revision = revision
+        self.older = older
+
+
 class MemoryStore:
     """The state DB behind intent-named methods. Build it with `MemoryStore.open(url)`."""
 
@@ -125,6 +143,33 @@ class MemoryStore:
         engine = create_engine_for_url(url)
         try:
             upgrade_to_head(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        return cls(engine, clock=clock)
+
+    @classmethod
+    def open_read_only(cls, url: str, *, clock: Callable[[], float] = time.time) -> MemoryStore | None:
+        """Query behaviour (for the commands that only look: nothing is created, migrated or
+        written, not even a folder):
+        - None when there is no state DB yet: a SQLite file that does not exist (or in-memory
+          SQLite), a database without our schema (no run has used it);
+        - `StateDbNotCurrent` when the schema is at another revision than this version's (the
+          next command that writes migrates it);
+        - else a store whose reads work and whose writes fail (`create_read_only_engine`).
+        """
+        if make_url(url).get_backend_name() == "sqlite":
+            file = sqlite_database_file(url)
+            if file is None or not file.is_file():
+                return None
+        engine = create_read_only_engine(url)
+        try:
+            revision = current_revision(engine)
+            if revision is None:
+                engine.dispose()
+                return None
+            if revision != head_revision():
+                raise StateDbNotCurrent(revision, head_revision(), older=is_known_revision(revision))
         except BaseException:
             engine.dispose()
             raise

@@ -32,6 +32,17 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
+def is_known_revision(revision: str) -> bool:
+    """Whether `revision` is one of this version's (an older or the newest schema), not one of a
+    newer version's."""
+    from alembic.util import CommandError
+
+    try:
+        return ScriptDirectory.from_config(alembic_config()).get_revision(revision) is not None
+    except CommandError:
+        return False
+
+
 def current_revision(engine: Engine) -> str | None:
     with engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})

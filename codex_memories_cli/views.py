@@ -1,0 +1,307 @@
+"""`codex-memories status` and `codex-memories show`: what the pipeline did and what sessions get, in words.
+
+- `status [--json]`: where things are, then the sessions seen, extraction, memories, the last
+  consolidation and the tokens used, as sentences with dates (local time); no ownership
+  tokens, worker ids or epoch times. `--json` keeps the machine form (the store's
+  `StatusSummary` and the locations). A state DB no run has made yet is "no run yet", never a
+  row of zeros.
+- `show [--project DIR] [--why] [--json] [--budget N]`: what sessions in a folder get
+  (`read.memory_view.view_memory`, built on the read path's own decision): the rules of the
+  project and the user-level ones, the notes not yet consolidated, the project's other
+  knowledge, the index, the team memory; entries the SessionStart budget leaves to search are
+  marked. A footer counts what is not shown and why (another project's, expired, forgotten);
+  `--why` lists each.
+
+Both only look: the state DB is opened read-only (`runtime.read_only_store`), nothing is
+created (no state DB, no folder), and a Codex home that is not one is said, not made.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from codex_memories.settings import RuntimeConfig, SettingsOverrides
+from codex_memories_cli.errors import fail, say_error
+from codex_memories_cli.options import with_common_options
+
+if TYPE_CHECKING:
+    from codex_memories.read.memory_view import MemoryView, ShownEntry
+    from codex_memories.state.records import JobRecord, StatusSummary
+
+views_app = typer.Typer()
+console = Console(stderr=False, highlight=False)
+
+AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+# ---- status --------------------------------------------------------------------------------
+
+
+@views_app.command()
+@with_common_options
+def status(overrides: SettingsOverrides, as_json: AsJson = False) -> None:
+    """Where things are, and what the runs did so far, in words (--json: the machine form)."""
+    from codex_memories.codex_home import codex_home_problem
+    from codex_memories.runtime import read_only_store
+    from codex_memories.state.store import StateDbNotCurrent
+
+    config = overrides.load()
+    settings = config.settings
+    shown_url = display_url(settings.resolved_db_url)
+    try:
+        with read_only_store(settings.resolved_db_url) as store:
+            summary = store.status_summary() if store is not None else None
+    except StateDbNotCurrent as error:
+        fail(f"cannot read the state DB {shown_url}: {error}")
+    locations = {
+        "codex_home": str(settings.codex_home_path),
+        "db_url": shown_url,
+        "memory_root": settings.resolved_memory_root,
+        "memories_feature_enabled": config.memories.feature_enabled,
+    }
+    home_problem = codex_home_problem(settings.codex_home_path)
+    if as_json:
+        machine: dict[str, Any] = {"has_run": summary is not None, **(summary.model_dump(mode="json") if summary else {}), **locations}
+        if home_problem:
+            machine["codex_home_problem"] = home_problem
+        print(json.dumps(machine, indent=2))
+        return
+    for line in status_lines(config, summary, shown_url, home_problem, now=datetime.now().astimezone()):
+        console.print(line, markup=False, soft_wrap=True)
+
+
+def status_lines(
+    config: RuntimeConfig, summary: StatusSummary | None, shown_url: str, home_problem: str | None, *, now: datetime
+) -> list[str]:
+    """The words of `status` (module docstring)."""
+    from codex_memories.codex_home import CODEX_HOME_HINT
+
+    settings = config.settings
+    root = settings.resolved_memory_root
+    lines = [
+        f"Codex home:     {settings.codex_home_path}",
+        f"state DB:       {shown_url}",
+        f"memory folder:  {root}" + ("" if "://" in root or Path(root).expanduser().is_dir() else "  (not made yet)"),
+        "Codex's own memory feature: " + ("ON (see `codex-memories doctor`)" if config.memories.feature_enabled else "off"),
+        *([f"warning: {home_problem} ({CODEX_HOME_HINT})"] if home_problem else []),
+        "",
+    ]
+    if summary is None:
+        lines.append("No run yet: there is no state DB. `codex-memories run` reads your sessions and writes the memory folder.")
+        return lines
+    modes = summary.threads_by_memory_mode
+    seen = sum(modes.values())
+    if not seen:
+        lines.append(f"Sessions:       none found yet under {settings.codex_home_path}")
+    else:
+        extra = [
+            f"{count} {label}"
+            for count, label in (
+                (summary.archived_threads, "archived"),
+                (summary.missing_threads, "whose file is gone"),
+                (modes.get("disabled", 0), "with memory disabled"),
+                (modes.get("polluted", 0), "left out for external context"),
+            )
+            if count
+        ]
+        lines.append(f"Sessions:       {seen} seen" + (f" ({', '.join(extra)})" if extra else ""))
+    stage1 = summary.jobs_by_kind_and_status.get("memory_stage1", {})
+    lines.append("Extraction:     " + (_job_counts(stage1) if stage1 else "nothing extracted yet"))
+    lines.append(
+        f"Memories:       {summary.stage1_outputs} extracted, {summary.selected_for_phase2} in the memory folder's last consolidation"
+    )
+    lines.append("Consolidation:  " + consolidation_sentence(summary.last_phase2_job, settings.phase2_cooldown_seconds, now=now))
+    total = summary.token_totals.get("total_tokens", 0)
+    if total:
+        by_kind = {
+            label: summary.token_totals_by_kind.get(kind, {}).get("total_tokens", 0)
+            for kind, label in (("memory_stage1", "extraction"), ("memory_consolidate_global", "consolidation"))
+        }
+        parts = ", ".join(f"{label} {count:,}" for label, count in by_kind.items() if count)
+        lines.append(f"Tokens used:    {total:,}" + (f" ({parts})" if parts else ""))
+    else:
+        lines.append("Tokens used:    none reported (the offline heuristic provider uses none)")
+    return lines
+
+
+def _job_counts(by_status: dict[str, int]) -> str:
+    labels = {"done": "done", "running": "running now", "pending": "waiting", "error": "failed (retried by later runs while retries remain)"}
+    parts = [f"{by_status[status]} {label}" for status, label in labels.items() if by_status.get(status)]
+    parts += [f"{count} {status}" for status, count in by_status.items() if status not in labels and count]
+    return ", ".join(parts) or "nothing extracted yet"
+
+
+def consolidation_sentence(job: JobRecord | None, cooldown_seconds: int, *, now: datetime) -> str:
+    """The global phase-2 job in words: when it last consolidated, whether it runs or failed,
+    when the next one may start."""
+    if job is None:
+        return "not run yet"
+    moment = now.timestamp()
+    if job.status == "running" and job.lease_until is not None:
+        if job.lease_until > moment:
+            return f"running since {when(job.started_at)}"
+        return f"interrupted (started {when(job.started_at)}); the next run takes it over"
+    if job.last_error:
+        retry = f"; the next attempt after {when(job.retry_at)}" if job.retry_at and job.retry_at > moment else ""
+        return f"last attempt {when(job.finished_at)} ended {job.last_error.replace('_', ' ')}{retry}"
+    if job.finished_at is None:
+        if job.last_success_watermark:  # it succeeded, and memories arrived while it ran
+            return "new memories arrived during the last one; the next run consolidates them"
+        return "not run yet"
+    sentence = f"last {when(job.finished_at)}"
+    ready = job.finished_at + cooldown_seconds
+    if ready > moment:
+        sentence += f"; the next not before {when(ready)} (cooldown; `codex-memories phase2 --force` skips it)"
+    waiting = (job.input_watermark or 0) > (job.last_success_watermark or 0)
+    if waiting:
+        sentence += "; new memories wait for it"
+    return sentence
+
+
+def when(seconds: int | float | None) -> str:
+    """A moment as a local date and time, to the minute."""
+    if seconds is None:
+        return "an unknown time"
+    return datetime.fromtimestamp(seconds).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def display_url(url: str) -> str:
+    """A DB URL without its password, for printing."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+# ---- show ----------------------------------------------------------------------------------
+
+
+@views_app.command()
+@with_common_options
+def show(
+    overrides: SettingsOverrides,
+    project: Annotated[
+        Optional[Path], typer.Option("--project", help="A folder of the project (default: the current folder).", show_default=False)
+    ] = None,
+    why: Annotated[bool, typer.Option("--why", help="List what is not shown here, and why.")] = False,
+    budget: Annotated[
+        Optional[int], typer.Option("--budget", min=1, help="SessionStart token budget (default: setting session_start_budget_tokens).")
+    ] = None,
+    as_json: AsJson = False,
+) -> None:
+    """What sessions in a folder get from the memory: rules, notes, knowledge, the index; and what not, and why."""
+    from codex_memories.read.memory_view import view_memory
+    from codex_memories.runtime import read_only_store
+    from codex_memories.state.store import StateDbNotCurrent
+    from codex_memories_cli.memory import _local_memory_root
+
+    config = overrides.load()
+    root = _local_memory_root(config, "show")
+    folder = (project or Path.cwd()).expanduser().absolute()
+    if not folder.is_dir():
+        # A project of another machine (the demo's sessions, a teammate's path) is a fair
+        # question, and a typo must not pass for an answer: said, on stderr.
+        say_error(f"note: {folder} is not a folder on this machine; showing what a session started there would get")
+    try:
+        with read_only_store(config.settings.resolved_db_url) as store:
+            audit = store.list_forget_audit() if store is not None else []
+    except StateDbNotCurrent as error:
+        fail(f"cannot read the state DB {display_url(config.settings.resolved_db_url)}: {error}")
+    try:
+        view = view_memory(
+            root, cwd=str(folder), budget_tokens=budget or config.settings.session_start_budget_tokens, forgotten=audit,
+            recorded_project_keys=recorded_project_keys(config),
+        )
+    except (OSError, UnicodeDecodeError) as error:
+        fail(f"cannot read the memory folder {root}: {error}")
+    if as_json:
+        print(json.dumps(view.as_json(), indent=2, ensure_ascii=False))
+        return
+    for line in render_view(view, why=why):
+        console.print(line, soft_wrap=True)
+
+
+def recorded_project_keys(config: RuntimeConfig) -> dict[str, str]:
+    """The folders-to-projects map phase 1 recorded in the configured Codex home: what the hooks
+    of a session under that home see, whatever this process's `CODEX_HOME` says."""
+    from codex_memories import paths
+    from codex_memories.scopes import read_recorded_project_keys
+
+    return read_recorded_project_keys(paths.recorded_project_keys_path(config.settings.codex_home_path))
+
+
+def render_view(view: MemoryView, *, why: bool) -> list[Text]:
+    """The terminal form of `show` (module docstring)."""
+    project = f" (project {view.project})" if view.project and view.project != view.cwd else ""
+    lines = [Text(f"What sessions in {view.cwd} get{project}", style="bold")]
+    if not view.folder_exists:
+        lines.append(Text(f"No memory folder yet at {view.memory_root}: `codex-memories run` makes it."))
+    else:
+        lines.append(
+            Text(
+                f"From {view.memory_root}; their opening text is {view.session_start_tokens:,} of {view.budget_tokens:,} tokens.",
+                style="dim",
+            )
+        )
+    sections = (
+        ("Rules for this project", view.project_rules),
+        ("Rules for all your projects", view.user_rules),
+        ("Notes you added, not yet consolidated", view.notes),
+        ("Also remembered about this project", view.knowledge),
+    )
+    for title, entries in sections:
+        if entries:
+            lines += [Text(""), Text(title, style="bold")]
+            lines += [_entry_line(entry) for entry in entries]
+    if view.index:
+        given = view.index[: len(view.index) - view.index_lines_cut]
+        lines += [Text(""), Text("Summary (memory_summary.md, for this project)", style="bold")]
+        lines += [Text(f"  {line}" if line else "") for line in given]
+        if view.index_lines_cut:
+            lines.append(Text(f"  [{view.index_lines_cut} more line(s) over the budget: search finds them]", style="yellow"))
+    if view.team_memory is not None:
+        team = view.team_memory
+        dropped = f"; {len(team.dropped)} dropped ({'; '.join(team.dropped)})" if team.dropped else ""
+        lines += [Text(""), Text("Team memory", style="bold"), Text(f"  {team.lines_given} line(s) from {team.source}{dropped}")]
+    if view.folder_exists and not view.entries and not view.index and view.team_memory is None:
+        lines += [Text(""), Text("Nothing in the memory is for sessions here.")]
+    lines += _not_shown(view, why=why)
+    return lines
+
+
+def _entry_line(entry: ShownEntry) -> Text:
+    line = Text("  - ")
+    line.append(entry.text)
+    line.append(f"  ({entry.source}{', ' + entry.date if entry.date else ''})", style="dim")
+    if not entry.in_session_start:
+        line.append("  [over the budget: search finds it]", style="yellow")
+    return line
+
+
+def _not_shown(view: MemoryView, *, why: bool) -> list[Text]:
+    other = [item for item in view.left_out if item.reason == "other_project"]
+    expired = [item for item in view.left_out if item.reason == "expired"]
+    counts = [
+        f"{len(other)} line(s) of other projects" if other else "",
+        f"{len(expired)} expired" if expired else "",
+        f"{len(view.forgotten)} forgotten" if view.forgotten else "",
+    ]
+    said = [count for count in counts if count]
+    if not said:
+        return []
+    if not why:
+        return [Text(""), Text(f"Not shown here: {', '.join(said)} (--why lists them).", style="dim")]
+    lines = [Text(""), Text(f"Not shown here: {', '.join(said)}", style="bold")]
+    for item in other:
+        lines.append(Text(f"  - another project's ({item.detail}): {item.text}  ({item.source})"))
+    for item in expired:
+        lines.append(Text(f"  - expired after {item.detail}: {item.text}  ({item.source})"))
+    for forgotten in view.forgotten:
+        lines.append(Text(f"  - {forgotten.kind} {when(forgotten.at)}: {forgotten.target} ({forgotten.reason})"))
+    return lines
