@@ -114,6 +114,13 @@ def _stop_transcript_worker() -> None:
     prefetch = sys.modules.get("codex_memories.extract.prefetch")
     if prefetch is not None:
         prefetch.stop_transcript_pool()
+    # The pool's queues hold named semaphores that only their finalizers unlink; `os._exit` skips
+    # them, and multiprocessing's resource tracker then unlinks them itself and prints a
+    # "leaked semaphore objects" warning under our one-line message. Run those finalizers here,
+    # as a normal exit would.
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None:
+        mp_util._run_finalizers(0)
 
 
 @contextmanager

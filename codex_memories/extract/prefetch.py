@@ -101,13 +101,27 @@ def stop_transcript_pool() -> None:
         pool, _pool = _pool, None
     if pool is None:
         return
-    for process in list(getattr(pool, "_processes", {}).values()):
+    processes = list(getattr(pool, "_processes", {}).values())
+    for process in processes:
         process.terminate()
+    for process in processes:  # its finalizers take milliseconds; a stuck one is not waited for
+        process.join(timeout=0.5)
     pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _end_worker)
+
+
+def _end_worker(signum: int, frame: object) -> None:
+    """`stop_transcript_pool`'s terminate: end now, after the finalizers that unlink the named
+    semaphores this worker made (left to multiprocessing's resource tracker, they come back as a
+    "leaked semaphore objects" warning on the user's terminal)."""
+    from multiprocessing import util
+
+    util._run_finalizers(0)
+    os._exit(128 + signum)
 
 
 def _worker_process() -> ProcessPoolExecutor | None:

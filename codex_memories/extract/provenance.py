@@ -13,7 +13,7 @@ Contract:
   Han, Hiragana or Katakana character is a unit of its own (those scripts do not separate words
   with spaces). Punctuation, markup and spacing are not units, so quoting, bulleting or
   re-wrapping a sentence does not hide where it came from; nor are names (paths, file names,
-  versions, identifiers: `_NAME`), which say what a line is about, not who wrote it.
+  versions, identifiers: `_NAME_RUN`), which say what a line is about, not who wrote it.
 - `session_texts(items)`: the text of a session by origin (`ItemOrigin`, decided once for the
   stage-1 input's spotlighting by `ingest.rollouts.item_origin`): the user's messages
   (`user`; Codex's harness parts of them are `tool_output`, except its environment context,
@@ -87,12 +87,20 @@ _IDENTIFIER_KEYS = frozenset({"from", "type", "call_id", "id", "status", "name",
 # `DATABASE_URL`, `cwd=/x`, `tests/test_api.py::test_retry`). A name says where a line is about,
 # not who wrote it: the same path is in the tool's output, the agent's command and the memory's
 # own headings, so it is not compared (nor counted).
-_NAME = re.compile(r"[A-Za-z0-9_.:/\\~=@+%-]*(?:[/\\]|[A-Za-z0-9][.:][A-Za-z0-9]|_|[A-Za-z0-9]=)[A-Za-z0-9_.:/\\~=@+%-]*")
+# Matched as a maximal run of name characters, then tested for a mark: one regex with both
+# (`[...]*(?:mark)[...]*`) backtracks quadratically on a long run without a mark (a 100 KB `cwd`
+# took minutes).
+_NAME_RUN = re.compile(r"[A-Za-z0-9_.:/\\~=@+%-]+")
+_NAME_MARK = re.compile(r"[/\\]|[A-Za-z0-9][.:][A-Za-z0-9]|_|[A-Za-z0-9]=")
+
+
+def _unnamed(text: str) -> str:
+    return _NAME_RUN.sub(lambda run: " " if _NAME_MARK.search(run.group()) else run.group(), text)
 
 
 def units(text: str) -> list[str]:
     folded = unicodedata.normalize("NFKC", _FORMAT_CHARACTERS.sub("", text.replace(DATAMARK, " "))).casefold()
-    return _UNIT.findall(_NAME.sub(" ", folded))
+    return _UNIT.findall(_unnamed(folded))
 
 
 # -- the session's text by origin -----------------------------------------------------------------

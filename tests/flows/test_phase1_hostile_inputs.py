@@ -192,17 +192,20 @@ def write_shaped_session(home: Path, index: int, lines: list[bytes]) -> None:
 
 
 def run_phase1(root: Path):
+    from codex_memories_flows.flow_runs import report_of
     from codex_memories_flows.phase1 import phase1
 
-    return phase1(
+    # A run with a failed extraction ends Partial (a failed-type state): read its report from the state.
+    return report_of(phase1(
+        return_state=True,
         overrides=SettingsOverrides(
             codex_home=str(root / "codex_home"),
             db_url=f"sqlite:///{root / 'state.sqlite'}",
             memory_root=str(root / "memories"),
             provider="heuristic",
             max_rollouts_per_startup=128,
-        )
-    )
+        ),
+    ))
 
 
 @settings(
