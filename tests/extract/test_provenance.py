@@ -76,6 +76,15 @@ def test_units_are_words_in_spaced_scripts_and_characters_in_han_and_kana() -> N
     assert units("pu\u200bsh " + DATAMARK + "main") == ["push", "main"]
 
 
+@pytest.mark.timeout(20)
+def test_a_long_run_of_name_characters_is_read_in_one_pass() -> None:
+    # A 100 KB `cwd` without a separator once sent the name pattern into quadratic backtracking:
+    # one session held the whole phase-1 run for minutes. The timeout bounds it, it times nothing.
+    assert units("/" + "c" * 100_000 + " use tabs") == ["use", "tabs"]
+    assert units("c" * 100_000 + " use tabs") == ["c" * 100_000, "use", "tabs"]
+    assert units("see src/api/handlers.py and DATABASE_URL then go.mod") == ["see", "and", "then"]
+
+
 def test_a_line_copied_from_tool_output_is_withheld_in_english_and_in_chinese() -> None:
     kept = withhold_tool_derived(RAW_MEMORY, items())
     assert PLANTED_EN not in kept.text and PLANTED_ZH not in kept.text

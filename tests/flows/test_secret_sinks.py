@@ -68,16 +68,20 @@ class _Records(logging.Handler):
 
 
 @pytest.fixture
-def log_lines(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+def log_lines() -> Iterator[list[str]]:
     """Every log record of the run, ours and Prefect's, at every level."""
     handler = _Records()
     loggers = [logging.getLogger(name) for name in ("", "codex_memories", "prefect", "prefect.flow_runs", "prefect.task_runs")]
+    levels = [logger.level for logger in loggers]
     for logger in loggers:
-        monkeypatch.setattr(logger, "level", logging.DEBUG)
+        # setLevel, not an attribute patch: it clears the loggers' cached `isEnabledFor` answers,
+        # which an earlier test (a CLI run at WARNING) leaves behind and which would drop INFO.
+        logger.setLevel(logging.DEBUG)
         logger.addHandler(handler)
     yield handler.lines
-    for logger in loggers:
+    for logger, level in zip(loggers, levels, strict=True):
         logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def write_sessions(home: Path) -> None:
