@@ -46,7 +46,7 @@ ENV_ALIASES: dict[str, tuple[str, ...]] = {
     "s3_endpoint_url": (f"{ENV_PREFIX}S3_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
 }
 
-# The state DB's backends (README, "Settings"): SQLite by default, PostgreSQL for teams, with any
+# The state DB's backends (docs/settings.md): SQLite by default, PostgreSQL for teams, with any
 # driver SQLAlchemy knows for them. Anything else is a bad setting at load time, not a driver
 # import error or an unparsable URL in the middle of a run.
 DB_URL_SHAPE = re.compile(r"^(?:sqlite|postgresql|postgres)(?:\+\w+)?://")

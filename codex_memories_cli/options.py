@@ -64,7 +64,7 @@ Local = Annotated[
     bool,
     typer.Option(
         "--local",
-        help="Run the flow in this process, even when `codex-memories serve` is up to take it (see README, serve).",
+        help="Run the flow in this process, even when `codex-memories serve` is up to take it (see docs/deployments.md).",
     ),
 ]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect's logs.")]
