@@ -105,6 +105,7 @@ def uninstall(
     from codex_memories.codex_home import uninstall as uninstall_from
 
     config = overrides.load()
+    require_codex_home(config)  # a mistyped home holds nothing of ours to remove
     try:
         report = uninstall_from(config.settings.codex_home_path.absolute(), dry_run, codex_binary=codex_binary)
     except CodexHomeError as error:

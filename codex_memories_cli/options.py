@@ -102,7 +102,7 @@ def with_common_options(command: Command) -> Command:
 
 def require_codex_home(config: RuntimeConfig) -> None:
     """For the commands that read the sessions (`run`, `phase1`, `backfill`, `serve`) or write
-    into the Codex home (`install`): a Codex home that is not one (a mistyped `CODEX_HOME`) is a
+    into the Codex home (`install`, `uninstall`): a Codex home that is not one (a mistyped `CODEX_HOME`) is a
     bad setting, one line and exit 2, before anything is written. Otherwise a run would find no
     session, report success and leave an empty memory folder and a state DB in the wrong place,
     and `install` would write hooks Codex never runs."""

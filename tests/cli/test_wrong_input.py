@@ -69,7 +69,7 @@ def codex_home_with_config(tmp_path: Path) -> Path:
 # ---- a mistyped Codex home -------------------------------------------------------------------
 
 
-WRITERS = [["run"], ["phase1"], ["backfill"], ["serve", "--port", "1"], ["install"], ["install", "--dry-run"]]
+WRITERS = [["run"], ["phase1"], ["backfill"], ["serve", "--port", "1"], ["install"], ["install", "--dry-run"], ["uninstall"]]
 
 
 @pytest.mark.parametrize("command", WRITERS, ids=lambda command: " ".join(command))
