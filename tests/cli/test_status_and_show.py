@@ -112,7 +112,7 @@ def test_show_marks_what_the_session_start_budget_leaves_to_search(world) -> Non
     assert f"[{small['index_lines_cut']} more line(s) over the budget: search finds them]" in text
 
 
-def test_show_lists_a_new_note_at_once_and_a_forget_with_its_text(world, tmp_path: Path) -> None:
+def test_show_lists_a_new_note_at_once_and_a_forget_without_its_text(world, tmp_path: Path) -> None:
     home = copy_of(world, tmp_path)
     repo_b = world[2]
 
@@ -126,7 +126,9 @@ def test_show_lists_a_new_note_at_once_and_a_forget_with_its_text(world, tmp_pat
     assert "Remember that the staging DB is read-only." in notes
     assert LINT_RULE not in shown.split("Not shown here:", 1)[0]
     [forgotten] = [line for line in shown.splitlines() if line.startswith("  - lines forgotten ")]
-    assert "make lint" in forgotten and DATE.search(forgotten)
+    # The forget's audit keeps no forgotten text (a forgotten code name must not survive in the
+    # record of its forgetting): the view says when, and how long the text was.
+    assert "make lint" not in forgotten and "a text of 9 characters" in forgotten and DATE.search(forgotten)
 
 
 def test_show_of_a_folder_that_is_not_on_this_machine_answers_and_says_so(world, tmp_path: Path) -> None:
