@@ -134,6 +134,18 @@ def test_uninstall_removes_exactly_our_hooks_and_the_launcher(home: Path, comman
     assert not uninstall(home, codex_binary=no_codex(tmp_path)).changed
 
 
+def test_uninstall_after_an_install_into_a_home_without_hooks_leaves_no_hooks_file(home: Path, command: Path, tmp_path: Path) -> None:
+    assert not hooks_path(home).exists()
+    installed(home, command, tmp_path)
+    assert hooks_path(home).is_file()
+
+    report = uninstall(home, codex_binary=no_codex(tmp_path))
+
+    assert not hooks_path(home).exists()  # not an empty `{"hooks": {}}` left behind
+    assert report.backup is not None and json.loads(report.backup.read_text(encoding="utf-8"))["hooks"]
+    assert not uninstall(home, codex_binary=no_codex(tmp_path)).changed
+
+
 def test_a_malformed_hooks_file_is_refused_and_left_alone(home: Path, command: Path, tmp_path: Path) -> None:
     hooks_path(home).write_text("{ not json", encoding="utf-8")
     with pytest.raises(CodexHomeError, match="not valid JSON"):
