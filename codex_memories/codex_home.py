@@ -280,13 +280,19 @@ def _apply_hooks(path: Path, before: dict[str, Any] | None, after: dict[str, Any
         return
     if before is None and not after.get("hooks"):
         return
-    report.changes.append(what)
+    # Nothing left (only our hooks were in it): the file goes rather than stay as an empty
+    # `{"hooks": {}}`, which Codex reads as no file; the backup keeps it like every edit.
+    emptied = not after.get("hooks") and set(after) <= {"hooks"}
+    report.changes.append(f"remove {path}: only our hooks were in it" if emptied else what)
     if report.dry_run:
         return
     if before is not None:
         report.backup = backup_file(path)
         report.notes.append(f"the previous {path.name} is kept as {report.backup}")
-    write_json_atomically(path, after)
+    if emptied:
+        path.unlink()
+    else:
+        write_json_atomically(path, after)
 
 
 # -- the MCP server ------------------------------------------------------------------------------------
@@ -489,17 +495,7 @@ def uninstall(codex_home: Path, dry_run: bool = False, *, codex_binary: Path | N
     path = hooks_path(codex_home)
     before = read_hooks_file(path)
     if before is not None:
-        after = without_our_hooks(before)
-        if before != after and not after.get("hooks") and set(after) <= {"hooks"}:
-            # Only our hooks were in it: the file goes (as `install` found no file, or an empty
-            # one, which Codex reads the same), kept as a backup like every edit.
-            report.changes.append(f"remove {path}: only our hooks were in it")
-            if not dry_run:
-                report.backup = backup_file(path)
-                report.notes.append(f"the previous {path.name} is kept as {report.backup}")
-                path.unlink()
-        else:
-            _apply_hooks(path, before, after, report, f"remove our hooks from {path}")
+        _apply_hooks(path, before, without_our_hooks(before), report, f"remove our hooks from {path}")
         _edit_trust(
             codex_home, report, f"remove Codex's trust records of our hooks from {codex_home / paths.CODEX_CONFIG_FILE}",
             add=[], remove_ours_of=[before],

@@ -67,7 +67,7 @@ from codex_memories.scopes import (
     text_is_for_other_project,
 )
 from codex_memories.settings_sources import SESSION_START_BUDGET
-from codex_memories.typed_entries import normalise, split_entry
+from codex_memories.typed_entries import EntryMeta, normalise, split_entry
 
 READ_PATH_TEMPLATE = "read_path"
 DEFAULT_SESSION_START_BUDGET_TOKENS = SESSION_START_BUDGET.default
@@ -397,8 +397,7 @@ def _entry(
 ) -> tuple[Entry | None, str | None]:
     """The first line of a bullet, cleaned for reading; None when it is expired (then in
     `left_out` when given) or empty."""
-    first = _BULLET.sub("", text.split("\n", 1)[0]).strip()
-    bare, meta = split_entry(first)
+    _, bare, meta = _first_line(text)
     if meta is not None and meta.expired(now):
         _leave_out(left_out, text, source, EXPIRED, meta.expires.isoformat() if meta.expires else "")
         return None, meta.type
@@ -410,6 +409,14 @@ def _entry(
     return Entry(shown, source, date), meta.type if meta is not None else None
 
 
+def _first_line(text: str) -> tuple[str, str, EntryMeta | None]:
+    """A bullet's first line without its marker, that line without its `{memory: ...}` suffix,
+    and the suffix's fields."""
+    first = _BULLET.sub("", text.split("\n", 1)[0]).strip()
+    bare, meta = split_entry(first)
+    return first, bare, meta
+
+
 def _readable(bare: str) -> str:
     """A bullet's text without its citations and scope notes (the headings say those)."""
     return _SCOPE_NOTE.sub("", _CITATION.sub("", bare)).strip()
@@ -418,8 +425,7 @@ def _readable(bare: str) -> str:
 def _leave_out(left_out: list[LeftOut] | None, text: str, source: str, reason: str, detail: str) -> None:
     if left_out is None:
         return
-    first = _BULLET.sub("", text.split("\n", 1)[0]).strip()
-    bare, _ = split_entry(first)
+    first, bare, _ = _first_line(text)
     shown = _readable(bare) or first
     if shown:
         left_out.append(LeftOut(shown, source, reason, detail))
