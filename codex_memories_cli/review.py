@@ -12,7 +12,7 @@ stderr, exit 2, nothing changed. No proposal waiting is exit 1.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -107,9 +107,36 @@ def _resume_paused_run(config: RuntimeConfig, flow_run_id: str, *, approve: bool
         try:
             with get_client(sync_client=True) as client:
                 run = client.read_flow_run(UUID(flow_run_id))
+                if run.state is None or not run.state.is_paused():
+                    return False
+                _wait_for_the_form(client, run)
         except (ObjectNotFound, httpx.HTTPError, ValueError):
-            return False
-        if run.state is None or not run.state.is_paused():
             return False
         resume_flow_run(UUID(flow_run_id), run_input={"approve": approve, "comment": comment})
     return True
+
+
+# Prefect marks a run Paused first and stores the form of its input a moment later; a decision
+# sent in between is refused by the server ("Run input schema not found").
+FORM_WAIT_SECONDS = 30.0
+
+
+def _wait_for_the_form(client: Any, run: Any) -> None:
+    """Wait (bounded) until the paused run's input form is stored, so the decision is accepted;
+    past the bound, resume_flow_run reports the server's reason."""
+    import time
+
+    from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
+    from prefect.input.run_input import keyset_from_paused_state
+
+    key = keyset_from_paused_state(run.state)["schema"]
+    deadline = time.monotonic() + FORM_WAIT_SECONDS
+    while True:
+        try:
+            client.read_flow_run_input(run.id, key)
+            return
+        except (ObjectNotFound, PrefectHTTPStatusError) as error:
+            response = getattr(error, "response", None)
+            if (response is not None and response.status_code != 404) or time.monotonic() >= deadline:
+                return
+        time.sleep(0.2)
