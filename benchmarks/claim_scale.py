@@ -14,28 +14,25 @@ Each query runs `--repeats` times after one warm-up; the median is reported, wit
 t(100k) / t(10k) (goal <= 2: index-bounded, no full scan). EXPLAIN (SQLite `EXPLAIN QUERY PLAN`,
 PostgreSQL `EXPLAIN (ANALYZE, BUFFERS)`) of the SQL each method sends is printed for the largest N.
 
-    .venv/bin/python benchmarks/claim_scale.py [--sizes 10000 100000] [--repeats 7] [--update-readme]
+    .venv/bin/python -m benchmarks.claim_scale [--sizes 10000 100000] [--repeats 7] [--update-readme]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import psycopg  # noqa: E402
-from _common import machine_description, markdown_table, median, scratch_dir, spread, update_readme_section  # noqa: E402
-from sqlalchemy import event, insert, text, update  # noqa: E402
+import psycopg
+from sqlalchemy import event, insert, text, update
 
-from codex_memories.settings import INTERACTIVE_SESSION_SOURCES  # noqa: E402
-from codex_memories.state.models import JobRow, Stage1OutputRow, ThreadRow  # noqa: E402
-from codex_memories.state.store import MemoryStore  # noqa: E402
+from benchmarks.support import machine_description, markdown_table, median, scratch_dir, spread, update_readme_section
+from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
+from codex_memories.state.models import JobRow, Stage1OutputRow, ThreadRow
+from codex_memories.state.store import MemoryStore
 
 POSTGRES_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 ANALYSIS = """\
@@ -278,7 +275,7 @@ def main() -> None:
         update_readme_section(
             "claim_scale",
             "## Claim and selection at scale (`claim_scale.py`)\n\n"
-            f"Command: `.venv/bin/python benchmarks/claim_scale.py --repeats {arguments.repeats} --update-readme`\n\n"
+            f"Command: `.venv/bin/python -m benchmarks.claim_scale --repeats {arguments.repeats} --update-readme`\n\n"
             f"Machine: {machine_description()}\n\n{table}\n\n{ANALYSIS}\nQuery plans at N = {large:,}:\n\n```\n{plan_text}\n```\n",
         )
 

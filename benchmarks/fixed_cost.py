@@ -22,7 +22,7 @@ fresh state DB and memory root (so each extracts all 64 sessions):
 (e) baseline: a bare Prefect flow run (a no-op `@flow`) in a fresh process against the same server.
 Goal: (d) <= 3 s; (c) and (d') are stated.
 
-    .venv/bin/python benchmarks/fixed_cost.py [--sessions 64] [--repeats 3] [--update-readme]
+    .venv/bin/python -m benchmarks.fixed_cost [--sessions 64] [--repeats 3] [--update-readme]
 """
 
 from __future__ import annotations
@@ -41,9 +41,8 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402 - the path above makes the sibling module importable
+from benchmarks.phase1_efficiency import write_sessions
+from benchmarks.support import (
     REPO_ROOT,
     machine_description,
     markdown_table,
@@ -52,9 +51,7 @@ from _common import (  # noqa: E402 - the path above makes the sibling module im
     spread,
     update_readme_section,
 )
-from phase1_efficiency import write_sessions  # noqa: E402
-
-from codex_memories_cli.handoff import SOCKET_FILE  # noqa: E402 - after the path set-up, like the above
+from codex_memories_cli.handoff import SOCKET_FILE
 
 SECTION = "fixed_cost"
 PYTHON = sys.executable
@@ -264,7 +261,7 @@ def main() -> None:
             "`codex-memories phase1` at zero model latency: with no Prefect server, handed to a running `codex-memories serve`, "
             "and with `--local` against serve's server, against `python -c pass` and a bare Prefect flow run in the same run. "
             "See the script's docstring.\n\n"
-            f"Command: `.venv/bin/python benchmarks/fixed_cost.py --sessions {args.sessions} --repeats {args.repeats} --update-readme`\n\n"
+            f"Command: `.venv/bin/python -m benchmarks.fixed_cost --sessions {args.sessions} --repeats {args.repeats} --update-readme`\n\n"
             f"Machine: {machine_description()}\n\n"
         )
         update_readme_section(SECTION, header + body, after="phase1_efficiency_analysis")

@@ -30,7 +30,7 @@
 
 All data lives in a temp dir under benchmarks/.work and is deleted at the end.
 
-    .venv/bin/python benchmarks/ingest.py [--total-mb 200] [--big-mb 500] [--repeats 3] [--update-readme]
+    .venv/bin/python -m benchmarks.ingest [--total-mb 200] [--big-mb 500] [--repeats 3] [--update-readme]
 """
 
 from __future__ import annotations
@@ -46,9 +46,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402 - the path above makes the sibling module importable
+from benchmarks.support import (
     REPO_ROOT,
     machine_description,
     markdown_table,
@@ -463,7 +461,7 @@ def main() -> None:
     print(body)
     if args.update_readme:
         command = (
-            f".venv/bin/python benchmarks/ingest.py --total-mb {args.total_mb} --big-mb {args.big_mb} "
+            f".venv/bin/python -m benchmarks.ingest --total-mb {args.total_mb} --big-mb {args.big_mb} "
             f"--repeats {args.repeats} --update-readme"
         )
         header = (

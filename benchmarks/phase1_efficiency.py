@@ -28,7 +28,7 @@ received to the last extraction finished. The slot turnaround is, per freed slot
 answer sent to the next request received (`_turnarounds`): the window's loss against the ideal is
 made of these gaps.
 
-    .venv/bin/python benchmarks/phase1_efficiency.py [--rollouts 200] [--latency 0.5] [--repeats 3] [--server process|thread] [--update-readme]
+    .venv/bin/python -m benchmarks.phase1_efficiency [--rollouts 200] [--latency 0.5] [--repeats 3] [--server process|thread] [--update-readme]
 """
 
 from __future__ import annotations
@@ -45,9 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402 - the path above makes the sibling module importable
+from benchmarks.support import (
     REPO_ROOT,
     machine_description,
     markdown_table,
@@ -58,7 +56,7 @@ from _common import (  # noqa: E402 - the path above makes the sibling module im
     update_readme_section,
 )
 
-from codex_memories.settings import SettingsOverrides  # noqa: E402 - after the path fix above
+from codex_memories.settings import SettingsOverrides
 
 CONCURRENCY = 8
 MAX_CLAIMS_PER_RUN = 128  # the clamp of Codex's max_rollouts_per_startup
@@ -131,7 +129,7 @@ class _ServerProcess:
         self.record = record
         self._read = 0
         self._process = subprocess.Popen(
-            [sys.executable, __file__, "--model-server", "--latency", str(latency), "--output", str(record)],
+            [sys.executable, "-m", "benchmarks.phase1_efficiency", "--model-server", "--latency", str(latency), "--output", str(record)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO_ROOT, text=True,
         )
         assert self._process.stdout is not None
@@ -487,7 +485,7 @@ def run_repetition(rollouts: int, latency: float, server_mode: str, whole_run_pa
         output = work / "result.json"
         try:
             completed = subprocess.run(
-                [sys.executable, __file__, "--child", "--rollouts", str(rollouts), "--latency", str(latency),
+                [sys.executable, "-m", "benchmarks.phase1_efficiency", "--child", "--rollouts", str(rollouts), "--latency", str(latency),
                  "--work", str(work), "--output", str(output), "--server", server_mode, "--whole-run-pairs", str(whole_run_pairs)],
                 check=False,
                 cwd=REPO_ROOT,
@@ -661,7 +659,7 @@ def main() -> None:
         run_child(args.rollouts, args.latency, args.work, args.output, args.server, args.whole_run_pairs)
         return
 
-    command = ".venv/bin/python benchmarks/phase1_efficiency.py"
+    command = ".venv/bin/python -m benchmarks.phase1_efficiency"
     options = (
         f" --rollouts {args.rollouts} --latency {args.latency} --repeats {args.repeats} --server {args.server}"
         f" --whole-run-pairs {args.whole_run_pairs}"

@@ -20,7 +20,7 @@ global job claimed (untimed) before each run as the flow does:
 (iii) the baseline, `git add -A && git diff --cached --stat` in the same root right after.
 Goal: (ii) ≤ 3 × (iii).
 
-    .venv/bin/python benchmarks/phase2_scale.py [--outputs 4096] [--repeats 3] [--update-readme]
+    .venv/bin/python -m benchmarks.phase2_scale [--outputs 4096] [--repeats 3] [--update-readme]
 """
 
 from __future__ import annotations
@@ -34,9 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402 - the path above makes the sibling module importable
+from benchmarks.support import (
     machine_description,
     markdown_table,
     median,
@@ -330,7 +328,7 @@ def main() -> None:
     body = summarize(args.outputs, payload, files, tree_bytes, runs)
     print(body)
     if args.update_readme:
-        command = f".venv/bin/python benchmarks/phase2_scale.py --outputs {args.outputs} --repeats {args.repeats} --update-readme"
+        command = f".venv/bin/python -m benchmarks.phase2_scale --outputs {args.outputs} --repeats {args.repeats} --update-readme"
         header = (
             "## Phase-2 scale (`phase2_scale.py`)\n\n"
             "Select + sync + workspace diff with the largest selection (4,096 stage-1 outputs), on a fresh memory "

@@ -26,7 +26,7 @@ Method:
   chunk is encoded by all-MiniLM-L6-v2 at build time, about 60 ms a chunk on one loaded core, so
   10,000 blocks would take half an hour).
 
-Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall.py [--update-readme]`
+Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python -m benchmarks.recall [--update-readme]`
 """
 
 from __future__ import annotations
@@ -45,14 +45,12 @@ from pathlib import Path
 from typing import Any
 
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks.support import machine_description, markdown_table, scratch_dir, spread, update_readme_section
 
-from _common import machine_description, markdown_table, scratch_dir, spread, update_readme_section  # noqa: E402
-
-from codex_memories import paths  # noqa: E402
-from codex_memories.read import index as recall_index  # noqa: E402
-from codex_memories.read.chunks import source_files  # noqa: E402
-from codex_memories.read.recall import (  # noqa: E402
+from codex_memories import paths
+from codex_memories.read import index as recall_index
+from codex_memories.read.chunks import source_files
+from codex_memories.read.recall import (
     DEFAULT_TUNING,
     ScoredChunk,
     Tuning,
@@ -482,7 +480,7 @@ def render_report(
         "split at random into tune and test; the gate was fitted on tune only). "
         "Method in the script's docstring. A hit is a result whose text contains the fact's key.",
         "",
-        "Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall.py --update-readme` (the gate is fitted by `recall_paraphrase.py --tune`)",
+        "Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python -m benchmarks.recall --update-readme` (the gate is fitted by `recall_paraphrase.py --tune`)",
         "",
         f"Machine: {machine_description()}",
         "",

@@ -28,7 +28,7 @@ and indexed. A question is answered when a shown chunk holds its fact's key (cas
   (`codex-memories-hook UserPromptSubmit`, a fresh process, on this folder) and the CLI
   (`codex-memories recall ...`, a fresh process).
 
-Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall_paraphrase.py [--tune] [--update-readme]`
+Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python -m benchmarks.recall_paraphrase [--tune] [--update-readme]`
 """
 
 from __future__ import annotations
@@ -48,15 +48,12 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import machine_description, markdown_table, scratch_dir, spread, update_readme_section  # noqa: E402
-from recall import Ranked, Scores, folder_lines, literal_ranked, render_folder  # noqa: E402
-
-from codex_memories.read import index as recall_index  # noqa: E402
-from codex_memories.read.prompt_context import MAX_ENTRIES, estimate_tokens, render_block  # noqa: E402
-from codex_memories.read.recall import DEFAULT_TUNING, ScoredChunk, Tuning, clean_query, decide, rank  # noqa: E402
-from codex_memories.read.relevance import FEATURES, GateModel  # noqa: E402
+from benchmarks.recall import Ranked, Scores, folder_lines, literal_ranked, render_folder
+from benchmarks.support import machine_description, markdown_table, scratch_dir, spread, update_readme_section
+from codex_memories.read import index as recall_index
+from codex_memories.read.prompt_context import MAX_ENTRIES, estimate_tokens, render_block
+from codex_memories.read.recall import DEFAULT_TUNING, ScoredChunk, Tuning, clean_query, decide, rank
+from codex_memories.read.relevance import FEATURES, GateModel
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "recall_paraphrase"
@@ -355,7 +352,7 @@ def report(new: Folder, splits: tuple[str, ...]) -> str:
         "split in half before any tuning). The gate was fitted on the tune half and the older set only. "
         "Method in the script's docstring.",
         "",
-        "Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall_paraphrase.py --update-readme`",
+        "Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python -m benchmarks.recall_paraphrase --update-readme`",
         "",
         f"Machine: {machine_description()}",
         "",

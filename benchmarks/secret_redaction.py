@@ -1,6 +1,6 @@
 """Secret benchmark: how many planted secrets survive each redactor, and what ordinary text it breaks.
 
-    .venv/bin/python benchmarks/secret_redaction.py [--seeds 1 2] [--corpus-mb 10] [--repeats 3] [--update-readme]
+    .venv/bin/python -m benchmarks.secret_redaction [--seeds 1 2] [--corpus-mb 10] [--repeats 3] [--update-readme]
 
 1. Survivors. `tests/support/secret_formats.py` draws one random value per format (100+ formats:
    provider tokens, passwords on command lines, `.env` lines, connection strings, cookies, key
@@ -43,7 +43,6 @@ measurement is section 5.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import random
 import re
@@ -56,19 +55,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-_HERE = Path(__file__).resolve().parent
-# This file is named like the standard library's `secrets`: keep its folder off sys.path so that a
-# library importing `secrets` gets the real module, and load the sibling `_common` by path.
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
-_spec = importlib.util.spec_from_file_location("_common", _HERE / "_common.py")
-_common = importlib.util.module_from_spec(_spec)
-sys.modules["_common"] = _common
-_spec.loader.exec_module(_common)
-REPO_ROOT, machine_description, markdown_table, update_readme_section = (
-    _common.REPO_ROOT, _common.machine_description, _common.markdown_table, _common.update_readme_section
-)
-
-from tests.support.secret_formats import (  # noqa: E402
+from benchmarks.support import REPO_ROOT, machine_description, markdown_table, update_readme_section
+from tests.support.secret_formats import (
     FORMATS,
     PLACEMENTS,
     leaked,
@@ -353,7 +341,7 @@ def summarize_heldout(results: dict[str, dict[str, Any]], path: Path, cases: lis
         "after the redactor was finished, with every redactor in the same run (`before` is the base of the change, "
         f"`{BEFORE_COMMIT}`). Lower is better.",
         "",
-        f"Command: `.venv/bin/python benchmarks/secret_redaction.py --heldout {path.relative_to(REPO_ROOT)} --update-readme`",
+        f"Command: `.venv/bin/python -m benchmarks.secret_redaction --heldout {path.relative_to(REPO_ROOT)} --update-readme`",
         "",
         f"Machine: {machine_description()}",
         "",
@@ -419,7 +407,7 @@ def summarize(results: dict[str, Any], args: argparse.Namespace) -> str:
         "See the script's docstring for the method; the formats and placements are in "
         "`tests/support/secret_formats.py`.",
         "",
-        f"Command: `.venv/bin/python benchmarks/secret_redaction.py --seeds {' '.join(map(str, seeds))} --corpus-mb {args.corpus_mb} --repeats {args.repeats} --update-readme`",
+        f"Command: `.venv/bin/python -m benchmarks.secret_redaction --seeds {' '.join(map(str, seeds))} --corpus-mb {args.corpus_mb} --repeats {args.repeats} --update-readme`",
         "",
         f"Machine: {machine_description()}",
         "",

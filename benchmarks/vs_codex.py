@@ -1,6 +1,6 @@
 """Side by side: Codex 0.147's built-in memory pipeline and ours, on one corpus, one test server.
 
-    .venv/bin/python benchmarks/vs_codex.py [--sessions 4] [--keep] [--no-readme]
+    .venv/bin/python -m benchmarks.vs_codex [--sessions 4] [--keep] [--no-readme]
 
 1. Corpus. Real interactive Codex sessions (the TUI, `source: cli`), one project each, against the
    recording test server on 127.0.0.1. Every planted secret format of `tests/support/secrets.py`
@@ -43,11 +43,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from tests.support.codex_cli import (  # noqa: E402
+from benchmarks.support import REPO_ROOT
+from tests.support.codex_cli import (
     SHELL_TOOL_NAME,
     CodexHome,
     append_rollout_lines,
@@ -61,7 +58,7 @@ from tests.support.codex_cli import (  # noqa: E402
     turn_metadata,
     write_skill,
 )
-from tests.support.openai_server import (  # noqa: E402
+from tests.support.openai_server import (
     OpenAITestServer,
     RecordedRequest,
     ScriptedReply,
@@ -71,7 +68,7 @@ from tests.support.openai_server import (  # noqa: E402
     running_openai_server,
     stage1_extraction_for,
 )
-from tests.support.secrets import PLANTED_SECRETS, SECRET_VALUES  # noqa: E402
+from tests.support.secrets import PLANTED_SECRETS, SECRET_VALUES
 
 README_PATH = REPO_ROOT / "benchmarks" / "README.md"
 README_SECTION = "vs_codex"
@@ -482,7 +479,7 @@ def main() -> None:
                 "",
                 *notes(codex, ours),
                 "",
-                f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, `.venv/bin/python benchmarks/vs_codex.py --sessions {count}`.",
+                f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, `.venv/bin/python -m benchmarks.vs_codex --sessions {count}`.",
             ]
         )
         print(body)

@@ -1,4 +1,5 @@
-"""Shared plumbing for the benchmark scripts: environment, statistics, tables, the README.
+"""Shared plumbing for the benchmarks (run as `python -m benchmarks.<name>` from the repo root, which
+puts the repo root on `sys.path`, so `benchmarks.*` and the test helpers `tests.support.*` import): environment, statistics, tables, the README.
 
 Every benchmark measures a ratio against a baseline taken in the same run, repeats it, and
 reports the median with the range (the machine is shared and noisy). Nothing here asserts a
@@ -12,7 +13,6 @@ import platform
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -22,10 +22,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS_DIR = REPO_ROOT / "benchmarks"
 README_PATH = BENCHMARKS_DIR / "README.md"
 WORK_DIR = BENCHMARKS_DIR / ".work"  # git-ignored scratch space
-
-# The test helpers (`tests.support.*`) live next to the package, not inside it.
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
 
 def prepare_prefect_environment(prefect_home: Path) -> None:
