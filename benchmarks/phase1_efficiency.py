@@ -28,7 +28,7 @@ received to the last extraction finished. The slot turnaround is, per freed slot
 answer sent to the next request received (`_turnarounds`): the window's loss against the ideal is
 made of these gaps.
 
-    .venv/bin/python -m benchmarks.phase1_efficiency [--rollouts 200] [--latency 0.5] [--repeats 3] [--server process|thread] [--update-readme]
+    .venv/bin/python -m benchmarks.phase1_efficiency [--rollouts 200] [--latency 0.5] [--repeats 3] [--server process|thread] [--save-report]
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from benchmarks.support import (
     prepare_prefect_environment,
     scratch_dir,
     spread,
-    update_readme_section,
+    save_report,
 )
 
 from codex_memories.settings import SettingsOverrides
@@ -638,7 +638,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=200, help="N rollouts (default 200)")
     parser.add_argument("--latency", type=float, default=0.5, help="test-server latency per request, seconds")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions, each in a fresh process")
-    parser.add_argument("--update-readme", action="store_true", help="write the results into benchmarks/README.md")
+    parser.add_argument("--save-report", action="store_true", help="also write the report to benchmarks/.work/reports/")
     parser.add_argument(
         "--server", choices=("process", "thread"), default="process",
         help="the test model server in its own process (default, as a real server is) or in a thread of the flow's process",
@@ -670,17 +670,17 @@ def main() -> None:
         results.append(run_repetition(args.rollouts, args.latency, args.server, args.whole_run_pairs))
     body = summarize(results)
     print(body)
-    if args.update_readme:
+    if args.save_report:
         header = (
             "## Phase-1 efficiency (`phase1_efficiency.py`)\n\n"
             "How close phase 1 gets to the ideal `ceil(N/8) × latency` against the test OpenAI-compatible "
             "server with a fixed latency, for the whole flow runs and for the extraction map alone, next to a "
             "plain `ThreadPoolExecutor(8)` replaying the same HTTP requests with the `openai` client. "
             "See the script's docstring for the method.\n\n"
-            f"Command: `{command}{options} --update-readme`\n\n"
+            f"Command: `{command}{options} --save-report`\n\n"
             f"Machine: {machine_description()}\n\n"
         )
-        update_readme_section(SECTION, header + body)
+        save_report(SECTION, header + body)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,17 @@ def test_the_helpers_format_a_median_with_its_range_and_a_markdown_table() -> No
     assert markdown_table(["a", "b"], [["1", "2"]]) == "| a | b |\n|---|---|\n| 1 | 2 |"
 
 
+def test_a_saved_report_goes_to_the_scratch_folder_not_the_readme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import support
+
+    monkeypatch.setattr(support, "REPORTS_DIR", tmp_path / "reports")
+    readme = (support.BENCHMARKS_DIR / "README.md").read_text(encoding="utf-8")
+    path = support.save_report("hooks", "| a |\n")
+    assert path == tmp_path / "reports" / "hooks.md"
+    assert path.read_text(encoding="utf-8") == "| a |\n"
+    assert (support.BENCHMARKS_DIR / "README.md").read_text(encoding="utf-8") == readme
+
+
 def test_the_injection_gate_holdout_refuses_a_planted_line_and_passes_an_ordinary_one() -> None:
     from benchmarks.injection_gate_holdout import refused
 
