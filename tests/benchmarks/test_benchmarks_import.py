@@ -27,6 +27,12 @@ def test_the_benchmarks_package_holds_the_curated_benchmarks() -> None:
     assert len(BENCHMARK_MODULES) >= 10
 
 
+def test_the_readme_table_has_a_row_for_every_benchmark() -> None:
+    readme = (Path(benchmarks.__file__).parent / "README.md").read_text(encoding="utf-8")
+    missing = [name for name in BENCHMARK_MODULES if name != "support" and f"| [{name}](" not in readme]
+    assert missing == []
+
+
 @pytest.mark.parametrize("name", BENCHMARK_MODULES)
 def test_a_benchmark_imports_without_running_or_changing_the_environment(name: str) -> None:
     environment = dict(os.environ)
