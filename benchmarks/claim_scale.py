@@ -14,28 +14,25 @@ Each query runs `--repeats` times after one warm-up; the median is reported, wit
 t(100k) / t(10k) (goal <= 2: index-bounded, no full scan). EXPLAIN (SQLite `EXPLAIN QUERY PLAN`,
 PostgreSQL `EXPLAIN (ANALYZE, BUFFERS)`) of the SQL each method sends is printed for the largest N.
 
-    .venv/bin/python benchmarks/claim_scale.py [--sizes 10000 100000] [--repeats 7] [--update-readme]
+    .venv/bin/python -m benchmarks.claim_scale [--sizes 10000 100000] [--repeats 7] [--save-report]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import psycopg  # noqa: E402
-from _common import machine_description, markdown_table, median, scratch_dir, spread, update_readme_section  # noqa: E402
-from sqlalchemy import event, insert, text, update  # noqa: E402
+import psycopg
+from sqlalchemy import event, insert, text, update
 
-from codex_memories.settings import INTERACTIVE_SESSION_SOURCES  # noqa: E402
-from codex_memories.state.models import JobRow, Stage1OutputRow, ThreadRow  # noqa: E402
-from codex_memories.state.store import MemoryStore  # noqa: E402
+from benchmarks.support import machine_description, markdown_table, median, scratch_dir, spread, save_report
+from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
+from codex_memories.state.models import JobRow, Stage1OutputRow, ThreadRow
+from codex_memories.state.store import MemoryStore
 
 POSTGRES_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 ANALYSIS = """\
@@ -225,7 +222,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgresql"])
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--save-report", action="store_true")
     arguments = parser.parse_args()
 
     results: dict[tuple[str, str, int], list[float]] = {}
@@ -274,11 +271,11 @@ def main() -> None:
         f"{backend} {query}:\n" + "\n".join(entries) for (backend, query), entries in plans.items()
     )
     print(plan_text)
-    if arguments.update_readme:
-        update_readme_section(
+    if arguments.save_report:
+        save_report(
             "claim_scale",
             "## Claim and selection at scale (`claim_scale.py`)\n\n"
-            f"Command: `.venv/bin/python benchmarks/claim_scale.py --repeats {arguments.repeats} --update-readme`\n\n"
+            f"Command: `.venv/bin/python -m benchmarks.claim_scale --repeats {arguments.repeats} --save-report`\n\n"
             f"Machine: {machine_description()}\n\n{table}\n\n{ANALYSIS}\nQuery plans at N = {large:,}:\n\n```\n{plan_text}\n```\n",
         )
 

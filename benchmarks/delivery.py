@@ -1,7 +1,7 @@
 """End-to-end delivery (issue 27): does the right memory reach the model's request in a later Codex session?
 
-    .venv/bin/python benchmarks/delivery.py [--corpus dev|heldout|PATH ...] [--versions 0.147.0 0.171.0]
-                                            [--update-readme]
+    .venv/bin/python -m benchmarks.delivery [--corpus dev|heldout|PATH ...] [--versions 0.147.0 0.171.0]
+                                            [--save-report]
 
 A corpus (`benchmarks/data/delivery/*.json`, written for this benchmark by people who did not see
 the code) is a month of one developer's Codex sessions over three repositories, with facts said the
@@ -48,15 +48,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks.support import machine_description, markdown_table, scratch_dir, save_report
 
-from _common import machine_description, markdown_table, scratch_dir, update_readme_section  # noqa: E402
-
-from codex_memories import paths  # noqa: E402
-from codex_memories.read.injection import HEADER as SESSION_START_HEADER  # noqa: E402
-from codex_memories.read.prompt_context import BLOCK_OPEN as RECALL_BLOCK_OPEN  # noqa: E402
-from codex_memories.tokens import count_tokens  # noqa: E402
-from tests.support.codex_cli import (  # noqa: E402
+from codex_memories import paths
+from codex_memories.read.injection import HEADER as SESSION_START_HEADER
+from codex_memories.read.prompt_context import BLOCK_OPEN as RECALL_BLOCK_OPEN
+from codex_memories.tokens import count_tokens
+from tests.support.codex_cli import (
     CODEX_VERSIONS,
     CodexHome,
     codex_binary,
@@ -65,8 +63,8 @@ from tests.support.codex_cli import (  # noqa: E402
     text_reply,
     user_turn_requests,
 )
-from tests.support.openai_server import running_openai_server  # noqa: E402
-from tests.support.rollout_factory import write_rollout  # noqa: E402
+from tests.support.openai_server import running_openai_server
+from tests.support.rollout_factory import write_rollout
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "delivery"
 SECTION = "delivery"
@@ -317,7 +315,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--corpus", nargs="+", default=["dev"])
     parser.add_argument("--versions", nargs="+", default=list(CODEX_VERSIONS))
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--save-report", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folders (printed)")
     args = parser.parse_args()
 
@@ -352,14 +350,14 @@ def main() -> None:
     miss_table = markdown_table(["corpus", "Codex", "prompt", "fact", "kind", "how said", "lost at"], misses) if misses else "No misses, leaks or stale facts."
     print(table)
     print(miss_table)
-    if args.update_readme:
+    if args.save_report:
         trust_note = "`install --trust`, plain `codex exec`" if trust else f"`codex exec {HOOK_BYPASS}`"
-        update_readme_section(
+        save_report(
             SECTION,
             "\n\n".join(
                 [
                     "## End-to-end delivery (`delivery.py`)",
-                    f"Command: `.venv/bin/python benchmarks/delivery.py --corpus {' '.join(args.corpus)} --update-readme`; "
+                    f"Command: `.venv/bin/python -m benchmarks.delivery --corpus {' '.join(args.corpus)} --save-report`; "
                     f"hooks run through {trust_note}. {machine_description()}.",
                     table,
                     "Tokens are o200k_base. \"Codex's own read path\" is Codex's memory developer message on a copy of "

@@ -22,7 +22,7 @@ fresh state DB and memory root (so each extracts all 64 sessions):
 (e) baseline: a bare Prefect flow run (a no-op `@flow`) in a fresh process against the same server.
 Goal: (d) <= 3 s; (c) and (d') are stated.
 
-    .venv/bin/python benchmarks/fixed_cost.py [--sessions 64] [--repeats 3] [--update-readme]
+    .venv/bin/python -m benchmarks.fixed_cost [--sessions 64] [--repeats 3] [--save-report]
 """
 
 from __future__ import annotations
@@ -41,20 +41,17 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402 - the path above makes the sibling module importable
+from benchmarks.phase1_efficiency import write_sessions
+from benchmarks.support import (
     REPO_ROOT,
     machine_description,
     markdown_table,
     median,
     scratch_dir,
     spread,
-    update_readme_section,
+    save_report,
 )
-from phase1_efficiency import write_sessions  # noqa: E402
-
-from codex_memories_cli.handoff import SOCKET_FILE  # noqa: E402 - after the path set-up, like the above
+from codex_memories_cli.handoff import SOCKET_FILE
 
 SECTION = "fixed_cost"
 PYTHON = sys.executable
@@ -176,7 +173,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--save-report", action="store_true")
     args = parser.parse_args()
 
     from tests.support.openai_server import default_handler, running_openai_server
@@ -258,16 +255,16 @@ def main() -> None:
         ]
     )
     print(body)
-    if args.update_readme:
+    if args.save_report:
         header = (
             "## Fixed cost of a CLI run (`fixed_cost.py`)\n\n"
             "`codex-memories phase1` at zero model latency: with no Prefect server, handed to a running `codex-memories serve`, "
             "and with `--local` against serve's server, against `python -c pass` and a bare Prefect flow run in the same run. "
             "See the script's docstring.\n\n"
-            f"Command: `.venv/bin/python benchmarks/fixed_cost.py --sessions {args.sessions} --repeats {args.repeats} --update-readme`\n\n"
+            f"Command: `.venv/bin/python -m benchmarks.fixed_cost --sessions {args.sessions} --repeats {args.repeats} --save-report`\n\n"
             f"Machine: {machine_description()}\n\n"
         )
-        update_readme_section(SECTION, header + body, after="phase1_efficiency_analysis")
+        save_report(SECTION, header + body)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ a MEMORY.md of 400 lines, 50 rollout summaries, a rollout with one citation for 
 state DB holds the cited memory (SQLite, our default location), and the map of 1,000 recorded
 folders phase 1 writes (the session's folder has no git config, so the hooks look it up there).
 
-    .venv/bin/python benchmarks/hooks.py --repeats 15 --update-readme
+    .venv/bin/python -m benchmarks.hooks --repeats 15 --save-report
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from _common import REPO_ROOT, machine_description, markdown_table, median, scratch_dir, spread, update_readme_section
+from benchmarks.support import REPO_ROOT, machine_description, markdown_table, median, scratch_dir, spread, save_report
 
 from codex_memories.hook_launcher import launcher_path
 
@@ -103,7 +103,7 @@ def time_call(argv: list[str], stdin: str, env: dict[str, str] | None = None) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--save-report", action="store_true")
     args = parser.parse_args()
 
     work = scratch_dir("hooks-")
@@ -151,7 +151,7 @@ def main() -> None:
             "(`$CODEX_HOME/codex-memories/codex-memories-hook`, a `sh` script running the recorded Python);",
             "`codex-memories-hook` is the console script it falls back to; `codex-memories hook` the typer CLI.",
             "",
-            f"Command: `.venv/bin/python benchmarks/hooks.py --repeats {args.repeats} --update-readme`",
+            f"Command: `.venv/bin/python -m benchmarks.hooks --repeats {args.repeats} --save-report`",
             "",
             f"Machine: {machine_description()}",
             "",
@@ -171,8 +171,8 @@ def main() -> None:
         ]
     )
     print(body)
-    if args.update_readme:
-        update_readme_section("hooks", body)
+    if args.save_report:
+        save_report("hooks", body)
 
 
 if __name__ == "__main__":

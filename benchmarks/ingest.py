@@ -30,7 +30,7 @@
 
 All data lives in a temp dir under benchmarks/.work and is deleted at the end.
 
-    .venv/bin/python benchmarks/ingest.py [--total-mb 200] [--big-mb 500] [--repeats 3] [--update-readme]
+    .venv/bin/python -m benchmarks.ingest [--total-mb 200] [--big-mb 500] [--repeats 3] [--save-report]
 """
 
 from __future__ import annotations
@@ -46,16 +46,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402 - the path above makes the sibling module importable
+from benchmarks.support import (
     REPO_ROOT,
     machine_description,
     markdown_table,
     median,
     scratch_dir,
     spread,
-    update_readme_section,
+    save_report,
 )
 
 SECTION = "ingest"
@@ -445,7 +443,7 @@ def main() -> None:
     parser.add_argument("--total-mb", type=int, default=200, help="size of the generated CODEX_HOME (MB)")
     parser.add_argument("--big-mb", type=int, default=500, help="size of the single rollout for peak RSS (MB); 0 skips (b)")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions of each measurement")
-    parser.add_argument("--update-readme", action="store_true", help="write the results into benchmarks/README.md")
+    parser.add_argument("--save-report", action="store_true", help="also write the report to benchmarks/.work/reports/")
     args = parser.parse_args()
 
     work = scratch_dir("ingest-")
@@ -461,10 +459,10 @@ def main() -> None:
 
     body = summarize(home, throughput, rss)
     print(body)
-    if args.update_readme:
+    if args.save_report:
         command = (
-            f".venv/bin/python benchmarks/ingest.py --total-mb {args.total_mb} --big-mb {args.big_mb} "
-            f"--repeats {args.repeats} --update-readme"
+            f".venv/bin/python -m benchmarks.ingest --total-mb {args.total_mb} --big-mb {args.big_mb} "
+            f"--repeats {args.repeats} --save-report"
         )
         header = (
             "## Ingest (`ingest.py`)\n\n"
@@ -475,7 +473,7 @@ def main() -> None:
             f"Command: `{command}`\n\n"
             f"Machine: {machine_description()}\n\n"
         )
-        update_readme_section(SECTION, header + body)
+        save_report(SECTION, header + body)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ forms, and 75 ordinary ones) was written and committed before any rule change fo
 on the rules as they were: 19/57 planted refused, 75/75 ordinary passed. The script prints each round's figures and the lines it gets wrong, so a change to the
 rules can be compared on the same lines; keep the newest round held out.
 
-Command: `.venv/bin/python benchmarks/injection_gate_holdout.py`
+Command: `.venv/bin/python -m benchmarks.injection_gate_holdout`
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ peak RSS (`resource.getrusage(RUSAGE_SELF).ru_maxrss`), the size of the JSON ans
 server would send and the wall time. The baseline is the same process importing the module and
 doing nothing, so the figures are "added by the call". Nothing is written to the repository.
 
-Command: `.venv/bin/python benchmarks/memory_tools_bounds.py --megabytes 200`
+Command: `.venv/bin/python -m benchmarks.memory_tools_bounds --megabytes 200`
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ received to the last extraction finished. The slot turnaround is, per freed slot
 answer sent to the next request received (`_turnarounds`): the window's loss against the ideal is
 made of these gaps.
 
-    .venv/bin/python benchmarks/phase1_efficiency.py [--rollouts 200] [--latency 0.5] [--repeats 3] [--server process|thread] [--update-readme]
+    .venv/bin/python -m benchmarks.phase1_efficiency [--rollouts 200] [--latency 0.5] [--repeats 3] [--server process|thread] [--save-report]
 """
 
 from __future__ import annotations
@@ -45,9 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402 - the path above makes the sibling module importable
+from benchmarks.support import (
     REPO_ROOT,
     machine_description,
     markdown_table,
@@ -55,10 +53,10 @@ from _common import (  # noqa: E402 - the path above makes the sibling module im
     prepare_prefect_environment,
     scratch_dir,
     spread,
-    update_readme_section,
+    save_report,
 )
 
-from codex_memories.settings import SettingsOverrides  # noqa: E402 - after the path fix above
+from codex_memories.settings import SettingsOverrides
 
 CONCURRENCY = 8
 MAX_CLAIMS_PER_RUN = 128  # the clamp of Codex's max_rollouts_per_startup
@@ -131,7 +129,7 @@ class _ServerProcess:
         self.record = record
         self._read = 0
         self._process = subprocess.Popen(
-            [sys.executable, __file__, "--model-server", "--latency", str(latency), "--output", str(record)],
+            [sys.executable, "-m", "benchmarks.phase1_efficiency", "--model-server", "--latency", str(latency), "--output", str(record)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO_ROOT, text=True,
         )
         assert self._process.stdout is not None
@@ -487,7 +485,7 @@ def run_repetition(rollouts: int, latency: float, server_mode: str, whole_run_pa
         output = work / "result.json"
         try:
             completed = subprocess.run(
-                [sys.executable, __file__, "--child", "--rollouts", str(rollouts), "--latency", str(latency),
+                [sys.executable, "-m", "benchmarks.phase1_efficiency", "--child", "--rollouts", str(rollouts), "--latency", str(latency),
                  "--work", str(work), "--output", str(output), "--server", server_mode, "--whole-run-pairs", str(whole_run_pairs)],
                 check=False,
                 cwd=REPO_ROOT,
@@ -640,7 +638,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=200, help="N rollouts (default 200)")
     parser.add_argument("--latency", type=float, default=0.5, help="test-server latency per request, seconds")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions, each in a fresh process")
-    parser.add_argument("--update-readme", action="store_true", help="write the results into benchmarks/README.md")
+    parser.add_argument("--save-report", action="store_true", help="also write the report to benchmarks/.work/reports/")
     parser.add_argument(
         "--server", choices=("process", "thread"), default="process",
         help="the test model server in its own process (default, as a real server is) or in a thread of the flow's process",
@@ -661,7 +659,7 @@ def main() -> None:
         run_child(args.rollouts, args.latency, args.work, args.output, args.server, args.whole_run_pairs)
         return
 
-    command = ".venv/bin/python benchmarks/phase1_efficiency.py"
+    command = ".venv/bin/python -m benchmarks.phase1_efficiency"
     options = (
         f" --rollouts {args.rollouts} --latency {args.latency} --repeats {args.repeats} --server {args.server}"
         f" --whole-run-pairs {args.whole_run_pairs}"
@@ -672,17 +670,17 @@ def main() -> None:
         results.append(run_repetition(args.rollouts, args.latency, args.server, args.whole_run_pairs))
     body = summarize(results)
     print(body)
-    if args.update_readme:
+    if args.save_report:
         header = (
             "## Phase-1 efficiency (`phase1_efficiency.py`)\n\n"
             "How close phase 1 gets to the ideal `ceil(N/8) × latency` against the test OpenAI-compatible "
             "server with a fixed latency, for the whole flow runs and for the extraction map alone, next to a "
             "plain `ThreadPoolExecutor(8)` replaying the same HTTP requests with the `openai` client. "
             "See the script's docstring for the method.\n\n"
-            f"Command: `{command}{options} --update-readme`\n\n"
+            f"Command: `{command}{options} --save-report`\n\n"
             f"Machine: {machine_description()}\n\n"
         )
-        update_readme_section(SECTION, header + body)
+        save_report(SECTION, header + body)
 
 
 if __name__ == "__main__":

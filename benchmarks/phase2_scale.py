@@ -20,7 +20,7 @@ global job claimed (untimed) before each run as the flow does:
 (iii) the baseline, `git add -A && git diff --cached --stat` in the same root right after.
 Goal: (ii) ≤ 3 × (iii).
 
-    .venv/bin/python benchmarks/phase2_scale.py [--outputs 4096] [--repeats 3] [--update-readme]
+    .venv/bin/python -m benchmarks.phase2_scale [--outputs 4096] [--repeats 3] [--save-report]
 """
 
 from __future__ import annotations
@@ -34,15 +34,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402 - the path above makes the sibling module importable
+from benchmarks.support import (
     machine_description,
     markdown_table,
     median,
     scratch_dir,
     spread,
-    update_readme_section,
+    save_report,
 )
 
 SECTION = "phase2_scale"
@@ -304,7 +302,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--outputs", type=int, default=4096, help="selected stage-1 outputs (max 4096)")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions, each on a fresh memory root")
-    parser.add_argument("--update-readme", action="store_true", help="write the results into benchmarks/README.md")
+    parser.add_argument("--save-report", action="store_true", help="also write the report to benchmarks/.work/reports/")
     args = parser.parse_args()
 
     from codex_memories.state.store import MemoryStore
@@ -329,8 +327,8 @@ def main() -> None:
 
     body = summarize(args.outputs, payload, files, tree_bytes, runs)
     print(body)
-    if args.update_readme:
-        command = f".venv/bin/python benchmarks/phase2_scale.py --outputs {args.outputs} --repeats {args.repeats} --update-readme"
+    if args.save_report:
+        command = f".venv/bin/python -m benchmarks.phase2_scale --outputs {args.outputs} --repeats {args.repeats} --save-report"
         header = (
             "## Phase-2 scale (`phase2_scale.py`)\n\n"
             "Select + sync + workspace diff with the largest selection (4,096 stage-1 outputs), on a fresh memory "
@@ -339,7 +337,7 @@ def main() -> None:
             f"Command: `{command}`\n\n"
             f"Machine: {machine_description()}\n\n"
         )
-        update_readme_section(SECTION, header + body)
+        save_report(SECTION, header + body)
 
 
 if __name__ == "__main__":

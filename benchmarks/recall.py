@@ -26,7 +26,7 @@ Method:
   chunk is encoded by all-MiniLM-L6-v2 at build time, about 60 ms a chunk on one loaded core, so
   10,000 blocks would take half an hour).
 
-Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall.py [--update-readme]`
+Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python -m benchmarks.recall [--save-report]`
 """
 
 from __future__ import annotations
@@ -45,14 +45,12 @@ from pathlib import Path
 from typing import Any
 
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks.support import machine_description, markdown_table, scratch_dir, spread, save_report
 
-from _common import machine_description, markdown_table, scratch_dir, spread, update_readme_section  # noqa: E402
-
-from codex_memories import paths  # noqa: E402
-from codex_memories.read import index as recall_index  # noqa: E402
-from codex_memories.read.chunks import source_files  # noqa: E402
-from codex_memories.read.recall import (  # noqa: E402
+from codex_memories import paths
+from codex_memories.read import index as recall_index
+from codex_memories.read.chunks import source_files
+from codex_memories.read.recall import (
     DEFAULT_TUNING,
     ScoredChunk,
     Tuning,
@@ -360,7 +358,7 @@ def synthetic_folder(root: Path, blocks: int, seed: int = 7) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--update-readme", action="store_true", help="Write the results into benchmarks/README.md.")
+    parser.add_argument("--save-report", action="store_true", help="Also write the report to benchmarks/.work/reports/.")
     parser.add_argument("--skip-scale", action="store_true", help="Skip the 100 / 1,000 block build measurements.")
     arguments = parser.parse_args()
 
@@ -397,8 +395,8 @@ def main() -> None:
 
         report = render_report(questions, keys, {"hybrid": hybrid, "hybrid, gate off": ungated, "bm25": bm25, "literal": literal}, built, warm, root, arguments.skip_scale, work)
         print(report)
-        if arguments.update_readme:
-            update_readme_section(SECTION, report)
+        if arguments.save_report:
+            save_report(SECTION, report)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -482,7 +480,7 @@ def render_report(
         "split at random into tune and test; the gate was fitted on tune only). "
         "Method in the script's docstring. A hit is a result whose text contains the fact's key.",
         "",
-        "Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall.py --update-readme` (the gate is fitted by `recall_paraphrase.py --tune`)",
+        "Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python -m benchmarks.recall --save-report` (the gate is fitted by `recall_paraphrase.py --tune`)",
         "",
         f"Machine: {machine_description()}",
         "",

@@ -28,7 +28,7 @@ and indexed. A question is answered when a shown chunk holds its fact's key (cas
   (`codex-memories-hook UserPromptSubmit`, a fresh process, on this folder) and the CLI
   (`codex-memories recall ...`, a fresh process).
 
-Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall_paraphrase.py [--tune] [--update-readme]`
+Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python -m benchmarks.recall_paraphrase [--tune] [--save-report]`
 """
 
 from __future__ import annotations
@@ -48,15 +48,12 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import machine_description, markdown_table, scratch_dir, spread, update_readme_section  # noqa: E402
-from recall import Ranked, Scores, folder_lines, literal_ranked, render_folder  # noqa: E402
-
-from codex_memories.read import index as recall_index  # noqa: E402
-from codex_memories.read.prompt_context import MAX_ENTRIES, estimate_tokens, render_block  # noqa: E402
-from codex_memories.read.recall import DEFAULT_TUNING, ScoredChunk, Tuning, clean_query, decide, rank  # noqa: E402
-from codex_memories.read.relevance import FEATURES, GateModel  # noqa: E402
+from benchmarks.recall import Ranked, Scores, folder_lines, literal_ranked, render_folder
+from benchmarks.support import machine_description, markdown_table, scratch_dir, spread, save_report
+from codex_memories.read import index as recall_index
+from codex_memories.read.prompt_context import MAX_ENTRIES, estimate_tokens, render_block
+from codex_memories.read.recall import DEFAULT_TUNING, ScoredChunk, Tuning, clean_query, decide, rank
+from codex_memories.read.relevance import FEATURES, GateModel
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "recall_paraphrase"
@@ -355,7 +352,7 @@ def report(new: Folder, splits: tuple[str, ...]) -> str:
         "split in half before any tuning). The gate was fitted on the tune half and the older set only. "
         "Method in the script's docstring.",
         "",
-        "Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/recall_paraphrase.py --update-readme`",
+        "Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python -m benchmarks.recall_paraphrase --save-report`",
         "",
         f"Machine: {machine_description()}",
         "",
@@ -394,7 +391,7 @@ def main() -> None:
     parser.add_argument("--without-older", action="store_true", help="With --tune: fit on this set's tune half alone.")
     parser.add_argument("--features", help="With --tune: only these comma-separated feature subsets, joined by '+' (default: every subset).")
     parser.add_argument("--tune-only", action="store_true", help="Report the tune half alone (while designing: the test half stays unseen).")
-    parser.add_argument("--update-readme", action="store_true", help="Write the results into benchmarks/README.md.")
+    parser.add_argument("--save-report", action="store_true", help="Also write the report to benchmarks/.work/reports/.")
     arguments = parser.parse_args()
     work = scratch_dir("recall-paraphrase-")
     try:
@@ -408,10 +405,10 @@ def main() -> None:
         new = Folder(DATA, work, "memories", set(splits))
         body = report(new, splits)
         print(body)
-        if arguments.update_readme:
+        if arguments.save_report:
             if arguments.tune_only:
-                raise SystemExit("--update-readme needs both halves")
-            update_readme_section(SECTION, body, after="recall_analysis")
+                raise SystemExit("--save-report needs both halves")
+            save_report(SECTION, body)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -5,7 +5,7 @@ The phrases (`benchmarks/data/typed_rules/phrases.json`) were written before the
 split by position into a half the recogniser was tuned on (`tune`) and a held-out half
 (`holdout`) that was not looked at while tuning; report the holdout figures.
 
-    .venv/bin/python benchmarks/rule_recognition.py [--split tune|holdout|all] [--show-misses]
+    .venv/bin/python -m benchmarks.rule_recognition [--split tune|holdout|all] [--show-misses]
 """
 
 from __future__ import annotations

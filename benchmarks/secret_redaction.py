@@ -1,6 +1,6 @@
 """Secret benchmark: how many planted secrets survive each redactor, and what ordinary text it breaks.
 
-    .venv/bin/python benchmarks/secret_redaction.py [--seeds 1 2] [--corpus-mb 10] [--repeats 3] [--update-readme]
+    .venv/bin/python -m benchmarks.secret_redaction [--seeds 1 2] [--corpus-mb 10] [--repeats 3] [--save-report]
 
 1. Survivors. `tests/support/secret_formats.py` draws one random value per format (100+ formats:
    provider tokens, passwords on command lines, `.env` lines, connection strings, cookies, key
@@ -43,7 +43,6 @@ measurement is section 5.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import random
 import re
@@ -56,19 +55,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-_HERE = Path(__file__).resolve().parent
-# This file is named like the standard library's `secrets`: keep its folder off sys.path so that a
-# library importing `secrets` gets the real module, and load the sibling `_common` by path.
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
-_spec = importlib.util.spec_from_file_location("_common", _HERE / "_common.py")
-_common = importlib.util.module_from_spec(_spec)
-sys.modules["_common"] = _common
-_spec.loader.exec_module(_common)
-REPO_ROOT, machine_description, markdown_table, update_readme_section = (
-    _common.REPO_ROOT, _common.machine_description, _common.markdown_table, _common.update_readme_section
-)
-
-from tests.support.secret_formats import (  # noqa: E402
+from benchmarks.support import REPO_ROOT, machine_description, markdown_table, save_report
+from tests.support.secret_formats import (
     FORMATS,
     PLACEMENTS,
     leaked,
@@ -80,7 +68,7 @@ from tests.support.secret_formats import (  # noqa: E402
 
 # The base of the issue-29 redaction change (the package split and the shapes): main at ceb7586.
 BEFORE_COMMIT = "ceb7586"
-README_SECTION = "secrets"
+REPORT_NAME = "secrets"
 Redactor = Callable[[str], str]
 
 
@@ -353,7 +341,7 @@ def summarize_heldout(results: dict[str, dict[str, Any]], path: Path, cases: lis
         "after the redactor was finished, with every redactor in the same run (`before` is the base of the change, "
         f"`{BEFORE_COMMIT}`). Lower is better.",
         "",
-        f"Command: `.venv/bin/python benchmarks/secret_redaction.py --heldout {path.relative_to(REPO_ROOT)} --update-readme`",
+        f"Command: `.venv/bin/python -m benchmarks.secret_redaction --heldout {path.relative_to(REPO_ROOT)} --save-report`",
         "",
         f"Machine: {machine_description()}",
         "",
@@ -369,7 +357,7 @@ def summarize_heldout(results: dict[str, dict[str, Any]], path: Path, cases: lis
     return "\n".join(lines)
 
 
-def run_heldout(path: Path, chosen: dict[str, Redactor], update_readme: bool) -> None:
+def run_heldout(path: Path, chosen: dict[str, Redactor], save: bool) -> None:
     cases, clean = heldout_items(path)
     results = {name: measure_heldout(redact, cases, clean) for name, redact in chosen.items()}
     for name, result in results.items():
@@ -380,9 +368,8 @@ def run_heldout(path: Path, chosen: dict[str, Redactor], update_readme: bool) ->
                 flush=True,
             )
         print(f"    survived: {result['survived'].get('primary', [])}\n    changed: {result['changed'].get('primary', [])}")
-    if update_readme:
-        update_readme_section(README_SECTION + "_heldout", summarize_heldout(results, path, cases), after=README_SECTION)
-        print("README updated")
+    if save:
+        save_report(REPORT_NAME + "_heldout", summarize_heldout(results, path, cases))
 
 
 # ---- 4. import cost ---------------------------------------------------------------------------
@@ -419,7 +406,7 @@ def summarize(results: dict[str, Any], args: argparse.Namespace) -> str:
         "See the script's docstring for the method; the formats and placements are in "
         "`tests/support/secret_formats.py`.",
         "",
-        f"Command: `.venv/bin/python benchmarks/secret_redaction.py --seeds {' '.join(map(str, seeds))} --corpus-mb {args.corpus_mb} --repeats {args.repeats} --update-readme`",
+        f"Command: `.venv/bin/python -m benchmarks.secret_redaction --seeds {' '.join(map(str, seeds))} --corpus-mb {args.corpus_mb} --repeats {args.repeats} --save-report`",
         "",
         f"Machine: {machine_description()}",
         "",
@@ -503,13 +490,13 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="redactor names to run (default: all)")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--show-survivors", action="store_true", help="print which formats survive, per redactor")
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--save-report", action="store_true")
     parser.add_argument("--heldout", type=Path, help="measure the held-out set in this file (section 5) and nothing else")
     args = parser.parse_args()
 
     chosen = {name: fn for name, fn in redactors().items() if not args.only or name in args.only}
     if args.heldout is not None:
-        run_heldout(args.heldout.resolve(), chosen, args.update_readme)
+        run_heldout(args.heldout.resolve(), chosen, args.save_report)
         return
     corpus = [] if args.skip_throughput else realistic_corpus(args.corpus_mb)
     ordinary = [] if args.skip_throughput else realistic_corpus(args.corpus_mb, plant=False)
@@ -538,10 +525,9 @@ def main() -> None:
             print(f"{name:15} throughput {statistics.median(entry['throughput']['mb_per_s']):.1f} MB/s, "
                   f"{entry['throughput']['markers_per_mb']:.1f} markers/MB; ordinary corpus: {fp['changed']}/{fp['total']} items changed, "
                   f"{fp['markers']} markers", flush=True)
-    if args.update_readme:
+    if args.save_report:
         results["import_cost"] = import_cost(5)
-        update_readme_section(README_SECTION, summarize(results, args), after="ingest_analysis")
-        print("README updated")
+        save_report(REPORT_NAME, summarize(results, args))
 
 
 if __name__ == "__main__":

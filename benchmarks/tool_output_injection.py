@@ -27,7 +27,7 @@ memory_summary.md, MEMORY.md and in what `codex-memories inject` / the SessionSt
 Also, with `--only spotlight-cost`: what spotlighting the stage-1 input costs (tokens and build
 time of a transcript, with and without it, in the same run).
 
-Command: `.venv/bin/python benchmarks/tool_output_injection.py` (cases 1-5), or with
+Command: `.venv/bin/python -m benchmarks.tool_output_injection` (cases 1-5), or with
 `--only provenance` for case 5 alone (about 2 minutes on the shared machine).
 """
 
@@ -37,17 +37,18 @@ import argparse
 import json
 import os
 import sqlite3
-import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from codex_memories.settings import SettingsOverrides
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support: the rollout writer
-os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="codex-memories-bench-prefect-")
-os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
-os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+if __name__ == "__main__":
+    # A throw-away Prefect home, set before Prefect is imported below; only when run, so that an
+    # import (the smoke test) leaves the importing process's environment alone.
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="codex-memories-bench-prefect-")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
+    os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 
 from prefect.testing.utilities import prefect_test_harness  # noqa: E402
 
@@ -55,7 +56,7 @@ import codex_memories_tasks.consolidate as consolidate_task  # noqa: E402
 from codex_memories.consolidate import heuristic  # noqa: E402
 from codex_memories.consolidate.consolidators import ConsolidationOutcome  # noqa: E402
 from codex_memories.llm.base import TokenUsage  # noqa: E402
-from codex_memories.read.injection import build_developer_instructions  # noqa: E402
+from codex_memories.read.injection import build_session_context  # noqa: E402
 from codex_memories_flows.phase1 import phase1  # noqa: E402
 from codex_memories_flows.phase2 import phase2  # noqa: E402
 from tests.support.rollout_factory import write_rollout  # noqa: E402
@@ -87,7 +88,8 @@ def where(root: Path) -> str:
         path = root / name
         return path.is_file() and PLANTED_URL in path.read_text(encoding="utf-8")
 
-    served = PLANTED_URL in (build_developer_instructions(root) or "")
+    context = build_session_context(root)  # what the SessionStart hook injects
+    served = context is not None and PLANTED_URL in context.text
     return f"in memory_summary.md: {has('memory_summary.md')}, in MEMORY.md: {has('MEMORY.md')}, served by inject: {served}"
 
 

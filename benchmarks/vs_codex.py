@@ -1,6 +1,6 @@
 """Side by side: Codex 0.147's built-in memory pipeline and ours, on one corpus, one test server.
 
-    .venv/bin/python benchmarks/vs_codex.py [--sessions 4] [--keep] [--no-readme]
+    .venv/bin/python -m benchmarks.vs_codex [--sessions 4] [--keep] [--no-report]
 
 1. Corpus. Real interactive Codex sessions (the TUI, `source: cli`), one project each, against the
    recording test server on 127.0.0.1. Every planted secret format of `tests/support/secrets.py`
@@ -43,11 +43,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from tests.support.codex_cli import (  # noqa: E402
+from benchmarks.support import save_report
+from tests.support.codex_cli import (
     SHELL_TOOL_NAME,
     CodexHome,
     append_rollout_lines,
@@ -61,7 +58,7 @@ from tests.support.codex_cli import (  # noqa: E402
     turn_metadata,
     write_skill,
 )
-from tests.support.openai_server import (  # noqa: E402
+from tests.support.openai_server import (
     OpenAITestServer,
     RecordedRequest,
     ScriptedReply,
@@ -71,10 +68,9 @@ from tests.support.openai_server import (  # noqa: E402
     running_openai_server,
     stage1_extraction_for,
 )
-from tests.support.secrets import PLANTED_SECRETS, SECRET_VALUES  # noqa: E402
+from tests.support.secrets import PLANTED_SECRETS, SECRET_VALUES
 
-README_PATH = REPO_ROOT / "benchmarks" / "README.md"
-README_SECTION = "vs_codex"
+REPORT_NAME = "vs_codex"
 
 CANARIES: dict[str, list[str]] = {
     "developer message": ["DEVCANARY-7f3a developer instructions"],
@@ -427,22 +423,11 @@ def notes(codex: SystemResult, ours: SystemResult) -> list[str]:
     ]
 
 
-def update_readme(body: str) -> None:
-    begin, end = f"<!-- BEGIN {README_SECTION} -->", f"<!-- END {README_SECTION} -->"
-    block = f"{begin}\n{body.rstrip()}\n{end}"
-    text = README_PATH.read_text(encoding="utf-8") if README_PATH.exists() else "# Benchmarks\n"
-    if begin in text and end in text:
-        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    README_PATH.write_text(text, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=4, help="interactive corpus sessions (2..20)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
-    parser.add_argument("--no-readme", action="store_true", help="print the table only")
+    parser.add_argument("--no-report", action="store_true", help="print the table only, save no report")
     args = parser.parse_args()
     count = max(2, min(20, args.sessions))
     scratch = Path(tempfile.mkdtemp(prefix="vs-codex-"))
@@ -482,12 +467,12 @@ def main() -> None:
                 "",
                 *notes(codex, ours),
                 "",
-                f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, `.venv/bin/python benchmarks/vs_codex.py --sessions {count}`.",
+                f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, `.venv/bin/python -m benchmarks.vs_codex --sessions {count}`.",
             ]
         )
         print(body)
-        if not args.no_readme:
-            update_readme(body)
+        if not args.no_report:
+            save_report(REPORT_NAME, body)
     finally:
         if args.keep:
             print(f"scratch kept in {scratch}", file=sys.stderr)

@@ -17,7 +17,7 @@ Contract:
   These are `FEATURES`; `features()` gives them by name.
 - `GateModel` is a logistic regression over a subset of `FEATURES` (raw values, no scaling) and
   a probability threshold under which recall answers nothing. `GATE_MODEL`, the shipped one, is
-  data: `benchmarks/recall_paraphrase.py --tune` fits it on tune questions only (nothing is
+  data: `python -m benchmarks.recall_paraphrase --tune` fits it on tune questions only (nothing is
   trained at run time).
 - Pure arithmetic, standard library only: the prompt hook runs it every turn.
 """
@@ -64,7 +64,7 @@ class GateModel:
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
 
 
-# Fitted by `benchmarks/recall_paraphrase.py --tune` on the issue-27 set's tune half and the older
+# Fitted by `python -m benchmarks.recall_paraphrase --tune` on the issue-27 set's tune half and the older
 # set (112 + 242 questions). The subset is the one with the best cross-validated mean of hit@5 and
 # silence on the tune half; the contextual cosine adds nothing once these two are in (the
 # encoder cannot tell a near miss from a paraphrase). The threshold leaves half of the tune

@@ -1,4 +1,7 @@
-"""Shared plumbing for the benchmark scripts: environment, statistics, tables, the README.
+"""Shared plumbing for the benchmarks: environment, statistics, tables, the saved report.
+
+They run as `python -m benchmarks.<name>` from the repo root, which puts the root on `sys.path`:
+so `benchmarks.*` and the test helpers (`tests.support.*`) import without editing it.
 
 Every benchmark measures a ratio against a baseline taken in the same run, repeats it, and
 reports the median with the range (the machine is shared and noisy). Nothing here asserts a
@@ -9,10 +12,8 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import statistics
 import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -20,12 +21,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS_DIR = REPO_ROOT / "benchmarks"
-README_PATH = BENCHMARKS_DIR / "README.md"
 WORK_DIR = BENCHMARKS_DIR / ".work"  # git-ignored scratch space
-
-# The test helpers (`tests.support.*`) live next to the package, not inside it.
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+REPORTS_DIR = WORK_DIR / "reports"
 
 
 def prepare_prefect_environment(prefect_home: Path) -> None:
@@ -87,19 +84,13 @@ def machine_description() -> str:
     )
 
 
-def update_readme_section(name: str, body: str, *, after: str | None = None) -> None:
-    """Replace the README block between the markers named `name`; a new block goes right after
-    the block named `after` when there is one, else at the end. Other blocks are left alone (other
-    people's sections live in the same file)."""
-    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
-    block = f"{begin}\n{body.rstrip()}\n{end}"
-    text = README_PATH.read_text(encoding="utf-8") if README_PATH.exists() else "# Benchmarks\n"
-    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
-    anchor = f"<!-- END {after} -->" if after else None
-    if pattern.search(text):
-        text = pattern.sub(lambda _match: block, text)
-    elif anchor and anchor in text:
-        text = text.replace(anchor, anchor + "\n\n" + block, 1)
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    README_PATH.write_text(text, encoding="utf-8")
+def save_report(name: str, body: str) -> Path:
+    """Write a run's full report to `benchmarks/.work/reports/<name>.md` (git-ignored) and say where.
+
+    The README holds only the current figure of each benchmark, copied by hand from a report
+    worth keeping; git keeps the README's history, so no run appends to it."""
+    path = REPORTS_DIR / f"{name}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body.rstrip() + "\n", encoding="utf-8")
+    print(f"report written to {path}")
+    return path
