@@ -70,6 +70,7 @@ from codex_memories.consolidate.consolidators import ConsolidationOutcome
 from codex_memories.llm.base import TokenUsage
 from codex_memories.llm.heuristic import UNRESOLVED_COMMAND_LINE, VERIFIED_COMMAND_LINE
 from codex_memories.prompts import RenderedPrompt
+from codex_memories.raw_memories import THREAD_HEADER_KEYS, thread_sections
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.scopes import PROJECT_SCOPE, USER_LEVEL_LABEL, USER_SCOPE, project_marker
@@ -108,7 +109,6 @@ _SUBSECTION_HEADERS = {
     "references": None,  # Evidence for the summary; not copied into the handbook.
 }
 
-_THREAD_HEADING = re.compile(r"^## Thread `([^`\n]+)`[ \t]*$", re.MULTILINE)
 _TASK_HEADING = re.compile(r"^#{2,4}\s*Task\s+\d+\s*:\s*(.*?)\s*$", re.IGNORECASE)
 _KEY_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):[ \t]*(.*?)\s*$")
 _BULLET = re.compile(r"^\s*[-*]\s+(.*?)\s*$")
@@ -213,11 +213,9 @@ class ConsolidationRun:
 
 def parse_raw_memories(text: str) -> list[ThreadMemory]:
     """The `## Thread` sections of `raw_memories.md`, in file order."""
-    headings = list(_THREAD_HEADING.finditer(text))
     threads = []
-    for index, heading in enumerate(headings):
-        end = headings[index + 1].start() if index + 1 < len(headings) else len(text)
-        threads.extend(_split_scopes(_parse_thread(heading.group(1).strip(), text[heading.end() : end])))
+    for section in thread_sections(text):
+        threads.extend(_split_scopes(_parse_thread(section.thread_id, section.body)))
     return threads
 
 
@@ -246,10 +244,9 @@ def _parse_thread(thread_id: str, body: str) -> ThreadMemory:
     thread = ThreadMemory(thread_id=thread_id)
     lines = body.strip("\n").split("\n")
     position = 0
-    header_keys = {"updated_at", "cwd", "rollout_path", "rollout_summary_file"}
     while position < len(lines):
         match = _KEY_VALUE.match(lines[position])
-        if not match or match.group(1) not in header_keys:
+        if not match or match.group(1) not in THREAD_HEADER_KEYS:
             break
         setattr(thread, match.group(1), match.group(2))
         position += 1
