@@ -414,9 +414,9 @@ def test_the_transcript_reader_has_no_key_name_list_of_its_own():
     # Issue 31 item 3: one module owns the list; the reader's leaf fallback imports it.
     import inspect
 
-    from codex_memories.ingest import rollouts
+    from codex_memories.ingest import transcript
 
-    source = inspect.getsource(rollouts)
+    source = inspect.getsource(transcript)
     assert "name_strength" in source
     assert "passwd" not in source and "api[_-]?key" not in source
 

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codex_memories.consolidate.injection_gate import logical_lines
-from codex_memories.ingest.rollouts import DATAMARK, ItemOrigin, is_harness_text, item_origin, unspotlight_item
+from codex_memories.ingest.transcript import DATAMARK, ItemOrigin, is_harness_text, item_origin, unspotlight_item
 
 SHINGLE_UNITS = 3
 MIN_UNITS = 4

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.ingest.rollout_files import ListedRollout, list_rollouts, rollout_failure
-from codex_memories.ingest.rollouts import KeptLines, RolloutScan, scan_rollout, thread_id_from_filename
+from codex_memories.ingest.transcript import KeptLines, RolloutScan, scan_rollout, thread_id_from_filename
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.scopes import recorded_project_keys, write_recorded_project_keys
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES

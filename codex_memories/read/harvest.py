@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codex_memories.ingest.rollout_files import rollout_failure
-from codex_memories.ingest.rollouts import Citation, RolloutScan, scan_rollout
+from codex_memories.ingest.transcript import Citation, RolloutScan, scan_rollout
 from codex_memories.outcomes import failure_reason
 from codex_memories.read.citations import parse_citation_block
 from codex_memories.state.store import MemoryStore

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codex_memories.ingest.rollouts import build_memory_transcript, scan_rollout
+from codex_memories.ingest.transcript import build_memory_transcript, scan_rollout
 from codex_memories.llm.base import ExtractionRequest
 from codex_memories.llm.heuristic import extract_heuristically
 from codex_memories.prompts import RenderedPrompt
@@ -250,7 +250,7 @@ ODD_LINES = [
 
 
 def _same_reading(data: bytes) -> None:
-    from codex_memories.ingest.rollouts import _LineParser, _RawLine
+    from codex_memories.ingest.transcript import _LineParser, _RawLine
 
     exact, fast = _LineParser(), _LineParser(fast=True)
     line = _RawLine(0, len(data), data, data.endswith(b"\n"))
