@@ -20,7 +20,7 @@ Contract:
      stage-1 output holds came from the consolidator itself, an ad-hoc note or an extension
      (the user's own input): it stays.
   3. Each source session's rollout, streamed (`read_items`, by default
-     `ingest.rollouts.iter_kept_items`), compared by origin: the user's words and the agent's
+     `ingest.transcript.iter_kept_items`), compared by origin: the user's words and the agent's
      actions vouch for a line, tool output taints it (`LineSupport.tool_derived`); the user's
      ad-hoc notes and extension resources under `extensions/` count as the user's words.
   A line is tool-derived when, against the pooled sessions of all its sources, its words come

@@ -104,7 +104,7 @@ def test_a_long_rollout_discovery_read_is_built_ahead_from_its_kept_lines_in_a_w
     from concurrent.futures import ProcessPoolExecutor
 
     from codex_memories.ingest.discovery import discover_rollouts
-    from codex_memories.ingest.transcript import LineStats
+    from codex_memories.ingest.rollout_reader import LineStats
     from codex_memories.state.store import MemoryStore
     from tests.support.rollout_factory import write_large_rollout
 
