@@ -181,7 +181,7 @@ def floor_parts(files: list[Path], sent: list[str], counted: list[str]) -> dict[
 def sent_texts(files: list[Path]) -> tuple[list[str], list[str]]:
     """(every transcript's text, the texts of those whose tokens were counted), as the product
     builds them."""
-    from codex_memories.ingest.rollouts import build_memory_transcript
+    from codex_memories.ingest.transcript import build_memory_transcript
 
     transcripts = [build_memory_transcript(path, token_budget=TOKEN_BUDGET) for path in files]
     return [t.text for t in transcripts], [t.text for t in transcripts if t.tokens_counted]
@@ -191,7 +191,7 @@ def product_pass(codex_home: Path, files: list[Path], work: Path) -> tuple[float
     """(discover seconds, transcript seconds, CPU seconds of both, threads discovered) with a
     fresh store."""
     from codex_memories.ingest.discovery import discover_rollouts
-    from codex_memories.ingest.rollouts import build_memory_transcript
+    from codex_memories.ingest.transcript import build_memory_transcript
     from codex_memories.state.store import MemoryStore
 
     db = work / f"state-{time.monotonic_ns()}.sqlite"
@@ -265,12 +265,12 @@ def measure_throughput(codex_home: Path, work: Path, repeats: int) -> dict[str, 
 _CHILD_CODE = {
     "imports only": (
         "import json, sys\n"
-        "from codex_memories.ingest.rollouts import build_memory_transcript\n"
+        "from codex_memories.ingest.transcript import build_memory_transcript\n"
         "print(json.dumps({'vm_hwm_mb': high_water_mb()}))\n"
     ),
     "plain json.loads per line": (
         "import json, sys\n"
-        "from codex_memories.ingest.rollouts import build_memory_transcript\n"
+        "from codex_memories.ingest.transcript import build_memory_transcript\n"
         "lines = 0\n"
         "with open(sys.argv[1], 'rb') as handle:\n"
         "    for line in handle:\n"
@@ -280,7 +280,7 @@ _CHILD_CODE = {
     "build_memory_transcript": (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from codex_memories.ingest.rollouts import build_memory_transcript\n"
+        "from codex_memories.ingest.transcript import build_memory_transcript\n"
         "t = build_memory_transcript(Path(sys.argv[1]), token_budget=int(sys.argv[2]))\n"
         "print(json.dumps({'tokens': t.tokens, 'truncated_tokens': t.truncated_tokens, 'items': len(t.items),\n"
         "                  'redacted': t.text.count('[REDACTED'), 'vm_hwm_mb': high_water_mb()}))\n"

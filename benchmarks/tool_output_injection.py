@@ -277,7 +277,7 @@ def spotlight_cost() -> None:
     import random
     import time
 
-    import codex_memories.ingest.rollouts as rollouts
+    import codex_memories.ingest.transcript as rollouts
 
     words = "PASS FAIL ok src/api/handlers.py tests/test_api.py::test_retry warning unused import GET /v1/items 200 latency_ms=12 retry cache hit miss".split()
     rng = random.Random(29)

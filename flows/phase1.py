@@ -28,7 +28,7 @@ from codex_memories.extract.collector import frozen_old_objects
 from codex_memories.extract.extraction import ExtractionResult, failed_extraction
 from codex_memories.extract.prefetch import TranscriptPrefetch, prepare_quality_check, transcript_pool
 from codex_memories.extract.waves import WaveGuard
-from codex_memories.ingest.rollouts import KeptLines
+from codex_memories.ingest.transcript import KeptLines
 from codex_memories.outcomes import Outcome
 from codex_memories.ratelimit import GuardDecision
 from codex_memories.reports import ExtractionLine, Phase1Report, phase1_verdict

@@ -17,7 +17,7 @@ from prefect.context import TaskRunContext
 
 from codex_memories import progress
 from codex_memories.extract.extraction import ExtractionResult, arrived_result_json, extract_memory
-from codex_memories.ingest.rollouts import MemoryTranscript
+from codex_memories.ingest.transcript import MemoryTranscript
 from codex_memories.llm.base import TransientModelError
 from codex_memories.reports import describe_extraction
 from codex_memories.runtime import extraction_provider, open_store

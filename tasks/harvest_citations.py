@@ -8,7 +8,7 @@ Stop hook, which harvests the same way).
 
 from prefect import get_run_logger, task
 
-from codex_memories.ingest.rollouts import RolloutScan
+from codex_memories.ingest.rollout_scan import RolloutScan
 from codex_memories.read.harvest import HarvestReport
 from codex_memories.read.harvest import harvest_citations as harvest
 from codex_memories.runtime import open_store

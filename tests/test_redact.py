@@ -410,15 +410,16 @@ def test_a_name_says_secret_by_its_last_words(name, strength):
     assert name_strength(name) == strength
 
 
-def test_the_transcript_reader_has_no_key_name_list_of_its_own():
-    # Issue 31 item 3: one module owns the list; the reader's leaf fallback imports it.
+def test_the_rollout_readers_have_no_key_name_list_of_their_own():
+    # Issue 31 item 3: one module owns the list; the transcript's leaf fallback imports it.
     import inspect
 
-    from codex_memories.ingest import rollouts
+    from codex_memories.ingest import rollout_reader, rollout_scan, transcript
 
-    source = inspect.getsource(rollouts)
-    assert "name_strength" in source
-    assert "passwd" not in source and "api[_-]?key" not in source
+    assert "name_strength" in inspect.getsource(transcript)
+    for module in (rollout_reader, rollout_scan, transcript):
+        source = inspect.getsource(module)
+        assert "passwd" not in source and "api[_-]?key" not in source, module.__name__
 
 
 # ---- Shapes no provider list names (issue 29) ----------------------------------------------------

@@ -1,8 +1,9 @@
 """Code-written phase-2 inputs (spec 8.2, 8.3) and the storage-size metric.
 
 Contract:
-- `rollout_summary_stem`, `render_rollout_summary`, `render_raw_memories` are pure and produce the
-  exact bytes Codex writes, so real Codex and this pipeline can share one memory folder.
+- `render_rollout_summary` is pure and produces the exact bytes Codex writes, so real Codex and
+  this pipeline can share one memory folder; the `raw_memories.md` format and the summary file
+  names are in `codex_memories.raw_memories`.
 - `sync_rollout_summaries` makes `rollout_summaries/` hold exactly one `<stem>.md` per selected
   output: selected files are written only when their bytes differ (so an unchanged selection makes
   no diff), made durable together (one `flush`, not an fsync per file), then every other `*.md`
@@ -17,9 +18,7 @@ import hashlib
 import json
 import os
 import stat
-import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,21 +29,12 @@ from codex_memories.paths import (
     WORKSPACE_STATE_DIR,
     rollout_summary_path,
 )
+from codex_memories.raw_memories import render_raw_memories, rfc3339, stem_for
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.state.records import OutputIdentity, Stage1Output, Stage1OutputRef
 from codex_memories.storage import MemoryRoot, open_memory_root
 
 RootLike = MemoryRoot | str | os.PathLike[str]
-
-STEM_TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
-MAX_SLUG_CHARS = 60
-_BASE62_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_HASH4_MODULUS = 62**4
-_UUID_V7 = 7
-
-RAW_MEMORIES_HEADER = "# Raw Memories\n\n"
-RAW_MEMORIES_EMPTY = "No raw memories yet.\n"
-RAW_MEMORIES_INTRO = "Merged stage-1 raw memories (stable ascending thread-id order):\n\n"
 
 
 @dataclass(frozen=True)
@@ -52,63 +42,6 @@ class SyncResult:
     written: list[str]
     deleted: list[str]
     unchanged: list[str]
-
-
-def rfc3339(epoch_seconds: int) -> str:
-    """`2025-10-14T09:12:03+00:00`, the form Codex writes."""
-    return datetime.fromtimestamp(epoch_seconds, tz=UTC).isoformat()
-
-
-def _parse_uuid(thread_id: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(thread_id)
-    except ValueError:
-        return None
-
-
-def _rolling_hash(text: str) -> int:
-    value = 0
-    for byte in text.encode("utf-8"):
-        value = (value * 31 + byte) & 0xFFFFFFFF
-    return value
-
-
-def _base62_4(value: int) -> str:
-    value %= _HASH4_MODULUS
-    digits = []
-    for _ in range(4):
-        value, digit = divmod(value, 62)
-        digits.append(_BASE62_ALPHABET[digit])
-    return "".join(reversed(digits))
-
-
-def sanitize_slug(rollout_slug: str | None) -> str:
-    """Lowercase ASCII alphanumerics, everything else `_`, at most 60 chars, no trailing `_`."""
-    if not rollout_slug:
-        return ""
-    characters = []
-    for character in rollout_slug[:MAX_SLUG_CHARS]:
-        characters.append(character.lower() if character.isascii() and character.isalnum() else "_")
-    return "".join(characters).rstrip("_")
-
-
-def rollout_summary_stem(thread_id: str, source_updated_at: int, rollout_slug: str | None) -> str:
-    """`<ts>-<hash4>[-<slug>]` (spec 8.3)."""
-    parsed = _parse_uuid(thread_id)
-    if parsed is not None and (parsed.int >> 76) & 0xF == _UUID_V7:
-        # A UUIDv7 starts with 48 bits of Unix milliseconds: the thread's creation time.
-        seconds = (parsed.int >> 80) // 1000
-    else:
-        seconds = source_updated_at
-    timestamp = datetime.fromtimestamp(seconds, tz=UTC).strftime(STEM_TIME_FORMAT)
-    seed = parsed.int & 0xFFFFFFFF if parsed is not None else _rolling_hash(thread_id)
-    stem = f"{timestamp}-{_base62_4(seed)}"
-    slug = sanitize_slug(rollout_slug)
-    return f"{stem}-{slug}" if slug else stem
-
-
-def stem_for(output: Stage1Output) -> str:
-    return rollout_summary_stem(output.thread_id, output.source_updated_at, output.rollout_slug)
 
 
 def render_rollout_summary(output: Stage1Output) -> str:
@@ -121,24 +54,6 @@ def render_rollout_summary(output: Stage1Output) -> str:
     if output.git_branch:
         lines.append(f"git_branch: {output.git_branch}")
     return "\n".join(lines) + "\n\n" + output.rollout_summary.strip() + "\n"
-
-
-def render_raw_memories(selection: list[Stage1Output]) -> str:
-    if not selection:
-        return RAW_MEMORIES_HEADER + RAW_MEMORIES_EMPTY
-    parts = [RAW_MEMORIES_HEADER, RAW_MEMORIES_INTRO]
-    for output in sorted(selection, key=lambda item: item.thread_id):
-        parts.append(
-            f"## Thread `{output.thread_id}`\n"
-            f"updated_at: {rfc3339(output.source_updated_at)}\n"
-            f"cwd: {output.cwd or ''}\n"
-            f"rollout_path: {output.rollout_path or ''}\n"
-            f"rollout_summary_file: {stem_for(output)}.md\n"
-            "\n"
-            f"{output.raw_memory.strip()}\n"
-            "\n"
-        )
-    return "".join(parts)
 
 
 def _write_if_changed(root: MemoryRoot, path: str, text: str, *, durable: bool = True) -> bool:

@@ -20,7 +20,7 @@ Contract:
      stage-1 output holds came from the consolidator itself, an ad-hoc note or an extension
      (the user's own input): it stays.
   3. Each source session's rollout, streamed (`read_items`, by default
-     `ingest.rollouts.iter_kept_items`), compared by origin: the user's words and the agent's
+     `ingest.transcript.iter_kept_items`), compared by origin: the user's words and the agent's
      actions vouch for a line, tool output taints it (`LineSupport.tool_derived`); the user's
      ad-hoc notes and extension resources under `extensions/` count as the user's words.
   A line is tool-derived when, against the pooled sessions of all its sources, its words come
@@ -49,7 +49,7 @@ from codex_memories.consolidate.injection_gate import MAX_GATED_FILE_BYTES, Gate
 from codex_memories.consolidate.workspace import baseline_texts
 from codex_memories.extract.provenance import MIN_UNITS, Attribution, MemoryLine, memory_lines, units, without_lines
 from codex_memories.forget.audit import ForgetAction, record_actions
-from codex_memories.ingest.rollouts import ItemOrigin, iter_kept_items
+from codex_memories.ingest.transcript import ItemOrigin, iter_kept_items
 from codex_memories.sandbox import SandboxedFolder
 from codex_memories.state.records import ForgetRoute, Stage1Output, Stage1OutputRef
 from codex_memories.state.store import MemoryStore

@@ -32,7 +32,7 @@ from codex_memories.extract.scope_tagging import row_scope, tag_raw_memory
 from codex_memories.forget.audit import record_actions
 from codex_memories.forget.empty_reextraction import empty_reextraction_actions
 from codex_memories.ingest.rollout_files import rollout_failure
-from codex_memories.ingest.rollouts import MemoryTranscript, build_memory_transcript, unmark
+from codex_memories.ingest.transcript import MemoryTranscript, build_memory_transcript, unmark
 from codex_memories.llm.base import (
     ExtractionProvider,
     ExtractionRequest,

@@ -45,7 +45,7 @@ from codex_memories.extract.quality import (
     check_extraction_batch,
     import_validation_modules,
 )
-from codex_memories.ingest.rollouts import KeptLines, MemoryTranscript, build_memory_transcript
+from codex_memories.ingest.transcript import KeptLines, MemoryTranscript, build_memory_transcript
 from codex_memories.state.records import Stage1Claim
 
 _pool: ProcessPoolExecutor | None = None

@@ -15,7 +15,7 @@ Contract:
   re-wrapping a sentence does not hide where it came from; nor are names (paths, file names,
   versions, identifiers: `_NAME_RUN`), which say what a line is about, not who wrote it.
 - `session_texts(items)`: the text of a session by origin (`ItemOrigin`, decided once for the
-  stage-1 input's spotlighting by `ingest.rollouts.item_origin`): the user's messages
+  stage-1 input's spotlighting by `ingest.transcript.item_origin`): the user's messages
   (`user`; Codex's harness parts of them are `tool_output`, except its environment context,
   which is the session's own facts and is left out), the agent's tool calls
   (`agent_action`: commands, patches, search queries) and tool output (`tool_output`). The
@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codex_memories.consolidate.injection_gate import logical_lines
-from codex_memories.ingest.rollouts import DATAMARK, ItemOrigin, is_harness_text, item_origin, unspotlight_item
+from codex_memories.ingest.transcript import DATAMARK, ItemOrigin, is_harness_text, item_origin, unspotlight_item
 
 SHINGLE_UNITS = 3
 MIN_UNITS = 4

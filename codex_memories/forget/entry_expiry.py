@@ -28,13 +28,12 @@ Must run under the phase-2 lock, after the inputs sync and before the diff.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from codex_memories.consolidate.inputs import rollout_summary_stem
 from codex_memories.forget.audit import ForgetAction
 from codex_memories.paths import RAW_MEMORIES_FILE, rollout_summary_path
+from codex_memories.raw_memories import rollout_summary_stem, thread_sections
 from codex_memories.redact import redact_secrets
 from codex_memories.state.records import ForgetRoute, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
@@ -42,9 +41,6 @@ from codex_memories.storage import MemoryRoot, open_memory_root
 from codex_memories.typed_entries import ExpiredEntry, drop_expired_lines, has_expired_entry, next_expiry, normalise
 
 RootLike = MemoryRoot | str | os.PathLike[str]
-
-_THREAD_HEADING = re.compile(r"^## Thread `([^`\n]+)`[ \t]*$", re.MULTILINE)
-
 
 def expire_entries(root: RootLike, store: MemoryStore, refs: Sequence[Stage1OutputRef], now: datetime) -> list[ForgetAction]:
     """Remove expired typed entries from the selected rows and the synced files; one action each."""
@@ -114,10 +110,4 @@ def expiry_actions(thread_id: str, expired: Sequence[ExpiredEntry]) -> list[Forg
 
 
 def _threads_with_expired_entries(raw_memories: str, now: datetime) -> set[str]:
-    headings = list(_THREAD_HEADING.finditer(raw_memories))
-    affected = set()
-    for index, heading in enumerate(headings):
-        end = headings[index + 1].start() if index + 1 < len(headings) else len(raw_memories)
-        if drop_expired_lines(raw_memories[heading.end() : end], now)[1]:
-            affected.add(heading.group(1).strip())
-    return affected
+    return {section.thread_id for section in thread_sections(raw_memories) if drop_expired_lines(section.body, now)[1]}

@@ -29,8 +29,9 @@ from datetime import datetime
 from pathlib import Path
 
 from codex_memories import paths
-from codex_memories.ingest.rollout_files import ListedRollout, list_rollouts, rollout_failure
-from codex_memories.ingest.rollouts import KeptLines, RolloutScan, scan_rollout, thread_id_from_filename
+from codex_memories.ingest.rollout_files import ListedRollout, list_rollouts, rollout_failure, thread_id_from_filename
+from codex_memories.ingest.rollout_scan import RolloutScan, scan_rollout
+from codex_memories.ingest.transcript import KeptLines
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.scopes import recorded_project_keys, write_recorded_project_keys
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
@@ -48,7 +49,7 @@ class DiscoveryReport:
     non_interactive: int = 0
     lines_skipped: int = 0
     skipped_by_reason: Counter[str] = field(default_factory=Counter)
-    # Lines used after their text was made storable (rollouts.LineStats.repaired_by_reason).
+    # Lines used after their text was made storable (rollout_reader.LineStats.repaired_by_reason).
     lines_repaired: int = 0
     repaired_by_reason: Counter[str] = field(default_factory=Counter)
     # Files (and folders) left out, each as (path shown as storable text, "<outcome>: <detail>"),

@@ -25,6 +25,9 @@ Contract:
   crosses the bound, so no reader can spend more time or memory on one file than that many
   bytes cost. A `.jsonl.zst` that is not zstd, or that ends inside a frame, is
   `CorruptCompressedRollout` from the read that finds it.
+- `thread_id_from_filename(path)` reads the thread id from a rollout's name;
+  `file_identity(path, stream)` is an open plain rollout's size and mtime (what says a file did
+  not change between the discovery scan and the transcript that reuses its line offsets).
 - Every failure to open or read is an `OSError`; `RolloutFileError` subclasses carry their
   outcome code (`rollout_failure(error)` gives the code and a storable one-line detail for any
   `OSError`). One bad file is one named outcome for that file, never a failed run.
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -351,3 +355,25 @@ class _DecompressedRollout(io.RawIOBase):
         if not self.closed:
             self._source.close()
         super().close()
+
+
+_ROLLOUT_NAME_RE = re.compile(
+    r"^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-"
+    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"\.jsonl(?:\.zst)?$"
+)
+
+
+def thread_id_from_filename(path: Path | str) -> str | None:
+    """The thread UUID at the end of `rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl`, lower case."""
+    match = _ROLLOUT_NAME_RE.match(Path(path).name)
+    return match.group(1).lower() if match else None
+
+
+def file_identity(path: Path, stream: BinaryIO) -> tuple[int, int] | None:
+    """(size, mtime_ns) of an open plain rollout; None for a compressed one, whose line offsets
+    are positions in the decompressed stream, where nothing can seek."""
+    if path.name.endswith(".zst"):
+        return None
+    status = os.fstat(stream.fileno())
+    return status.st_size, status.st_mtime_ns

@@ -46,7 +46,7 @@ from datetime import datetime
 from typing import Any
 
 from codex_memories.extract.rules import RecognisedRule, rules_in_message
-from codex_memories.ingest.rollouts import is_harness_text, unspotlight_item
+from codex_memories.ingest.transcript import is_harness_text, unspotlight_item
 from codex_memories.llm.base import ExtractionRequest, ExtractionResponse, TokenUsage
 from codex_memories.llm.schema import Stage1Extraction
 from codex_memories.scopes import PROJECT_SCOPE, USER_SCOPE

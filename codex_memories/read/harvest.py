@@ -3,7 +3,7 @@
 Contract:
 - `harvest_citations(store, rollout_paths)` scans each rollout from the byte offset stored for it
   (`get_harvest_offset`; 0 when never scanned), parses every `<oai-mem-citation>` block that
-  `rollouts.scan_rollout` found in assistant messages past that offset, and in one transaction
+  `rollout_scan.scan_rollout` found in assistant messages past that offset, and in one transaction
   records one use of every valid rollout id of each block and moves the offset to the scan's end
   (`record_harvested_citations`).
 - `scans` (optional): scans of some of these files made earlier in the same run (discovery's,
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codex_memories.ingest.rollout_files import rollout_failure
-from codex_memories.ingest.rollouts import Citation, RolloutScan, scan_rollout
+from codex_memories.ingest.rollout_scan import Citation, RolloutScan, scan_rollout
 from codex_memories.outcomes import failure_reason
 from codex_memories.read.citations import parse_citation_block
 from codex_memories.state.store import MemoryStore

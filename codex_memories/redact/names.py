@@ -15,7 +15,7 @@ Contract:
   rules in `codex_memories.redact.rules` and `.shapes`.
 
 Every rule that decides from a name, and the transcript reader's fallback
-(`codex_memories.ingest.rollouts`), reads these lists; nothing else keeps its own copy.
+(`codex_memories.ingest.transcript`), reads these lists; nothing else keeps its own copy.
 """
 
 from __future__ import annotations

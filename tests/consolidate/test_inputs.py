@@ -8,13 +8,11 @@ import pytest
 from codex_memories.consolidate.inputs import (
     SyncResult,
     rebuild_raw_memories,
-    render_raw_memories,
     render_rollout_summary,
-    rollout_summary_stem,
-    sanitize_slug,
     storage_bytes,
     sync_rollout_summaries,
 )
+from codex_memories.raw_memories import render_raw_memories, rollout_summary_stem, sanitize_slug
 from codex_memories.state.records import Stage1Output
 from codex_memories.storage import open_memory_root
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from codex_memories.extract.prefetch import TranscriptPrefetch
-from codex_memories.ingest.rollouts import build_memory_transcript
+from codex_memories.ingest.transcript import build_memory_transcript
 from codex_memories.state.records import Stage1Claim
 from tests.support.rollout_factory import write_rollout
 
@@ -104,7 +104,7 @@ def test_a_long_rollout_discovery_read_is_built_ahead_from_its_kept_lines_in_a_w
     from concurrent.futures import ProcessPoolExecutor
 
     from codex_memories.ingest.discovery import discover_rollouts
-    from codex_memories.ingest.rollouts import LineStats
+    from codex_memories.ingest.rollout_reader import LineStats
     from codex_memories.state.store import MemoryStore
     from tests.support.rollout_factory import write_large_rollout
 

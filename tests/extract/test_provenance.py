@@ -11,7 +11,7 @@ import pytest
 
 from codex_memories.extract.extraction import extract_memory
 from codex_memories.extract.provenance import WITHHELD, Attribution, session_texts, units, withhold_tool_derived
-from codex_memories.ingest.rollouts import (
+from codex_memories.ingest.transcript import (
     DATAMARK,
     ItemOrigin,
     build_memory_transcript,

@@ -177,7 +177,7 @@ def write_odd_metadata_session(home: Path, index: int, odd: str) -> str:
 
 
 def rollout_files_line_bound() -> int:
-    from codex_memories.ingest.rollouts import MAX_LINE_BYTES
+    from codex_memories.ingest.rollout_reader import MAX_LINE_BYTES
 
     return MAX_LINE_BYTES
 

@@ -23,10 +23,10 @@ from sqlalchemy import text as sql_text
 import codex_memories_tasks.consolidate as consolidate_task
 from codex_memories.consolidate import heuristic
 from codex_memories.consolidate.consolidators import ConsolidationOutcome
-from codex_memories.consolidate.inputs import rollout_summary_stem
 from codex_memories.consolidate.workspace import workspace_diff
 from codex_memories.llm.base import TokenUsage
 from codex_memories.outcomes import Outcome
+from codex_memories.raw_memories import rollout_summary_stem
 from codex_memories.read.injection import build_session_context
 from codex_memories.reports import Phase2Report, render_phase2_markdown
 from codex_memories.runtime import close_stores

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.ingest import rollouts
-from codex_memories.ingest.rollouts import KEPT_LINES_MIN_BYTES, build_memory_transcript, scan_rollout
+from codex_memories.ingest.rollout_reader import LineParser
+from codex_memories.ingest.rollout_scan import KEPT_LINES_MIN_BYTES, scan_rollout
+from codex_memories.ingest.transcript import build_memory_transcript
 from tests.support.rollout_factory import write_large_rollout
 
 
@@ -62,13 +63,13 @@ def test_the_kept_lines_spare_the_middle_of_a_long_rollout(tmp_path, monkeypatch
     path = _long_rollout(tmp_path, seed=11)
     scan = scan_rollout(path)
     parsed = []
-    real_parse = rollouts._LineParser.parse
+    real_parse = LineParser.parse
 
     def counting_parse(self, line):
         parsed.append(line.offset)
         return real_parse(self, line)
 
-    monkeypatch.setattr(rollouts._LineParser, "parse", counting_parse)
+    monkeypatch.setattr(LineParser, "parse", counting_parse)
     build_memory_transcript(path, token_budget=20_000)
     whole_lines = len(parsed)
     parsed.clear()

@@ -5,17 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.ingest.rollout_files import UnsupportedRolloutCompression, list_rollouts, zstd_supported
-from codex_memories.ingest.rollouts import (
-    MAX_LINE_BYTES,
-    build_memory_transcript,
-    external_context_kind,
-    normalize_source,
-    sanitize_response_item,
-    scan_rollout,
+from codex_memories.ingest.rollout_files import (
+    UnsupportedRolloutCompression,
+    list_rollouts,
     thread_id_from_filename,
-    unspotlight_item,
+    zstd_supported,
 )
+from codex_memories.ingest.rollout_reader import MAX_LINE_BYTES
+from codex_memories.ingest.rollout_scan import external_context_kind, normalize_source, scan_rollout
+from codex_memories.ingest.transcript import build_memory_transcript, sanitize_response_item, unspotlight_item
 from codex_memories.redact import REDACTED, find_secret_kinds
 from codex_memories.tokens import count_tokens
 from tests.support.rollout_factory import uuid7_at, write_large_rollout, write_rollout
@@ -99,7 +97,7 @@ def test_json_nested_past_the_parsers_stack_counts_as_too_deeply_nested(tmp_path
 
 
 def test_too_long_line_is_skipped_without_being_held(tmp_path, monkeypatch):
-    monkeypatch.setattr("codex_memories.ingest.rollouts.MAX_LINE_BYTES", 1_000)
+    monkeypatch.setattr("codex_memories.ingest.rollout_reader.MAX_LINE_BYTES", 1_000)
     path = write_rollout(tmp_path, created_at=WHEN, user_messages=["hi"], tool_calls=[("cat big.log", "x" * 5_000)])
     scan = scan_rollout(path)
     assert scan.stats.skipped_by_reason == {"line_too_long": 1}
@@ -497,17 +495,18 @@ def test_a_token_in_the_git_remote_url_of_session_meta_never_reaches_the_thread_
 def _item_by_item(path: Path, budget: int):
     """The head/tail builder over every kept item: the path a session takes when it does not fit
     the budget in bytes."""
-    from codex_memories.ingest import rollouts
+    from codex_memories.ingest.rollout_reader import LineParser, line_envelope, read_lines
+    from codex_memories.ingest.transcript import _TranscriptBuilder
 
-    parser = rollouts._LineParser()
-    builder = rollouts._TranscriptBuilder(budget)
+    parser = LineParser()
+    builder = _TranscriptBuilder(budget)
     with path.open("rb") as stream:
-        for line in rollouts._read_lines(stream):
+        for line in read_lines(stream):
             obj = parser.parse(line)
             if obj is None:
                 continue
-            line_type, payload = rollouts._envelope(obj)
-            item = rollouts.sanitize_response_item(payload) if line_type == "response_item" and payload else None
+            line_type, payload = line_envelope(obj)
+            item = sanitize_response_item(payload) if line_type == "response_item" and payload else None
             if item is not None:
                 builder.add(item, line.end - line.offset)
     return builder.finish(parser.stats())

@@ -8,7 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
-from codex_memories.ingest.rollouts import build_memory_transcript, scan_rollout
+from codex_memories.ingest.rollout_scan import scan_rollout
+from codex_memories.ingest.transcript import build_memory_transcript
 from codex_memories.read.harvest import harvest_citations
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
 from codex_memories.state.store import MemoryStore

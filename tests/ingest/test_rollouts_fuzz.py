@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codex_memories.ingest.rollouts import build_memory_transcript, scan_rollout
+from codex_memories.ingest.rollout_scan import scan_rollout
+from codex_memories.ingest.transcript import build_memory_transcript
 from codex_memories.llm.base import ExtractionRequest
 from codex_memories.llm.heuristic import extract_heuristically
 from codex_memories.prompts import RenderedPrompt
@@ -250,10 +251,10 @@ ODD_LINES = [
 
 
 def _same_reading(data: bytes) -> None:
-    from codex_memories.ingest.rollouts import _LineParser, _RawLine
+    from codex_memories.ingest.rollout_reader import LineParser, RawLine
 
-    exact, fast = _LineParser(), _LineParser(fast=True)
-    line = _RawLine(0, len(data), data, data.endswith(b"\n"))
+    exact, fast = LineParser(), LineParser(fast=True)
+    line = RawLine(0, len(data), data, data.endswith(b"\n"))
     by_exact, by_fast = exact.parse(line), fast.parse(line)
     assert fast.stats() == exact.stats(), data[:100]
     # NaN is not equal to itself: compare the JSON both would write.

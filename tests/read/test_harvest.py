@@ -115,7 +115,7 @@ def test_discoverys_scan_is_harvested_without_reading_the_file_again(store: Memo
     """Discovery scanned the file from offset 0 in this run: the harvest takes the blocks past
     its stored offset from that scan (the same ones a scan resumed there finds) and reads
     nothing."""
-    from codex_memories.ingest.rollouts import scan_rollout
+    from codex_memories.ingest.rollout_scan import scan_rollout
     from codex_memories.read import harvest
 
     rollout = write_rollout(tmp_path, created_at=CREATED, user_messages=["use the package manager"], assistant_messages=[citation(CITED)])
@@ -142,7 +142,7 @@ def test_a_scan_that_ends_before_the_stored_offset_is_not_used(store: MemoryStor
     """Another process (the Stop hook) harvested past the scan's end in between: the scan says
     nothing about what lies beyond, and moving the offset back would count blocks twice, so
     the file is read from the stored offset as without a scan."""
-    from codex_memories.ingest.rollouts import scan_rollout
+    from codex_memories.ingest.rollout_scan import scan_rollout
     from codex_memories.read import harvest
 
     rollout = write_rollout(tmp_path, created_at=CREATED, user_messages=["use the package manager"], assistant_messages=["nothing cited"])

@@ -11,7 +11,7 @@ Placements (`PLACEMENTS`) wrap a snippet into the rollout item that carries it, 
 writes them: a user message, a shell tool's output (plain text and JSON text inside the output),
 the arguments of a shell function call, assistant text, an `apply_patch` body and the git remote
 URL of `session_meta`. `serialize(item)` is the compact JSON that phase 1 redacts
-(`codex_memories.rollouts._dumps`).
+(`codex_memories.ingest.transcript._dumps`).
 
 `leaked(secret, text)` is the survival test: the secret counts as leaked when any window of
 `LEAK_WINDOW` consecutive characters of it (the whole value when shorter) is still in the text,
@@ -553,7 +553,7 @@ def planted_items(cases: list[SecretCase], seed: int) -> list[PlantedItem]:
 
 
 def serialize(item: dict[str, Any]) -> str:
-    """The item's JSON as phase 1 redacts it (same as `codex_memories.rollouts._dumps`)."""
+    """The item's JSON as phase 1 redacts it (same as `codex_memories.ingest.transcript._dumps`)."""
     return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
 
 

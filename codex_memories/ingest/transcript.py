@@ -1,113 +1,47 @@
-"""Reading Codex rollout files (spec section 10): discovery facts and the phase-1 transcript.
+"""The phase-1 transcript: what the stage-1 model reads of one rollout (spec 1.5, 10.8).
 
-Inputs are the append-only JSONL session files Codex writes under `$CODEX_HOME/sessions/` and
-`archived_sessions/`. Everything here is read-only, streaming and tolerant:
+Lines come from the line reader (`rollout_reader`: streaming, bounded, tolerant, every line
+storable text); only the response items the model saw are kept (`is_kept_item`, the one drop
+rule, which the discovery scan uses too when it records where the kept lines are: `KeptLines`).
 
-* Files are opened through `rollout_files.open_rollout` (regular files only, never blocking,
-  bounded in bytes) and read in binary, one line at a time; nothing holds a whole file in memory.
-  A line longer than `MAX_LINE_BYTES` is skipped without being held either.
-* Every line becomes storable text here, once, for everything downstream (the state DB, the
-  prompts, the memory folder): bytes that are not UTF-8 are decoded as U+FFFD, and a lone
-  surrogate or a NUL from a `\\u` escape is replaced by U+FFFD (`storable.storable_json`). Such a
-  line is used, and counted in `lines_repaired` by reason (`invalid_utf8`, `lone_surrogate`,
-  `nul_character`).
-* A line that cannot be used is skipped and counted by reason (`invalid_json`,
-  `not_an_object`, `partial_last_line` for an unterminated last line that does not parse,
-  `line_too_long`, and `type_not_a_string`, `payload_not_an_object`, `payload_type_not_a_string`,
-  `role_not_a_string` for a line whose envelope `type`, `payload`, `payload.type` or message
-  `role` is some other JSON value, `too_deeply_nested` beyond `MAX_JSON_DEPTH`); blank lines are ignored, and every other line is counted as
-  parsed or skipped (`lines_parsed + lines_skipped == lines_total`). Unknown line types and
-  unknown fields are ignored, so newer Codex builds (world state, token-usage records, ...) do not
-  break us; a field of an unexpected JSON type is read as absent. Bad input never raises; only
-  I/O errors do (`OSError`; `rollout_files.rollout_failure` names the outcome): the caller turns
-  that into one named failure for that file.
-
-Three consumers:
-* Discovery calls `scan_rollout` for the thread facts (id, times, source, cwd, git, whether the
-  session touched external context, the memory citations it contains) and, for a long rollout,
-  where the lines the transcript keeps are (`KeptLines`): the same run's transcript of it then
-  parses its head and the lines left in its tail, not the whole file again.
-* Phase 1 calls `build_memory_transcript`, which keeps only what the model saw (spec 1.5 and
-  10.8), strips injected harness text, clears `encrypted_content`, redacts secrets, spotlights
-  each item (its origin first, every line of text the user did not write datamarked:
-  `spotlight_item`) and fits the token budget by keeping the head and the tail of the
-  conversation. Memory stays bounded by the budget, not by the file: a 500 MB rollout is
-  streamed, not loaded.
+Two consumers:
+* Phase 1 calls `build_memory_transcript`, which strips injected harness text, clears
+  `encrypted_content`, redacts secrets, spotlights each item (its origin first, every line of
+  text the user did not write datamarked: `spotlight_item`) and fits the token budget by keeping
+  the head and the tail of the conversation. Memory stays bounded by the budget, not by the file:
+  a 500 MB rollout is streamed, not loaded.
 * Phase 2's provenance check calls `iter_kept_items`: the same kept items, streamed, neither
   redacted nor budgeted (it compares memory lines with them and keeps none of their text).
+
+Read-only; bad input never raises; only I/O errors do (`OSError`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from array import array
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
-from codex_memories.ingest.rollout_files import open_rollout
+from codex_memories.ingest.rollout_files import file_identity, open_rollout
+from codex_memories.ingest.rollout_reader import (
+    KEPT_RESPONSE_ITEM_TYPES,
+    LineParser,
+    LineStats,
+    RawLine,
+    line_envelope,
+    read_lines,
+)
 from codex_memories.redact import REDACTED, redact_secrets
 from codex_memories.redact.names import name_strength
-from codex_memories.storable import REPAIR_INVALID_UTF8, might_need_repair, storable_json
 from codex_memories.tokens import count_tokens, marker_line, truncate_middle
 
-# A single JSONL line larger than this is skipped (counted as `line_too_long`) instead of being
-# parsed: one pathological tool output must not decide the memory use of the whole job.
-MAX_LINE_BYTES = 64 * 1024 * 1024
-# A line nested deeper than this is skipped (`too_deeply_nested`): Python's JSON decoder accepts
-# nesting its encoder (and every recursive walk here) cannot handle. Codex lines nest < 20 deep.
-MAX_JSON_DEPTH = 200
-# Thread metadata past this is read as absent: a cwd is at most PATH_MAX (4,096) on Linux, but a
-# project key made of it is indexed, and PostgreSQL refuses index entries past about 2,700 bytes.
-MAX_METADATA_CHARS = 2048
-_THREAD_ID_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z_.:-]{0,127}")
-# A session source is a short word (`cli`, `vscode`, `exec`, `subagent`, ...).
-_MAX_SOURCE_CHARS = 64
-
-FIRST_USER_MESSAGE_MAX_CHARS = 200
-CITATION_OPEN = "<oai-mem-citation>"
-CITATION_CLOSE = "</oai-mem-citation>"
-_CITATION_RE = re.compile(re.escape(CITATION_OPEN) + r".*?" + re.escape(CITATION_CLOSE), re.DOTALL)
-
-# Response items phase 1 keeps (spec 1.5 step 2, 10.8). `message` loses developer/system roles.
-KEPT_RESPONSE_ITEM_TYPES = frozenset(
-    {
-        "message",
-        "function_call",
-        "function_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "local_shell_call",
-        "web_search_call",
-        "tool_search_call",
-        "tool_search_output",
-    }
-)
 DROPPED_MESSAGE_ROLES = frozenset({"developer", "system"})
-
-# Response items and events that mean the session read text from outside the machine.
-EXTERNAL_CONTEXT_ITEM_TYPES = frozenset({"web_search_call", "tool_search_call", "tool_search_output"})
-EXTERNAL_CONTEXT_EVENT_TYPES = frozenset(
-    {"mcp_tool_call_begin", "mcp_tool_call_end", "web_search_begin", "web_search_end"}
-)
-# MCP servers whose tools only read the memory folder itself: not external context.
-MEMORY_MCP_SERVERS = frozenset({"memories", "codex_memories", "codex-memories"})
-# Codex exposes MCP tools to the model as `mcp__<server>__<tool>` (older builds:
-# `<server>__<tool>`); none of its built-in tools has a double underscore in its name.
-_MCP_TOOL_DELIMITER = "__"
-_MCP_TOOL_PREFIX = "mcp__"
-
-# Lines written by Codex before the `{timestamp, type, payload}` envelope (2025 builds) are bare
-# response items; we accept them too.
-_LEGACY_RESPONSE_ITEM_TYPES = KEPT_RESPONSE_ITEM_TYPES | {"reasoning"}
 
 _HARNESS_PREFIXES = (
     "<environment_context>",
@@ -123,64 +57,6 @@ _AGENTS_MD_SUFFIX = "</instructions>"
 _SKILL_PREFIX = "<skill>"
 _SKILL_SUFFIX = "</skill>"
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-_ROLLOUT_NAME_RE = re.compile(
-    r"^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-"
-    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
-    r"\.jsonl(?:\.zst)?$"
-)
-
-
-# --- Records -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LineStats:
-    lines_total: int = 0
-    lines_parsed: int = 0
-    lines_skipped: int = 0
-    # invalid_json, not_an_object, partial_last_line, line_too_long, too_deeply_nested,
-    # type_not_a_string, payload_not_an_object, payload_type_not_a_string, role_not_a_string
-    skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    # Parsed lines whose text was made storable, and how many lines by reason (a line may have
-    # several): invalid_utf8, lone_surrogate, nul_character.
-    lines_repaired: int = 0
-    repaired_by_reason: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Citation:
-    """A raw `<oai-mem-citation>…</oai-mem-citation>` block from an assistant message."""
-
-    text: str
-    line_offset: int = 0  # byte offset of the line it came from
-
-
-@dataclass(frozen=True, slots=True)
-class RolloutScan:
-    """What discovery needs from one rollout file."""
-
-    thread_id: str | None
-    forked_from_id: str | None
-    created_at: datetime | None
-    cwd: str | None
-    source: str
-    originator: str | None
-    cli_version: str | None
-    model_provider: str | None
-    git_sha: str | None
-    git_branch: str | None
-    git_origin_url: str | None
-    memory_mode: str | None
-    has_user_message: bool
-    first_user_message: str | None
-    last_activity_at: datetime | None
-    used_external_context: bool
-    citations: list[Citation] = field(default_factory=list)
-    stats: LineStats = field(default_factory=LineStats)
-    end_offset: int = 0  # just past the last complete line; resume citation harvest from here
-    external_context_kinds: tuple[str, ...] = ()  # why used_external_context is true
-    kept_lines: KeptLines | None = None  # where the transcript's lines are (long rollouts only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,13 +80,6 @@ class MemoryTranscript:
     tokens_counted: bool = True  # False: `tokens` is the byte bound above, not a count
 
 
-# A rollout whose kept lines total less than this is read whole by its transcript, and its scan
-# keeps no `KeptLines`: such a file is cheap to read again, and an index of every rollout a
-# backfill reads would hold memory for nothing. Past it, the middle the budget drops is most of
-# the file (the default budget of 150,000 tokens is about 600 KB of JSON).
-KEPT_LINES_MIN_BYTES = 1 << 20
-
-
 @dataclass(frozen=True, slots=True)
 class KeptLines:
     """Where a transcript's items are in a rollout, as the discovery scan read it: the byte offset
@@ -225,238 +94,6 @@ class KeptLines:
     lengths: array  # array("q"): its length in bytes, newline included
     stats: LineStats
     total_bytes: int  # sum of `lengths`
-
-
-# --- Files -------------------------------------------------------------------------------------
-
-
-def thread_id_from_filename(path: Path | str) -> str | None:
-    """The thread UUID at the end of `rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl`, lower case."""
-    match = _ROLLOUT_NAME_RE.match(Path(path).name)
-    return match.group(1).lower() if match else None
-
-
-@dataclass(slots=True)
-class _RawLine:
-    offset: int  # byte offset where the line starts
-    end: int  # byte offset just past the line
-    data: bytes | None  # None when the line was too long to keep
-    complete: bool  # ends with a newline
-
-
-def _read_lines(stream: BinaryIO, *, start_offset: int = 0) -> Iterator[_RawLine]:
-    offset = start_offset
-    while True:
-        chunk = stream.readline(MAX_LINE_BYTES + 1)
-        if not chunk:
-            return
-        start = offset
-        offset += len(chunk)
-        if len(chunk) > MAX_LINE_BYTES and not chunk.endswith(b"\n"):
-            del chunk
-            complete = False
-            while True:  # drain the rest of the line without keeping it
-                more = stream.readline(1 << 20)
-                offset += len(more)
-                if not more:
-                    break
-                if more.endswith(b"\n"):
-                    complete = True
-                    break
-            yield _RawLine(start, offset, None, complete)
-            continue
-        yield _RawLine(start, offset, chunk, chunk.endswith(b"\n"))
-
-
-# What `_LineParser(fast=True)` gets back when orjson refused a line.
-_REFUSED = object()
-
-
-class _LineParser:
-    """Turns raw lines into JSON objects of storable text and counts what it had to skip or repair.
-
-    `fast`: parse with orjson (about twice the speed of `json.loads` on rollout lines), and with
-    `json.loads` what orjson refuses, so every line is used, repaired or skipped for the same
-    reason as without it (NaN, a lone surrogate escape, invalid UTF-8, deep nesting). orjson reads an
-    integer past 64 bits as a float, which `json.loads` does not: only a reader that uses no such
-    number may ask for it (the discovery scan); the transcript keeps every value as it is."""
-
-    def __init__(self, *, fast: bool = False) -> None:
-        self.fast = fast
-        self.total = 0
-        self.parsed = 0
-        self.skipped: Counter[str] = Counter()
-        self.repaired = 0
-        self.repaired_by_reason: Counter[str] = Counter()
-
-    def parse(self, line: _RawLine) -> dict[str, Any] | None:
-        if line.data is None:
-            self.total += 1
-            self.skipped["line_too_long"] += 1
-            return None
-        data = line.data.strip()
-        if line.offset == 0 and data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:].strip()
-        if not data:
-            return None
-        self.total += 1
-        reason: str | None = None
-        obj: Any = _REFUSED
-        if self.fast:
-            try:
-                obj = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                obj = _REFUSED  # json.loads below reads it or names the damage
-        repairs: set[str] = set()
-        if obj is _REFUSED:
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                text = data.decode("utf-8", "replace")
-                repairs.add(REPAIR_INVALID_UTF8)
-            try:
-                obj = json.loads(text)
-            except ValueError:
-                reason = "invalid_json"
-            except RecursionError:
-                # Nested past what the parser's stack holds (how deep that is depends on
-                # the caller's stack); orjson's limit is 1024 levels: either way, too deep.
-                reason = "too_deeply_nested"
-        if reason is None and not isinstance(obj, dict):
-            reason = "not_an_object"
-        if reason is not None:
-            # An unterminated last line is most likely a session still being written.
-            self.skipped["partial_last_line" if not line.complete else reason] += 1
-            return None
-        # A rollout line keeps its bulk in strings: walking its few containers costs less than
-        # counting the brackets of its bytes to skip the walk (half, on benchmarks/ingest.py).
-        too_deep = _nested_deeper_than(obj, MAX_JSON_DEPTH)
-        damage = "too_deeply_nested" if too_deep else _envelope_damage(obj)
-        if damage is not None:
-            self.skipped[damage] += 1
-            return None
-        if might_need_repair(data):
-            obj, replaced = storable_json(obj)
-            repairs.update(replaced)
-        self.parsed += 1
-        if repairs:
-            self.repaired += 1
-            self.repaired_by_reason.update(repairs)
-        return obj
-
-    def stats(self) -> LineStats:
-        return LineStats(
-            lines_total=self.total,
-            lines_parsed=self.parsed,
-            lines_skipped=sum(self.skipped.values()),
-            skipped_by_reason=dict(self.skipped),
-            lines_repaired=self.repaired,
-            repaired_by_reason=dict(self.repaired_by_reason),
-        )
-
-
-def _nested_deeper_than(value: Any, limit: int) -> bool:
-    """Whether containers nest more than `limit` deep (iterative: no recursion on hostile input)."""
-    pending: list[tuple[Any, int]] = [(value, 1)]
-    while pending:
-        current, depth = pending.pop()
-        if depth > limit:
-            return True
-        if isinstance(current, dict):
-            pending.extend((child, depth + 1) for child in current.values() if isinstance(child, (dict, list)))
-        elif isinstance(current, list):
-            pending.extend((child, depth + 1) for child in current if isinstance(child, (dict, list)))
-    return False
-
-
-def _envelope_damage(obj: dict[str, Any]) -> str | None:
-    """Why a parsed line cannot be read as a rollout line, or None.
-
-    The fields every consumer branches on (`type`, `payload`, `payload.type`, a message's
-    `role`) must be strings (or an object, for `payload`) when present; any other JSON value
-    makes the line damaged, so no consumer ever hashes or compares a list or an object there.
-    """
-    kind = obj.get("type")
-    if kind is not None and not isinstance(kind, str):
-        return "type_not_a_string"
-    if "payload" in obj:
-        payload = obj["payload"]
-        if not isinstance(payload, dict):
-            return "payload_not_an_object" if kind is not None else None
-    elif kind in _LEGACY_RESPONSE_ITEM_TYPES:
-        payload = obj
-    else:
-        return None
-    item_type = payload.get("type")
-    if item_type is not None and not isinstance(item_type, str):
-        return "payload_type_not_a_string"
-    role = payload.get("role")
-    if role is not None and not isinstance(role, str):
-        return "role_not_a_string"
-    return None
-
-
-def _envelope(obj: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
-    """(line type, payload) of a rollout line; legacy bare lines are mapped onto the envelope.
-
-    Only called on lines `_envelope_damage` accepted: `type` is a string or absent."""
-    kind = obj.get("type")
-    payload = obj.get("payload")
-    if isinstance(kind, str) and isinstance(payload, dict):
-        return kind, payload
-    if kind in _LEGACY_RESPONSE_ITEM_TYPES:
-        return "response_item", obj
-    if kind is None and isinstance(obj.get("id"), str) and "timestamp" in obj:
-        return "session_meta", obj
-    return (kind if isinstance(kind, str) else None), None
-
-
-# --- Small value helpers -----------------------------------------------------------------------
-
-
-def _str_or_none(value: Any) -> str | None:
-    """A metadata string, or None for any other JSON value and for a string past
-    `MAX_METADATA_CHARS` (a cwd or a remote URL of megabytes is no one's: it would be stored,
-    keyed by and looked up on disk)."""
-    return value if isinstance(value, str) and value and len(value) <= MAX_METADATA_CHARS else None
-
-
-def _thread_id_or_none(value: Any) -> str | None:
-    """A thread id as Codex writes them (a UUID; any short id of letters, digits, `-`, `_`, `.`,
-    `:`), else None: an id is a primary key."""
-    return value if isinstance(value, str) and _THREAD_ID_RE.fullmatch(value) else None
-
-
-def _redacted_str(value: Any) -> str | None:
-    """Thread metadata that goes into the state DB as text (a git remote URL can carry a token)."""
-    text = _str_or_none(value)
-    return redact_secrets(text) if text is not None else None
-
-
-def _parse_timestamp(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    except (ValueError, OverflowError):  # OverflowError: a year-1 or year-9999 time with an offset
-        return None
-
-
-def normalize_source(value: Any) -> str:
-    """`session_meta.source` as one string; missing means vscode (spec 10.3)."""
-    if value is None:
-        return "vscode"
-    if isinstance(value, str):
-        source = value.strip().lower() or "vscode"
-    elif isinstance(value, dict):
-        if "subagent" in value:
-            return "subagent"
-        keys = [key for key in value if isinstance(key, str)]
-        source = keys[0].lower() if keys else "unknown"
-    else:
-        return "unknown"
-    return source if len(source) <= _MAX_SOURCE_CHARS else "unknown"
 
 
 def _ascii_lower(text: str) -> str:
@@ -484,236 +121,12 @@ def _is_injected_instructions(part: Any) -> bool:
     return head.startswith(_SKILL_PREFIX) and tail.endswith(_SKILL_SUFFIX)
 
 
-def _message_texts(item: dict[str, Any], part_type: str) -> list[str]:
-    content = item.get("content")
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    return [
-        part["text"]
-        for part in content
-        if isinstance(part, dict) and part.get("type") == part_type and isinstance(part.get("text"), str)
-    ]
-
-
-def _preview(text: str) -> str:
-    # Redact a generous prefix before cutting, so a secret straddling the cut is still caught.
-    redacted = redact_secrets(text.strip()[: FIRST_USER_MESSAGE_MAX_CHARS * 20])
-    return redacted[:FIRST_USER_MESSAGE_MAX_CHARS]
-
-
-def _mcp_server_of_tool_name(name: str, namespace: Any) -> str | None:
-    """The MCP server a function call goes to, or None for a built-in tool."""
-    if isinstance(namespace, str) and namespace.startswith(_MCP_TOOL_PREFIX):
-        return namespace[len(_MCP_TOOL_PREFIX) :].split(_MCP_TOOL_DELIMITER, 1)[0] or namespace
-    if name.startswith(_MCP_TOOL_PREFIX):
-        return name[len(_MCP_TOOL_PREFIX) :].split(_MCP_TOOL_DELIMITER, 1)[0]
-    if _MCP_TOOL_DELIMITER in name.strip("_"):
-        return name.split(_MCP_TOOL_DELIMITER, 1)[0]
-    return None
-
-
-def external_context_kind(line_type: str | None, payload: dict[str, Any]) -> str | None:
-    """Why a rollout line counts as external context, or None.
-
-    Detected: web search and tool search response items (`web_search_call`, `tool_search_call`,
-    `tool_search_output`); function calls to MCP tools (`mcp__<server>__<tool>`, an `mcp__`
-    namespace, or the older `<server>__<tool>` naming); and the persisted MCP / web-search
-    events (`mcp_tool_call_begin` / `_end` with `invocation.server`, `web_search_begin` /
-    `_end`). Calls to the memory server itself (`MEMORY_MCP_SERVERS`) are not external.
-    """
-    kind = payload.get("type")
-    if not isinstance(kind, str):
-        return None
-    if line_type == "response_item":
-        if kind in EXTERNAL_CONTEXT_ITEM_TYPES:
-            return kind
-        if kind == "function_call" and isinstance(payload.get("name"), str):
-            server = _mcp_server_of_tool_name(payload["name"], payload.get("namespace"))
-            if server is not None and server not in MEMORY_MCP_SERVERS:
-                return "mcp_tool_call"
-        return None
-    if line_type == "event_msg" and kind in EXTERNAL_CONTEXT_EVENT_TYPES:
-        invocation = payload.get("invocation")
-        server = invocation.get("server") if isinstance(invocation, dict) else None
-        if isinstance(server, str) and server in MEMORY_MCP_SERVERS:
-            return None
-        return "mcp_tool_call" if kind.startswith("mcp_") else "web_search_call"
-    return None
-
-
-# --- Discovery scan ----------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _ScanState:
-    meta: dict[str, Any] | None = None
-    meta_line_timestamp: datetime | None = None
-    has_user_message: bool = False
-    first_user_message: str | None = None
-    last_activity_at: datetime | None = None
-    external_kinds: list[str] = field(default_factory=list)
-    citations: list[Citation] = field(default_factory=list)
-    citations_this_turn: set[str] = field(default_factory=set)
-
-    def note_user_text(self, texts: list[str]) -> None:
-        real = [text for text in texts if text.strip() and not is_harness_text(text)]
-        if not real:
-            return
-        self.citations_this_turn.clear()
-        self.has_user_message = True
-        if self.first_user_message is None:
-            self.first_user_message = _preview("\n".join(real))
-
-    def note_assistant_text(self, texts: list[str], offset: int, harvest: bool) -> None:
-        # Lines before `start_offset` are still tracked, so that a resumed scan dedupes a block
-        # against its twin from the same turn that an earlier scan already returned.
-        for text in texts:
-            if CITATION_OPEN not in text:
-                continue
-            for match in _CITATION_RE.finditer(text):
-                block = match.group(0)
-                # The same final answer is recorded as a response item and as an agent_message
-                # event: count a block once per turn.
-                if block in self.citations_this_turn:
-                    continue
-                self.citations_this_turn.add(block)
-                if harvest:
-                    self.citations.append(Citation(text=block, line_offset=offset))
-
-
-def scan_rollout(path: Path, *, start_offset: int = 0) -> RolloutScan:
-    """Read one rollout (streaming) for discovery.
-
-    The whole file is always read for the thread facts; citations are harvested only from
-    lines starting at or after `start_offset` (a previous scan's `end_offset`). `end_offset` is
-    the byte offset just past the last complete line (or past a final unterminated line that
-    parsed). A long rollout that did not change while it was read also gets its `KeptLines`.
-    """
-    parser = _LineParser(fast=True)
-    state = _ScanState()
-    end_offset = 0
-    offsets, lengths = array("q"), array("q")
-    kept_bytes = 0
-    with open_rollout(path) as stream:
-        before = _file_identity(path, stream)
-        for line in _read_lines(stream):
-            obj = parser.parse(line)
-            if line.complete or obj is not None:
-                end_offset = line.end
-            if obj is None:
-                continue
-            if _scan_line(state, obj, line.offset, harvest=line.offset >= start_offset):
-                offsets.append(line.offset)
-                lengths.append(line.end - line.offset)
-                kept_bytes += line.end - line.offset
-        after = _file_identity(path, stream)
-    stats = parser.stats()
-    kept_lines = None
-    if before is not None and before == after and kept_bytes >= KEPT_LINES_MIN_BYTES:
-        kept_lines = KeptLines(before[0], before[1], offsets, lengths, stats, kept_bytes)
-    return _finish_scan(state, stats, end_offset, kept_lines)
-
-
-def _file_identity(path: Path, stream: BinaryIO) -> tuple[int, int] | None:
-    """(size, mtime_ns) of an open plain rollout; None for a compressed one, whose line offsets
-    are positions in the decompressed stream, where nothing can seek."""
-    if path.name.endswith(".zst"):
-        return None
-    status = os.fstat(stream.fileno())
-    return status.st_size, status.st_mtime_ns
-
-
-def _scan_line(state: _ScanState, obj: dict[str, Any], offset: int, *, harvest: bool) -> bool:
-    """Note one parsed line's thread facts; True when the transcript keeps the line (so the scan
-    can record where it is without working out the envelope again)."""
-    moment = _parse_timestamp(obj.get("timestamp"))
-    if moment is not None and (state.last_activity_at is None or moment > state.last_activity_at):
-        state.last_activity_at = moment
-    line_type, payload = _envelope(obj)
-    if payload is None:
-        return False
-    _note_payload(state, line_type, payload, moment, offset, harvest)
-    return line_type == "response_item" and _is_kept_item(payload)
-
-
-def _note_payload(
-    state: _ScanState,
-    line_type: str | None,
-    payload: dict[str, Any],
-    moment: datetime | None,
-    offset: int,
-    harvest: bool,
-) -> None:
-    kind = payload.get("type")
-    if line_type == "session_meta":
-        if state.meta is None:  # forks repeat the parent's meta later; the first line is ours
-            state.meta = payload
-            state.meta_line_timestamp = moment
-        return
-    if line_type == "turn_context":
-        state.citations_this_turn.clear()
-        return
-    external = external_context_kind(line_type, payload)
-    if external is not None and external not in state.external_kinds:
-        state.external_kinds.append(external)
-    if line_type == "response_item" and kind == "message":
-        role = payload.get("role")
-        if role == "user":
-            state.note_user_text(_message_texts(payload, "input_text"))
-        elif role == "assistant":
-            state.note_assistant_text(_message_texts(payload, "output_text"), offset, harvest)
-        return
-    if line_type == "event_msg":
-        message = payload.get("message")
-        if kind == "user_message" and isinstance(message, str):
-            if payload.get("kind") in (None, "plain"):
-                state.note_user_text([message])
-        elif kind == "agent_message" and isinstance(message, str):
-            state.note_assistant_text([message], offset, harvest)
-        elif kind in ("task_started", "turn_started"):
-            state.citations_this_turn.clear()
-
-
-def _finish_scan(state: _ScanState, stats: LineStats, end_offset: int, kept_lines: KeptLines | None) -> RolloutScan:
-    meta = state.meta or {}
-    git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
-    created_at = _parse_timestamp(meta.get("timestamp")) or state.meta_line_timestamp
-    return RolloutScan(
-        thread_id=_thread_id_or_none(meta.get("id")),
-        forked_from_id=_thread_id_or_none(meta.get("forked_from_id")),
-        created_at=created_at,
-        cwd=_redacted_str(meta.get("cwd")),
-        source=normalize_source(meta.get("source")) if state.meta is not None else "unknown",
-        originator=_str_or_none(meta.get("originator")),
-        cli_version=_str_or_none(meta.get("cli_version")),
-        model_provider=_str_or_none(meta.get("model_provider")),
-        git_sha=_str_or_none(git.get("commit_hash")),
-        git_branch=_redacted_str(git.get("branch")),
-        git_origin_url=_redacted_str(git.get("repository_url")),
-        memory_mode=_str_or_none(meta.get("memory_mode")),
-        has_user_message=state.has_user_message,
-        first_user_message=state.first_user_message,
-        last_activity_at=state.last_activity_at,
-        used_external_context=bool(state.external_kinds),
-        external_context_kinds=tuple(state.external_kinds),
-        citations=state.citations,
-        stats=stats,
-        end_offset=end_offset,
-        kept_lines=kept_lines,
-    )
-
-
-# --- Phase-1 transcript ------------------------------------------------------------------------
-
-
 def sanitize_response_item(item: dict[str, Any]) -> dict[str, Any] | None:
     """The item as phase 1 sends it, or None when phase 1 drops it (spec 1.5 step 2-3, 10.8).
 
     Not redacted: redaction runs on the serialised item (`build_memory_transcript`).
     """
-    if not _is_kept_item(item):
+    if not is_kept_item(item):
         return None
     kept = dict(item)
     kept.pop("encrypted_content", None)
@@ -725,7 +138,7 @@ def sanitize_response_item(item: dict[str, Any]) -> dict[str, Any] | None:
     return kept
 
 
-def _is_kept_item(item: dict[str, Any]) -> bool:
+def is_kept_item(item: dict[str, Any]) -> bool:
     """Whether phase 1 keeps a response item: the one drop rule both the transcript and the
     discovery scan (which records where the kept lines are) decide by."""
     kind = item.get("type")
@@ -832,7 +245,7 @@ def _datamark_harness_part(part: Any) -> Any:
 def _kept_item(obj: dict[str, Any]) -> dict[str, Any] | None:
     """The sanitized response item of a parsed rollout line, or None when the transcript does not
     keep the line (another line type, or an item phase 1 drops)."""
-    line_type, payload = _envelope(obj)
+    line_type, payload = line_envelope(obj)
     if line_type != "response_item" or payload is None:
         return None
     return sanitize_response_item(payload)
@@ -1088,7 +501,7 @@ def build_memory_transcript(path: Path, *, token_budget: int, kept_lines: KeptLi
         raise ValueError("token_budget must be at least 1")
     may_use_kept_lines = kept_lines is not None and kept_lines.total_bytes > token_budget
     with open_rollout(path, sequential=not may_use_kept_lines) as stream:
-        if may_use_kept_lines and _file_identity(path, stream) == (kept_lines.size, kept_lines.mtime_ns):
+        if may_use_kept_lines and file_identity(path, stream) == (kept_lines.size, kept_lines.mtime_ns):
             try:
                 return _transcript_of_kept_lines(stream, token_budget, kept_lines)
             except _StaleKeptLines:
@@ -1101,9 +514,9 @@ def iter_kept_items(path: Path) -> Iterator[dict[str, Any]]:
     redacted, spotlit nor cut to a budget. For phase 2's provenance check, which compares memory
     lines with them and stores or sends none of their text. Streaming, bounded per line as the
     transcript is; a line that cannot be used is skipped; I/O errors raise `OSError`."""
-    parser = _LineParser(fast=True)  # only strings are read: orjson's floats for huge ints do not matter
+    parser = LineParser(fast=True)  # only strings are read: orjson's floats for huge ints do not matter
     with open_rollout(path) as stream:
-        for line in _read_lines(stream):
+        for line in read_lines(stream):
             obj = parser.parse(line)
             item = None if obj is None else _kept_item(obj)
             if item is not None:
@@ -1111,9 +524,9 @@ def iter_kept_items(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _transcript_of_stream(stream: BinaryIO, token_budget: int) -> MemoryTranscript:
-    parser = _LineParser()
+    parser = LineParser()
     assembly = _Assembly(token_budget)
-    for line in _read_lines(stream):
+    for line in read_lines(stream):
         obj = parser.parse(line)
         item = None if obj is None else _kept_item(obj)
         if item is not None:
@@ -1145,7 +558,7 @@ def _read_kept_item(stream: BinaryIO, offset: int, length: int) -> dict[str, Any
     data = stream.read(length)
     if len(data) != length:
         raise _StaleKeptLines
-    obj = _LineParser().parse(_RawLine(offset, offset + length, data, data.endswith(b"\n")))
+    obj = LineParser().parse(RawLine(offset, offset + length, data, data.endswith(b"\n")))
     item = None if obj is None else _kept_item(obj)
     if item is None:
         raise _StaleKeptLines
