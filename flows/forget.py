@@ -1,13 +1,14 @@
 """Forget: one forgetting route on request, for the deployment (spec section 6).
 
-Routes (the `ForgetRoute` values, as stored in `forget_audit`): `thread_deletion` (route 4:
-delete a thread's memory and keep it from being extracted again), `disabled` and `pollution`
-(route 5: the thread leaves every phase-2 selection), `manual_reset` (route 7: every memory row
-and the memory folder's contents), and the selective routes of issue 15: `project_deletion`
-(target: a directory on the worker or a project key; every thread of that project, as route 4)
-and `text_match` (target: a text; every memory line and file name holding it, in the folder, its
-git baseline and the stage-1 outputs; the report, the log and the audit never show the text,
-only its length). Each writes `forget_audit` rows; the run's artifact lists
+Routes: the requestable ones of the route table (`codex_memories.forget.routes`), by their
+`ForgetRoute` value as stored in `forget_audit`: `thread_deletion` (route 4: delete a thread's
+memory and keep it from being extracted again), `disabled` and `pollution` (route 5: the thread
+leaves every phase-2 selection), `manual_reset` (route 7: every memory row and the memory
+folder's contents), and the selective routes of issue 15: `project_deletion` (target: a
+directory on the worker or a project key; every thread of that project, as route 4) and
+`text_match` (target: a text; every memory line and file name holding it, in the folder, its git
+baseline and the stage-1 outputs; the report, the log and the audit never show the text, only
+its length). Each writes `forget_audit` rows; the run's artifact lists
 them. Every route here edits the exported team memory files of the projects it touches
 (`codex_memories.forget.team_files`; the audit row's `removed.team_files` says what changed).
 The memory folder itself changes at the next phase 2, which the store enqueues when a
@@ -24,6 +25,7 @@ from prefect import flow, get_run_logger
 
 import codex_memories_flows  # noqa: F401 - a deployment's file entrypoint: installs the run-log filter
 from codex_memories.forget.audit import ForgetAction
+from codex_memories.forget.routes import requestable_values, targeted_values
 from codex_memories.forget.text_match import audited_match_text
 from codex_memories.reports import ForgetReport
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
@@ -37,16 +39,19 @@ from codex_memories_tasks.pollute_thread import pollute_thread
 from codex_memories_tasks.report import publish_forget_report
 from codex_memories_tasks.reset_memories import reset_memories
 
-# The `ForgetRoute` values this flow runs (a Literal, so Prefect shows a choice).
-ForgetRouteName = Literal["thread_deletion", "disabled", "pollution", "manual_reset", "project_deletion", "text_match"]
+# The requestable `ForgetRoute` values of the route table, as a Literal so Prefect shows a choice.
+ForgetRouteName = Literal[tuple(value.value for value in requestable_values())]  # type: ignore[valid-type]
 
-_TARGETED_ROUTES: dict[ForgetRoute, Callable[[RuntimeConfig, str], list[ForgetAction]]] = {
+# The task of each targeted value; a route the table marks targeted without a task here fails the
+# import, not a request (the untargeted `manual_reset` is run below).
+_TASKS: dict[ForgetRoute, Callable[[RuntimeConfig, str], list[ForgetAction]]] = {
     ForgetRoute.thread_deletion: forget_thread,
     ForgetRoute.disabled: disable_thread,
     ForgetRoute.pollution: pollute_thread,
     ForgetRoute.project_deletion: forget_project,
     ForgetRoute.text_match: forget_match,
 }
+_TARGETED_ROUTES = {value: _TASKS[value] for value in targeted_values()}
 
 
 @flow(name="memories-forget")

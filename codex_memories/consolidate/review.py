@@ -35,6 +35,7 @@ from codex_memories.consolidate.staging import (
     TreeSnapshot,
     changed_since,
     discard,
+    proposal_path,
     publish,
     resolve_live_folder,
 )
@@ -54,7 +55,6 @@ from codex_memories.sandbox import SandboxedFolder
 from codex_memories.state.records import Phase2ClaimOutcome, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
 
-PROPOSAL_MARKER = ".proposal"
 PROPOSAL_METADATA = f"{WORKSPACE_STATE_DIR}/proposal.json"
 PROPOSAL_VERSION = 1
 REVIEW_DIFF_MAX_BYTES = 1_000_000
@@ -93,11 +93,6 @@ class Proposal:
         data = asdict(self)
         data.pop("path")
         return json.dumps(data, sort_keys=True, indent=1).encode("utf-8")
-
-
-def proposal_path(root_dir: Path) -> Path:
-    live = resolve_live_folder(root_dir)
-    return live.parent / f".{live.name}{PROPOSAL_MARKER}"
 
 
 def save_proposal(

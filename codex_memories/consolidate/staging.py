@@ -83,6 +83,7 @@ from codex_memories.sandbox import FolderEntry, SandboxedFolder
 from codex_memories.storage import LocalWorkspace, MemoryRoot, PushResult
 
 STAGING_MARKER = ".staging-"
+PROPOSAL_MARKER = ".proposal"
 # Bookkeeping a reader may rewrite while phase 2 runs (the recall index): not a conflict.
 _UNWATCHED_DIRS = frozenset({GIT_DIR, WORKSPACE_STATE_DIR})
 _RENAME_EXCHANGE = 2
@@ -131,6 +132,14 @@ def staging_copies(live: Path) -> list[Path]:
     if not live.parent.is_dir():
         return []
     return sorted(entry for entry in live.parent.iterdir() if entry.name.startswith(prefix))
+
+
+def proposal_path(root_dir: Path) -> Path:
+    """Where a consolidation waiting for review (`consolidate.review`) is kept: beside the live
+    folder like the staging copies, so `forget.manual` finds every copy here without importing
+    the review module (which imports it)."""
+    live = resolve_live_folder(root_dir)
+    return live.parent / f".{live.name}{PROPOSAL_MARKER}"
 
 
 def remove_stale_staging(live: Path) -> list[Path]:

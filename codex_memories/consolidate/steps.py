@@ -65,24 +65,19 @@ from codex_memories.consolidate.workspace import (
     write_workspace_diff_file,
 )
 from codex_memories.forget.audit import ForgetAction, record_actions
-from codex_memories.forget.entry_expiry import expire_entries, next_entry_expiry
-from codex_memories.forget.extension_expiry import (
-    EXTENSION_RESOURCE_RETENTION_DAYS,
-    expire_extension_resources,
-    expired_extension_resources,
-    resource_timestamp,
-)
-from codex_memories.forget.selection_window import selection_window_actions
+from codex_memories.forget.entry_expiry import expire_entries, synced_inputs_hold_expired_entry
+from codex_memories.forget.extension_expiry import expire_extension_resources, expired_extension_resources
+from codex_memories.forget.routes import MomentInputs, next_change_at
+from codex_memories.forget.selection_window import next_selection_ageing, selection_window_actions
 from codex_memories.forget.threads import pollute_thread
 from codex_memories.outcomes import Outcome, failure_reason
-from codex_memories.paths import EXTENSION_RESOURCES_DIR, EXTENSIONS_DIR, RAW_MEMORIES_FILE, extension_dir
+from codex_memories.paths import RAW_MEMORIES_FILE
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder
 from codex_memories.state import GLOBAL_JOB_KEY, JobKind
 from codex_memories.state.records import OutputIdentity, Phase2ClaimOutcome, Phase2ClaimResult, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
-from codex_memories.storage import LocalWorkspace, open_memory_root
-from codex_memories.typed_entries import has_expired_entry
+from codex_memories.storage import LocalWorkspace
 
 
 class Phase2Failure(Exception):
@@ -161,9 +156,6 @@ def claim_global_lock(
         sleep(min(STAGE1_WAIT_POLL_SECONDS, max(0.0, deadline - clock())))
 
 
-_SECONDS_PER_DAY = 86_400
-
-
 @dataclass(frozen=True)
 class SettledCheck:
     """Phase 2 step 1a: can this run finish now, before any workspace work?
@@ -213,7 +205,7 @@ def check_settled(
         status.cancel()
         raise
     fingerprint = settled_fingerprint(state.fingerprint, max_outputs=max_outputs, max_unused_days=max_unused_days)
-    ageing = None if state.oldest_ranking_time is None else state.oldest_ranking_time + max_unused_days * _SECONDS_PER_DAY
+    ageing = next_selection_ageing(state.oldest_ranking_time, max_unused_days=max_unused_days)
 
     def full_run(reason: str) -> SettledCheck:
         status.cancel()
@@ -246,41 +238,17 @@ def record_settled(root_dir: Path, store: MemoryStore, check: SettledCheck, *, s
     if commit is None:
         forget_settled_record(root_dir)
         return False
-    moments = [
-        moment
-        for moment in (check.next_ageing_at, next_extension_expiry(root_dir), next_entry_expiry(root_dir))
-        if moment is not None
-    ]
     write_settled_record(
         root_dir,
         SettledRecord(
             fingerprint=check.fingerprint,
             baseline_commit=commit,
-            next_change_at=min(moments, default=None),
+            next_change_at=next_change_at(MomentInputs(root_dir=root_dir, selection_ageing_at=check.next_ageing_at)),
             selected=store.get_phase2_selected_snapshots(),
             storage_bytes=storage_bytes,
         ),
     )
     return True
-
-
-def next_extension_expiry(root_dir: Path, retention_days: int = EXTENSION_RESOURCE_RETENTION_DAYS) -> int | None:
-    """Epoch seconds at which the oldest timestamped extension resource expires (route 6), or
-    None. Every `extensions/*/resources/*.md` counts, with or without `instructions.md`: an
-    earlier moment only costs one full run."""
-    root = open_memory_root(root_dir)
-    if not root.is_dir(EXTENSIONS_DIR):
-        return None
-    oldest = None
-    for extension in root.list_dir(EXTENSIONS_DIR):
-        resources = f"{extension_dir(extension.name)}/{EXTENSION_RESOURCES_DIR}"
-        if extension.kind != "dir" or not root.is_dir(resources):
-            continue
-        for resource in root.list_dir(resources):
-            created = resource_timestamp(resource.name) if resource.name.endswith(".md") else None
-            if created is not None and (oldest is None or created.timestamp() < oldest):
-                oldest = created.timestamp()
-    return None if oldest is None else int(oldest) + retention_days * _SECONDS_PER_DAY
 
 
 def pull_and_prepare_workspace(workspace: LocalWorkspace) -> list[str]:
@@ -349,18 +317,10 @@ def expire_workspace_typed_entries(
 ) -> list[ForgetAction]:
     """`expire_typed_entries` in the workspace, staging it first when an entry expired (the live
     folder is only read until then)."""
-    if not workspace.writable and not _synced_inputs_hold_expired_entry(workspace.path, now):
+    if not workspace.writable and not synced_inputs_hold_expired_entry(workspace.path, now):
         return []
     workspace.stage()
     return expire_typed_entries(workspace.path, selection, store, now=now)
-
-
-def _synced_inputs_hold_expired_entry(root_dir: Path, now: datetime) -> bool:
-    try:
-        text = SandboxedFolder(root_dir).read_bytes(RAW_MEMORIES_FILE).decode("utf-8")
-    except FileNotFoundError:
-        return False
-    return has_expired_entry(text, now)
 
 
 def find_entry_conflicts(root_dir: Path) -> list[Conflict]:

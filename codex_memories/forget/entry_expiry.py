@@ -85,6 +85,12 @@ def next_entry_expiry(root: RootLike) -> int | None:
     return None if moment is None else int(moment.timestamp())
 
 
+def synced_inputs_hold_expired_entry(root: RootLike, now: datetime) -> bool:
+    """Whether `expire_entries` would find anything: phase 2 stages its workspace only then."""
+    root = open_memory_root(root)
+    return root.is_file(RAW_MEMORIES_FILE) and has_expired_entry(root.read_text(RAW_MEMORIES_FILE), now)
+
+
 def expiry_actions(thread_id: str, expired: Sequence[ExpiredEntry]) -> list[ForgetAction]:
     """One action per distinct expired entry of one thread (pure)."""
     seen: list[str] = []

@@ -8,6 +8,8 @@ Contract:
   files and folders without `instructions.md` are never touched. `now` must be timezone-aware.
 - `prune_old_extension_resources` is the same deletion returning the paths only;
   `resource_timestamp` parses a resource name's timestamp prefix (pure).
+- `next_extension_expiry(root)` is the moment the oldest timestamped resource expires: phase 2's
+  early finish keeps a settled folder until then (`forget.routes`).
 
 Inputs: a `MemoryRoot` (or a local path), all I/O through it. Side effects: the file deletions
 only; the caller (`consolidate.steps.prune_extension_resources`, phase 2, under the global lock)
@@ -29,6 +31,7 @@ RootLike = MemoryRoot | str | os.PathLike[str]
 
 RESOURCE_TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
 EXTENSION_RESOURCE_RETENTION_DAYS = 7
+_SECONDS_PER_DAY = 86_400
 # strptime alone would accept one-digit months and days; the resource prefix must be exact.
 _RESOURCE_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}")
 
@@ -93,6 +96,25 @@ def expired_extension_resources(
             if created is not None and created < cutoff:
                 deleted.append(resource.path)
     return sorted(deleted)
+
+
+def next_extension_expiry(root: RootLike, retention_days: int = EXTENSION_RESOURCE_RETENTION_DAYS) -> int | None:
+    """Epoch seconds at which the oldest timestamped extension resource expires, or None. Every
+    `extensions/*/resources/*.md` counts, with or without `instructions.md`: an earlier moment
+    only costs one full run."""
+    root = open_memory_root(root)
+    if not root.is_dir(EXTENSIONS_DIR):
+        return None
+    oldest = None
+    for extension in root.list_dir(EXTENSIONS_DIR):
+        resources = f"{extension_dir(extension.name)}/{EXTENSION_RESOURCES_DIR}"
+        if extension.kind != "dir" or not root.is_dir(resources):
+            continue
+        for resource in root.list_dir(resources):
+            created = resource_timestamp(resource.name) if resource.name.endswith(".md") else None
+            if created is not None and (oldest is None or created.timestamp() < oldest):
+                oldest = created.timestamp()
+    return None if oldest is None else int(oldest) + retention_days * _SECONDS_PER_DAY
 
 
 def resource_timestamp(file_name: str) -> datetime | None:

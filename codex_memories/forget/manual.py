@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codex_memories import paths
-from codex_memories.consolidate.staging import discard, resolve_live_folder, staging_copies
+from codex_memories.consolidate.staging import discard, proposal_path, resolve_live_folder, staging_copies
 from codex_memories.consolidate.workspace import Change
 from codex_memories.forget.audit import ForgetAction
 from codex_memories.forget.team_files import TeamFiles
@@ -60,8 +60,6 @@ class Phase2Copy:
 
 def phase2_copies(root_dir: Path) -> list[Phase2Copy]:
     """The staging copies of stopped phase-2 runs and the proposal waiting for review, beside `root_dir`."""
-    from codex_memories.consolidate.review import proposal_path  # the review module imports this one
-
     live = resolve_live_folder(root_dir)
     found = [Phase2Copy(path, "a copy of the memory folder a stopped phase 2 left behind") for path in staging_copies(live)]
     proposal = proposal_path(live)

@@ -195,6 +195,23 @@ def test_an_extension_resource_expiring_means_the_full_run_at_that_moment(store:
     assert not check(store, root, now=created + 7 * DAY).settled
 
 
+def test_every_time_based_route_of_the_route_table_is_consulted_by_the_early_finish(
+    store: MemoryStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codex_memories.forget import routes
+
+    add_output(store, 0)
+    soon = NOW + DAY
+    new_route = routes.Route(number="9", title="a new time-based route", values=(), blocks=(), caller="",
+                             trigger=routes.Trigger.time, next_change_at=lambda inputs: soon)
+    monkeypatch.setattr(routes, "ROUTES", (*routes.ROUTES, new_route))
+    full_successful_run(store, root)
+
+    assert read_settled_record(root).next_change_at == soon
+    assert check(store, root, now=soon - 1).settled
+    assert not check(store, root, now=soon).settled
+
+
 def test_without_a_record_or_a_baseline_the_full_run_is_needed(store: MemoryStore, root: Path) -> None:
     add_output(store, 0)
     assert check(store, root).reason == "no record of a settled folder"

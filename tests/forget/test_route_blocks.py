@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 
@@ -395,14 +395,3 @@ def test_reset_refuses_while_phase2_holds_its_lease(store: MemoryStore, clock: F
     with pytest.raises(ResetRefused):
         reset_memories(store, open_memory_root(tmp_path / "memories"))
     assert store.get_job(JobKind.consolidate_global, "global").status == "running"
-
-
-# ---- the forget flow's route names ---------------------------------------------------------
-
-
-def test_the_forget_flow_route_names_are_forget_route_values() -> None:
-    from codex_memories_flows.forget import _TARGETED_ROUTES, ForgetRouteName
-
-    names = set(get_args(ForgetRouteName))
-    assert names <= {route.value for route in ForgetRoute}
-    assert names == {*_TARGETED_ROUTES, ForgetRoute.manual_reset}

@@ -1,4 +1,4 @@
-"""The seven forgetting routes (spec section 6), end to end through the real flows.
+"""The forgetting routes of spec section 6, end to end through the real flows.
 
 Each test: the setup (two remembered sessions, phase 1 then phase 2 with the offline heuristic
 provider), the action, the memory gone from the state DB and from the memory folder after the
