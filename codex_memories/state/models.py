@@ -85,7 +85,8 @@ class Stage1OutputRow(Base):
             text("source_updated_at DESC"),
             text("thread_id DESC"),
         ),
-        # Phase-2 input selection ranks by these expressions (store.get_phase2_input_selection):
+        # Phase-2 input selection ranks by these expressions (`phase2.PHASE2_RANKING`; the test of
+        # migration 0002 holds them equal):
         # read in index order, the top N cost O(N) instead of a full scan and sort (0002).
         Index(
             "idx_stage1_outputs_phase2_rank",

@@ -309,29 +309,19 @@ class Phase2Store(StoreBase):
 
         return self._read(run)
 
-    def get_phase2_input_selection(self, *, n: int, max_unused_days: int) -> list[Stage1Output]:
+    def get_phase2_input_refs(self, *, n: int, max_unused_days: int) -> list[Stage1OutputRef]:
         """Query behaviour (spec 3 step 4):
         - candidates: non-empty trimmed payload and, with `cutoff = now - max_unused_days`,
           (`last_usage >= cutoff`) or (`last_usage IS NULL AND source_updated_at >= cutoff`);
-        - ranked `COALESCE(usage_count,0) DESC, COALESCE(last_usage, source_updated_at) DESC,
-          source_updated_at DESC, thread_id DESC`, read in pages of `min(n, 512)`;
+        - ranked by `PHASE2_RANKING` (`COALESCE(usage_count,0) DESC, COALESCE(last_usage,
+          source_updated_at) DESC, source_updated_at DESC, thread_id DESC`), read in pages of
+          `min(n, 512)`;
         - a candidate counts only if its thread exists with `memory_mode='enabled'`; stop at n;
         - the chosen `(thread_id, source_updated_at)` pairs are re-read exactly (a row changed
-          in between drops out), hydrated, and returned sorted by `thread_id`.
+          in between drops out), with the thread's `cwd`, `rollout_path`, `git_branch` but
+          without the payloads (`raw_memory`, `rollout_summary`: `load_stage1_outputs` reads
+          them), and returned sorted by `thread_id`.
         """
-        if n <= 0:
-            return []
-        cutoff = self._now() - max_unused_days * SECONDS_PER_DAY
-
-        def run(conn: Connection) -> list[Stage1Output]:
-            chosen = _rank_phase2_inputs(conn, n, cutoff)
-            return _read_exact(conn, chosen, hydrated_outputs(outer=False), output_record)
-
-        return self._read(run)
-
-    def get_phase2_input_refs(self, *, n: int, max_unused_days: int) -> list[Stage1OutputRef]:
-        """Query behaviour: the same selection as `get_phase2_input_selection`, without reading
-        the payloads (`raw_memory`, `rollout_summary`); sorted by `thread_id`."""
         if n <= 0:
             return []
         cutoff = self._now() - max_unused_days * SECONDS_PER_DAY

@@ -36,7 +36,7 @@ def test_a_database_at_0001_with_memories_upgrades_to_the_rank_index_and_selecti
         for n, usage_count in enumerate((None, 5, 2)):
             insert_output(store, f"thread-{n}", source_updated_at=int(NOW) - n, usage_count=usage_count,
                           last_usage=int(NOW) if usage_count else None)
-        selected = store.get_phase2_input_selection(n=2, max_unused_days=30)
+        selected = store.get_phase2_input_refs(n=2, max_unused_days=30)
         assert sorted(output.thread_id for output in selected) == ["thread-1", "thread-2"]
 
         assert RANK_INDEX in _selection_plan(store)
@@ -66,7 +66,7 @@ def _selection_plan(store: MemoryStore) -> str:
 
     event.listen(store.engine, "before_cursor_execute", record)
     try:
-        store.get_phase2_input_selection(n=2, max_unused_days=30)
+        store.get_phase2_input_refs(n=2, max_unused_days=30)
     finally:
         event.remove(store.engine, "before_cursor_execute", record)
     statement, parameters = statements[0]
