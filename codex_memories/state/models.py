@@ -1,4 +1,5 @@
-"""SQLAlchemy tables of the state DB. Only `store.py` and the migrations use them.
+"""SQLAlchemy tables of the state DB. Only the store (`store.py` and its concern modules beside
+it) and the migrations use them.
 
 `stage1_outputs` and `jobs` match Codex's memories DB column for column (spec section 2.2), so
 their rows mean the same thing in both programs; `jobs` adds nullable token-usage columns.

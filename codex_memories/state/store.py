@@ -16,10 +16,11 @@ Contract:
   job, forget audit, citation harvest offsets, missing rollout files) the method says so.
 
 The methods live by concern in the modules beside this one, one mixin each: `threads`
-(discovery), `stage1` (claims, outcomes, outputs, backfill candidates), `phase2` (the global
-job and its input selection), `projects` (projects and team exports), `forgetting` (the forget
-routes' DB side), `usage_audit` (citations, the forget audit, the status summary); `_base` holds
-the transaction helpers they share. This module composes them and opens and closes the DB.
+(discovery), `stage1` (claims, outcomes, outputs, backfill candidates, and `get_job` for either
+job kind), `phase2` (the global job and its input selection), `projects` (projects and team
+exports), `forgetting` (the forget routes' DB side), `usage_audit` (citations, the forget audit,
+the status summary); `_base` holds the transaction helpers they share and `_jobs` the job-row
+mechanics of both job machines. This module composes them and opens and closes the DB.
 """
 
 from __future__ import annotations
