@@ -8,7 +8,7 @@ inserts (no pipeline), then timed:
   window 10 days, idle 6 h, interactive sources). 1 % of the threads have a newer rollout than
   their output (work to claim); the rest are up to date, as in a steady state. Each repeat claims
   2 jobs; they are released (set back to succeeded) before the next repeat.
-- `get_phase2_input_selection(n=256, max_unused_days=30)` (Codex's default top-N).
+- `get_phase2_input_refs(n=256, max_unused_days=30)` (Codex's default top-N; what phase 2 runs).
 
 Each query runs `--repeats` times after one warm-up; the median is reported, with the ratio
 t(100k) / t(10k) (goal <= 2: index-bounded, no full scan). EXPLAIN (SQLite `EXPLAIN QUERY PLAN`,
@@ -144,7 +144,7 @@ def release(store: MemoryStore) -> None:
 
 
 def select_inputs(store: MemoryStore) -> list[Any]:
-    return store.get_phase2_input_selection(n=256, max_unused_days=30)
+    return store.get_phase2_input_refs(n=256, max_unused_days=30)
 
 
 def timed(action: Callable[[], Any], repeats: int, after: Callable[[], None] = lambda: None) -> tuple[list[float], Any]:

@@ -23,12 +23,9 @@ from codex_memories.state.records import (
     StatusSummary,
     ThreadRecord,
 )
-from codex_memories.state.store import (
-    DEFAULT_RETRY_REMAINING,
-    PHASE2_INPUT_SELECTION_PAGE_SIZE,
-    PHASE2_SUCCESS_COOLDOWN_SECONDS,
-    MemoryStore,
-)
+from codex_memories.state._jobs import DEFAULT_RETRY_REMAINING
+from codex_memories.state.phase2 import PHASE2_INPUT_SELECTION_PAGE_SIZE, PHASE2_SUCCESS_COOLDOWN_SECONDS
+from codex_memories.state.store import MemoryStore
 
 __all__ = [
     "DEFAULT_RETRY_REMAINING",

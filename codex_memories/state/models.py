@@ -1,4 +1,5 @@
-"""SQLAlchemy tables of the state DB. Only `store.py` and the migrations use them.
+"""SQLAlchemy tables of the state DB. Only the store (`store.py` and its concern modules beside
+it) and the migrations use them.
 
 `stage1_outputs` and `jobs` match Codex's memories DB column for column (spec section 2.2), so
 their rows mean the same thing in both programs; `jobs` adds nullable token-usage columns.
@@ -85,7 +86,8 @@ class Stage1OutputRow(Base):
             text("source_updated_at DESC"),
             text("thread_id DESC"),
         ),
-        # Phase-2 input selection ranks by these expressions (store.get_phase2_input_selection):
+        # Phase-2 input selection ranks by these expressions (`phase2.PHASE2_RANKING`; the test of
+        # migration 0002 holds them equal):
         # read in index order, the top N cost O(N) instead of a full scan and sort (0002).
         Index(
             "idx_stage1_outputs_phase2_rank",

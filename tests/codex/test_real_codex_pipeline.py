@@ -247,7 +247,7 @@ def test_a_citation_real_codex_wrote_is_counted_once_and_ranks_that_memory_first
     newer = interactive_session(codex_home, codex_server, codex_workdir, "second task: fix the tests")
     run_our_phase1(codex_home, codex_server)
     store = open_store(db_url(codex_home))
-    [before] = store.get_phase2_input_selection(n=1, max_unused_days=30)
+    [before] = store.get_phase2_input_refs(n=1, max_unused_days=30)
     assert before.thread_id == newer  # no usage yet: the newest memory ranks first
 
     codex_server.set_handler(with_pipeline_requests(citation_reply("Using what we learned last time.", cited)))
@@ -260,7 +260,7 @@ def test_a_citation_real_codex_wrote_is_counted_once_and_ranks_that_memory_first
     assert second.discovery["citation uses recorded"] == 0
     output = store.get_stage1_output(cited)
     assert output is not None and output.usage_count == 1 and output.last_usage is not None
-    [ranked_first] = store.get_phase2_input_selection(n=1, max_unused_days=30)
+    [ranked_first] = store.get_phase2_input_refs(n=1, max_unused_days=30)
     assert ranked_first.thread_id == cited
 
 

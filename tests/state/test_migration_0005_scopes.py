@@ -76,6 +76,8 @@ def test_new_outputs_store_their_scope_and_project_key_and_are_found_by_project(
     [b] = store.stage1_outputs_for_project("github.com/acme/b")
     assert (b.scope, b.project_key, b.cwd) == ("project", "github.com/acme/b", make_thread("t-b").cwd)
     assert store.stage1_outputs_for_project("github.com/acme/c") == []
-    # The phase-2 selection hands the scope on with the payloads it describes.
-    selected = {output.thread_id: (output.scope, output.project_key) for output in store.get_phase2_input_selection(n=10, max_unused_days=30)}
+    # The phase-2 selection hands the scope on with the payloads it describes (loaded as phase 2
+    # loads them: the selected refs, then their rows).
+    refs = store.get_phase2_input_refs(n=10, max_unused_days=30)
+    selected = {output.thread_id: (output.scope, output.project_key) for output in store.load_stage1_outputs(refs)}
     assert selected == {"t-mixed": ("mixed", "github.com/acme/a"), "t-user": ("user", "github.com/acme/a"), "t-b": ("project", "github.com/acme/b")}

@@ -96,7 +96,7 @@ def test_selection_returns_the_current_top_n_sorted_by_thread_id(store):
         ownership_token=lock.ownership_token, completed_watermark=102, selected=a_and_c
     )
 
-    selection = store.get_phase2_input_selection(n=2, max_unused_days=36500)
+    selection = store.get_phase2_input_refs(n=2, max_unused_days=36500)
 
     assert [o.thread_id for o in selection] == [B, C]
     assert selection[1].rollout_path == f"{HOME}/rollout-{C}.jsonl"
@@ -111,7 +111,7 @@ def test_polluted_rows_leave_the_selection(store):
 
     store.mark_thread_memory_mode_polluted(B)
 
-    assert [o.thread_id for o in store.get_phase2_input_selection(n=2, max_unused_days=36500)] == [A]
+    assert [o.thread_id for o in store.get_phase2_input_refs(n=2, max_unused_days=36500)] == [A]
 
 
 def test_a_refreshed_row_is_selected_at_its_new_version_while_its_flag_keeps_the_old_snapshot(store):
@@ -121,7 +121,7 @@ def test_a_refreshed_row_is_selected_at_its_new_version_while_its_flag_keeps_the
 
     claim_and_succeed(store, A, 101)
 
-    selection = store.get_phase2_input_selection(n=1, max_unused_days=36500)
+    selection = store.get_phase2_input_refs(n=1, max_unused_days=36500)
     assert [(o.thread_id, o.source_updated_at) for o in selection] == [(A, 101)]
     assert selection_flags(store, A) == (1, 100)
 
@@ -140,7 +140,7 @@ def test_ranking_uses_current_data_not_the_previous_selection(store):
     claim_and_succeed(store, C, 103)
     claim_and_succeed(store, D, 104)
 
-    assert [o.thread_id for o in store.get_phase2_input_selection(n=2, max_unused_days=36500)] == [
+    assert [o.thread_id for o in store.get_phase2_input_refs(n=2, max_unused_days=36500)] == [
         C, D,
     ]
 
@@ -172,7 +172,7 @@ def test_only_exact_snapshots_are_marked_selected(store):
     )
 
     assert selection_flags(store, A) == (0, None)
-    selection = store.get_phase2_input_selection(n=1, max_unused_days=36500)
+    selection = store.get_phase2_input_refs(n=1, max_unused_days=36500)
     assert [(o.thread_id, o.source_updated_at) for o in selection] == [(A, 101)]
 
 
@@ -182,7 +182,7 @@ def test_selection_ranks_by_usage_first_then_by_recency_of_use(store):
     insert_output(store, B, source_updated_at=NOW - 2 * DAY, usage_count=5, last_usage=NOW - DAY)
     insert_output(store, C, source_updated_at=NOW - DAY, usage_count=1, last_usage=NOW - HOUR)
 
-    assert [o.thread_id for o in store.get_phase2_input_selection(n=1, max_unused_days=30)] == [B]
+    assert [o.thread_id for o in store.get_phase2_input_refs(n=1, max_unused_days=30)] == [B]
 
 
 def test_selection_drops_stale_used_memories_and_keeps_fresh_unused_ones(store):
@@ -191,7 +191,7 @@ def test_selection_drops_stale_used_memories_and_keeps_fresh_unused_ones(store):
     insert_output(store, B, source_updated_at=NOW - 2 * DAY)
     insert_output(store, C, source_updated_at=NOW - 50 * DAY, usage_count=1, last_usage=NOW - DAY)
 
-    assert [o.thread_id for o in store.get_phase2_input_selection(n=3, max_unused_days=30)] == [B, C]
+    assert [o.thread_id for o in store.get_phase2_input_refs(n=3, max_unused_days=30)] == [B, C]
 
 
 def test_thread_recency_beats_generation_recency(store):
@@ -199,7 +199,7 @@ def test_thread_recency_beats_generation_recency(store):
     insert_output(store, A, source_updated_at=100, generated_at=300)
     insert_output(store, B, source_updated_at=200, generated_at=150)
 
-    selection = store.get_phase2_input_selection(n=1, max_unused_days=36500)
+    selection = store.get_phase2_input_refs(n=1, max_unused_days=36500)
 
     assert [(o.thread_id, o.source_updated_at) for o in selection] == [(B, 200)]
 
@@ -210,7 +210,7 @@ def test_selection_skips_disabled_and_unknown_threads_without_counting_them(stor
     insert_output(store, B, source_updated_at=300)
     insert_output(store, C, source_updated_at=200)  # no thread row
 
-    assert [o.thread_id for o in store.get_phase2_input_selection(n=1, max_unused_days=36500)] == [A]
+    assert [o.thread_id for o in store.get_phase2_input_refs(n=1, max_unused_days=36500)] == [A]
 
 
 def test_selection_pages_through_more_candidates_than_one_page(store):
@@ -225,7 +225,7 @@ def test_selection_pages_through_more_candidates_than_one_page(store):
         boundary="t-0600",
     )
 
-    selection = store.get_phase2_input_selection(n=520, max_unused_days=36500)
+    selection = store.get_phase2_input_refs(n=520, max_unused_days=36500)
 
     assert [o.thread_id for o in selection] == [f"t-{i:04d}" for i in range(600, 1100)]
 

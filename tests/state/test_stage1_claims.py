@@ -279,9 +279,9 @@ def test_a_released_phase2_lease_is_claimable_at_once(store):
 def test_the_scan_limit_counts_across_keyset_pages_and_ties_on_update_time(store, monkeypatch):
     """The claim reads the newest-first window in growing pages; the threads it reaches, and the
     bound, are exactly those of one `LIMIT scan_limit` query, ties on `updated_at_ms` included."""
-    import codex_memories.state.store as store_module
+    import codex_memories.state.stage1 as stage1_module
 
-    monkeypatch.setattr(store_module, "_CLAIM_FIRST_PAGE", 2)
+    monkeypatch.setattr(stage1_module, "_CLAIM_FIRST_PAGE", 2)
     base_ms = NOW * 1000 - 13 * HOUR * 1000
     # 9 up-to-date threads, newest first, three of them sharing one update time (ordered by id
     # descending among themselves), then the one stale thread.
