@@ -1,7 +1,9 @@
 """Phase 2: the singleton consolidation that writes the Codex memory folder.
 
 Orchestration only: the numbered steps, each a task run whose error becomes that step's outcome
-code (`phase2_support.stage_step`). Two guards, one truth: the state DB's global lease (with its
+code (`phase2_support.stage_step`). Once the lease is held, every task takes the pass's context
+(`runtime.Phase2Context`: the store, the memory root and the copy of it this pass writes, the
+clock, the lease), built once per pass. Two guards, one truth: the state DB's global lease (with its
 ownership token) decides who consolidates; Prefect agrees through a one-slot global concurrency
 limit (`phase2_support.prefect_singleton_slot`, plus `concurrency_limit: 1` on the deployment),
 which never makes a run hang. With `review = ask` the gated copy waits for a decision
@@ -205,15 +207,13 @@ def _consolidate_and_publish(context: Phase2Context, report: Phase2Report, diff:
         report.outcome, report.reason, report.rate_limit = Outcome.skipped_rate_limited, guard.reason, guard.reason
         return False
     # 14. Consolidate (the lease is renewed meanwhile; a lost lease stops it).
-    step = stage_step(Outcome.failed_spawn_agent, consolidate, context)
-    report.consolidator, report.agent_stop_reason = step.consolidator, step.stop_reason
-    report.agent_steps, report.agent_tool_calls = step.steps, step.tool_calls
-    report.usage, report.files_changed = step.usage, step.files_changed
-    if step.ownership_lost:
+    consolidation = stage_step(Outcome.failed_spawn_agent, consolidate, context)
+    report.record_consolidation(consolidation)
+    if consolidation.ownership_lost:
         report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost while consolidating"
         return False  # another worker owns the job now: leave the DB and the baseline alone
-    if not step.completed:
-        raise Phase2Failure(Outcome.failed_agent, f"consolidation stopped: {step.stop_reason}")
+    if not consolidation.completed:
+        raise Phase2Failure(Outcome.failed_agent, f"consolidation stopped: {consolidation.stop_reason}")
     # 15. Validate the artifacts (symlinks are removed and fatal).
     problems = stage_step(Outcome.failed_invalid_artifacts, validate_artifacts, context)
     if problems:

@@ -1,13 +1,14 @@
 """Task: phase 2, run the configured consolidator under the lease heartbeat (`consolidate.steps.run_consolidation`).
 
-Input: the pass's context (its workspace, which consolidator, limits, the lease). Output: a
-`ConsolidationStep` (stop reason, steps, usage, files changed, ownership lost). Side effect: the
+Input: the pass's context (its workspace, which consolidator, limits, the lease). Output: the
+`ConsolidationOutcome` (stop reason, steps, usage, files changed, ownership lost). Side effect: the
 memory files in the workspace; the lease renewed while it runs.
 """
 
 from prefect import get_run_logger, task
 
-from codex_memories.consolidate.steps import ConsolidationStep, LeaseHeartbeat, run_consolidation
+from codex_memories.consolidate.consolidators import ConsolidationOutcome
+from codex_memories.consolidate.steps import LeaseHeartbeat, run_consolidation
 from codex_memories.runtime import Phase2Context, consolidator
 
 
@@ -23,10 +24,10 @@ def lease_heartbeat(context: Phase2Context) -> LeaseHeartbeat:
 
 
 @task(name="consolidate", cache_policy=None)
-def consolidate(context: Phase2Context) -> ConsolidationStep:
-    step = run_consolidation(context.workspace.path, consolidator(context.config), heartbeat=lease_heartbeat(context))
+def consolidate(context: Phase2Context) -> ConsolidationOutcome:
+    outcome = run_consolidation(context.workspace.path, consolidator(context.config), heartbeat=lease_heartbeat(context))
     get_run_logger().info(
         "%s consolidator: %s after %d steps, %d tool calls",
-        step.consolidator, step.stop_reason, step.steps, step.tool_calls,
+        outcome.consolidator, outcome.stop_reason, outcome.steps, outcome.tool_calls,
     )
-    return step
+    return outcome

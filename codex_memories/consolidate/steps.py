@@ -24,12 +24,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from codex_memories.consolidate.conflicts import Conflict
-from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
+from codex_memories.consolidate.consolidators import ConsolidationOutcome, Consolidator, build_consolidation_prompt
 from codex_memories.consolidate.heuristic import find_input_conflicts
 from codex_memories.consolidate.injection_gate import (
     MAX_REPORTED_FINDINGS,
@@ -548,35 +548,10 @@ def mark_failed(
     )
 
 
-
-@dataclass
-class ConsolidationStep:
-    """What the consolidate step reports back to the flow."""
-
-    completed: bool
-    stop_reason: str
-    ownership_lost: bool
-    steps: int = 0
-    tool_calls: int = 0
-    usage: dict[str, int] = field(default_factory=dict)
-    files_changed: list[str] = field(default_factory=list)
-    consolidator: str = ""
-
-
-def run_consolidation(
-    root_dir: Path, consolidator: Consolidator, *, heartbeat: LeaseHeartbeat
-) -> ConsolidationStep:
-    """Run the consolidator inside the memory root while the heartbeat keeps the lease."""
+def run_consolidation(root_dir: Path, consolidator: Consolidator, *, heartbeat: LeaseHeartbeat) -> ConsolidationOutcome:
+    """Run the consolidator inside the memory root while the heartbeat keeps the lease; its
+    outcome says which consolidator it was and whether the lease was lost meanwhile."""
     prompt = build_consolidation_prompt(root_dir)
     with heartbeat.running():
         result = consolidator.consolidate(root_dir, prompt=prompt, should_continue=heartbeat.still_owner)
-    return ConsolidationStep(
-        completed=result.completed,
-        stop_reason=result.stop_reason,
-        ownership_lost=not heartbeat.still_owner(),
-        steps=result.steps,
-        tool_calls=result.tool_calls,
-        usage=result.usage.model_dump(),
-        files_changed=list(result.files_changed),
-        consolidator=consolidator.name,
-    )
+    return replace(result, consolidator=consolidator.name, ownership_lost=not heartbeat.still_owner())
