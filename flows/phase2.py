@@ -19,7 +19,6 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.states import State
 
-from codex_memories.consolidate.staging import StagedWorkspace
 from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
@@ -178,7 +177,7 @@ def _consolidate(context: Phase2Context, report: Phase2Report) -> None:
         except Phase2Failure:
             # Nothing a failed or refused run wrote went live: its copy is discarded, the live
             # folder is the last good one.
-            report.folder_restored = not getattr(context.workspace, "published", False)
+            report.folder_restored = not context.workspace.published
             raise
         outcome = Outcome.succeeded
     # 23. Mark success: exact-snapshot selection flags and the watermark.
@@ -253,8 +252,7 @@ def _consolidate_and_publish(context: Phase2Context, report: Phase2Report, diff:
 def _left_for_next_pass(context: Phase2Context, report: Phase2Report, *, published: bool = True) -> bool:
     """When the live folder changed since it was copied, give the lease back (no failure, no
     cooldown) and ask for another pass. True when the folder was left."""
-    workspace = context.workspace
-    changed = workspace.changed_meanwhile() if isinstance(workspace, StagedWorkspace) else []
+    changed = context.workspace.changed_meanwhile()
     if published and not changed:
         return False
     release_phase2_lease(context)
