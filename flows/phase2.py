@@ -19,7 +19,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.states import State
 
-from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease
+from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, SettledCheck
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
@@ -180,16 +180,7 @@ def _consolidate(context: Phase2Context, report: Phase2Report) -> None:
             report.folder_restored = not context.workspace.published
             raise
         outcome = Outcome.succeeded
-    # 23. Mark success: exact-snapshot selection flags and the watermark.
-    report.storage_bytes = measure_storage(context)
-    _finish(context, selection, report, outcome)
-    # 24. Refresh the recall index the hooks and the memory tools search after a consolidation
-    #     (derived data: a failure is reported, never a failed consolidation).
-    if report.outcome is Outcome.succeeded:
-        report.recall_index = refresh_recall_index(context)
-    # 25. Keep what this success settled on, for step 2 of the next run.
-    if report.outcome in (Outcome.succeeded, Outcome.succeeded_no_workspace_changes) and not report.work_left:
-        record_settled(context, settled, report.storage_bytes or 0)
+    _succeed(context, report, selection, settled, outcome)
 
 
 def _consolidate_and_publish(context: Phase2Context, report: Phase2Report, diff: WorkspaceDiff, selection: Any) -> bool:
@@ -247,6 +238,20 @@ def _consolidate_and_publish(context: Phase2Context, report: Phase2Report, diff:
         _left_for_next_pass(context, report, published=False)
         return False
     return True
+
+
+def _succeed(context: Phase2Context, report: Phase2Report, selection: Any, settled: SettledCheck, outcome: Outcome) -> None:
+    """Steps 23 to 25, once the folder is live."""
+    # 23. Mark success: exact-snapshot selection flags and the watermark.
+    report.storage_bytes = measure_storage(context)
+    _finish(context, selection, report, outcome)
+    # 24. Refresh the recall index the hooks and the memory tools search after a consolidation
+    #     (derived data: a failure is reported, never a failed consolidation).
+    if report.outcome is Outcome.succeeded:
+        report.recall_index = refresh_recall_index(context)
+    # 25. Keep what this success settled on, for step 2 of the next run.
+    if report.outcome in (Outcome.succeeded, Outcome.succeeded_no_workspace_changes) and not report.work_left:
+        record_settled(context, settled, report.storage_bytes or 0)
 
 
 def _left_for_next_pass(context: Phase2Context, report: Phase2Report, *, published: bool = True) -> bool:
