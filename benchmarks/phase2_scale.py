@@ -9,13 +9,13 @@ Measured, per repetition, with the library functions the phase-2 tasks call (no 
 global job claimed (untimed) before each run as the flow does:
 (i)   fresh memory root: `check_settled` (no record yet), `prepare_workspace` (layout, empty
       baseline) reported apart; then `select_inputs` + `sync_inputs` (`sync_rollout_summaries` +
-      `rebuild_raw_memories`) + `diff_workspace`; then the baseline reset (`publish_workspace`),
+      `rebuild_raw_memories`) + `workspace_diff`; then the baseline reset (`publish_workspace`),
       the success mark and `record_settled`, each reported apart;
 (ii)  a no-change rerun on that root: step 1a, `check_settled` (one aggregate query, the record,
       one `git status`), which must find the folder settled; the success mark it leads to is
       reported apart (the same mark every no-change run makes);
 (ii') the same rerun without the early finish, as the flow does it when the check cannot
-      decide: `prepare_workspace` (apart) + `select_inputs` + `sync_inputs` + `diff_workspace`
+      decide: `prepare_workspace` (apart) + `select_inputs` + `sync_inputs` + `workspace_diff`
       (the diff must be empty);
 (iii) the baseline, `git add -A && git diff --cached --stat` in the same root right after.
 Goal: (ii) ≤ 3 × (iii).
@@ -180,15 +180,15 @@ def one_repetition(store: Any, root_dir: Path, count: int) -> dict[str, float]:
         Phase2Lease,
         check_settled,
         claim_global_lock,
-        diff_workspace,
         mark_succeeded,
-        memory_storage_bytes,
         publish_workspace,
         pull_and_prepare_workspace,
         record_settled,
         select_inputs,
         sync_inputs,
     )
+    from codex_memories.consolidate.inputs import storage_bytes
+    from codex_memories.consolidate.workspace import workspace_diff
     from codex_memories.storage import LocalWorkspace, open_memory_root
 
     workspace = LocalWorkspace(open_memory_root(str(root_dir)))
@@ -213,10 +213,10 @@ def one_repetition(store: Any, root_dir: Path, count: int) -> dict[str, float]:
         )
         if len(selection.refs) != count:
             raise RuntimeError(f"selected {len(selection.refs)} of {count} outputs")
-        synced, timings[f"{prefix} sync"] = _timed(sync_inputs, root_dir, selection, store)
+        synced, timings[f"{prefix} sync"] = _timed(sync_inputs, workspace, selection, store)
         if synced.reused != (prefix == "full rerun"):
             raise RuntimeError(f"{prefix}: the sync {'reused' if synced.reused else 'rewrote'} the files")
-        diff, timings[f"{prefix} diff"] = _timed(diff_workspace, root_dir)
+        diff, timings[f"{prefix} diff"] = _timed(workspace_diff, root_dir)
         return selection, diff
 
     lease = claim()
@@ -229,7 +229,7 @@ def one_repetition(store: Any, root_dir: Path, count: int) -> dict[str, float]:
         raise RuntimeError(f"the fresh diff shows {len(diff.changes)} changes, expected at least {count + 1}")
     _none, timings["fresh reset"] = _timed(publish_workspace, workspace)
     _mark, timings["fresh mark"] = _timed(mark_succeeded, store, lease=lease, selection=selection, usage=None)
-    recorded, timings["fresh record"] = _timed(record_settled, root_dir, store, check, storage_bytes=memory_storage_bytes(root_dir))
+    recorded, timings["fresh record"] = _timed(record_settled, root_dir, store, check, storage_bytes=storage_bytes(root_dir))
     if not recorded:
         raise RuntimeError("the fresh run's success was not recorded")
 

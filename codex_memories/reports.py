@@ -13,13 +13,16 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from codex_memories.consolidate.conflicts import Conflict
 from codex_memories.consolidate.provenance_check import ProvenanceFindings
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
 from codex_memories.state.records import ForgetAuditRecord, ForgetRoute
+
+if TYPE_CHECKING:
+    from codex_memories.consolidate.consolidators import ConsolidationOutcome
 
 
 @dataclass
@@ -197,6 +200,14 @@ class Phase2Report:
     work_left: bool = False
     # Contradicting memory entries in the inputs, each with the newer one that won (issue 15).
     conflicts: list[Conflict] = field(default_factory=list)
+
+    def record_consolidation(self, outcome: ConsolidationOutcome) -> None:
+        """What the report keeps of the consolidation (`consolidate.consolidators.ConsolidationOutcome`).
+        Flat fields, not the record: the report crosses the hand-off wire and the CLI reads it
+        without loading the consolidators."""
+        self.consolidator, self.agent_stop_reason = outcome.consolidator, outcome.stop_reason
+        self.agent_steps, self.agent_tool_calls = outcome.steps, outcome.tool_calls
+        self.usage, self.files_changed = outcome.usage.model_dump(), list(outcome.files_changed)
 
 
 def render_phase2_markdown(report: Phase2Report) -> str:

@@ -9,21 +9,27 @@ phase-1 map 0.13 of its efficiency, benchmarks/README.md).
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codex_memories.settings import RuntimeConfig, forget_codex_login_probes
 
 if TYPE_CHECKING:
     from codex_memories.consolidate.consolidators import Consolidator
+    from codex_memories.consolidate.steps import Phase2Lease
     from codex_memories.llm.base import ExtractionProvider
     from codex_memories.llm.codex_runner import CodexRunner
     from codex_memories.ratelimit import GuardDecision, RateLimitSnapshot
     from codex_memories.state.store import MemoryStore
-    from codex_memories.storage import MemoryRoot
+    from codex_memories.storage import LocalWorkspace, MemoryRoot
 
 # What each function builds is imported inside it: the CLI's quick commands and the hooks import
 # this module without paying for SQLAlchemy, the openai client or fsspec they do not use.
@@ -106,6 +112,62 @@ def memory_root(config: RuntimeConfig) -> MemoryRoot:
 
     url = config.settings.resolved_memory_root
     return open_memory_root(url, **object_store_options(url, s3_endpoint_url=config.settings.s3_endpoint_url))
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Phase2Context:
+    """What every phase-2 task of one pass works with, built once when the lease is held: the
+    store, the memory root and the workspace the pass writes (never the live folder readers
+    read), the clock and the lease. Tasks take it instead of rebuilding these from the config."""
+
+    config: RuntimeConfig
+    store: MemoryStore
+    root: MemoryRoot
+    workspace: LocalWorkspace
+    lease: Phase2Lease
+    # Whether this pass rebuilds the folder from scratch instead of consolidating on top of it.
+    from_scratch: bool = False
+    now: Callable[[], datetime] = utc_now
+
+
+@contextmanager
+def phase2_context(config: RuntimeConfig, lease: Phase2Lease, *, from_scratch: bool = False) -> Iterator[Phase2Context]:
+    """The pass's context; on the way out, whatever the pass did not publish (a failed, refused or
+    settled pass's copy) is discarded, so the live folder is the one it found.
+
+    Readers read the live folder at any time, so phase 2 writes a copy and publishes it in one
+    step: a staging copy beside a local root (`StagedWorkspace`, made only once a step is about to
+    write), or a temporary local mirror of an object-store root."""
+    from codex_memories.consolidate.staging import StagedWorkspace
+    from codex_memories.storage import LocalWorkspace
+
+    store = open_store(config.settings.resolved_db_url)
+    root = memory_root(config)
+    mirror = None if root.local_path is not None else Path(tempfile.mkdtemp(prefix="codex-memories-workspace-"))
+    workspace = (
+        StagedWorkspace(root, lease.ownership_token, from_scratch=from_scratch)
+        if mirror is None
+        else LocalWorkspace(root, mirror)
+    )
+    try:
+        yield Phase2Context(
+            config=config,
+            store=store,
+            root=root,
+            workspace=workspace,
+            lease=lease,
+            from_scratch=from_scratch,
+        )
+    finally:
+        workspace.discard()
+        if mirror is not None:
+            # The object store holds the result (or the next run starts over): the local mirror
+            # of this pass is only a temporary copy.
+            shutil.rmtree(mirror, ignore_errors=True)
 
 
 def codex_runner(config: RuntimeConfig) -> CodexRunner:

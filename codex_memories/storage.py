@@ -478,6 +478,8 @@ class LocalWorkspace:
         self._pull_started = False
         # Symlinks a staging copy left out (a mirror has none: object stores keep no links).
         self.skipped_links: list[str] = []
+        # Whether this run's copy went live (set by `StagedWorkspace`'s publish only).
+        self.published = False
 
     @property
     def writable(self) -> bool:
@@ -489,6 +491,11 @@ class LocalWorkspace:
 
     def discard(self) -> None:
         """Drop what this run did not publish (a mirror is removed by whoever made its directory)."""
+
+    def changed_meanwhile(self) -> list[str]:
+        """Files of the live folder that changed since this run copied it: none for a root worked
+        on in place or through a mirror (see `consolidate.staging.StagedWorkspace`)."""
+        return []
 
     def pull(self) -> None:
         if not self.is_mirror:

@@ -20,13 +20,12 @@ from pydantic import Field
 
 from codex_memories.consolidate.review import forget_proposal_metadata, proposal_diff
 from codex_memories.consolidate.staging import StagedWorkspace
-from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease
+from codex_memories.consolidate.steps import Phase2Failure
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
 from codex_memories.reports import Phase2Report, render_review_form
-from codex_memories.settings import RuntimeConfig
-from codex_memories.storage import LocalWorkspace
+from codex_memories.runtime import Phase2Context
 from codex_memories_flows.phase2_support import stage_step
 from codex_memories_tasks.confirm_ownership import confirm_ownership
 from codex_memories_tasks.consolidate import lease_heartbeat
@@ -53,19 +52,17 @@ def can_pause() -> bool:
     return context is not None and context.flow_run is not None and context.flow_run.deployment_id is not None
 
 
-def review_proposal(
-    config: RuntimeConfig, lease: Phase2Lease, report: Phase2Report, workspace: LocalWorkspace,
-    diff: WorkspaceDiff, selection: Any,
-) -> bool:
+def review_proposal(context: Phase2Context, report: Phase2Report, diff: WorkspaceDiff, selection: Any) -> bool:
     """Keep the copy as a proposal and wait for a decision; True when approved (publish it)."""
+    workspace = context.workspace
     if not isinstance(workspace, StagedWorkspace):
         raise Phase2Failure(Outcome.failed_review, "review = ask needs a local memory root (object-store roots publish as auto)")
     pausable = can_pause()
-    context = FlowRunContext.get()
-    flow_run_id = str(context.flow_run.id) if pausable and context is not None and context.flow_run is not None else None
-    proposal = stage_step(Outcome.failed_review, propose, workspace, lease, selection, report.usage or None, diff, flow_run_id)
+    run_context = FlowRunContext.get()
+    flow_run_id = str(run_context.flow_run.id) if pausable and run_context is not None and run_context.flow_run is not None else None
+    proposal = stage_step(Outcome.failed_review, propose, context, selection, report.usage or None, diff, flow_run_id)
     if not pausable:
-        release_phase2_lease(config, lease)
+        release_phase2_lease(context)
         report.outcome = Outcome.proposed_awaiting_review
         report.reason = (
             f"proposal kept at {proposal.path}; this run cannot pause for a decision (it is not a deployment's "
@@ -73,16 +70,16 @@ def review_proposal(
         )
         return False
     form = render_review_form(proposal_diff(proposal), outputs=len(proposal.selection))
-    decision = wait_for_decision(config, lease, form)
+    decision = wait_for_decision(context, form)
     if decision is not None and decision.approve:
         forget_proposal_metadata(workspace.path)
         workspace.kept = False  # this run's copy again: published below, or discarded
-        if not stage_step(Outcome.failed_confirm_ownership, confirm_ownership, config, lease):
+        if not stage_step(Outcome.failed_confirm_ownership, confirm_ownership, context):
             report.outcome, report.reason = Outcome.failed_confirm_ownership, "lease lost while waiting for review"
             return False
         return True
-    stage_step(Outcome.failed_review, discard_proposal, workspace)
-    release_phase2_lease(config, lease)
+    stage_step(Outcome.failed_review, discard_proposal, context)
+    release_phase2_lease(context)
     if decision is None:
         report.outcome, report.reason = Outcome.skipped_review_timeout, "no decision within the review timeout: rejected"
     else:
@@ -91,11 +88,11 @@ def review_proposal(
     return False
 
 
-def wait_for_decision(config: RuntimeConfig, lease: Phase2Lease, description: str) -> ReviewDecision | None:
+def wait_for_decision(context: Phase2Context, description: str) -> ReviewDecision | None:
     """Pause for the reviewer's form (`description`, the proposed diff, shown above it) while the
     lease is renewed; None when the timeout ran out."""
-    settings = config.settings
-    with lease_heartbeat(config, lease).running():
+    settings = context.config.settings
+    with lease_heartbeat(context).running():
         try:
             return pause_flow_run(
                 wait_for_input=ReviewDecision.with_initial_data(description=description),
@@ -105,8 +102,8 @@ def wait_for_decision(config: RuntimeConfig, lease: Phase2Lease, description: st
         except FlowPauseTimeout:
             # The run is still Paused on the server (its pause expired): take it back to Running
             # so it finishes with its own outcome, the reject, instead of a failed state.
-            context = FlowRunContext.get()
-            if context is not None and context.flow_run is not None:
+            run_context = FlowRunContext.get()
+            if run_context is not None and run_context.flow_run is not None:
                 with get_client(sync_client=True) as client:
-                    client.set_flow_run_state(context.flow_run.id, Running(), force=True)
+                    client.set_flow_run_state(run_context.flow_run.id, Running(), force=True)
             return None

@@ -10,12 +10,10 @@ from prefect import task
 from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.forget.manual import manual_change_actions
-from codex_memories.runtime import open_store
-from codex_memories.settings import RuntimeConfig
-from codex_memories.storage import LocalWorkspace
+from codex_memories.runtime import Phase2Context
 
 
 @task(name="audit-manual-changes", cache_policy=None)
-def audit_manual_changes(workspace: LocalWorkspace, diff: WorkspaceDiff, config: RuntimeConfig) -> list[ForgetAction]:
+def audit_manual_changes(context: Phase2Context, diff: WorkspaceDiff) -> list[ForgetAction]:
     """Forgetting route 7: the ad-hoc notes and user edits this consolidation integrated."""
-    return record_actions(open_store(config.settings.resolved_db_url), manual_change_actions(workspace.path, diff.changes))
+    return record_actions(context.store, manual_change_actions(context.workspace.path, diff.changes))

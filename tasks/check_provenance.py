@@ -10,14 +10,12 @@ from prefect import get_run_logger, task
 from codex_memories.consolidate.provenance_check import ProvenanceFindings
 from codex_memories.consolidate.provenance_check import check_provenance as check
 from codex_memories.consolidate.steps import Selection
-from codex_memories.runtime import open_store
-from codex_memories.settings import RuntimeConfig
-from codex_memories.storage import LocalWorkspace
+from codex_memories.runtime import Phase2Context
 
 
 @task(name="check-provenance", cache_policy=None)
-def check_provenance(workspace: LocalWorkspace, selection: Selection, config: RuntimeConfig) -> ProvenanceFindings:
-    findings = check(workspace.path, selection.refs, open_store(config.settings.resolved_db_url))
+def check_provenance(context: Phase2Context, selection: Selection) -> ProvenanceFindings:
+    findings = check(context.workspace.path, selection.refs, context.store)
     if findings.derived:
         get_run_logger().warning("provenance: %s", findings.summary())
     return findings

@@ -1,4 +1,4 @@
-"""Tasks: phase 2 step 1a, finish early when nothing changed (`consolidate.steps.check_settled`),
+"""Tasks: phase 2 step 2, finish early when nothing changed (`consolidate.steps.check_settled`),
 and, after a success, keep what the run settled on for the next one (`record_settled`).
 
 `check_settled` output: a `SettledCheck`; read-only. Any error there only means the full run
@@ -7,34 +7,26 @@ and, after a success, keep what the run settled on for the next one (`record_set
 consolidation (the next run then does the full work).
 """
 
-import time
-from pathlib import Path
-
 from prefect import get_run_logger, task
 
-from codex_memories.consolidate.steps import Phase2Lease, SettledCheck
+from codex_memories.consolidate.steps import SettledCheck
 from codex_memories.consolidate.steps import check_settled as check
 from codex_memories.consolidate.steps import record_settled as record
 from codex_memories.redact import redact_secrets
-from codex_memories.runtime import open_store
-from codex_memories.settings import RuntimeConfig
-
-
-def _local_root(config: RuntimeConfig) -> Path | None:
-    root = config.settings.resolved_memory_root
-    return None if "://" in root else Path(root)
+from codex_memories.runtime import Phase2Context
 
 
 @task(name="check-settled", cache_policy=None)
-def check_settled(config: RuntimeConfig, lease: Phase2Lease) -> SettledCheck:
+def check_settled(context: Phase2Context) -> SettledCheck:
+    memories = context.config.memories
     try:
         result = check(
-            _local_root(config),
-            open_store(config.settings.resolved_db_url),
-            lease=lease,
-            max_outputs=config.memories.max_raw_memories_for_consolidation,
-            max_unused_days=config.memories.max_unused_days,
-            now=int(time.time()),
+            context.root.local_path,
+            context.store,
+            lease=context.lease,
+            max_outputs=memories.max_raw_memories_for_consolidation,
+            max_unused_days=memories.max_unused_days,
+            now=int(context.now().timestamp()),
         )
     except Exception as error:  # noqa: BLE001 - an optimisation that fails falls back to the full run
         get_run_logger().warning("settled check failed, doing the full run: %s", redact_secrets(f"{type(error).__name__}: {error}"))
@@ -47,12 +39,12 @@ def check_settled(config: RuntimeConfig, lease: Phase2Lease) -> SettledCheck:
 
 
 @task(name="record-settled", cache_policy=None)
-def record_settled(config: RuntimeConfig, settled: SettledCheck, storage_bytes: int) -> bool:
-    root = _local_root(config)
+def record_settled(context: Phase2Context, settled: SettledCheck, storage_bytes: int) -> bool:
+    root = context.root.local_path
     if root is None:
         return False
     try:
-        return record(root, open_store(config.settings.resolved_db_url), settled, storage_bytes=storage_bytes)
+        return record(root, context.store, settled, storage_bytes=storage_bytes)
     except Exception as error:  # noqa: BLE001 - bookkeeping for the next run; this run has succeeded
         get_run_logger().warning("could not record the settled folder: %s", redact_secrets(f"{type(error).__name__}: {error}"))
         return False

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 
 from prefect import task
 
-from codex_memories.consolidate.steps import Phase2Lease, claim_global_lock
-from codex_memories.runtime import open_store
+from codex_memories.consolidate.steps import claim_global_lock
+from codex_memories.runtime import Phase2Context, open_store
 from codex_memories.settings import RuntimeConfig
 from codex_memories.state.records import Phase2ClaimResult
 from codex_memories_tasks.claim import worker_id
@@ -34,7 +34,7 @@ def claim_lock(config: RuntimeConfig, force: bool, retried_flow_run: str | None 
 
 
 @contextmanager
-def lease_given_back_if_interrupted(config: RuntimeConfig, lease: Phase2Lease) -> Iterator[None]:
+def lease_given_back_if_interrupted(context: Phase2Context) -> Iterator[None]:
     """The global lease goes back at once when the run is interrupted (Ctrl-C, SIGTERM), so the
     next run consolidates without waiting for it to expire. Not a task: no task run can start
     while the flow run is torn down; a lease already released or marked is not touched."""
@@ -42,5 +42,5 @@ def lease_given_back_if_interrupted(config: RuntimeConfig, lease: Phase2Lease) -
         yield
     except BaseException as error:
         if not isinstance(error, Exception):  # an interruption, Prefect's termination signal, an exit
-            open_store(config.settings.resolved_db_url).release_global_phase2_job(ownership_token=lease.ownership_token)
+            context.store.release_global_phase2_job(ownership_token=context.lease.ownership_token)
         raise

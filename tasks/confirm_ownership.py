@@ -1,20 +1,16 @@
-"""Task: phase 2 step 11, re-check the lease before anything irreversible (`consolidate.steps.confirm_ownership`).
+"""Task: phase 2, re-check the lease before anything irreversible (one more renewal of it).
 
-Output: True while this run still owns the global job. Read-only (renews nothing).
+Output: True while this run still owns the global job.
 """
 
 from prefect import task
 
-from codex_memories.consolidate.steps import Phase2Lease
-from codex_memories.consolidate.steps import confirm_ownership as confirm
-from codex_memories.runtime import open_store
-from codex_memories.settings import RuntimeConfig
+from codex_memories.runtime import Phase2Context
 
 
 @task(name="confirm-ownership", cache_policy=None)
-def confirm_ownership(config: RuntimeConfig, lease: Phase2Lease) -> bool:
-    return confirm(
-        open_store(config.settings.resolved_db_url),
-        lease=lease,
-        lease_seconds=config.settings.phase2_lease_seconds,
+def confirm_ownership(context: Phase2Context) -> bool:
+    return context.store.heartbeat_global_phase2_job(
+        ownership_token=context.lease.ownership_token,
+        lease_seconds=context.config.settings.phase2_lease_seconds,
     )

@@ -1,4 +1,4 @@
-"""Task: forgetting route `entry_expiry` (`codex_memories.consolidate.steps.expire_workspace_typed_entries`).
+"""Task: forgetting route `entry_expiry` (`codex_memories.consolidate.steps.expire_typed_entries`).
 
 Removes the temporary memory entries whose expiry date has passed from the selected stage-1
 rows and the synced inputs, writes one `forget_audit` row per entry and returns the actions.
@@ -7,14 +7,12 @@ Idempotent: a rerun finds nothing expired.
 
 from prefect import task
 
-from codex_memories.consolidate.steps import Selection, utc_now
-from codex_memories.consolidate.steps import expire_workspace_typed_entries as expire
+from codex_memories.consolidate.steps import Selection
+from codex_memories.consolidate.steps import expire_typed_entries as expire
 from codex_memories.forget.audit import ForgetAction
-from codex_memories.runtime import open_store
-from codex_memories.settings import RuntimeConfig
-from codex_memories.storage import LocalWorkspace
+from codex_memories.runtime import Phase2Context
 
 
 @task(name="expire-typed-entries", cache_policy=None)
-def expire_typed_entries(workspace: LocalWorkspace, selection: Selection, config: RuntimeConfig) -> list[ForgetAction]:
-    return expire(workspace, selection, open_store(config.settings.resolved_db_url), now=utc_now())
+def expire_typed_entries(context: Phase2Context, selection: Selection) -> list[ForgetAction]:
+    return expire(context.workspace, selection, context.store, now=context.now())

@@ -8,9 +8,9 @@ from prefect import task
 
 from codex_memories.consolidate.conflicts import Conflict
 from codex_memories.consolidate.steps import find_entry_conflicts as find
-from codex_memories.storage import LocalWorkspace
+from codex_memories.runtime import Phase2Context
 
 
 @task(name="find-entry-conflicts", cache_policy=None)
-def find_entry_conflicts(workspace: LocalWorkspace) -> list[Conflict]:
-    return find(workspace.path)
+def find_entry_conflicts(context: Phase2Context) -> list[Conflict]:
+    return find(context.workspace.path)

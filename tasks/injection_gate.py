@@ -10,23 +10,21 @@ from prefect import get_run_logger, task
 from codex_memories.consolidate.injection_gate import InjectionFinding
 from codex_memories.consolidate.steps import GateVerdict, Selection, gate_consolidated_files
 from codex_memories.consolidate.steps import quarantine_injection_sources as quarantine_sources
-from codex_memories.runtime import open_store
-from codex_memories.settings import RuntimeConfig
-from codex_memories.storage import LocalWorkspace
+from codex_memories.runtime import Phase2Context
 
 
 @task(name="injection-gate", cache_policy=None)
-def injection_gate(workspace: LocalWorkspace) -> list[InjectionFinding]:
+def injection_gate(context: Phase2Context) -> list[InjectionFinding]:
     """Lines of the consolidated files that look injected (empty: the folder may go live)."""
-    return gate_consolidated_files(workspace.path)
+    return gate_consolidated_files(context.workspace.path)
 
 
 @task(name="quarantine-injection-sources", cache_policy=None)
 def quarantine_injection_sources(
-    workspace: LocalWorkspace, findings: list[InjectionFinding], selection: Selection, config: RuntimeConfig
+    context: Phase2Context, findings: list[InjectionFinding], selection: Selection
 ) -> GateVerdict:
     """The verdict on a refused folder: its lines, their sources, the threads quarantined."""
-    verdict = quarantine_sources(workspace.path, findings, selection, open_store(config.settings.resolved_db_url))
+    verdict = quarantine_sources(context.workspace.path, findings, selection, context.store)
     if verdict.quarantined:
         get_run_logger().warning("injection gate: quarantined thread(s) %s", ", ".join(verdict.quarantined))
     return verdict

@@ -7,7 +7,7 @@ a usable git baseline. Retried on transient object-store errors.
 from prefect import get_run_logger, task
 
 from codex_memories.consolidate.steps import pull_and_prepare_workspace
-from codex_memories.storage import LocalWorkspace
+from codex_memories.runtime import Phase2Context
 from codex_memories_tasks.storage_retries import (
     STORAGE_RETRIES,
     STORAGE_RETRY_DELAYS_SECONDS,
@@ -22,8 +22,8 @@ from codex_memories_tasks.storage_retries import (
     retry_delay_seconds=STORAGE_RETRY_DELAYS_SECONDS,
     retry_condition_fn=retry_transient_storage_errors,
 )
-def prepare_workspace(workspace: LocalWorkspace) -> list[str]:
-    removed_links = pull_and_prepare_workspace(workspace)
+def prepare_workspace(context: Phase2Context) -> list[str]:
+    removed_links = pull_and_prepare_workspace(context.workspace, from_scratch=context.from_scratch)
     for link in removed_links:
         get_run_logger().warning("removed symlink inside the memory root: %s", link)
     return removed_links

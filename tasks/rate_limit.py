@@ -1,17 +1,9 @@
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
 from prefect import get_run_logger, task
 
 from codex_memories.ratelimit import GuardDecision
-from codex_memories.runtime import open_store, rate_limit_guard
+from codex_memories.runtime import Phase2Context, open_store, rate_limit_guard
 from codex_memories.settings import RuntimeConfig
 from codex_memories.state.records import Stage1Claim
-
-if TYPE_CHECKING:
-    # Phase 2's steps (the consolidators, the agent, the injection gate) are not phase 1's to load.
-    from codex_memories.consolidate.steps import Phase2Lease
 
 
 @task(name="check-rate-limits", cache_policy=None)
@@ -34,6 +26,6 @@ def release_claims(config: RuntimeConfig, claims: list[Stage1Claim]) -> int:
 
 
 @task(name="release-phase2-lease", cache_policy=None)
-def release_phase2_lease(config: RuntimeConfig, lease: Phase2Lease) -> bool:
+def release_phase2_lease(context: Phase2Context) -> bool:
     """Give back the global lease without running the agent: no failure, no backoff, no cooldown."""
-    return open_store(config.settings.resolved_db_url).release_global_phase2_job(ownership_token=lease.ownership_token)
+    return context.store.release_global_phase2_job(ownership_token=context.lease.ownership_token)

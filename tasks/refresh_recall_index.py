@@ -12,11 +12,12 @@ import sqlite3
 from prefect import get_run_logger, task
 
 from codex_memories.read.index import build_index
-from codex_memories.storage import LocalWorkspace
+from codex_memories.runtime import Phase2Context
 
 
 @task(name="refresh-recall-index", cache_policy=None)
-def refresh_recall_index(workspace: LocalWorkspace) -> str:
+def refresh_recall_index(context: Phase2Context) -> str:
+    workspace = context.workspace
     if workspace.is_mirror:
         return "skipped: object-store root"
     try:

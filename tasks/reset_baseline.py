@@ -8,7 +8,7 @@ changed since it was copied (nothing published). Retried on transient object-sto
 from prefect import task
 
 from codex_memories.consolidate.steps import publish_workspace
-from codex_memories.storage import LocalWorkspace
+from codex_memories.runtime import Phase2Context
 from codex_memories_tasks.storage_retries import (
     STORAGE_RETRIES,
     STORAGE_RETRY_DELAYS_SECONDS,
@@ -23,7 +23,7 @@ from codex_memories_tasks.storage_retries import (
     retry_delay_seconds=STORAGE_RETRY_DELAYS_SECONDS,
     retry_condition_fn=retry_transient_storage_errors,
 )
-def reset_baseline(workspace: LocalWorkspace) -> bool:
+def reset_baseline(context: Phase2Context) -> bool:
     """Delete the diff file, recreate the single-commit baseline, publish the copy; False when the
     live folder changed meanwhile and nothing was published."""
-    return publish_workspace(workspace)
+    return publish_workspace(context.workspace)

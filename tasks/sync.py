@@ -7,12 +7,10 @@ nothing and audits nothing (and a local root is not even copied: see `StagedWork
 
 from prefect import task
 
-from codex_memories.consolidate.steps import Selection, SyncReport, sync_workspace_inputs
-from codex_memories.runtime import open_store
-from codex_memories.settings import RuntimeConfig
-from codex_memories.storage import LocalWorkspace
+from codex_memories.consolidate.steps import Selection, SyncReport, sync_inputs
+from codex_memories.runtime import Phase2Context
 
 
 @task(name="sync-inputs", cache_policy=None)
-def sync(workspace: LocalWorkspace, selection: Selection, config: RuntimeConfig) -> SyncReport:
-    return sync_workspace_inputs(workspace, selection, open_store(config.settings.resolved_db_url))
+def sync(context: Phase2Context, selection: Selection) -> SyncReport:
+    return sync_inputs(context.workspace, selection, context.store)

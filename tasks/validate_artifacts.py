@@ -6,9 +6,9 @@ Output: the problems found (empty when valid); symlinks found are removed and re
 from prefect import task
 
 from codex_memories.consolidate.workspace import validate_artifacts as validate
-from codex_memories.storage import LocalWorkspace
+from codex_memories.runtime import Phase2Context
 
 
 @task(name="validate-artifacts", cache_policy=None)
-def validate_artifacts(workspace: LocalWorkspace) -> list[str]:
-    return validate(workspace.path)
+def validate_artifacts(context: Phase2Context) -> list[str]:
+    return validate(context.workspace.path)

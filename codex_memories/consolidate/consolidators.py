@@ -34,6 +34,8 @@ AGENT_CONSOLIDATOR_NAME = "openai"
 
 @dataclass(frozen=True)
 class ConsolidationOutcome:
+    """One consolidation's result, from the consolidator to the run report (`Phase2Report.record_consolidation`)."""
+
     completed: bool
     stop_reason: str
     steps: int
@@ -43,6 +45,10 @@ class ConsolidationOutcome:
     refused_calls: int = 0
     final_message: str | None = None
     error: str | None = None
+    # Set by phase 2 around the call (`consolidate.steps.run_consolidation`): which consolidator
+    # ran, and whether the lease was lost while it ran (another worker owns the job then).
+    consolidator: str = ""
+    ownership_lost: bool = False
 
 
 @runtime_checkable

@@ -24,12 +24,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 
 from codex_memories.consolidate.conflicts import Conflict
-from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
+from codex_memories.consolidate.consolidators import ConsolidationOutcome, Consolidator, build_consolidation_prompt
 from codex_memories.consolidate.heuristic import find_input_conflicts
 from codex_memories.consolidate.injection_gate import (
     MAX_REPORTED_FINDINGS,
@@ -48,7 +48,6 @@ from codex_memories.consolidate.inputs import (
     read_settled_record,
     rebuild_raw_memories,
     record_synced_inputs,
-    storage_bytes,
     sync_rollout_summaries,
     synced_inputs_unchanged,
     write_settled_record,
@@ -62,7 +61,6 @@ from codex_memories.consolidate.workspace import (
     reset_baseline,
     validate_artifacts,
     workspace_diff,
-    write_workspace_diff_file,
 )
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.forget.entry_expiry import expire_entries, synced_inputs_hold_expired_entry
@@ -103,7 +101,7 @@ class Phase2Lease:
 class Selection:
     """The selected stage-1 outputs, without payloads (loaded only if the sync needs them)."""
 
-    # Identities only in the selection of a settled check (step 1a), which goes straight to the
+    # Identities only in the selection of a settled check (step 2, the early finish), which goes straight to the
     # success mark and is never synced from.
     refs: list[Stage1OutputRef] | list[OutputIdentity]
     new_watermark: int
@@ -158,7 +156,7 @@ def claim_global_lock(
 
 @dataclass(frozen=True)
 class SettledCheck:
-    """Phase 2 step 1a: can this run finish now, before any workspace work?
+    """Phase 2 step 2, the early finish: can this run finish now, before any workspace work?
 
     `selection` is set when it can: nothing that decides the selection changed since the last
     success (the inputs' fingerprint is the one kept then, and no output or extension resource
@@ -251,10 +249,12 @@ def record_settled(root_dir: Path, store: MemoryStore, check: SettledCheck, *, s
     return True
 
 
-def pull_and_prepare_workspace(workspace: LocalWorkspace) -> list[str]:
+def pull_and_prepare_workspace(workspace: LocalWorkspace, *, from_scratch: bool = False) -> list[str]:
     """Mirror an object-store root locally, or stage a local root that needs preparing (a ready
     one stays unstaged and untouched), then `workspace.prepare_workspace` on the copy. Returns the
-    symlinks removed (left out of the copy)."""
+    symlinks removed (left out of the copy). A rebuild (`from_scratch`) needs a local root."""
+    if from_scratch and workspace.is_mirror:
+        raise Phase2Failure(Outcome.failed_prepare_workspace, "a rebuild needs a local memory root (not an object-store URL)")
     workspace.pull()
     if not workspace.writable:
         return []
@@ -269,16 +269,18 @@ def select_inputs(
     return Selection(refs=refs, new_watermark=max(lease.input_watermark, newest))
 
 
-def sync_inputs(root_dir: Path, selection: Selection, store: MemoryStore) -> SyncReport:
+def sync_inputs(workspace: LocalWorkspace, selection: Selection, store: MemoryStore) -> SyncReport:
     """Write raw_memories.md and rollout_summaries/ from the selection (spec 8.2, 8.3).
 
     Summaries that fall out of the selection are deleted here and audited as forgetting route 2
     (or the file side of routes 1, 3, 4 and 5, whose DB rows are already gone or disabled).
     When the files are exactly what this selection made last time
-    (`artifacts.synced_inputs_unchanged`), nothing is loaded or written: the common no-change
-    run stays cheap."""
-    if synced_inputs_unchanged(root_dir, selection.refs):
+    (`inputs.synced_inputs_unchanged`), nothing is staged, loaded or written: the common
+    no-change run stays cheap and copies nothing."""
+    if synced_inputs_unchanged(workspace.path, selection.refs):
         return SyncReport(summaries=SyncResult(written=[], deleted=[], unchanged=[]), raw_memories_changed=False, reused=True)
+    workspace.stage()
+    root_dir = workspace.path
     forget_synced_inputs(root_dir)  # a sync cut short must not look finished to the next run
     outputs = store.load_stage1_outputs(selection.refs)
     summaries = sync_rollout_summaries(root_dir, outputs)
@@ -288,39 +290,27 @@ def sync_inputs(root_dir: Path, selection: Selection, store: MemoryStore) -> Syn
     return SyncReport(summaries=summaries, raw_memories_changed=raw_changed, forgotten=forgotten)
 
 
-def sync_workspace_inputs(workspace: LocalWorkspace, selection: Selection, store: MemoryStore) -> SyncReport:
-    """`sync_inputs` in the workspace, staging it first unless the synced files are already
-    exactly what this selection makes (then nothing is copied, loaded or written)."""
-    if not workspace.writable and synced_inputs_unchanged(workspace.path, selection.refs):
-        return SyncReport(summaries=SyncResult(written=[], deleted=[], unchanged=[]), raw_memories_changed=False, reused=True)
+def prune_extension_resources(workspace: LocalWorkspace, store: MemoryStore, *, now: datetime) -> list[ForgetAction]:
+    """Forgetting route 6: delete extension resources older than the 7-day TTL, audited; the
+    workspace is staged first only when anything expired (the live folder is only read until then)."""
+    if not workspace.writable and not expired_extension_resources(workspace.path, now):
+        return []
     workspace.stage()
-    return sync_inputs(workspace.path, selection, store)
+    return record_actions(store, expire_extension_resources(workspace.path, now))
 
 
-def prune_extension_resources(root_dir: Path, store: MemoryStore, *, now: datetime) -> list[ForgetAction]:
-    """Forgetting route 6: delete extension resources older than the 7-day TTL, audited."""
-    return record_actions(store, expire_extension_resources(root_dir, now))
-
-
-def expire_typed_entries(root_dir: Path, selection: Selection, store: MemoryStore, *, now: datetime) -> list[ForgetAction]:
+def expire_typed_entries(workspace: LocalWorkspace, selection: Selection, store: MemoryStore, *, now: datetime) -> list[ForgetAction]:
     """Forgetting route `entry_expiry`: temporary entries past their date leave the selected rows
-    and the synced inputs, audited. The marker of the synced inputs is refreshed so the next
-    unchanged selection still skips the sync."""
-    forgotten = record_actions(store, expire_entries(root_dir, store, selection.refs, now))
-    if forgotten:
-        record_synced_inputs(root_dir, list(selection.refs))
-    return forgotten
-
-
-def expire_workspace_typed_entries(
-    workspace: LocalWorkspace, selection: Selection, store: MemoryStore, *, now: datetime
-) -> list[ForgetAction]:
-    """`expire_typed_entries` in the workspace, staging it first when an entry expired (the live
-    folder is only read until then)."""
+    and the synced inputs, audited; the workspace is staged first only when an entry expired.
+    The marker of the synced inputs is refreshed so the next unchanged selection still skips the
+    sync."""
     if not workspace.writable and not synced_inputs_hold_expired_entry(workspace.path, now):
         return []
     workspace.stage()
-    return expire_typed_entries(workspace.path, selection, store, now=now)
+    forgotten = record_actions(store, expire_entries(workspace.path, store, selection.refs, now))
+    if forgotten:
+        record_synced_inputs(workspace.path, list(selection.refs))
+    return forgotten
 
 
 def find_entry_conflicts(root_dir: Path) -> list[Conflict]:
@@ -333,18 +323,6 @@ def find_entry_conflicts(root_dir: Path) -> list[Conflict]:
     return find_input_conflicts(text)
 
 
-def prune_workspace_extension_resources(workspace: LocalWorkspace, store: MemoryStore, *, now: datetime) -> list[ForgetAction]:
-    """`prune_extension_resources` in the workspace, staging it first when anything expired."""
-    if not workspace.writable and not expired_extension_resources(workspace.path, now):
-        return []
-    workspace.stage()
-    return prune_extension_resources(workspace.path, store, now=now)
-
-
-def diff_workspace(root_dir: Path) -> WorkspaceDiff:
-    return workspace_diff(root_dir)
-
-
 def diff_and_settle(workspace: LocalWorkspace) -> tuple[WorkspaceDiff, bool]:
     """The diff against the baseline and whether the workspace is settled (no change, valid).
 
@@ -354,17 +332,9 @@ def diff_and_settle(workspace: LocalWorkspace) -> tuple[WorkspaceDiff, bool]:
         if live_tree_is_clean(workspace.path) and not validate_artifacts(workspace.path):
             return WorkspaceDiff(changes=[], unified_diff=""), True
         workspace.stage()
-    diff = diff_workspace(workspace.path)
-    return diff, workspace_is_settled(workspace.path, diff)
-
-
-def workspace_is_settled(root_dir: Path, diff: WorkspaceDiff) -> bool:
-    """No change since the baseline and artifacts that Codex's read path accepts."""
-    return not diff.changes and not validate_artifacts(root_dir)
-
-
-def write_diff_file(root_dir: Path, diff: WorkspaceDiff) -> None:
-    write_workspace_diff_file(root_dir, diff)
+    diff = workspace_diff(workspace.path)
+    # Settled: no change since the baseline, and artifacts that Codex's read path accepts.
+    return diff, not diff.changes and not validate_artifacts(workspace.path)
 
 
 def gate_consolidated_files(root_dir: Path) -> list[InjectionFinding]:
@@ -477,11 +447,6 @@ class LeaseHeartbeat:
             thread.join(timeout=10)
 
 
-def confirm_ownership(store: MemoryStore, *, lease: Phase2Lease, lease_seconds: int) -> bool:
-    """One more renewal right before the irreversible steps."""
-    return store.heartbeat_global_phase2_job(ownership_token=lease.ownership_token, lease_seconds=lease_seconds)
-
-
 def publish_workspace(workspace: LocalWorkspace) -> bool:
     """Reset the single-commit baseline in the copy, then publish it (push the mirror, or make the
     staging copy the live folder). False when a local live folder changed since it was copied:
@@ -526,13 +491,14 @@ def mark_failed(
     store: MemoryStore,
     *,
     lease: Phase2Lease,
-    outcome: Outcome,
-    reason: str,
-    retry_delay_seconds: int,
+    failure: Phase2Failure,
+    default_retry_delay_seconds: int,
     usage: dict[str, int] | None = None,
 ) -> bool:
-    """Record the failure; falls back to the unowned variant when the token was cleared."""
-    text = redact_secrets(failure_reason(outcome, reason))
+    """Record the failure with its backoff (the configured one unless the failure names its own);
+    falls back to the unowned variant when the token was cleared."""
+    text = redact_secrets(failure_reason(failure.outcome, failure.reason))
+    retry_delay_seconds = default_retry_delay_seconds if failure.retry_delay_seconds is None else failure.retry_delay_seconds
     if store.mark_global_phase2_job_failed(
         ownership_token=lease.ownership_token, reason=text, retry_delay_seconds=retry_delay_seconds, usage=usage
     ):
@@ -542,43 +508,10 @@ def mark_failed(
     )
 
 
-def memory_storage_bytes(root_dir: Path) -> int:
-    return storage_bytes(root_dir)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-
-@dataclass
-class ConsolidationStep:
-    """What the consolidate step reports back to the flow."""
-
-    completed: bool
-    stop_reason: str
-    ownership_lost: bool
-    steps: int = 0
-    tool_calls: int = 0
-    usage: dict[str, int] = field(default_factory=dict)
-    files_changed: list[str] = field(default_factory=list)
-    consolidator: str = ""
-
-
-def run_consolidation(
-    root_dir: Path, consolidator: Consolidator, *, heartbeat: LeaseHeartbeat
-) -> ConsolidationStep:
-    """Run the consolidator inside the memory root while the heartbeat keeps the lease."""
+def run_consolidation(root_dir: Path, consolidator: Consolidator, *, heartbeat: LeaseHeartbeat) -> ConsolidationOutcome:
+    """Run the consolidator inside the memory root while the heartbeat keeps the lease; its
+    outcome says which consolidator it was and whether the lease was lost meanwhile."""
     prompt = build_consolidation_prompt(root_dir)
     with heartbeat.running():
         result = consolidator.consolidate(root_dir, prompt=prompt, should_continue=heartbeat.still_owner)
-    return ConsolidationStep(
-        completed=result.completed,
-        stop_reason=result.stop_reason,
-        ownership_lost=not heartbeat.still_owner(),
-        steps=result.steps,
-        tool_calls=result.tool_calls,
-        usage=result.usage.model_dump(),
-        files_changed=list(result.files_changed),
-        consolidator=consolidator.name,
-    )
+    return replace(result, consolidator=consolidator.name, ownership_lost=not heartbeat.still_owner())

@@ -671,7 +671,7 @@ def _first_line_of(folder: SandboxedFolder, path: str) -> str | None:
 
 
 # --------------------------------------------------------------------------------------------
-# The settled check (phase 2 step 1a)
+# The settled check (phase 2 step 2, the early finish)
 
 
 _BRANCH_OID_HEADER = b"# branch.oid "

@@ -1,4 +1,4 @@
-"""Phase 2 step 1a: a rerun finishes before any workspace work only when nothing that decides the
+"""Phase 2 step 2 (the early finish): a rerun finishes before any workspace work only when nothing that decides the
 selection changed (time passing included) and the folder is still its baseline."""
 
 from __future__ import annotations
@@ -9,21 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.consolidate.inputs import read_settled_record
+from codex_memories.consolidate.inputs import read_settled_record, storage_bytes
 from codex_memories.consolidate.steps import (
     Phase2Lease,
     SettledCheck,
     check_settled,
     claim_global_lock,
-    diff_workspace,
     mark_succeeded,
-    memory_storage_bytes,
     publish_workspace,
     record_settled,
     select_inputs,
     sync_inputs,
 )
-from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout
+from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout, workspace_diff
 from codex_memories.paths import MEMORY_FILE, MEMORY_SUMMARY_FILE
 from codex_memories.state.records import MemoryMode, ThreadRecord
 from codex_memories.state.store import MemoryStore
@@ -70,7 +68,7 @@ def claim(store: MemoryStore) -> Phase2Lease:
     return Phase2Lease(ownership_token=result.ownership_token, input_watermark=result.input_watermark or 0, worker_id="test")
 
 
-# Step 1a reads only the claimed input watermark from the lease.
+# Step 2 (the early finish) reads only the claimed input watermark from the lease.
 UNCLAIMED = Phase2Lease(ownership_token="", input_watermark=0, worker_id="test")
 
 
@@ -80,19 +78,19 @@ def check(store: MemoryStore, root: Path, lease: Phase2Lease = UNCLAIMED, *, now
 
 
 def full_successful_run(store: MemoryStore, root: Path, *, now: int = NOW) -> SettledCheck:
-    """What the flow does when step 1a cannot decide: the full run, a baseline reset, the mark and the record."""
+    """What the flow does when step 2 cannot decide: the full run, a baseline reset, the mark and the record."""
     lease = claim(store)
     settled = check(store, root, lease, now=now)
     assert not settled.settled
     selection = select_inputs(store, lease=lease, max_outputs=MAX_OUTPUTS, max_unused_days=MAX_UNUSED_DAYS)
-    sync_inputs(root, selection, store)
-    diff_workspace(root)
+    sync_inputs(LocalWorkspace(open_memory_root(str(root))), selection, store)
+    workspace_diff(root)
     # What a consolidator leaves behind.
     (root / MEMORY_FILE).write_text("# Memory\n")
     (root / MEMORY_SUMMARY_FILE).write_text("v1\nsummary\n")
     publish_workspace(LocalWorkspace(open_memory_root(str(root))))
     assert mark_succeeded(store, lease=lease, selection=selection, usage=None).owned
-    assert record_settled(root, store, settled, storage_bytes=memory_storage_bytes(root))
+    assert record_settled(root, store, settled, storage_bytes=storage_bytes(root))
     return settled
 
 
@@ -105,7 +103,7 @@ def test_a_rerun_with_nothing_changed_is_settled_with_the_last_selection(store: 
     assert settled.settled, settled.reason
     assert sorted(ref.thread_id for ref in settled.selection.refs) == sorted(ids)
     assert settled.selection.new_watermark == max(lease.input_watermark, NOW - 3600)
-    assert settled.storage_bytes == memory_storage_bytes(root)
+    assert settled.storage_bytes == storage_bytes(root)
     # Finishing with it keeps the same flags as the full run marked.
     before = store.get_phase2_selected_snapshots()
     assert mark_succeeded(store, lease=lease, selection=settled.selection, usage=None).owned
@@ -231,7 +229,7 @@ def test_a_success_on_a_folder_that_is_not_its_baseline_records_nothing(store: M
 
 
 def test_the_baseline_status_runs_beside_the_check_and_leaves_no_lock_when_not_needed(root: Path) -> None:
-    """Step 1a starts `git status` before its DB query; a status whose answer is not needed is
+    """Step 2 (the early finish) starts `git status` before its DB query; a status whose answer is not needed is
     waited for, not killed, so no `index.lock` is left for the next git command."""
     from codex_memories.consolidate.workspace import BaselineStatus
 

@@ -11,6 +11,7 @@ from codex_memories.consolidate.steps import Phase2Lease, select_inputs, sync_in
 from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout, reset_baseline, workspace_diff
 from codex_memories.state.records import ThreadRecord
 from codex_memories.state.store import MemoryStore
+from codex_memories.storage import LocalWorkspace, open_memory_root
 
 NOW = int(time.time())
 LEASE = Phase2Lease(ownership_token="token", input_watermark=0, worker_id="test")
@@ -46,7 +47,7 @@ def add_output(store: MemoryStore, index: int, *, updated: int = NOW - 3600, tex
 
 def sync(store: MemoryStore, root: Path):
     selection = select_inputs(store, lease=LEASE, max_outputs=256, max_unused_days=30)
-    return sync_inputs(root, selection, store)
+    return sync_inputs(LocalWorkspace(open_memory_root(root)), selection, store)
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
@@ -131,10 +132,10 @@ def test_a_summary_that_leaves_the_selection_is_deleted_and_audited_once(store: 
     before = {path.name for path in (root / "rollout_summaries").iterdir()}
     top_one = select_inputs(store, lease=LEASE, max_outputs=1, max_unused_days=30)  # the top-N cap
 
-    report = sync_inputs(root, top_one, store)
+    report = sync_inputs(LocalWorkspace(open_memory_root(root)), top_one, store)
 
     [left] = before - {path.name for path in (root / "rollout_summaries").iterdir()}
     path = f"rollout_summaries/{left}"
     assert [(action.route, action.target) for action in report.forgotten] == [("selection_window", path)]
     assert [(row.route, row.target, row.removed) for row in store.list_forget_audit()] == [("selection_window", path, {"file": path})]
-    assert sync_inputs(root, top_one, store).reused and len(store.list_forget_audit()) == 1
+    assert sync_inputs(LocalWorkspace(open_memory_root(root)), top_one, store).reused and len(store.list_forget_audit()) == 1

@@ -150,7 +150,7 @@ import os, signal, sys
 from datetime import UTC, datetime
 from codex_memories.consolidate import heuristic, staging
 from codex_memories.consolidate.steps import (
-    Phase2Lease, diff_and_settle, publish_workspace, pull_and_prepare_workspace, select_inputs, sync_workspace_inputs,
+    Phase2Lease, diff_and_settle, publish_workspace, pull_and_prepare_workspace, select_inputs, sync_inputs,
 )
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import open_memory_root
@@ -161,7 +161,7 @@ lease = Phase2Lease(claim.ownership_token, claim.input_watermark or 0, "doomed")
 workspace = staging.StagedWorkspace(open_memory_root(sys.argv[2]), lease.ownership_token)
 pull_and_prepare_workspace(workspace)
 selection = select_inputs(store, lease=lease, max_outputs=64, max_unused_days=30)
-sync_workspace_inputs(workspace, selection, store)
+sync_inputs(workspace, selection, store)
 diff_and_settle(workspace)
 heuristic.consolidate_heuristically(workspace.path, now=datetime.now(UTC))
 # The process dies after the copy is complete and its baseline reset, before the publish.
