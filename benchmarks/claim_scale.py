@@ -29,7 +29,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import event, insert, text, update
 
-from benchmarks.support import machine_description, markdown_table, median, scratch_dir, spread, save_report
+from benchmarks.support import machine_description, markdown_table, median, save_report, scratch_dir, spread
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
 from codex_memories.state.models import JobRow, Stage1OutputRow, ThreadRow
 from codex_memories.state.store import MemoryStore

@@ -48,8 +48,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.support import machine_description, markdown_table, scratch_dir, save_report
-
+from benchmarks.support import machine_description, markdown_table, save_report, scratch_dir
 from codex_memories import paths
 from codex_memories.read.injection import HEADER as SESSION_START_HEADER
 from codex_memories.read.prompt_context import BLOCK_OPEN as RECALL_BLOCK_OPEN

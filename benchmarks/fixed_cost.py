@@ -47,9 +47,9 @@ from benchmarks.support import (
     machine_description,
     markdown_table,
     median,
+    save_report,
     scratch_dir,
     spread,
-    save_report,
 )
 from codex_memories_cli.handoff import SOCKET_FILE
 

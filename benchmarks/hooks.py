@@ -34,8 +34,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.support import REPO_ROOT, machine_description, markdown_table, median, scratch_dir, spread, save_report
-
+from benchmarks.support import REPO_ROOT, machine_description, markdown_table, median, save_report, scratch_dir, spread
 from codex_memories.hook_launcher import launcher_path
 
 VENV_BIN = Path(sys.executable).parent

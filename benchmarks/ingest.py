@@ -51,9 +51,9 @@ from benchmarks.support import (
     machine_description,
     markdown_table,
     median,
+    save_report,
     scratch_dir,
     spread,
-    save_report,
 )
 
 SECTION = "ingest"

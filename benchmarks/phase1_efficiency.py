@@ -51,11 +51,10 @@ from benchmarks.support import (
     markdown_table,
     median,
     prepare_prefect_environment,
+    save_report,
     scratch_dir,
     spread,
-    save_report,
 )
-
 from codex_memories.settings import SettingsOverrides
 
 CONCURRENCY = 8

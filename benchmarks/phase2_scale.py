@@ -38,9 +38,9 @@ from benchmarks.support import (
     machine_description,
     markdown_table,
     median,
+    save_report,
     scratch_dir,
     spread,
-    save_report,
 )
 
 SECTION = "phase2_scale"
@@ -187,8 +187,8 @@ def one_repetition(store: Any, root_dir: Path, count: int) -> dict[str, float]:
         select_inputs,
         sync_inputs,
     )
-    from codex_memories.consolidate.inputs import storage_bytes
-    from codex_memories.consolidate.workspace import workspace_diff
+    from codex_memories.memory_folder.inputs import storage_bytes
+    from codex_memories.memory_folder.workspace import workspace_diff
     from codex_memories.storage import LocalWorkspace, open_memory_root
 
     workspace = LocalWorkspace(open_memory_root(str(root_dir)))

@@ -44,9 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
-from benchmarks.support import machine_description, markdown_table, scratch_dir, spread, save_report
-
+from benchmarks.support import machine_description, markdown_table, save_report, scratch_dir, spread
 from codex_memories import paths
 from codex_memories.read import index as recall_index
 from codex_memories.read.chunks import source_files

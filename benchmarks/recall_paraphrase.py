@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.recall import Ranked, Scores, folder_lines, literal_ranked, render_folder
-from benchmarks.support import machine_description, markdown_table, scratch_dir, spread, save_report
+from benchmarks.support import machine_description, markdown_table, save_report, scratch_dir, spread
 from codex_memories.read import index as recall_index
 from codex_memories.read.prompt_context import MAX_ENTRIES, estimate_tokens, render_block
 from codex_memories.read.recall import DEFAULT_TUNING, ScoredChunk, Tuning, clean_query, decide, rank

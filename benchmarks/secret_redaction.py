@@ -43,6 +43,7 @@ measurement is section 5.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import re

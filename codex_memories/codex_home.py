@@ -51,7 +51,6 @@ import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -554,9 +553,10 @@ def codex_rewrite_warning(codex_home: Path, memory_root: str) -> str | None:
     """The one warning line `run`, `phase1`, `phase2` and the deployments print when Codex's own
     memory pipeline would rewrite the folder we write; None when it would not (an `s3://` root is
     never Codex's folder)."""
-    if "://" in memory_root:
+    local_root = paths.local_memory_folder(memory_root)
+    if local_root is None:
         return None
-    check = check_memory_feature(Path(codex_home), Path(memory_root).expanduser())
+    check = check_memory_feature(Path(codex_home), local_root)
     return None if check.ok else f"warning: Codex's own memory feature is {check.message}"
 
 

@@ -27,6 +27,17 @@ AD_HOC_NOTES_DIR = "notes"
 WORKSPACE_DIFF_FILE = "phase2_workspace_diff.md"
 GIT_DIR = ".git"
 
+
+def local_memory_folder(root: str) -> Path | None:
+    """The memory root on local disk (a path, `~` expanded, or a `file://` URL), or None for an
+    object-store URL (`s3://…`, any other fsspec scheme): the one answer to "is the root local?",
+    pure, so a quick command asks it without importing fsspec."""
+    if root.startswith("file://"):
+        return Path(root[len("file://"):])
+    if "://" in root:
+        return None
+    return Path(root).expanduser()
+
 SUMMARY_VERSION_LINE = "v1"
 
 

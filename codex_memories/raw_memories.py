@@ -9,7 +9,7 @@ Contract:
 - `thread_sections(text)` splits a `raw_memories.md` back into `(thread_id, body)` pairs in file
   order; what a body means is the reader's business (the heuristic consolidator, the
   entry-expiry route).
-- No I/O: the inputs sync (`consolidate.inputs`) writes the file, the readers read it.
+- No I/O: the inputs sync (`memory_folder.inputs`) writes the file, the readers read it.
 
 A top-level module rather than part of `consolidate/`, because `forget/` reads the format too and
 must not import the phase-2 package.

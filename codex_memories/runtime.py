@@ -142,7 +142,7 @@ def phase2_context(config: RuntimeConfig, lease: Phase2Lease, *, from_scratch: b
     Readers read the live folder at any time, so phase 2 writes a copy and publishes it in one
     step: a staging copy beside a local root (`StagedWorkspace`, made only once a step is about to
     write), or a temporary local mirror of an object-store root."""
-    from codex_memories.consolidate.staging import StagedWorkspace
+    from codex_memories.memory_folder.staging import StagedWorkspace
     from codex_memories.storage import LocalWorkspace
 
     store = open_store(config.settings.resolved_db_url)

@@ -579,8 +579,9 @@ def _depends_on_working_directory(settings: Settings) -> bool:
     paths_given = [settings.codex_home_path, settings.resolved_backfill_cache_dir]
     if settings.config_file is not None:
         paths_given.append(settings.config_file.expanduser())
-    if "://" not in settings.resolved_memory_root:
-        paths_given.append(Path(settings.resolved_memory_root).expanduser())
+    local_root = paths.local_memory_folder(settings.resolved_memory_root)
+    if local_root is not None:
+        paths_given.append(local_root)
     if any(not path.is_absolute() for path in paths_given):
         return True
     # sqlite:///relative.db is relative to the working directory, sqlite:////abs.db is not.

@@ -28,7 +28,7 @@ since object stores keep no permission bits) next to them; `push` uploads the fi
 changed since the pull, deletes the ones removed locally and uploads the baseline archive last.
 The files go up before the baseline, so a push interrupted half way leaves files that differ from
 the old baseline: the next phase 2 sees them as changes and consolidates again; nothing is lost.
-For a local root phase 2 uses `consolidate.staging.StagedWorkspace` (a staging copy beside the
+For a local root phase 2 uses `memory_folder.staging.StagedWorkspace` (a staging copy beside the
 live folder, published in one step); a plain `LocalWorkspace` over a local root is the root itself
 and its pull/push do nothing. Pull and push assume
 the caller holds the phase-2 lock (no other writer). Both may be retried after a transient error
@@ -53,7 +53,7 @@ from typing import Literal
 
 import fsspec
 
-from codex_memories.paths import GIT_DIR, WORKSPACE_STATE_DIR, baseline_archive_path
+from codex_memories.paths import GIT_DIR, WORKSPACE_STATE_DIR, baseline_archive_path, local_memory_folder
 from codex_memories.sandbox import FolderEntry, SandboxedFolder, UnsafePathError, check_relative_path, sync_filesystems
 
 EntryKind = Literal["file", "dir", "symlink"]
@@ -357,11 +357,8 @@ def open_memory_root(url_or_path: str | os.PathLike[str] | MemoryRoot, **storage
         return url_or_path
     if isinstance(url_or_path, os.PathLike):
         return LocalMemoryRoot(url_or_path)
-    if url_or_path.startswith("file://"):
-        return LocalMemoryRoot(url_or_path[len("file://"):])
-    if "://" not in url_or_path:
-        return LocalMemoryRoot(url_or_path)
-    return FsspecMemoryRoot(url_or_path, **storage_options)
+    local = local_memory_folder(url_or_path)
+    return LocalMemoryRoot(local) if local is not None else FsspecMemoryRoot(url_or_path, **storage_options)
 
 
 # --------------------------------------------------------------------------------------------
@@ -487,14 +484,14 @@ class LocalWorkspace:
         return True
 
     def stage(self) -> None:
-        """Make `path` a copy this run may write; see `consolidate.staging.StagedWorkspace`."""
+        """Make `path` a copy this run may write; see `memory_folder.staging.StagedWorkspace`."""
 
     def discard(self) -> None:
         """Drop what this run did not publish (a mirror is removed by whoever made its directory)."""
 
     def changed_meanwhile(self) -> list[str]:
         """Files of the live folder that changed since this run copied it: none for a root worked
-        on in place or through a mirror (see `consolidate.staging.StagedWorkspace`)."""
+        on in place or through a mirror (see `memory_folder.staging.StagedWorkspace`)."""
         return []
 
     def pull(self) -> None:

@@ -20,7 +20,7 @@ import typer
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_cli.errors import EXIT_USER_ERROR
 from codex_memories_cli.errors import fail as _fail
-from codex_memories_cli.options import require_codex_home, with_common_options
+from codex_memories_cli.options import local_memory_root, require_codex_home, with_common_options
 
 codex_app = typer.Typer()
 
@@ -37,11 +37,9 @@ CodexBinary = Annotated[
 ]
 
 
-def _local_memory_root(config: RuntimeConfig) -> Path:
-    root = config.settings.resolved_memory_root
-    if "://" in root:
-        _fail(f"Codex reads a local memory folder; {root} is an object-store URL")
-    return Path(root).expanduser().absolute()
+def _codex_memory_root(config: RuntimeConfig) -> Path:
+    """Codex reads the folder by an absolute path (the hooks and the MCP server run elsewhere)."""
+    return local_memory_root(config, "Codex").absolute()
 
 
 def _our_command() -> Path:
@@ -71,7 +69,7 @@ def install(
     require_codex_home(config)  # hooks written to a mistyped home are hooks Codex never runs
     # The hooks resolve their settings as this command does; what was given here as a flag, they
     # could not know, so the launcher passes it on.
-    hook_options = ["--memory-root", str(_local_memory_root(config))] if overrides.memory_root else []
+    hook_options = ["--memory-root", str(_codex_memory_root(config))] if overrides.memory_root else []
     if overrides.config_file:
         hook_options += ["--config-file", str(Path(overrides.config_file).expanduser().absolute())]
     if overrides.db_url:
@@ -79,7 +77,7 @@ def install(
     try:
         report = install_into(
             config.settings.codex_home_path.absolute(),
-            _local_memory_root(config),
+            _codex_memory_root(config),
             _our_command(),
             dry_run,
             trust=trust,
@@ -126,7 +124,7 @@ def doctor(
     config = overrides.load()
     report = run_doctor(
         config.settings.codex_home_path.absolute(),
-        _local_memory_root(config),
+        _codex_memory_root(config),
         config.settings.resolved_db_url,
         (config.provider_name, config.provider_reason),
         codex_binary=codex_binary,

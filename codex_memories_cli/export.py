@@ -15,7 +15,7 @@ import typer
 
 from codex_memories.settings import SettingsOverrides
 from codex_memories_cli.errors import EXIT_USER_ERROR, fail
-from codex_memories_cli.options import Verbose, prepare_prefect, with_common_options
+from codex_memories_cli.options import Verbose, local_memory_root, prepare_prefect, with_common_options
 
 export_app = typer.Typer()
 
@@ -55,8 +55,7 @@ def rebuild(
 ) -> None:
     """Consolidate from scratch: a fresh memory folder from the current stage-1 selection (notes kept)."""
     config = overrides.load()
-    if "://" in config.settings.resolved_memory_root:
-        fail(f"rebuild needs a local memory folder; {config.settings.resolved_memory_root} is an object-store URL")
+    local_memory_root(config, "rebuild")
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase2_text
     from codex_memories_flows.flow_runs import report_of

@@ -21,6 +21,7 @@ import os
 import sys
 from pathlib import Path
 
+from codex_memories.paths import local_memory_folder
 from codex_memories.settings_sources import SettingsError, own_config_file, resolve_hook_settings
 from codex_memories_cli.recall_command import RecallRequest, run_recall
 
@@ -81,7 +82,7 @@ def memory_root(values: dict[str, str], environment: os._Environ[str] | dict[str
     if any(name.startswith("CODEX_MEMORIES_") and name not in LOCATION_VARIABLES for name in environment):
         return None
     given_root = values.get("--memory-root") or environment.get("CODEX_MEMORIES_MEMORY_ROOT")
-    if given_root and "://" in given_root:
+    if given_root and local_memory_folder(given_root) is None:
         return None
     try:
         if own_config_file(None, values.get("--codex-home"), environment) is not None:

@@ -15,7 +15,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -23,6 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from codex_memories.disk_full import LIVE_FOLDER_UNTOUCHED, disk_full_cause, disk_full_line
+from codex_memories.paths import local_memory_folder
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
 from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, fail, say_error
 from codex_memories_cli.interrupts import RUN, interruptible_run
@@ -289,13 +289,14 @@ def _hand_off_listener(api_url: str) -> Iterator[None]:
 def _print_memory_folder(config: RuntimeConfig) -> None:
     root = config.settings.resolved_memory_root
     console.print(f"memory folder: {root}", markup=False, highlight=False)
-    if "://" in root:
+    local_root = local_memory_folder(root)
+    if local_root is None:
         return
     for name in ("memory_summary.md", "MEMORY.md", "raw_memories.md"):
-        path = Path(root) / name
+        path = local_root / name
         if path.is_file():
             console.print(f"  {name}: {path.stat().st_size} bytes", markup=False, highlight=False)
-    summaries = Path(root) / "rollout_summaries"
+    summaries = local_root / "rollout_summaries"
     if summaries.is_dir():
         console.print(f"  rollout_summaries/: {len(list(summaries.glob('*.md')))} files", markup=False, highlight=False)
 

@@ -28,7 +28,7 @@ import typer
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_cli.errors import EXIT_USER_ERROR
 from codex_memories_cli.errors import fail as _fail
-from codex_memories_cli.options import with_common_options
+from codex_memories_cli.options import local_memory_root, with_common_options
 
 if TYPE_CHECKING:
     from codex_memories.forget.audit import ForgetAction
@@ -44,13 +44,6 @@ Now = Annotated[
 
 def _say(message: str) -> None:
     print(message)
-
-
-def _local_memory_root(config: RuntimeConfig, command: str) -> Path:
-    root = config.settings.resolved_memory_root
-    if "://" in root:
-        _fail(f"`{command}` needs a local memory folder; {root} is an object-store URL (not supported for {command} yet)")
-    return Path(root).expanduser()
 
 
 # ---- read path -----------------------------------------------------------------------------
@@ -69,7 +62,7 @@ def note(
     from codex_memories_cli.steering import hooks_installed, next_phase2
 
     config = overrides.load()
-    root = _local_memory_root(config, "note")
+    root = local_memory_root(config, "note")
     try:
         written = add_ad_hoc_note(root, text, slug=slug)
     except NoteError as error:
@@ -99,7 +92,7 @@ def inject(
     from codex_memories_cli.views import recorded_project_keys
 
     config = overrides.load()
-    root = _local_memory_root(config, "inject")
+    root = local_memory_root(config, "inject")
     try:
         context = build_session_context(
             root,
@@ -129,7 +122,7 @@ def recall(
 
     config = overrides.load()
     request = RecallRequest(
-        root=_local_memory_root(config, "recall"), query=query, cwd=cwd if cwd is not None else str(Path.cwd()),
+        root=local_memory_root(config, "recall"), query=query, cwd=cwd if cwd is not None else str(Path.cwd()),
         limit=limit, as_json=as_json, why=why, all_projects=all_projects,
     )
     code = run_recall(request)
@@ -190,7 +183,7 @@ def mcp(
     from codex_memories.read.mcp_server import run_stdio
 
     config = overrides.load()
-    run_stdio(_local_memory_root(config, "mcp"), notes_enabled=not no_notes)
+    run_stdio(local_memory_root(config, "mcp"), notes_enabled=not no_notes)
 
 
 # ---- forgetting ----------------------------------------------------------------------------

@@ -100,6 +100,19 @@ def with_common_options(command: Command) -> Command:
     return run  # type: ignore[return-value]
 
 
+def local_memory_root(config: RuntimeConfig, command: str) -> Path:
+    """The memory folder for a command that works on local files (`note`, `show`, `install`,
+    `rebuild`, ...); an object-store root is one line and exit 1."""
+    from codex_memories.paths import local_memory_folder
+    from codex_memories_cli.errors import fail
+
+    root = config.settings.resolved_memory_root
+    local = local_memory_folder(root)
+    if local is None:
+        fail(f"{command} needs a local memory folder; {root} is an object-store URL")
+    return local
+
+
 def require_codex_home(config: RuntimeConfig) -> None:
     """For the commands that read the sessions (`run`, `phase1`, `backfill`, `serve`) or write
     into the Codex home (`install`, `uninstall`): a Codex home that is not one (a mistyped `CODEX_HOME`) is a

@@ -18,8 +18,7 @@ import typer
 
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_cli.errors import EXIT_BAD_SETTING, fail
-from codex_memories_cli.memory import _local_memory_root
-from codex_memories_cli.options import with_common_options
+from codex_memories_cli.options import local_memory_root, with_common_options
 
 review_app = typer.Typer()
 
@@ -41,7 +40,7 @@ def review(
     if approve and reject:
         fail("give --approve or --reject, not both", EXIT_REFUSED)
     config = overrides.load()
-    root = _local_memory_root(config, "review")
+    root = local_memory_root(config, "review")
     try:
         proposal = load_proposal(root)
     except ReviewRefused as error:

@@ -45,8 +45,8 @@ def hooks_installed(config: RuntimeConfig) -> bool:
 
 def next_phase2(config: RuntimeConfig, *, now: float | None = None) -> str:
     """When phase 2 next folds the folder's changes into MEMORY.md, as the end of a sentence."""
-    from codex_memories.state.records import GLOBAL_JOB_KEY, JobKind
     from codex_memories.state.phase2 import phase2_cooldown_ends_at
+    from codex_memories.state.records import GLOBAL_JOB_KEY, JobKind
 
     store = _existing_store(config.settings.resolved_db_url)
     if store is None:

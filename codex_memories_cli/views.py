@@ -27,6 +27,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from codex_memories.paths import local_memory_folder
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_cli.errors import fail, say_error
 from codex_memories_cli.options import with_common_options
@@ -88,7 +89,7 @@ def status_lines(
     lines = [
         f"Codex home:     {settings.codex_home_path}",
         f"state DB:       {shown_url}",
-        f"memory folder:  {root}" + ("" if "://" in root or Path(root).expanduser().is_dir() else "  (not made yet)"),
+        f"memory folder:  {root}" + ("" if (local_root := local_memory_folder(root)) is None or local_root.is_dir() else "  (not made yet)"),
         "Codex's own memory feature: " + ("ON (see `codex-memories doctor`)" if config.memories.feature_enabled else "off"),
         *([f"warning: {home_problem} ({CODEX_HOME_HINT})"] if home_problem else []),
         "",
@@ -199,10 +200,10 @@ def show(
     from codex_memories.read.memory_view import view_memory
     from codex_memories.runtime import read_only_store
     from codex_memories.state.store import StateDbNotCurrent
-    from codex_memories_cli.memory import _local_memory_root
+    from codex_memories_cli.options import local_memory_root
 
     config = overrides.load()
-    root = _local_memory_root(config, "show")
+    root = local_memory_root(config, "show")
     folder = (project or Path.cwd()).expanduser().absolute()
     if not folder.is_dir():
         # A project of another machine (the demo's sessions, a teammate's path) is a fair

@@ -20,7 +20,7 @@ from prefect import flow, get_run_logger
 from prefect.states import State
 
 from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, SettledCheck
-from codex_memories.consolidate.workspace import WorkspaceDiff
+from codex_memories.memory_folder.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
 from codex_memories.reports import Phase2Report, phase2_verdict

@@ -19,9 +19,9 @@ from prefect.states import Running
 from pydantic import Field
 
 from codex_memories.consolidate.review import forget_proposal_metadata, proposal_diff
-from codex_memories.consolidate.staging import StagedWorkspace
 from codex_memories.consolidate.steps import Phase2Failure
-from codex_memories.consolidate.workspace import WorkspaceDiff
+from codex_memories.memory_folder.staging import StagedWorkspace
+from codex_memories.memory_folder.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
 from codex_memories.reports import Phase2Report, render_review_form

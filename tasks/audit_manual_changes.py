@@ -7,9 +7,9 @@ reset that consumes the diff.
 
 from prefect import task
 
-from codex_memories.consolidate.workspace import WorkspaceDiff
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.forget.manual import manual_change_actions
+from codex_memories.memory_folder.workspace import WorkspaceDiff
 from codex_memories.runtime import Phase2Context
 
 

@@ -7,7 +7,7 @@ then `phase2_workspace_diff.md` written into the workspace.
 from prefect import task
 
 from codex_memories.consolidate.steps import diff_and_settle
-from codex_memories.consolidate.workspace import WorkspaceDiff, write_workspace_diff_file
+from codex_memories.memory_folder.workspace import WorkspaceDiff, write_workspace_diff_file
 from codex_memories.runtime import Phase2Context
 
 

@@ -1,11 +1,11 @@
-"""Task: phase 2, the size of the memory folder a pass leaves (`consolidate.inputs.storage_bytes`), for the run report.
+"""Task: phase 2, the size of the memory folder a pass leaves (`memory_folder.inputs.storage_bytes`), for the run report.
 
 Read-only.
 """
 
 from prefect import task
 
-from codex_memories.consolidate.inputs import storage_bytes
+from codex_memories.memory_folder.inputs import storage_bytes
 from codex_memories.runtime import Phase2Context
 
 

@@ -1,4 +1,4 @@
-"""Task: phase 2 step 2, pull an object-store root and prepare the workspace (`consolidate.workspace.prepare_workspace`).
+"""Task: phase 2 step 2, pull an object-store root and prepare the workspace (`memory_folder.workspace.prepare_workspace`).
 
 Output: the symlinks removed (each logged). Side effects: the layout, ad-hoc instructions seeded,
 a usable git baseline. Retried on transient object-store errors.

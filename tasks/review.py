@@ -11,9 +11,9 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
 from codex_memories.consolidate.review import Proposal, load_proposal, proposal_diff, save_proposal
-from codex_memories.consolidate.staging import discard
 from codex_memories.consolidate.steps import Selection
-from codex_memories.consolidate.workspace import WorkspaceDiff
+from codex_memories.memory_folder.staging import discard
+from codex_memories.memory_folder.workspace import WorkspaceDiff
 from codex_memories.reports import render_review_artifact
 from codex_memories.runtime import Phase2Context
 

@@ -1,11 +1,11 @@
-"""Task: phase 2 step 10, validate the consolidated files (`consolidate.workspace.validate_artifacts`).
+"""Task: phase 2 step 10, validate the consolidated files (`memory_folder.workspace.validate_artifacts`).
 
 Output: the problems found (empty when valid); symlinks found are removed and reported.
 """
 
 from prefect import task
 
-from codex_memories.consolidate.workspace import validate_artifacts as validate
+from codex_memories.memory_folder.workspace import validate_artifacts as validate
 from codex_memories.runtime import Phase2Context
 
 

@@ -64,3 +64,19 @@ def test_the_wheel_lists_every_package_of_the_tree_and_no_generic_top_level_name
             on_disk.add(".".join([package, *relative.parts]))
     assert listed == on_disk
     assert all(name.split(".")[0].startswith("codex_memories") for name in listed)
+
+
+def test_forgetting_and_the_memory_folder_never_import_phase_2() -> None:
+    """`consolidate` uses `forget` (its routes run inside phase 2) and `memory_folder`; the arrows
+    run one way, so a route or the folder can be read, changed and tested without phase 2."""
+    import ast
+
+    offenders = []
+    for package in ("forget", "memory_folder"):
+        for path in sorted((REPO_ROOT / "codex_memories" / package).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
+                    [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+                )
+                offenders += [f"{path.name}: {name}" for name in names if name.startswith("codex_memories.consolidate")]
+    assert offenders == []

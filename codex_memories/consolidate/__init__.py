@@ -1,1 +1,3 @@
-"""Consolidate: phase 2 steps, input sync, the git baseline, the consolidators and the agent."""
+"""Consolidate: phase 2's steps, the consolidators and the agent, the injection gate and the
+provenance check, and review. The folder they work on (layout, git baseline, staged copies, the
+synced inputs) is `codex_memories.memory_folder`."""

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codex_memories import paths
-from codex_memories.consolidate.inputs import files_changed_since_sync
+from codex_memories.memory_folder.inputs import files_changed_since_sync
 from codex_memories.paths import MEMORY_FILE, MEMORY_SUMMARY_FILE, SKILLS_DIR
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder

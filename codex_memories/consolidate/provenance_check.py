@@ -46,10 +46,10 @@ from typing import Any
 
 from codex_memories import paths
 from codex_memories.consolidate.injection_gate import MAX_GATED_FILE_BYTES, GatedFile, excerpt, gated_files
-from codex_memories.consolidate.workspace import baseline_texts
 from codex_memories.extract.provenance import MIN_UNITS, Attribution, MemoryLine, memory_lines, units, without_lines
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.ingest.transcript import ItemOrigin, iter_kept_items
+from codex_memories.memory_folder.workspace import baseline_texts
 from codex_memories.sandbox import SandboxedFolder
 from codex_memories.state.records import ForgetRoute, Stage1Output, Stage1OutputRef
 from codex_memories.state.store import MemoryStore

@@ -30,7 +30,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from codex_memories.consolidate.staging import (
+from codex_memories.consolidate.steps import Phase2Lease, Selection, SuccessMark, mark_succeeded
+from codex_memories.forget.audit import ForgetAction, record_actions
+from codex_memories.forget.manual import manual_change_actions
+from codex_memories.memory_folder.staging import (
     StagedWorkspace,
     TreeSnapshot,
     changed_since,
@@ -39,16 +42,13 @@ from codex_memories.consolidate.staging import (
     publish,
     resolve_live_folder,
 )
-from codex_memories.consolidate.steps import Phase2Lease, Selection, SuccessMark, mark_succeeded
-from codex_memories.consolidate.workspace import (
+from codex_memories.memory_folder.workspace import (
     Change,
     baseline_commit,
     remove_workspace_diff_file,
     reset_baseline,
     workspace_diff,
 )
-from codex_memories.forget.audit import ForgetAction, record_actions
-from codex_memories.forget.manual import manual_change_actions
 from codex_memories.paths import WORKSPACE_STATE_DIR
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder

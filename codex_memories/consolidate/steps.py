@@ -39,7 +39,13 @@ from codex_memories.consolidate.injection_gate import (
     redact_gated_files,
 )
 from codex_memories.consolidate.injection_sources import describe_traced, trace_findings
-from codex_memories.consolidate.inputs import (
+from codex_memories.forget.audit import ForgetAction, record_actions
+from codex_memories.forget.entry_expiry import expire_entries, synced_inputs_hold_expired_entry
+from codex_memories.forget.extension_expiry import expire_extension_resources, expired_extension_resources
+from codex_memories.forget.routes import MomentInputs, next_change_at
+from codex_memories.forget.selection_window import next_selection_ageing, selection_window_actions
+from codex_memories.forget.threads import pollute_thread
+from codex_memories.memory_folder.inputs import (
     SettledRecord,
     SyncResult,
     forget_settled_record,
@@ -52,8 +58,8 @@ from codex_memories.consolidate.inputs import (
     synced_inputs_unchanged,
     write_settled_record,
 )
-from codex_memories.consolidate.staging import live_tree_is_clean
-from codex_memories.consolidate.workspace import (
+from codex_memories.memory_folder.staging import live_tree_is_clean
+from codex_memories.memory_folder.workspace import (
     BaselineStatus,
     WorkspaceDiff,
     clean_baseline_commit,
@@ -62,12 +68,6 @@ from codex_memories.consolidate.workspace import (
     validate_artifacts,
     workspace_diff,
 )
-from codex_memories.forget.audit import ForgetAction, record_actions
-from codex_memories.forget.entry_expiry import expire_entries, synced_inputs_hold_expired_entry
-from codex_memories.forget.extension_expiry import expire_extension_resources, expired_extension_resources
-from codex_memories.forget.routes import MomentInputs, next_change_at
-from codex_memories.forget.selection_window import next_selection_ageing, selection_window_actions
-from codex_memories.forget.threads import pollute_thread
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.paths import RAW_MEMORIES_FILE
 from codex_memories.redact import redact_secrets

@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codex_memories import paths
-from codex_memories.consolidate.staging import discard, proposal_path, resolve_live_folder, staging_copies
-from codex_memories.consolidate.workspace import Change
 from codex_memories.forget.audit import ForgetAction
 from codex_memories.forget.team_files import TeamFiles
+from codex_memories.memory_folder.staging import discard, proposal_path, resolve_live_folder, staging_copies
+from codex_memories.memory_folder.workspace import Change
 from codex_memories.state.records import GLOBAL_JOB_KEY, ForgetRoute, JobKind, JobRecord, JobStatus
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import MemoryRoot

@@ -1,7 +1,7 @@
 """Forgetting route 2, selection window / top-N cap: summaries that left the selection (spec 6).
 
 Contract: `selection_window_actions(deleted_paths)` turns the `rollout_summaries/` files a
-phase-2 sync deleted (`consolidate.inputs.sync_rollout_summaries` decides which: every file the
+phase-2 sync deleted (`memory_folder.inputs.sync_rollout_summaries` decides which: every file the
 selection no longer makes) into one `ForgetAction` per file, in the given order. The same
 deletion is also the file side of routes 1, 3, 4 and 5, whose rows are already gone or
 disabled; it is audited here, as the sync sees it.

@@ -62,20 +62,20 @@ from pathlib import Path
 from typing import Any
 
 from codex_memories import paths
-from codex_memories.consolidate.inputs import forget_synced_inputs
-from codex_memories.consolidate.staging import discard
-from codex_memories.consolidate.workspace import (
+from codex_memories.forget.audit import ForgetAction
+from codex_memories.forget.manual import Phase2Copy, phase2_copies, refuse_while_consolidating
+from codex_memories.forget.selective import SelectiveForgetError
+from codex_memories.forget.team_files import TEAM_FILES_FACT, TeamFiles
+from codex_memories.forget.text_edit import LineEdit, Needle, edit_lines
+from codex_memories.memory_folder.inputs import forget_synced_inputs
+from codex_memories.memory_folder.staging import discard
+from codex_memories.memory_folder.workspace import (
     BaselineChange,
     baseline_commit,
     baseline_files,
     read_baseline_blobs,
     rewrite_baseline,
 )
-from codex_memories.forget.audit import ForgetAction
-from codex_memories.forget.manual import Phase2Copy, phase2_copies, refuse_while_consolidating
-from codex_memories.forget.selective import SelectiveForgetError
-from codex_memories.forget.team_files import TEAM_FILES_FACT, TeamFiles
-from codex_memories.forget.text_edit import LineEdit, Needle, edit_lines
 from codex_memories.raw_memories import rollout_summary_stem, sanitize_slug
 from codex_memories.read.notes import FALLBACK_SLUG
 from codex_memories.redact import find_secret_kinds, redact_secrets

@@ -4,7 +4,9 @@ Use `MemoryStore.open(url)`; it migrates the schema and returns a store whose me
 the records below (never ORM rows).
 """
 
+from codex_memories.state._jobs import DEFAULT_RETRY_REMAINING
 from codex_memories.state.db import create_engine_for_url
+from codex_memories.state.phase2 import PHASE2_INPUT_SELECTION_PAGE_SIZE, PHASE2_SUCCESS_COOLDOWN_SECONDS
 from codex_memories.state.records import (
     GLOBAL_JOB_KEY,
     TOKEN_USAGE_FIELDS,
@@ -23,8 +25,6 @@ from codex_memories.state.records import (
     StatusSummary,
     ThreadRecord,
 )
-from codex_memories.state._jobs import DEFAULT_RETRY_REMAINING
-from codex_memories.state.phase2 import PHASE2_INPUT_SELECTION_PAGE_SIZE, PHASE2_SUCCESS_COOLDOWN_SECONDS
 from codex_memories.state.store import MemoryStore
 
 __all__ = [

@@ -32,9 +32,9 @@ from codex_memories.state._jobs import (
     failure_values,
     global_job_row,
     running_values,
+    token_usage_additions,
     unchanged_job,
     until_settled,
-    token_usage_additions,
 )
 from codex_memories.state.records import (
     GLOBAL_JOB_KEY,

@@ -31,9 +31,9 @@ from codex_memories.state._jobs import (
     failure_values,
     job_record,
     running_values,
+    token_usage_additions,
     unchanged_job,
     until_settled,
-    token_usage_additions,
 )
 from codex_memories.state.phase2 import enqueue_global_job
 from codex_memories.state.records import (

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy.exc
 
-from codex_memories.consolidate.workspace import GitCommandError
 from codex_memories.disk_full import DISK_FULL_ERRNOS, disk_full_cause
+from codex_memories.memory_folder.workspace import GitCommandError
 from tests.support.memory_home import MemoryHome
 
 FULL_DISK_SITE = Path(__file__).resolve().parents[1] / "support" / "full_disk"

@@ -24,12 +24,12 @@ from sqlalchemy import text
 
 from codex_memories.consolidate.codex_consolidator import CodexConsolidator, SandboxUnavailable, SandboxViolation
 from codex_memories.consolidate.consolidators import build_consolidation_prompt
-from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout, validate_artifacts
 from codex_memories.extract.extraction import extract_memory
 from codex_memories.llm.base import ModelTimeoutError
 from codex_memories.llm.codex_provider import CodexExtractionProvider
 from codex_memories.llm.codex_runner import CodexRunner, codex_sandbox_works
 from codex_memories.llm.schema import stage1_output_schema
+from codex_memories.memory_folder.workspace import ensure_git_baseline, ensure_layout, validate_artifacts
 from codex_memories.outcomes import Outcome
 from codex_memories.settings import SettingsOverrides
 from codex_memories.state.records import GLOBAL_JOB_KEY, JobKind, Stage1Claim
@@ -346,7 +346,7 @@ def db_url(home: CodexHome) -> str:
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_auto_picks_the_logged_in_codex_and_both_phases_run_through_it(flow_env, codex_server, cli, tmp_path, monkeypatch):
-    from codex_memories.consolidate.workspace import validate_artifacts as artifacts_problems
+    from codex_memories.memory_folder.workspace import validate_artifacts as artifacts_problems
     from codex_memories_flows.phase1 import phase1
     from codex_memories_flows.phase2 import phase2
 

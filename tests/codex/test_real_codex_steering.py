@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.consolidate.workspace import ensure_git_baseline
+from codex_memories.memory_folder.workspace import ensure_git_baseline
 from codex_memories.read.injection import HEADER, NOTES_HEADING
 from tests.support.codex_cli import CODEX_VERSIONS, CodexHome, developer_texts, is_user_turn, run_codex_exec, text_reply
 from tests.support.openai_server import OpenAITestServer

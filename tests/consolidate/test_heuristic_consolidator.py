@@ -516,7 +516,7 @@ def test_the_prompt_states_the_formats_and_the_safety_rules(tmp_path: Path) -> N
 
 def test_summary_stays_within_what_codex_injects_unchanged(tmp_path: Path) -> None:
     from codex_memories.consolidate.heuristic.render import SUMMARY_MAX_BYTES
-    from codex_memories.consolidate.inputs import rebuild_raw_memories
+    from codex_memories.memory_folder.inputs import rebuild_raw_memories
     from codex_memories.state.records import Stage1Output
 
     outputs = []

@@ -14,7 +14,7 @@ from codex_memories.consolidate.provenance_check import (
     find_tool_derived_lines,
     remove_tool_derived_lines,
 )
-from codex_memories.consolidate.workspace import prepare_workspace, reset_baseline
+from codex_memories.memory_folder.workspace import prepare_workspace, reset_baseline
 from codex_memories.state.records import ForgetRoute, Stage1Output, Stage1OutputRef, ThreadRecord
 from codex_memories.state.store import MemoryStore
 from tests.support.rollout_factory import write_rollout

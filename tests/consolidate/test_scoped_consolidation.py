@@ -12,8 +12,8 @@ import pytest
 from codex_memories import paths
 from codex_memories.consolidate.heuristic import consolidate_heuristically
 from codex_memories.consolidate.heuristic.parse import parse_raw_memories
-from codex_memories.consolidate.inputs import rebuild_raw_memories
 from codex_memories.extract.scope_tagging import tag_raw_memory
+from codex_memories.memory_folder.inputs import rebuild_raw_memories
 from codex_memories.scopes import USER_LEVEL_LABEL
 from codex_memories.state.records import Stage1Output
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.consolidate.inputs import read_settled_record, storage_bytes
 from codex_memories.consolidate.steps import (
     Phase2Lease,
     SettledCheck,
@@ -21,7 +20,8 @@ from codex_memories.consolidate.steps import (
     select_inputs,
     sync_inputs,
 )
-from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout, workspace_diff
+from codex_memories.memory_folder.inputs import read_settled_record, storage_bytes
+from codex_memories.memory_folder.workspace import ensure_git_baseline, ensure_layout, workspace_diff
 from codex_memories.paths import MEMORY_FILE, MEMORY_SUMMARY_FILE
 from codex_memories.state.records import MemoryMode, ThreadRecord
 from codex_memories.state.store import MemoryStore
@@ -231,7 +231,7 @@ def test_a_success_on_a_folder_that_is_not_its_baseline_records_nothing(store: M
 def test_the_baseline_status_runs_beside_the_check_and_leaves_no_lock_when_not_needed(root: Path) -> None:
     """Step 2 (the early finish) starts `git status` before its DB query; a status whose answer is not needed is
     waited for, not killed, so no `index.lock` is left for the next git command."""
-    from codex_memories.consolidate.workspace import BaselineStatus
+    from codex_memories.memory_folder.workspace import BaselineStatus
 
     head = subprocess.run(["git", "--git-dir", str(root / ".git"), "rev-parse", "HEAD"], capture_output=True, check=True, text=True).stdout.strip()
     answered = BaselineStatus.start(root)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories.consolidate.steps import Phase2Lease, select_inputs, sync_inputs
-from codex_memories.consolidate.workspace import ensure_git_baseline, ensure_layout, reset_baseline, workspace_diff
+from codex_memories.memory_folder.workspace import ensure_git_baseline, ensure_layout, reset_baseline, workspace_diff
 from codex_memories.state.records import ThreadRecord
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import LocalWorkspace, open_memory_root

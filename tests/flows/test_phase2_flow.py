@@ -23,8 +23,8 @@ from sqlalchemy import text as sql_text
 import codex_memories_tasks.consolidate as consolidate_task
 from codex_memories.consolidate import heuristic
 from codex_memories.consolidate.consolidators import ConsolidationOutcome
-from codex_memories.consolidate.workspace import workspace_diff
 from codex_memories.llm.base import TokenUsage
+from codex_memories.memory_folder.workspace import workspace_diff
 from codex_memories.outcomes import Outcome
 from codex_memories.raw_memories import rollout_summary_stem
 from codex_memories.read.injection import build_session_context
@@ -256,7 +256,7 @@ def test_clean_workspace_with_missing_artifacts_still_runs_the_agent(home: Home)
     assert home.run().outcome is Outcome.succeeded
     (home.root / "MEMORY.md").unlink()
     (home.root / "memory_summary.md").unlink()
-    from codex_memories.consolidate.workspace import reset_baseline
+    from codex_memories.memory_folder.workspace import reset_baseline
 
     reset_baseline(home.root)
     with running_openai_server(scripted_agent([])) as server:  # the agent writes nothing

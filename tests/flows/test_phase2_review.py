@@ -20,8 +20,8 @@ from prefect.input.run_input import keyset_from_paused_state
 
 import codex_memories_flows.phase2_review as phase2_review
 from codex_memories.consolidate.review import load_proposal
-from codex_memories.consolidate.staging import proposal_path
-from codex_memories.consolidate.workspace import workspace_diff
+from codex_memories.memory_folder.staging import proposal_path
+from codex_memories.memory_folder.workspace import workspace_diff
 from codex_memories.outcomes import Outcome
 from codex_memories.reports import Phase2Report
 from codex_memories.settings import SettingsOverrides

@@ -18,10 +18,11 @@ import pytest
 from sqlalchemy import text as sql_text
 
 import codex_memories_tasks.consolidate as consolidate_task
-from codex_memories.consolidate import heuristic, staging
+from codex_memories.consolidate import heuristic
 from codex_memories.consolidate.consolidators import ConsolidationOutcome
-from codex_memories.consolidate.workspace import workspace_diff
 from codex_memories.llm.base import TokenUsage
+from codex_memories.memory_folder import staging
+from codex_memories.memory_folder.workspace import workspace_diff
 from codex_memories.outcomes import Outcome
 from codex_memories.read.notes import add_ad_hoc_note
 from codex_memories.reports import Phase2Report
@@ -148,7 +149,8 @@ def test_a_note_written_while_consolidating_is_kept_and_consolidated_by_the_next
 CRASHING_RUN = """
 import os, signal, sys
 from datetime import UTC, datetime
-from codex_memories.consolidate import heuristic, staging
+from codex_memories.consolidate import heuristic
+from codex_memories.memory_folder import staging
 from codex_memories.consolidate.steps import (
     Phase2Lease, diff_and_settle, publish_workspace, pull_and_prepare_workspace, select_inputs, sync_inputs,
 )

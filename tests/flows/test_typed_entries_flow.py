@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.consolidate.inputs import read_settled_record
 from codex_memories.forget.entry_expiry import next_entry_expiry
+from codex_memories.memory_folder.inputs import read_settled_record
 from codex_memories.state.records import ForgetRoute
 from tests.support.memory_home import MemoryHome
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 from codex_memories import paths
-from codex_memories.consolidate.inputs import output_ref, rebuild_raw_memories, sync_rollout_summaries
 from codex_memories.forget.entry_expiry import expire_entries, next_entry_expiry
+from codex_memories.memory_folder.inputs import output_ref, rebuild_raw_memories, sync_rollout_summaries
 from codex_memories.state.records import ForgetRoute
 from codex_memories.typed_entries import EntryMeta, with_meta
 from tests.support.memory_home import MemoryHome, remember

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from codex_memories.consolidate.workspace import Change
 from codex_memories.forget.audit import ForgetAction, audit_mark, audit_rows_after, record_actions
 from codex_memories.forget.empty_reextraction import empty_reextraction_actions
 from codex_memories.forget.manual import ResetRefused, manual_change_actions, reset_memories
@@ -24,6 +23,7 @@ from codex_memories.forget.threads import (
     pollute_thread,
     polluted_thread_actions,
 )
+from codex_memories.memory_folder.workspace import Change
 from codex_memories.state.records import ForgetRoute, JobKind, MemoryMode, Stage1Output
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import open_memory_root

@@ -14,7 +14,15 @@ import typer
 
 import codex_memories.forget
 from codex_memories.forget import routes
-from codex_memories.forget.routes import ROUTES, MomentInputs, Route, Trigger, next_change_at, requestable_values, targeted_values
+from codex_memories.forget.routes import (
+    ROUTES,
+    MomentInputs,
+    Route,
+    Trigger,
+    next_change_at,
+    requestable_values,
+    targeted_values,
+)
 from codex_memories.state.records import ForgetRoute
 
 

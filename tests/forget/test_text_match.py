@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.consolidate.inputs import rebuild_raw_memories, sync_rollout_summaries
-from codex_memories.consolidate.workspace import ensure_git_baseline, workspace_diff
 from codex_memories.forget.audit import record_actions
 from codex_memories.forget.manual import ResetRefused, plan_reset, reset_memories
 from codex_memories.forget.selective import SelectiveForgetError
 from codex_memories.forget.text_match import check_match_text, forget_match, plan_match_forget, shown_match_text
+from codex_memories.memory_folder.inputs import rebuild_raw_memories, sync_rollout_summaries
+from codex_memories.memory_folder.workspace import ensure_git_baseline, workspace_diff
 from codex_memories.raw_memories import stem_for
 from codex_memories.read.injection import pending_notes
 from codex_memories.sandbox import SandboxedFolder

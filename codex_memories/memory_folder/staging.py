@@ -62,7 +62,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codex_memories.consolidate.workspace import (
+from codex_memories.memory_folder.workspace import (
     UnsafeMemoryRootError,
     baseline_commit,
     baseline_is_usable,

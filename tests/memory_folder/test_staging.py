@@ -1,4 +1,4 @@
-"""The staging copy phase 2 works in, and its publish into the live folder (consolidate.staging)."""
+"""The staging copy phase 2 works in, and its publish into the live folder (memory_folder.staging)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.consolidate import staging
-from codex_memories.consolidate.staging import (
+from codex_memories.memory_folder import staging
+from codex_memories.memory_folder.staging import (
     StagedWorkspace,
     copy_tree,
     live_folder_is_ready,
@@ -18,7 +18,7 @@ from codex_memories.consolidate.staging import (
     resolve_live_folder,
     staging_path,
 )
-from codex_memories.consolidate.workspace import (
+from codex_memories.memory_folder.workspace import (
     UnsafeMemoryRootError,
     prepare_workspace,
     reset_baseline,

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from codex_memories.consolidate.inputs import (
+from codex_memories.memory_folder.inputs import (
     SyncResult,
     rebuild_raw_memories,
     render_rollout_summary,

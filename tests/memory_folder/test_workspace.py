@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.consolidate.inputs import storage_bytes
-from codex_memories.consolidate.workspace import (
+from codex_memories.memory_folder.inputs import storage_bytes
+from codex_memories.memory_folder.workspace import (
     BASELINE_COMMIT_MESSAGE,
     WORKSPACE_DIFF_MAX_BYTES,
     Change,

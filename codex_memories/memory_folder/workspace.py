@@ -17,7 +17,7 @@ for object-store roots):
   survive in git objects); `workspace_diff` compares it with the working tree through a temporary
   index, leaving the real index, HEAD and refs untouched, and names the tree it staged
   (`WorkspaceDiff.tree`): the folder as it was before the consolidator ran. Phase 2 runs all of
-  this in a copy of the live folder (`consolidate.staging`): a failed run discards the copy, so
+  this in a copy of the live folder (`memory_folder.staging`): a failed run discards the copy, so
   nothing here ever needs restoring. `baseline_is_usable` and `tree_status` are the read-only
   checks a no-change run makes on the live folder itself; `baseline_texts` reads files as the
   baseline holds them (what was live before this run: the provenance check judges only what a
