@@ -15,17 +15,16 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from codex_memories.disk_full import LIVE_FOLDER_UNTOUCHED, disk_full_cause, disk_full_line
+from codex_memories.disk_full import disk_full_cause, disk_full_line
 from codex_memories.paths import local_memory_folder
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
-from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, fail, say_error
-from codex_memories_cli.interrupts import RUN, interruptible_run
+from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, say_error
+from codex_memories_cli.interrupts import interruptible_run
 from codex_memories_cli.options import (
     Local,
     Verbose,
@@ -33,9 +32,7 @@ from codex_memories_cli.options import (
     require_codex_home,
     with_common_options,
 )
-
-if TYPE_CHECKING:
-    from codex_memories.reports import Phase1Report
+from codex_memories_cli.runs import run_phase1, run_phase2
 
 app = typer.Typer(
     name="codex-memories",
@@ -47,97 +44,8 @@ app = typer.Typer(
 console = Console(stderr=False)
 errors = Console(stderr=True)
 
-class _RichProgress:
-    """Bridges `codex_memories.progress` to a rich progress bar."""
-
-    def __init__(self, progress: Progress) -> None:
-        self._progress = progress
-        self._tasks: dict[str, Any] = {}
-
-    def start(self, stage: str, total: int) -> None:
-        self._tasks[stage] = self._progress.add_task(stage, total=total)
-
-    def advance(self, stage: str, amount: int = 1) -> None:
-        if stage in self._tasks:
-            self._progress.advance(self._tasks[stage], amount)
-
-
-@contextmanager
-def _progress_bar() -> Iterator[_RichProgress]:
-    bar = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=errors,
-        transient=True,
-        # Only on a terminal: elsewhere (a log file, a pipe) it would leave a blank line behind.
-        disable=not errors.is_terminal,
-    )
-    with bar:
-        yield _RichProgress(bar)
-
-
-def _with_progress(run: Any) -> Any:
-    from codex_memories import progress as progress_events
-
-    with _progress_bar() as listener:
-        # The bar, and the record of what was answered that an interruption's line reports.
-        unsubscribes = [progress_events.subscribe(listener), progress_events.subscribe(RUN)]
-        try:
-            return run()
-        finally:
-            for unsubscribe in unsubscribes:
-                unsubscribe()
-
-
 # ---- commands ------------------------------------------------------------------------------
-
-
-def _run_phase1(overrides: SettingsOverrides, config: RuntimeConfig, *, local: bool, verbose: bool) -> Phase1Report:
-    from codex_memories.reports import format_counts
-
-    RUN.begin("phase 1")
-    report = None if local else _handed_off("phase1", overrides, config, verbose=verbose, force=False)
-    if report is None:
-        from codex_memories_cli.prefect_server import reporting_to_prefect
-        from codex_memories_flows.flow_runs import report_of
-        from codex_memories_flows.phase1 import phase1
-
-        with reporting_to_prefect("phase 1", config):
-            try:
-                report = report_of(_with_progress(lambda: phase1(overrides=overrides, return_state=True)))
-            except Exception as error:
-                cause = disk_full_cause(error)
-                if cause is None:
-                    raise
-                fail(disk_full_line(cause, "in phase 1", LIVE_FOLDER_UNTOUCHED))
-    RUN.end(f"phase 1 ({format_counts(report.outcome_counts())})")
-    return report
-
-
-def _handed_off(flow: str, overrides: SettingsOverrides, config: RuntimeConfig, *, verbose: bool, force: bool) -> Any:
-    """The flow's report when `codex-memories serve` ran it (`handoff`), else None: run it here."""
-    from codex_memories.settings import config_fingerprint
-    from codex_memories_cli.handoff import HandoffFailed, hand_off
-
-    fingerprint = config_fingerprint(config)
-    try:
-        if flow == "phase1":  # its progress bar, fed by serve's events; phase 2 has none here either
-            with _progress_bar() as bar:
-                outcome = hand_off(flow, overrides, fingerprint, force=force, listener=bar)
-        else:
-            outcome = hand_off(flow, overrides, fingerprint, force=force)
-    except HandoffFailed as error:
-        fail(str(error), error.exit_code)
-    if outcome.report is not None:  # where it ran, as a run here says where it reports
-        console.print(f"prefect:     {flow} {outcome.reason}", markup=False, highlight=False, soft_wrap=True)
-    if verbose:
-        errors.print(
-            f"{flow}: {outcome.reason}" + ("" if outcome.report is not None else "; running it here"),
-            markup=False, highlight=False, soft_wrap=True,
-        )
-    return outcome.report
+# (run through `runs`: handed to `serve` when one listens, else here)
 
 
 def _print_where(config: RuntimeConfig) -> None:
@@ -158,22 +66,8 @@ def phase1(overrides: SettingsOverrides, local: Local = False, verbose: Verbose 
 
     _print_where(config)
     with interruptible_run():
-        report = _run_phase1(overrides, config, local=local, verbose=verbose)
+        report = run_phase1(overrides, config, local=local, verbose=verbose)
     console.print(render_phase1_text(report), markup=False, highlight=False, soft_wrap=True)
-
-
-def _run_phase2(overrides: SettingsOverrides, config: RuntimeConfig, *, force: bool, local: bool, verbose: bool) -> Any:
-    RUN.begin("phase 2")
-    report = None if local else _handed_off("phase2", overrides, config, verbose=verbose, force=force)
-    if report is None:
-        from codex_memories_cli.prefect_server import reporting_to_prefect
-        from codex_memories_flows.flow_runs import report_of
-        from codex_memories_flows.phase2 import phase2
-
-        with reporting_to_prefect("phase 2", config):
-            report = report_of(phase2(overrides=overrides, force=force, return_state=True))
-    RUN.end(f"phase 2 ({report.outcome.value if report.outcome else 'unknown'})")
-    return report
 
 
 @app.command()
@@ -191,7 +85,7 @@ def phase2(
 
     _print_where(config)
     with interruptible_run():
-        report = _run_phase2(overrides, config, force=force, local=local, verbose=verbose)
+        report = run_phase2(overrides, config, force=force, local=local, verbose=verbose)
     console.print(render_phase2_text(report), markup=False, highlight=False, soft_wrap=True)
     if report.outcome is not None and report.outcome.is_failure:
         raise typer.Exit(EXIT_USER_ERROR)
@@ -213,9 +107,9 @@ def run(
 
     _print_where(config)
     with interruptible_run():
-        phase1_report = _run_phase1(overrides, config, local=local, verbose=verbose)
+        phase1_report = run_phase1(overrides, config, local=local, verbose=verbose)
         console.print(render_phase1_text(phase1_report), markup=False, highlight=False, soft_wrap=True)
-        report = _run_phase2(overrides, config, force=force, local=local, verbose=verbose)
+        report = run_phase2(overrides, config, force=force, local=local, verbose=verbose)
     console.print(render_phase2_text(report), markup=False, highlight=False, soft_wrap=True)
     _print_memory_folder(config)
     if report.outcome is not None and report.outcome.is_failure:
