@@ -11,7 +11,7 @@ global job claimed (untimed) before each run as the flow does:
       baseline) reported apart; then `select_inputs` + `sync_inputs` (`sync_rollout_summaries` +
       `rebuild_raw_memories`) + `workspace_diff`; then the baseline reset (`publish_workspace`),
       the success mark and `record_settled`, each reported apart;
-(ii)  a no-change rerun on that root: step 1a, `check_settled` (one aggregate query, the record,
+(ii)  a no-change rerun on that root: step 2 (the early finish), `check_settled` (one aggregate query, the record,
       one `git status`), which must find the folder settled; the success mark it leads to is
       reported apart (the same mark every no-change run makes);
 (ii') the same rerun without the early finish, as the flow does it when the check cannot
@@ -269,14 +269,14 @@ def summarize(count: int, payload: int, files: int, tree_bytes: int, runs: list[
         ["  select", spread(values("fresh select"), unit=" s"), ""],
         [f"  sync ({count:,} summaries + raw_memories.md written, one flush)", spread(values("fresh sync"), unit=" s"), ""],
         ["  diff (everything added)", spread(values("fresh diff"), unit=" s"), ""],
-        ["  (apart) step 1a on the empty root (no record)", spread(values("fresh check"), unit=" s"), ""],
+        ["  (apart) the early finish on the empty root (no record)", spread(values("fresh check"), unit=" s"), ""],
         ["  (apart) prepare on the empty root", spread(values("fresh prepare"), unit=" s"), ""],
         ["  (apart) baseline reset afterwards (reusing the diff's objects)", spread(values("fresh reset"), unit=" s"), ""],
         ["  (apart) success mark", spread(values("fresh mark"), unit=" s"), ""],
         ["  (apart) settled record written", spread(values("fresh record"), unit=" s"), ""],
-        ["**(ii) no-change rerun: step 1a (settled check)**", spread(rerun, unit=" s"), f"**{spread(ratios)}**"],
+        ["**(ii) no-change rerun: the early finish (settled check)**", spread(rerun, unit=" s"), f"**{spread(ratios)}**"],
         ["  (apart) the success mark it finishes with", spread(values("rerun mark"), unit=" s"), ""],
-        ["(ii') the same rerun without step 1a: select + sync + diff", spread(full_rerun, unit=" s"), spread(full_ratios)],
+        ["(ii') the same rerun without the early finish: select + sync + diff", spread(full_rerun, unit=" s"), spread(full_ratios)],
         ["  select", spread(values("full rerun select"), unit=" s"), ""],
         ["  sync (the synced-inputs record matches: nothing loaded, read or written)", spread(values("full rerun sync"), unit=" s"), ""],
         ["  diff (empty)", spread(values("full rerun diff"), unit=" s"), ""],

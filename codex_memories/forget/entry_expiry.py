@@ -17,7 +17,7 @@ date of its own, and removing it must also change the DB row, or the next sync w
 again: a different target, a different trigger, a different store operation.
 
 `next_entry_expiry(root)` is the moment the first dated entry of the synced inputs expires, so
-phase 2's early finish (step 1a, `consolidate.steps.check_settled`) runs the full phase 2 then.
+phase 2's early finish (step 2, `consolidate.steps.check_settled`) runs the full phase 2 then.
 
 Contract: `expire_entries(root, store, refs, now)`: `refs` is phase 2's selection (the rows the
 synced files were made from); `now` is timezone-aware. Cheap when nothing expired: one read of
@@ -77,7 +77,7 @@ def expire_entries(root: RootLike, store: MemoryStore, refs: Sequence[Stage1Outp
 
 def next_entry_expiry(root: RootLike) -> int | None:
     """Epoch seconds at which the first dated entry of the synced `raw_memories.md` expires, or
-    None: phase 2's step 1a (`check_settled`) must not call a folder settled past that moment."""
+    None: phase 2's early finish, step 2 (`check_settled`) must not call a folder settled past that moment."""
     root = open_memory_root(root)
     if not root.is_file(RAW_MEMORIES_FILE):
         return None

@@ -104,7 +104,7 @@ class Stage1OutputRef(_Record):
 class OutputIdentity(NamedTuple):
     """What phase 2's success mark matches a selected output by (spec 2.4: exactly this pair).
     A settled check's selection carries only these: it is never synced from, and a tuple costs
-    a fraction of a model (4,096 refs were half of step 1a's time)."""
+    a fraction of a model (4,096 refs were half of the early finish's time)."""
 
     thread_id: str
     source_updated_at: int

@@ -73,7 +73,7 @@ def test_the_newer_rule_wins_and_an_expired_rule_leaves_with_an_audit_row(home: 
     assert [(row.target, row.removed["entry"]) for row in audit] == [(freeze_thread, f'"{FREEZE}"')]
     assert "entry_expiry" in artifact and (ForgetRoute.entry_expiry, freeze_thread) in report.forgotten
 
-    # A dated entry still in force is in MEMORY.md, and the early finish of later runs (step 1a)
+    # A dated entry still in force is in MEMORY.md, and the early finish of later runs (step 2)
     # ends at its expiry, so the run after that date does the full work and expires it.
     assert LATER_FREEZE in handbook and "expires=" in handbook
     record = read_settled_record(home.memory_root)
