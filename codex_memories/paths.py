@@ -27,6 +27,8 @@ AD_HOC_NOTES_DIR = "notes"
 WORKSPACE_DIFF_FILE = "phase2_workspace_diff.md"
 GIT_DIR = ".git"
 
+SUMMARY_VERSION_LINE = "v1"
+
 
 def local_memory_folder(root: str) -> Path | None:
     """The memory root on local disk (a path, `~` expanded, or a `file://` URL), or None for an
@@ -37,8 +39,6 @@ def local_memory_folder(root: str) -> Path | None:
     if "://" in root:
         return None
     return Path(root).expanduser()
-
-SUMMARY_VERSION_LINE = "v1"
 
 
 def rollout_summary_path(stem: str) -> str:
