@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from codex_memories.forget.audit import ForgetAction
 from codex_memories.paths import EXTENSION_INSTRUCTIONS_FILE, EXTENSION_RESOURCES_DIR, EXTENSIONS_DIR, extension_dir
 from codex_memories.state.records import ForgetRoute
-from codex_memories.storage import MemoryRoot, open_memory_root
+from codex_memories.storage import Entry, MemoryRoot, open_memory_root
 
 RootLike = MemoryRoot | str | os.PathLike[str]
 
 RESOURCE_TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
 EXTENSION_RESOURCE_RETENTION_DAYS = 7
-_SECONDS_PER_DAY = 86_400
 # strptime alone would accept one-digit months and days; the resource prefix must be exact.
 _RESOURCE_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}")
 
@@ -75,46 +75,40 @@ def expired_extension_resources(
     """The resources `prune_old_extension_resources` would delete, sorted; read-only."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
-    root = open_memory_root(root)
-    if not root.is_dir(EXTENSIONS_DIR):
-        return []
     cutoff = now - timedelta(days=retention_days)
-    deleted = []
-    for extension in root.list_dir(EXTENSIONS_DIR):
-        if extension.kind != "dir":
-            continue
-        base = extension_dir(extension.name)
-        if not root.is_file(f"{base}/{EXTENSION_INSTRUCTIONS_FILE}"):
-            continue
-        resources = f"{base}/{EXTENSION_RESOURCES_DIR}"
-        if not root.is_dir(resources):
-            continue
-        for resource in root.list_dir(resources):
-            if resource.kind != "file" or not resource.name.endswith(".md"):
-                continue
-            created = resource_timestamp(resource.name)
-            if created is not None and created < cutoff:
-                deleted.append(resource.path)
-    return sorted(deleted)
+    return sorted(
+        resource.path
+        for resource, created in _timestamped_resources(open_memory_root(root), instructed_only=True)
+        if resource.kind == "file" and created < cutoff
+    )
 
 
 def next_extension_expiry(root: RootLike, retention_days: int = EXTENSION_RESOURCE_RETENTION_DAYS) -> int | None:
     """Epoch seconds at which the oldest timestamped extension resource expires, or None. Every
     `extensions/*/resources/*.md` counts, with or without `instructions.md`: an earlier moment
     only costs one full run."""
-    root = open_memory_root(root)
+    oldest = min((created for _, created in _timestamped_resources(open_memory_root(root), instructed_only=False)), default=None)
+    return None if oldest is None else int((oldest + timedelta(days=retention_days)).timestamp())
+
+
+def _timestamped_resources(root: MemoryRoot, *, instructed_only: bool) -> Iterator[tuple[Entry, datetime]]:
+    """Every `extensions/<name>/resources/<timestamp>….md` entry with its time; `instructed_only`:
+    only in extensions that have an `instructions.md` (the ones the expiry may delete from)."""
     if not root.is_dir(EXTENSIONS_DIR):
-        return None
-    oldest = None
+        return
     for extension in root.list_dir(EXTENSIONS_DIR):
-        resources = f"{extension_dir(extension.name)}/{EXTENSION_RESOURCES_DIR}"
-        if extension.kind != "dir" or not root.is_dir(resources):
+        if extension.kind != "dir":
+            continue
+        base = extension_dir(extension.name)
+        if instructed_only and not root.is_file(f"{base}/{EXTENSION_INSTRUCTIONS_FILE}"):
+            continue
+        resources = f"{base}/{EXTENSION_RESOURCES_DIR}"
+        if not root.is_dir(resources):
             continue
         for resource in root.list_dir(resources):
             created = resource_timestamp(resource.name) if resource.name.endswith(".md") else None
-            if created is not None and (oldest is None or created.timestamp() < oldest):
-                oldest = created.timestamp()
-    return None if oldest is None else int(oldest) + retention_days * _SECONDS_PER_DAY
+            if created is not None:
+                yield resource, created
 
 
 def resource_timestamp(file_name: str) -> datetime | None:

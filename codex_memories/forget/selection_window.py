@@ -17,9 +17,7 @@ Pure: no I/O. The caller (`consolidate.steps.sync_inputs`) records the actions.
 from __future__ import annotations
 
 from codex_memories.forget.audit import ForgetAction
-from codex_memories.state.records import ForgetRoute
-
-_SECONDS_PER_DAY = 86_400
+from codex_memories.state.records import SECONDS_PER_DAY, ForgetRoute
 
 REASON = "no longer among the selected stage-1 outputs (window, top-N, or its row was forgotten)"
 
@@ -34,4 +32,4 @@ def selection_window_actions(deleted_paths: list[str]) -> list[ForgetAction]:
 
 def next_selection_ageing(oldest_ranking_time: int | None, *, max_unused_days: int) -> int | None:
     """Epoch seconds at which the oldest selectable output leaves the window, or None."""
-    return None if oldest_ranking_time is None else oldest_ranking_time + max_unused_days * _SECONDS_PER_DAY
+    return None if oldest_ranking_time is None else oldest_ranking_time + max_unused_days * SECONDS_PER_DAY

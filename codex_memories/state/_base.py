@@ -44,7 +44,6 @@ _ADVISORY_LOCK_KEYS = {JobKind.stage1: 7_302_143_001, JobKind.consolidate_global
 IN_LIST_CHUNK = 500
 _MAX_TRANSIENT_RETRIES = 30
 _OUTPUT_COLUMNS = tuple(column.name for column in outputs_table.columns)
-SECONDS_PER_DAY = 86_400
 
 
 class StoreBase:

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from sqlalchemy import Connection, and_, delete, func, select, update
 
 from codex_memories.state._base import (
-    SECONDS_PER_DAY,
     StoreBase,
     arrived_table,
     harvest_table,
@@ -25,7 +24,7 @@ from codex_memories.state._base import (
     threads_table,
 )
 from codex_memories.state.phase2 import PHASE2_INPUT_SELECTION_PAGE_SIZE, enqueue_global_job
-from codex_memories.state.records import JobKind, MemoryMode, Stage1Output
+from codex_memories.state.records import SECONDS_PER_DAY, JobKind, MemoryMode, Stage1Output
 from codex_memories.state.stage1 import forget_arrived_result
 
 

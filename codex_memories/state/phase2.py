@@ -17,7 +17,6 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from codex_memories.state._base import (
     IN_LIST_CHUNK,
-    SECONDS_PER_DAY,
     StoreBase,
     chunks,
     hydrated_outputs,
@@ -38,6 +37,7 @@ from codex_memories.state._jobs import (
 )
 from codex_memories.state.records import (
     GLOBAL_JOB_KEY,
+    SECONDS_PER_DAY,
     JobKind,
     JobStatus,
     MemoryMode,

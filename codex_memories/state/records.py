@@ -34,6 +34,9 @@ class JobStatus(StrEnum):
 
 
 GLOBAL_JOB_KEY = "global"
+# The unit of `max_unused_days`: the store's selection window and forgetting's ageing moment
+# (`forget.selection_window.next_selection_ageing`) must count a day alike.
+SECONDS_PER_DAY = 86_400
 
 
 class ThreadRecord(_Record):
