@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from codex_memories.disk_full import disk_full_cause, disk_full_line
 from codex_memories.paths import local_memory_folder
@@ -32,7 +31,7 @@ from codex_memories_cli.options import (
     require_codex_home,
     with_common_options,
 )
-from codex_memories_cli.runs import run_phase1, run_phase2
+from codex_memories_cli.runs import console, run_phase1, run_phase2
 
 app = typer.Typer(
     name="codex-memories",
@@ -41,8 +40,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(stderr=False)
-errors = Console(stderr=True)
 
 # ---- commands ------------------------------------------------------------------------------
 # (run through `runs`: handed to `serve` when one listens, else here)

@@ -28,7 +28,9 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
+from codex_memories.paths import local_memory_folder
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
+from codex_memories_cli.errors import fail
 
 COMMON_PANEL = "Common options"
 
@@ -103,9 +105,6 @@ def with_common_options(command: Command) -> Command:
 def local_memory_root(config: RuntimeConfig, command: str) -> Path:
     """The memory folder for a command that works on local files (`note`, `show`, `install`,
     `rebuild`, ...); an object-store root is one line and exit 1."""
-    from codex_memories.paths import local_memory_folder
-    from codex_memories_cli.errors import fail
-
     root = config.settings.resolved_memory_root
     local = local_memory_folder(root)
     if local is None:

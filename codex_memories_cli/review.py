@@ -125,7 +125,7 @@ def _wait_for_the_form(client: Any, run: Any) -> None:
     past the bound, resume_flow_run reports the server's reason."""
     import time
 
-    from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
+    from prefect.exceptions import PrefectHTTPStatusError
     from prefect.input.run_input import keyset_from_paused_state
 
     key = keyset_from_paused_state(run.state)["schema"]
@@ -134,8 +134,7 @@ def _wait_for_the_form(client: Any, run: Any) -> None:
         try:
             client.read_flow_run_input(run.id, key)
             return
-        except (ObjectNotFound, PrefectHTTPStatusError) as error:
-            response = getattr(error, "response", None)
-            if (response is not None and response.status_code != 404) or time.monotonic() >= deadline:
+        except PrefectHTTPStatusError as error:
+            if error.response.status_code != 404 or time.monotonic() >= deadline:
                 return
         time.sleep(0.2)
