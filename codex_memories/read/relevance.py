@@ -23,7 +23,7 @@ Contract:
   These are `FEATURES`; `features()` gives them by name.
 - `GateModel` is a logistic regression over a subset of `FEATURES` (raw values, no scaling) and
   a probability threshold under which recall answers nothing. `GATE_MODEL`, the shipped one, is
-  data: `python -m benchmarks.recall_paraphrase --tune` fits it on tune questions only (nothing is
+  data: `python -m benchmarks.recall_families --tune` fits it on tune families only (nothing is
   trained at run time).
 - Pure arithmetic, standard library only: the prompt hook runs it every turn.
 """
