@@ -114,36 +114,43 @@ _MIN_PREFIX = 4
 
 
 @lru_cache(maxsize=1)
-def _forms() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
-    """(CJK substrings, multi-word phrases, single-word prefixes), each as (form, gloss)."""
+def _forms() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[re.Pattern[str], str], ...], tuple[tuple[str, str], ...], frozenset[str]]:
+    """(CJK substrings, phrases as whole-word patterns, word prefixes, whole words), with glosses.
+
+    A form written with a trailing space ("wo ", "sin ") is a whole word only: as a prefix or a
+    substring it would match inside other words ("two", "using")."""
     cjk: list[tuple[str, str]] = []
-    phrases: list[tuple[str, str]] = []
+    phrases: list[tuple[re.Pattern[str], str]] = []
     prefixes: list[tuple[str, str]] = []
+    whole: dict[str, str] = {}
     for gloss, forms in CONCEPTS:
         for form in forms:
             if _CJK.search(form):
                 cjk.append((form, gloss))
             elif " " in form.strip() or "'" in form:
-                phrases.append((form.strip(), gloss))
+                phrases.append((re.compile(rf"(?<!\w){re.escape(form.strip())}(?!\w)"), gloss))
+            elif form != form.rstrip() or len(form) < _MIN_PREFIX:
+                whole[form.strip()] = gloss
             else:
                 prefixes.append((form, gloss))
-    return tuple(cjk), tuple(phrases), tuple(prefixes)
+    return tuple(cjk), tuple(phrases), tuple(prefixes), frozenset(whole.items())
 
 
 def english_gloss(query: str) -> str:
     """The English words of the coding concepts `query` names in another language ("" for none)."""
     lowered = query.lower()
-    cjk, phrases, prefixes = _forms()
+    cjk, phrases, prefixes, whole = _forms()
     found: list[str] = []
     if _CJK.search(lowered):
         found += [gloss for form, gloss in cjk if form in lowered]
-    found += [gloss for form, gloss in phrases if form in lowered]
     words = _WORD.findall(lowered)
     if not _looks_english(words):
+        found += [gloss for pattern, gloss in phrases if pattern.search(lowered)]
+        whole_words = dict(whole)
         for word in words:
-            for form, gloss in prefixes:
-                if word == form or (len(form) >= _MIN_PREFIX and word.startswith(form)):
-                    found.append(gloss)
+            if word in whole_words:
+                found.append(whole_words[word])
+            found += [gloss for form, gloss in prefixes if word.startswith(form)]
     english = list(dict.fromkeys(word for gloss in found for word in gloss.split()))
     return " ".join(english)
 

@@ -19,3 +19,10 @@ def test_a_short_form_matches_a_whole_word_only():
     # "бд" (database) is two letters: it must not match inside another word.
     assert "database" in english_gloss("где лежит бд?").split()
     assert "database" not in english_gloss("бдительность").split()
+
+
+def test_a_whole_word_form_never_matches_inside_another_word():
+    # "wo" (German: where) and "sin" (Spanish: without) are whole words, not prefixes or substrings.
+    assert "where" not in english_gloss("zwei Dinge sind wichtig").split()
+    assert "where" in english_gloss("wo liegt das?").split()
+    assert "without" not in english_gloss("sinceramente no sé").split()
