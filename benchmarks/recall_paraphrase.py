@@ -72,9 +72,9 @@ FRESH_REPEATS = 9
 # ---- data -----------------------------------------------------------------------------------
 
 
-def load(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def load(folder: Path, questions_file: Path | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     corpus = json.loads((folder / "corpus.json").read_text(encoding="utf-8"))
-    questions = json.loads((folder / "questions.json").read_text(encoding="utf-8"))["questions"]
+    questions = json.loads((questions_file or folder / "questions.json").read_text(encoding="utf-8"))["questions"]
     return corpus, questions
 
 
@@ -105,8 +105,8 @@ class Asked:
 class Folder:
     """A corpus rendered, indexed and open, with its questions ranked."""
 
-    def __init__(self, folder: Path, work: Path, name: str, splits: set[str] | None) -> None:
-        self.corpus, questions = load(folder)
+    def __init__(self, folder: Path, work: Path, name: str, splits: set[str] | None, questions_file: Path | None = None) -> None:
+        self.corpus, questions = load(folder, questions_file)
         self.root = work / name
         render_folder(json.loads((folder / "corpus.json").read_text(encoding="utf-8")), self.root)
         self.built = recall_index.build_index(self.root)

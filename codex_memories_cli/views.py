@@ -34,7 +34,7 @@ from codex_memories_cli.options import with_common_options
 
 if TYPE_CHECKING:
     from codex_memories.read.memory_view import MemoryView, ShownEntry
-    from codex_memories.state.records import JobRecord, StatusSummary
+    from codex_memories.state.records import JobRecord, SessionCoverage, StatusSummary
 
 views_app = typer.Typer()
 console = Console(stderr=False, highlight=False)
@@ -51,14 +51,21 @@ def status(overrides: SettingsOverrides, as_json: AsJson = False) -> None:
     """Where things are, and what the runs did so far, in words (--json: the machine form)."""
     from codex_memories.codex_home import codex_home_problem
     from codex_memories.runtime import read_only_store
+    from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
     from codex_memories.state.store import StateDbNotCurrent
 
     config = overrides.load()
     settings = config.settings
     shown_url = display_url(settings.resolved_db_url)
+    windows_apply = not settings.ignore_age_windows
     try:
         with read_only_store(settings.resolved_db_url) as store:
             summary = store.status_summary() if store is not None else None
+            coverage = None if store is None else store.session_coverage(
+                interactive_sources=INTERACTIVE_SESSION_SOURCES,
+                min_rollout_idle_hours=config.memories.min_rollout_idle_hours if windows_apply else None,
+                max_rollout_age_days=config.memories.max_rollout_age_days if windows_apply else None,
+            )
     except StateDbNotCurrent as error:
         fail(f"cannot read the state DB {shown_url}: {error}")
     locations = {
@@ -70,16 +77,19 @@ def status(overrides: SettingsOverrides, as_json: AsJson = False) -> None:
     home_problem = codex_home_problem(settings.codex_home_path)
     if as_json:
         machine: dict[str, Any] = {"has_run": summary is not None, **(summary.model_dump(mode="json") if summary else {}), **locations}
+        if coverage is not None:
+            machine["coverage"] = coverage.model_dump(mode="json")
         if home_problem:
             machine["codex_home_problem"] = home_problem
         print(json.dumps(machine, indent=2))
         return
-    for line in status_lines(config, summary, shown_url, home_problem, now=datetime.now().astimezone()):
+    for line in status_lines(config, summary, shown_url, home_problem, now=datetime.now().astimezone(), coverage=coverage):
         console.print(line, markup=False, soft_wrap=True)
 
 
 def status_lines(
-    config: RuntimeConfig, summary: StatusSummary | None, shown_url: str, home_problem: str | None, *, now: datetime
+    config: RuntimeConfig, summary: StatusSummary | None, shown_url: str, home_problem: str | None, *, now: datetime,
+    coverage: SessionCoverage | None = None,
 ) -> list[str]:
     """The words of `status` (module docstring)."""
     from codex_memories.codex_home import CODEX_HOME_HINT
@@ -113,6 +123,8 @@ def status_lines(
             if count
         ]
         lines.append(f"Sessions:       {seen} seen" + (f" ({', '.join(extra)})" if extra else ""))
+    if coverage is not None and coverage.seen:
+        lines += coverage_lines(coverage)
     stage1 = summary.jobs_by_kind_and_status.get("memory_stage1", {})
     lines.append("Extraction:     " + (_job_counts(stage1) if stage1 else "nothing extracted yet"))
     lines.append(
@@ -130,6 +142,39 @@ def status_lines(
     else:
         lines.append("Tokens used:    none reported (the offline heuristic provider uses none)")
     return lines
+
+
+# What `status` says of each `state.records.CoverageReason` left out, in words (the count goes first).
+LEFT_OUT_WORDS = {
+    "too_recent": "idle for less than {idle} h (a later run takes them)",
+    "too_old": "older than {age} days (`codex-memories backfill` takes them)",
+    "waiting": "waiting for the next run",
+    "failed": "whose extraction failed (retried by a later run)",
+    "archived": "archived (`codex-memories backfill` takes them)",
+    "memory_disabled": "with memory turned off",
+    "external_context": "that read external context",
+    "no_user_message": "with no message from you",
+    "file_gone": "whose file is gone",
+}
+SOURCE_WORDS = {"exec": "from `codex exec`", "subagent": "of sub-agents", "mcp": "from MCP clients"}
+
+
+def coverage_lines(coverage: SessionCoverage) -> list[str]:
+    """`status`'s account of every session seen: extracted, and left out by reason, in words."""
+    counts = coverage.by_reason
+    kept = counts.get("extracted", 0)
+    nothing = counts.get("nothing_to_keep", 0)
+    first = f"Coverage:       {kept} of {coverage.seen} extracted" + (f", {nothing} read with nothing worth keeping" if nothing else "")
+    left_out = [
+        f"{counts[reason]} " + words.format(idle=coverage.min_rollout_idle_hours, age=coverage.max_rollout_age_days)
+        for reason, words in LEFT_OUT_WORDS.items()
+        if counts.get(reason)
+    ]
+    left_out += [
+        f"{count} {SOURCE_WORDS.get(source, f'from source {source!r}')} (only interactive sessions are read)"
+        for source, count in sorted(coverage.not_interactive_by_source.items())
+    ]
+    return [first + (";" if left_out else ""), *[f"                {part}" for part in left_out]]
 
 
 def _job_counts(by_status: dict[str, int]) -> str:

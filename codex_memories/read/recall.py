@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from codex_memories.read import contextual
+from codex_memories.read.glossary import english_gloss
 from codex_memories.read.chunks import is_user_level, own_words
 from codex_memories.read.index import CJK_RUN, Index, IndexedChunk, build_index, cjk_bigrams, open_index
 from codex_memories.read.relevance import GAP_DEPTH, GATE_MODEL, GateModel, QueryEvidence, answer_probability, gap_of
@@ -141,6 +142,8 @@ class ScoredChunk:
     # Every content word of a query of two or more words is in this chunk: an answer by the
     # letter, whatever the encoder thinks of it (it misses short keyword prompts).
     full_lexical_match: bool = False
+    # The IDF of the rarest query term this chunk contains, over the largest IDF possible (0 to 1).
+    rarest_match: float = 0.0
     # What was measured about the query as a whole (shared by all its candidates), for the gate.
     evidence: QueryEvidence | None = None
 
@@ -310,6 +313,14 @@ def query_terms(query: str) -> list[str]:
     return terms
 
 
+def searched_text(query: str) -> str:
+    """The query as both legs search it: the user's words, then the English words of the coding
+    concepts it names in another language (`glossary`), since most memories and the encoder are
+    English."""
+    gloss = english_gloss(query)
+    return f"{query}\n{gloss}" if gloss else query
+
+
 def cjk_share(query: str) -> float:
     """The share of the query's letters that are CJK characters."""
     letters = sum(1 for character in query if character.isalpha())
@@ -326,10 +337,11 @@ def rank(
     Each group is ranked on its own (both legs, their fusion), so another project cannot push the
     current one's lines out of a leg. The query's evidence is measured over the chunks the caller
     may see (all of them with `include_other_projects`)."""
-    terms = query_terms(query)
+    searched = searched_text(query)
+    terms = query_terms(searched)
     session_key = project_key_for_directory(cwd) if cwd else None
     classes = np.array([scope_class(scope, cwd, session_key) for scope in index.scopes()], dtype=np.int8)
-    similarities = semantic_similarities(index, query)
+    similarities = semantic_similarities(index, searched)
     own = np.ones(len(classes), dtype=bool) if include_other_projects else classes != OTHER_PROJECT
     groups = [own, ~own] if (~own).any() else [own]
     ranked: list[ScoredChunk] = []
@@ -351,7 +363,7 @@ def _ranked_group(
     ids = np.flatnonzero(members)
     semantic = [int(i) + 1 for i in ids[np.argsort(-similarities[ids], kind="stable")[:CANDIDATES_PER_LEG]]]
     candidates = list(dict.fromkeys([*lexical, *semantic]))
-    coverage = term_coverage(index, terms, set(candidates))
+    coverage, rarest = term_coverage(index, terms, set(candidates))
     lexical_rank = {chunk_id: position for position, chunk_id in enumerate(lexical, start=1)}
     semantic_rank = {chunk_id: position for position, chunk_id in enumerate(semantic, start=1)}
     chunks = index.chunks(candidates)
@@ -369,6 +381,7 @@ def _ranked_group(
                 lexical_rank=lexical_rank.get(chunk_id), semantic_rank=semantic_rank.get(chunk_id),
                 scope_class=int(classes[chunk_id - 1]),
                 full_lexical_match=len(terms) >= MIN_LEXICAL_MATCH_TERMS and covered >= FULL_COVERAGE,
+                rarest_match=rarest.get(chunk_id, 0.0),
             )
         )
     scored.sort(key=lambda item: (-item.score, item.chunk.id))
@@ -380,9 +393,16 @@ def _evidence(query: str, terms: list[str], similarities: np.ndarray, own: np.nd
     best = mine[0] if mine else 0.0
     others = similarities[~own]
     other_margin = min(0.0, best - float(others.max())) if len(others) else 0.0
+    leader = candidates[0] if candidates else None
+    agreement = (
+        1.0 / max(leader.lexical_rank, leader.semantic_rank)
+        if leader is not None and leader.lexical_rank is not None and leader.semantic_rank is not None
+        else 0.0
+    )
     return QueryEvidence(
         contextual=best, contextual_gap=gap_of(mine), other_margin=other_margin,
-        coverage=max((scored.coverage for scored in candidates[:GAP_DEPTH]), default=0.0), cjk=cjk_share(query), query=query,
+        coverage=max((scored.coverage for scored in candidates[:GAP_DEPTH]), default=0.0), cjk=cjk_share(query),
+        rare_match=max((scored.rarest_match for scored in candidates[:GAP_DEPTH]), default=0.0), agreement=agreement, query=query,
     )
 
 
@@ -390,7 +410,7 @@ def _with_evidence(scored: ScoredChunk, evidence: QueryEvidence) -> ScoredChunk:
     return ScoredChunk(
         chunk=scored.chunk, score=scored.score, similarity=scored.similarity, coverage=scored.coverage,
         lexical_rank=scored.lexical_rank, semantic_rank=scored.semantic_rank, scope_class=scored.scope_class,
-        full_lexical_match=scored.full_lexical_match, evidence=evidence,
+        full_lexical_match=scored.full_lexical_match, rarest_match=scored.rarest_match, evidence=evidence,
     )
 
 
@@ -435,10 +455,11 @@ def semantic_similarities(index: Index, query: str) -> np.ndarray:
     return index.vectors @ contextual.encode([query])[0]
 
 
-def term_coverage(index: Index, terms: list[str], candidates: set[int]) -> dict[int, float]:
-    """For each candidate, the share of the query terms' IDF weight that the chunk contains."""
+def term_coverage(index: Index, terms: list[str], candidates: set[int]) -> tuple[dict[int, float], dict[int, float]]:
+    """For each candidate, the share of the query terms' IDF weight that the chunk contains, and
+    the IDF of the rarest query term it contains over the largest IDF possible in the index."""
     if not terms or not candidates or index.chunk_count == 0:
-        return {}
+        return {}, {}
     total = index.chunk_count
     listed = ",".join(str(int(chunk_id)) for chunk_id in candidates)
     weights: list[tuple[float, list[int]]] = []
@@ -452,10 +473,18 @@ def term_coverage(index: Index, terms: list[str], candidates: set[int]) -> dict[
                 f"SELECT rowid FROM chunk_text WHERE chunk_text MATCH ? AND rowid IN ({listed})", (expression,)
             )
         ]
-        weights.append((math.log(1 + (total - frequency + 0.5) / (frequency + 0.5)), containing))
+        weights.append((inverse_frequency(total, frequency), containing))
     mass = sum(weight for weight, _ in weights)
+    largest = inverse_frequency(total, 1)
     coverage: dict[int, float] = {}
+    rarest: dict[int, float] = {}
     for weight, containing in weights:
         for chunk_id in containing:
             coverage[chunk_id] = coverage.get(chunk_id, 0.0) + weight / mass
-    return coverage
+            rarest[chunk_id] = max(rarest.get(chunk_id, 0.0), weight / largest)
+    return coverage, rarest
+
+
+def inverse_frequency(total: int, frequency: int) -> float:
+    """BM25's IDF of a term found in `frequency` of `total` chunks."""
+    return math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))

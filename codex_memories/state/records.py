@@ -258,6 +258,37 @@ class StatusSummary(_Record):
     token_totals_by_kind: dict[str, dict[str, int]]
 
 
+class CoverageReason(StrEnum):
+    """Where one session stands for extraction (`status`: seen, extracted, left out and why).
+
+    The first that applies, in this order: a reason the session is left out for good, then
+    whether it was extracted, then why it is not yet."""
+
+    file_gone = "file_gone"
+    archived = "archived"  # `codex-memories backfill` takes archived sessions
+    memory_disabled = "memory_disabled"
+    external_context = "external_context"  # polluted: it read external context
+    not_interactive = "not_interactive"  # `codex exec`, sub-agents, ...: by source
+    no_user_message = "no_user_message"
+    extracted = "extracted"
+    nothing_to_keep = "nothing_to_keep"  # read, and nothing in it was worth keeping
+    failed = "failed"  # the last extraction failed; a later run retries it
+    too_old = "too_old"  # older than max_rollout_age_days
+    too_recent = "too_recent"  # idle for less than min_rollout_idle_hours
+    waiting = "waiting"  # the next run takes it
+
+
+class SessionCoverage(_Record):
+    """How many sessions the state DB has seen, by `CoverageReason`, and the non-interactive ones
+    by source (`exec`, `subagent`, ...)."""
+
+    seen: int
+    by_reason: dict[str, int]
+    not_interactive_by_source: dict[str, int]
+    min_rollout_idle_hours: int | None
+    max_rollout_age_days: int | None
+
+
 class Phase2InputsState(_Record):
     """What the phase-2 selection and the files it makes depend on, read in one aggregate query.
 

@@ -24,9 +24,15 @@ from codex_memories.state._base import (
 )
 from codex_memories.state._jobs import global_job_row, job_record
 from codex_memories.state.records import (
+    SECONDS_PER_DAY,
     TOKEN_USAGE_FIELDS,
+    CoverageReason,
     ForgetAuditRecord,
     ForgetRoute,
+    JobKind,
+    JobStatus,
+    MemoryMode,
+    SessionCoverage,
     StatusSummary,
 )
 
@@ -231,6 +237,78 @@ class UsageAuditStore(StoreBase):
             )
 
         return self._read(run)
+
+
+    def session_coverage(
+        self, *, interactive_sources: Sequence[str], min_rollout_idle_hours: int | None, max_rollout_age_days: int | None
+    ) -> SessionCoverage:
+        """Query behaviour (one read transaction, one pass over the threads):
+        - every thread with its memory mode, source, activity time, whether it has a stage-1
+          output and its stage-1 job's status;
+        - each is counted under the first `CoverageReason` that applies (`coverage_reason`),
+          with the windows a scheduled run applies (None: that window is off)."""
+
+        def run(conn: Connection) -> SessionCoverage:
+            has_output = select(outputs_table.c.thread_id).where(outputs_table.c.thread_id == threads_table.c.id).exists()
+            rows = conn.execute(
+                select(
+                    threads_table.c.source, threads_table.c.updated_at_ms, threads_table.c.archived, threads_table.c.memory_mode,
+                    threads_table.c.first_user_message, threads_table.c.missing_since_ms, has_output.label("has_output"),
+                    jobs_table.c.status, jobs_table.c.last_error,
+                ).select_from(
+                    threads_table.outerjoin(
+                        jobs_table, (jobs_table.c.kind == JobKind.stage1.value) & (jobs_table.c.job_key == threads_table.c.id)
+                    )
+                )
+            )
+            now_ms = self._now_ms()
+            by_reason: Counter[str] = Counter()
+            by_source: Counter[str] = Counter()
+            seen = 0
+            for row in rows:
+                seen += 1
+                reason = coverage_reason(
+                    row, now_ms=now_ms, interactive_sources=interactive_sources,
+                    min_rollout_idle_hours=min_rollout_idle_hours, max_rollout_age_days=max_rollout_age_days,
+                )
+                by_reason[reason.value] += 1
+                if reason is CoverageReason.not_interactive:
+                    by_source[row.source] += 1
+            return SessionCoverage(
+                seen=seen, by_reason=dict(by_reason), not_interactive_by_source=dict(by_source),
+                min_rollout_idle_hours=min_rollout_idle_hours, max_rollout_age_days=max_rollout_age_days,
+            )
+
+        return self._read(run)
+
+
+def coverage_reason(
+    row: Any, *, now_ms: int, interactive_sources: Sequence[str], min_rollout_idle_hours: int | None, max_rollout_age_days: int | None
+) -> CoverageReason:
+    """The first `CoverageReason` that applies to one thread row (`session_coverage`)."""
+    if row.missing_since_ms is not None:
+        return CoverageReason.file_gone
+    if row.archived:
+        return CoverageReason.archived
+    if row.memory_mode == MemoryMode.disabled.value:
+        return CoverageReason.memory_disabled
+    if row.memory_mode == MemoryMode.polluted.value:
+        return CoverageReason.external_context
+    if row.source not in interactive_sources:
+        return CoverageReason.not_interactive
+    if not (row.first_user_message or "").strip():
+        return CoverageReason.no_user_message
+    if row.has_output:
+        return CoverageReason.extracted
+    if row.status == JobStatus.done.value:
+        return CoverageReason.nothing_to_keep
+    if row.status == JobStatus.error.value or (row.last_error and row.status != JobStatus.running.value):
+        return CoverageReason.failed
+    if max_rollout_age_days is not None and row.updated_at_ms < now_ms - max_rollout_age_days * SECONDS_PER_DAY * 1000:
+        return CoverageReason.too_old
+    if min_rollout_idle_hours is not None and row.updated_at_ms > now_ms - min_rollout_idle_hours * 3_600_000:
+        return CoverageReason.too_recent
+    return CoverageReason.waiting
 
 
 def _record_usage(conn: Connection, thread_ids: Sequence[str], now: int) -> int:

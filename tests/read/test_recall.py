@@ -146,8 +146,12 @@ def test_the_recall_path_imports_no_heavy_dependency():
     assert output == ""
 
 
-def _evidence(contextual: float = 0.5, *, other_margin: float = 0.0, coverage: float = 0.0, query: str = "q") -> QueryEvidence:
-    return QueryEvidence(contextual=contextual, contextual_gap=0.1, other_margin=other_margin, coverage=coverage, cjk=0.0, query=query)
+def _evidence(
+    contextual: float = 0.5, *, other_margin: float = 0.0, coverage: float = 0.0, agreement: float = 0.0, query: str = "q"
+) -> QueryEvidence:
+    return QueryEvidence(
+        contextual=contextual, contextual_gap=0.1, other_margin=other_margin, coverage=coverage, cjk=0.0, agreement=agreement, query=query
+    )
 
 
 def _scored(
@@ -201,10 +205,15 @@ def test_a_gate_model_combines_the_features_it_names():
         GateModel(intercept=0.0, weights=(("cosine", 1.0),), threshold=0.5)
 
 
-def test_the_shipped_gate_speaks_less_when_another_project_holds_the_better_match():
+def test_the_shipped_gate_speaks_when_both_legs_put_one_chunk_first_and_less_when_another_project_holds_the_better_match():
     assert dict(GATE_MODEL.weights).get("other_margin", 0.0) > 0
-    assert answer_probability(_evidence(0.5, other_margin=-0.3, coverage=0.2)) < GATE_MODEL.threshold
-    assert answer_probability(_evidence(0.5, other_margin=0.0, coverage=0.2)) >= GATE_MODEL.threshold
+    assert answer_probability(_evidence(0.5, agreement=1.0)) >= GATE_MODEL.threshold
+    # Second in one leg: open, unless another project's chunk matches the query clearly better.
+    assert answer_probability(_evidence(0.5, agreement=1 / 2)) >= GATE_MODEL.threshold
+    assert answer_probability(_evidence(0.5, agreement=1 / 2, other_margin=-0.3)) < GATE_MODEL.threshold
+    # Found by one leg only (a near miss, as a rule): silent.
+    assert answer_probability(_evidence(0.5, agreement=0.0, coverage=0.6)) < GATE_MODEL.threshold
+    assert answer_probability(_evidence(0.5, agreement=1 / 5)) < GATE_MODEL.threshold
 
 
 def test_the_same_fact_in_two_files_is_shown_once_and_the_next_one_takes_its_place():
