@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from codex_memories.extract.rules import RecognisedRule, rules_in_message
+from codex_memories.extract.rules import RecognisedRule, rules_in_session
 from codex_memories.ingest.transcript import is_harness_text, unspotlight_item
 from codex_memories.llm.base import ExtractionRequest, ExtractionResponse, TokenUsage
 from codex_memories.llm.schema import Stage1Extraction
@@ -254,11 +254,10 @@ def _best_cwd(request_cwd: str, items: list[dict[str, Any]]) -> str:
 
 def _preferences(user_texts: list[str], said_at: datetime | None) -> list[RecognisedRule]:
     found: list[RecognisedRule] = []
-    for text in user_texts:
-        for rule in rules_in_message(text, said_at, fallback=_scoped_instruction):
-            rule = replace(rule, text=_clip(rule.text, MAX_QUOTE_CHARS))
-            if all(rule.text != seen.text for seen in found):
-                found.append(rule)
+    for rule in rules_in_session(user_texts, said_at, fallback=_scoped_instruction):
+        rule = replace(rule, text=_clip(rule.text, MAX_QUOTE_CHARS))
+        if all(rule.text != seen.text for seen in found):
+            found.append(rule)
     return found
 
 
@@ -453,7 +452,7 @@ def _preference_lines(task: TaskEvidence, follow_up: str = "") -> list[str]:
 
 
 def _entry_meta(rule: RecognisedRule) -> EntryMeta:
-    return EntryMeta(type=rule.type, weight=rule.weight, reason=rule.reason, expires=rule.expires)
+    return EntryMeta(type=rule.type, weight=rule.weight, reason=rule.reason, expires=rule.expires, turn=rule.turn)
 
 
 def _quoted(text: str) -> str:
