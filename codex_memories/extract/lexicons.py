@@ -126,7 +126,7 @@ ENGLISH = Lexicon(
         r"|lives? (?:in|at|on)|is (?:at|in|on)|are (?:at|in|on)|points? to|pinned|located|stored in|served from|deployed to)\b"
     ),
     convention=_p(
-        r"\b(?:live|lives|sit|sits|go|goes|belong|belongs|(?:are|is) (?:named|called|stored|kept|read|written|prefixed|generated)"
+        r"\b(?:live|lives|sit|sits|go|goes|belong|belongs|(?:are|is) (?:\w+ed|read|written|kept|built|run|made|set|done)"
         r"|follow|follows|start with|starts with|end with|ends with|has its own|have their own|each|every)\b"
     ),
     narration=_p(

@@ -311,6 +311,11 @@ def _judge_in(lexicon: Lexicon, stripped: str, judged: str, said_at: datetime | 
     if not content:
         return Judgement((), NARRATION)
     whole = _join(content, lexicon)
+    one_off = [clause for clause in content if lexicon.one_off.search(clause)]
+    timed = [clause for clause in content if clause not in one_off and _time_boxed(clause, said_at, lexicon)]
+    standing_beside = [clause for clause in content if clause not in one_off and clause not in timed and _strong(clause, lexicon)]
+    if one_off and not standing_beside:
+        return Judgement((), ONE_OFF)
     signal = _signal(whole, judged, lexicon, lead_in=bool(lead) and _meaningful_lead_in(lead.group(0)))
     if signal is None:
         return Judgement((), _why_not(whole, lexicon))
@@ -325,13 +330,8 @@ def _judge_in(lexicon: Lexicon, stripped: str, judged: str, said_at: datetime | 
             why = "; ".join(part for part in (why, "temporary, no date to count from") if part)
         return RecognisedRule(text=text, type=kind, weight=weight, reason=why, expires=expires, temporary=temporary, language=lexicon.language)
 
-    one_off = [clause for clause in content if lexicon.one_off.search(clause)]
-    timed = [clause for clause in content if clause not in one_off and _time_boxed(clause, said_at, lexicon)]
     if one_off:
-        standing = [clause for clause in content if clause not in one_off and clause not in timed and _strong(clause, lexicon)]
-        if not standing:
-            return Judgement((), ONE_OFF)
-        return Judgement((rule(_join(standing, lexicon), None),), KEPT, strong)
+        return Judgement((rule(_join(standing_beside, lexicon), None),), KEPT, strong)
     if timed:
         standing = [clause for clause in content if clause not in timed and _standing(clause, lexicon)]
         if not standing:
