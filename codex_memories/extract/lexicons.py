@@ -83,13 +83,14 @@ ENGLISH = Lexicon(
     ),
     at_hand=_p(
         r"\b(?:this|that|these|those)\s+(?:function|method|class|file|module|test|bug|error|issue|PR|pull request|change|diff"
-        r"|line|query|endpoint|component|script|snippet|variable|loop|client|case)s?\b|\bthe failing\b"
+        r"|line|query|endpoint|component|script|snippet|variable|loop|client|case|one)s?\b|\bthe failing\b"
+        r"|^(?:starting|working|moving|continuing|back) on\b"
     ),
     one_off=_p(
         r"\b(?:this time|this once|just once|one[- ]off|as an exception|this one time"
-        r"|(?:only|just)\s+(?:for\s+)?(?:this|the current)\s+(?:commit|PR|pull request|change|run|release|deploy(?:ment)?|ticket|task|build|session|one)"
+        r"|(?<!not )(?:only|just)\s+(?:for\s+)?(?:this|the current)\s+(?:commit|PR|pull request|change|run|release|deploy(?:ment)?|ticket|task|build|session|one)"
         r"|for\s+this\s+(?:commit|PR|pull request|change|run|release|deploy(?:ment)?|ticket|task|build|session)\s+only"
-        r"|(?:just|only)\s+(?:for\s+)?today|today only|for today)\b"
+        r"|(?<!not )(?:just|only)\s+(?:for\s+)?today|today only|for today)\b"
     ),
     temporary=_p(
         r"\b(?:for now|temporarily|for the time being|for the moment|until\b|till\b|while (?:we|i|the)\b|hold off|this week|not yet|yet$"
@@ -97,7 +98,8 @@ ENGLISH = Lexicon(
     ),
     durable=_p(
         r"\b(?:always|never|from now on|going forward|from here on|by default|in this (?:repo|repository|project|codebase|code base|team|service)"
-        r"|everywhere|every time|whenever|as a rule|for good|permanently|across the board|anymore|any more|no longer)\b"
+        r"|everywhere|every time|whenever|as a rule|for good|permanently|across the board|anymore|any more|no longer"
+        r"|(?:don'?t|do not|never) ever|ever again|(?:only )?when I (?:ask|say so|tell you)|(?:before|after|on|for|with) (?:every|each))\b|,\s*ever\b"
     ),
     normative=_p(
         r"\b(?:must|mustn't|have to|has to|should|shouldn't|ought to|avoid|not allowed|forbidden|prohibited"
@@ -115,7 +117,10 @@ ENGLISH = Lexicon(
         r"\bI\s+(?:prefer|like|love|'d rather|would rather|'d prefer|would prefer|hate|dislike|can't stand|find)\b"
         r"|\bmy\s+(?:preference|taste|style)\b|\bworks? best for me\b|\bfor me\b"
     ),
-    team=_p(r"\b(?:we|our|us)\b(?!\s+(?:need|could|can|might|may)\b)"),
+    team=_p(
+        r"^(?:we|our)\b(?!\s+(?:need|could|can|might|may)\b)|\bwe\s+(?:always\s+|usually\s+|normally\s+|only\s+)?(?:use|run|deploy"
+        r"|keep|write|put|name|store|ship|release|build|test|follow|squash|merge|prefer|tag|pin|host|call)\b"
+    ),
     lead_in=_p(
         r"^(?:note|nb|n\.b\.|fyi|heads[- ]up|psa|decision|convention|rule|policy|reminder|important|for the record"
         r"|just so you know|for your information|tip|context|gotcha|caveat)\b\s*[:,\-—]?\s*"
@@ -126,8 +131,9 @@ ENGLISH = Lexicon(
         r"|lives? (?:in|at|on)|is (?:at|in|on)|are (?:at|in|on)|points? to|pinned|located|stored in|served from|deployed to)\b"
     ),
     convention=_p(
-        r"\b(?:live|lives|sit|sits|go|goes|belong|belongs|(?:are|is) (?:\w+ed|read|written|kept|built|run|made|set|done)"
-        r"|follow|follows|start with|starts with|end with|ends with|has its own|have their own|each|every)\b"
+        r"\b(?:live|lives|sit|sits|go (?:in|into|under|through)|goes (?:in|into|under|through)|belong|belongs"
+        r"|are (?:(?-i:[a-z]+ed)|read|written|kept|built|run|made|set|done)"
+        r"|follow|follows|start with|starts with|end with|ends with|has its own|have their own)\b|^(?:each|every)\b"
     ),
     narration=_p(
         r"\b(?:used to|had to|had|was|were|did|didn't|yesterday|last (?:week|month|year|time)|ago|tried|said|told)\b"
@@ -154,7 +160,7 @@ CHINESE = Lexicon(
     normative=_p(r"禁止|必须|务必|一定要|不准|不许|请勿|严禁|不要|别|不能|不允许|不可以|应该|应当|需要|而不是|不用|要用|得用"),
     decision=_p(r"决定|定了|定为|选了|选用|采用|就用|商定|约定|同意|拍板|敲定|改用|换成|用.{0,20}了[。]?$"),
     preference=_p(r"我(?:更)?喜欢|我偏好|我倾向|我习惯|我希望|对我来说|我的习惯|更好|比较好"),
-    team=_p(r"我们|咱们|团队"),
+    team=_p(r"^(?:我们|咱们|团队)|我们(?:用|使用|都|一般|通常)"),
     lead_in=_p(r"^(?:注意|备注|说明|提示|决定|约定|规则|规定|原则|提醒|重要|记住|记一下|顺便说一下|顺便|仅供参考|供参考|补充)\s*[：:，,]?\s*"),
     fact=_p(r"端口|配置|profile|版本|路径|目录|地址|主机|数据库|区域|集群|桶|别名|索引|环境变量|跑在|运行在|跑的是|监听|位于|是"),
     convention=_p(r"放在|位于|命名为|叫做|以.{1,10}开头|遵循|遵守|存储|读取|写入|都有|每个|各个"),
@@ -182,7 +188,7 @@ JAPANESE = Lexicon(
     normative=_p(r"なければならない|なければいけない|なくてはいけない|ないといけない|べき|禁止|ないで|ないこと|てはいけない|てはだめ|ちゃだめ|使って|使うこと|ではなく|じゃなく|ようにして"),
     decision=_p(r"決定|決めた|決めました|決まった|決まりました|ことにした|ことにしました|ことになった|採用|選んだ|選びました|合意|にします|でいきます|で行きます|にしよう"),
     preference=_p(r"好き|好み|ほうがいい|方がいい|がいいです|てほしい|と嬉しい|合って|私には|私にとって|個人的に"),
-    team=_p(r"うちでは|うちの|私たち|我々|弊社|チームでは"),
+    team=_p(r"^(?:うちでは|うちの|私たち|我々|弊社|チームでは)"),
     lead_in=_p(r"^(?:メモ|注意|注|備考|決定|決定事項|決まり|決まりごと|ルール|規約|方針|重要|参考|補足|ちなみに|参考までに|覚えておいて|念のため)\s*[：:、,]?\s*"),
     fact=_p(r"ポート|プロファイル|バージョン|パス|ディレクトリ|フォルダ|ホスト|URL|エンドポイント|データベース|DB|リージョン|クラスタ|バケット|レジストリ|エイリアス|インデックス|環境変数|で動いて|で動作|で待ち受け|にあります|にある|です"),
     convention=_p(r"に置き|に置く|に入れ|の隣|という名前|の形式|に従|で始め|で終わ|に保存|から読み|に書き|を持って|ごとに|各"),
@@ -209,7 +215,7 @@ KOREAN = Lexicon(
     normative=_p(r"해야|하면 안|하지 마|지 마세요|지 말|금지|안 됩니다|안 돼요|사용해|써 주세요|쓰세요|사용하세요|말고|대신|아니라|되어야|돼야"),
     decision=_p(r"결정|하기로 했|기로 했|기로 합의|정했|정해졌|합의|선택했|골랐|채택|로 가기로|으로 가기로|쓰기로|사용하기로|로 갑니다|으로 갑니다"),
     preference=_p(r"좋아해|좋아합니다|선호|편해|편합니다|좋겠어|좋겠습니다|취향|저한테는|저에게는|제일 좋"),
-    team=_p(r"우리는|우리 팀|우리|저희는|저희|팀에서는"),
+    team=_p(r"^(?:우리|저희|팀에서는)"),
     lead_in=_p(r"^(?:참고|메모|주의|결정|규칙|규약|약속|중요|알림|참고로|기억해|덧붙여)\s*[:：,]?\s*"),
     fact=_p(r"포트|프로필|버전|경로|디렉터리|폴더|호스트|주소|URL|엔드포인트|데이터베이스|DB|리전|클러스터|버킷|레지스트리|별칭|인덱스|환경 ?변수|에서 (?:동작|돌아|실행)|에 있|입니다|이에요|예요"),
     convention=_p(r"에 둡|에 두|에 넣|옆에|이름은|형식|따릅|따른|로 시작|저장합|저장해|에서 읽|을 가지|이 있습니다|마다|각 "),
@@ -233,12 +239,12 @@ SPANISH = Lexicon(
     at_hand=_p(r"\b(?:este|esta|estos|estas|ese|esa)\s+(?:función|método|clase|archivo|fichero|módulo|test|prueba|bug|error|problema|PR|cambio|script|variable|cliente)\b"),
     one_off=_p(
         r"\b(?:esta vez|por esta vez|por una vez|solo esta vez|sólo esta vez|(?:solo|sólo)\s+(?:por\s+)?hoy"
-        r"|(?:solo|sólo|solamente|únicamente)\s+(?:para|en)\s+(?:este|esta)\b|excepcionalmente|de forma excepcional)"
+        r"|(?<!no )(?:solo|sólo|solamente|únicamente)\s+(?:para|en)\s+(?:este|esta)\b|excepcionalmente|de forma excepcional)"
     ),
     temporary=_p(r"\b(?:por ahora|de momento|por el momento|temporalmente|provisionalmente|esta semana|hasta|todavía no|aún no|todavía|hoy|mañana)\b"),
     durable=_p(
         r"\b(?:siempre|nunca|jamás|a partir de ahora|de ahora en adelante|desde ahora|en adelante|por defecto|por norma"
-        r"|en este (?:repo|repositorio|proyecto|código)|en todos|cada vez|para siempre|definitivamente)\b"
+        r"|en este (?:repo|repositorio|proyecto|código)|en todos|cada vez|para siempre|definitivamente|antes de cada|después de cada|en cada)\b"
     ),
     normative=_p(
         r"\b(?:hay que|tienes que|tenemos que|tiene que|tienen que|debes|debemos|debe|deben|debería|deberían|no está permitido"
@@ -249,7 +255,7 @@ SPANISH = Lexicon(
         r"|nos quedamos con|seguimos con|nos pasamos a|pasamos|apostamos por|nos decantamos)\b"
     ),
     preference=_p(r"\b(?:prefiero|preferiría|me gusta|me gustan|me encanta|me funciona|me funcionan|me va mejor|para mí|mi preferencia|me quedo con)\b"),
-    team=_p(r"\b(?:nosotros|nosotras|nuestro|nuestra|nuestros|nuestras|en el equipo|solemos|usamos|hacemos)\b"),
+    team=_p(r"^(?:nosotros|nosotras|nuestro|nuestra|nuestros|nuestras|en el equipo)\b|\b(?:usamos|hacemos|solemos|desplegamos)\b"),
     lead_in=_p(r"^(?:nota|ojo|importante|decisión|convención|regla|norma|recuerda|aviso|para que lo sepas|para tu información|dato|info)\b\s*[:,]?\s*"),
     fact=_p(
         r"\b(?:puerto|perfil|versión|ruta|directorio|carpeta|host|url|endpoint|base de datos|bd|región|cluster|clúster|bucket"
@@ -278,12 +284,12 @@ PORTUGUESE = Lexicon(
     at_hand=_p(r"\b(?:este|esta|esse|essa|nesse|nessa|neste|nesta)\s+(?:função|método|classe|arquivo|módulo|teste|bug|erro|problema|PR|mudança|script|variável|cliente)\b"),
     one_off=_p(
         r"\b(?:desta vez|dessa vez|só desta vez|só dessa vez|uma vez só|(?:só|somente|apenas)\s+(?:por\s+)?hoje|por hoje"
-        r"|(?:só|somente|apenas)\s+(?:neste|nesse|nesta|nessa|para este|pra este|para esse|pra esse)\b|excepcionalmente)"
+        r"|(?<!não )(?:só|somente|apenas)\s+(?:neste|nesse|nesta|nessa|para este|pra este|para esse|pra esse)\b|excepcionalmente)"
     ),
     temporary=_p(r"\b(?:por enquanto|por ora|temporariamente|provisoriamente|esta semana|essa semana|até|ainda não|ainda(?=\s*[.!]?$)|hoje|amanhã)\b"),
     durable=_p(
         r"\b(?:sempre|nunca|jamais|a partir de agora|daqui (?:pra|para) frente|de agora em diante|por padrão"
-        r"|(?:neste|nesse) (?:repo|repositório|projeto)|toda vez|de vez|definitivamente|em todos)\b"
+        r"|(?:neste|nesse) (?:repo|repositório|projeto)|toda vez|de vez|definitivamente|em todos|antes de cada|depois de cada|em cada)\b"
     ),
     normative=_p(
         r"\b(?:tem que|temos que|têm que|precisa|precisam|precisamos|deve|devem|devemos|deveria|deveriam|não é permitido|é proibido"
@@ -291,7 +297,7 @@ PORTUGUESE = Lexicon(
     ),
     decision=_p(r"\b(?:decidimos|decidi|decisão|combinamos|acordamos|escolhemos|optamos|vamos de|vamos com|ficamos com|continuamos com|vamos continuar|mudamos|migramos|adotamos)\b"),
     preference=_p(r"\b(?:prefiro|preferiria|eu gosto|gosto de|curto|adoro|pra mim|para mim|minha preferência|funcionam? melhor)\b"),
-    team=_p(r"\b(?:nós|a gente|nosso|nossa|nossos|nossas|usamos|fazemos)\b"),
+    team=_p(r"^(?:nós|a gente|nosso|nossa|nossos|nossas)\b|\b(?:usamos|fazemos|costumamos)\b"),
     lead_in=_p(r"^(?:nota|obs|observação|atenção|importante|decisão|convenção|regra|lembrete|lembre-se|só pra (?:você )?saber|para sua informação|pra sua informação|dica|info)\b\s*[:,]?\s*"),
     fact=_p(
         r"\b(?:porta|perfil|versão|caminho|diretório|pasta|host|url|endpoint|banco|base de dados|região|cluster|bucket|registro"
@@ -322,12 +328,12 @@ FRENCH = Lexicon(
     at_hand=_p(r"\b(?:ce|cet|cette|ces)\s+(?:fonction|méthode|classe|fichier|module|test|bug|erreur|problème|PR|changement|script|variable|client)s?\b"),
     one_off=_p(
         r"\b(?:cette fois|pour cette fois|pour une fois|(?:juste|seulement|uniquement) aujourd'hui|aujourd'hui seulement"
-        r"|(?:juste|uniquement|seulement|rien que) pour (?:ce|cette|cet)\b|exceptionnellement|à titre exceptionnel)"
+        r"|(?<!pas )(?:juste|uniquement|seulement|rien que) pour (?:ce|cette|cet)\b|exceptionnellement|à titre exceptionnel)"
     ),
     temporary=_p(r"\b(?:pour l'instant|pour le moment|temporairement|provisoirement|en attendant|cette semaine|jusqu'à|pas encore|pas tout de suite|aujourd'hui|demain)"),
     durable=_p(
         r"\b(?:toujours|jamais|désormais|dorénavant|à partir de maintenant|à l'avenir|par défaut|dans ce (?:dépôt|repo|projet)"
-        r"|partout|chaque fois|définitivement|pour de bon|systématiquement)\b"
+        r"|partout|chaque fois|définitivement|pour de bon|systématiquement|avant chaque|après chaque|à chaque)\b"
     ),
     normative=_p(
         r"\b(?:il faut|faut|doit|doivent|dois|devons|devrait|devraient|sont interdits|est interdit|interdit|interdits|pas le droit"
@@ -338,7 +344,7 @@ FRENCH = Lexicon(
         r"|on garde|on reste sur|on a retenu|nous avons retenu|on passe|on s'est mis d'accord|on a convenu|nous avons convenu|on adopte)\b"
     ),
     preference=_p(r"\b(?:je préfère|je préférerais|j'aime|j'adore|pour moi|ma préférence|me convient|je trouve)\b"),
-    team=_p(r"\b(?:on|nous|notre|nos|chez nous)\b"),
+    team=_p(r"^(?:on|nous|notre|nos|chez nous)\b|\b(?:on utilise|nous utilisons|on déploie|nous déployons)\b"),
     lead_in=_p(r"^(?:note|nb|attention|important|décision|convention|règle|rappel|pour info|pour information|pour mémoire|à savoir|info|astuce)\b\s*[:,]?\s*"),
     fact=_p(
         r"\b(?:port|profil|version|chemin|répertoire|dossier|hôte|url|endpoint|base|région|cluster|bucket|registre|alias|index"
@@ -371,23 +377,23 @@ GERMAN = Lexicon(
     ),
     at_hand=_p(r"\b(?:diese[nmrs]?|dieser)\s+(?:Funktion|Methode|Klasse|Datei|Modul|Test|Bug|Fehler|Problem|PR|Änderung|Skript|Variable|Client)\b"),
     one_off=_p(
-        r"\b(?:diesmal|dieses mal|dieses eine mal|nur heute|heute nur|nur für (?:diesen|dieses|diese)\b|ausnahmsweise|einmalig|nur einmal)"
+        r"\b(?:diesmal|dieses mal|dieses eine mal|(?<!nicht )nur heute|heute nur|(?<!nicht )nur für (?:diesen|dieses|diese)\b|ausnahmsweise|einmalig|nur einmal)"
     ),
     temporary=_p(r"\b(?:vorerst|vorläufig|fürs erste|erstmal|erst mal|vorübergehend|diese woche|bis|noch nicht|heute|morgen)\b"),
     durable=_p(
         r"\b(?:immer|nie|niemals|ab jetzt|ab sofort|von nun an|künftig|zukünftig|in zukunft|standardmäßig|grundsätzlich"
-        r"|in diesem (?:Repo|Repository|Projekt)|überall|jedes mal|dauerhaft|für immer)\b"
+        r"|in diesem (?:Repo|Repository|Projekt)|überall|jedes mal|dauerhaft|für immer|(?:vor|nach|bei) jede[mrn]?)\b"
     ),
     normative=_p(
         r"\b(?:muss|müssen|musst|soll|sollen|sollte|sollten|darf nicht|dürfen nicht|darfst nicht|nicht erlaubt|verboten|untersagt"
         r"|pflicht|verpflichtend|stell sicher|achte darauf|nimm|verwende|verwendet|benutze|nutze|kein|keine|keinen|nicht|statt|anstatt)\b"
     ),
     decision=_p(
-        r"\b(?:entschieden|beschlossen|entscheidung|wir nehmen|wir bleiben bei|wir gehen mit|wir setzen auf|geeinigt|festgelegt"
+        r"\b(?:entschieden|beschlossen|entscheidung|wir nehmen|nehmen wir|wir bleiben bei|bleiben wir bei|wir gehen mit|wir setzen auf|setzen wir auf|geeinigt|festgelegt"
         r"|wir stellen um|umgestellt|wir wechseln|bleibt ab jetzt|gelandet)\b"
     ),
     preference=_p(r"\b(?:ich bevorzuge|ich mag|ich hätte gern|ich hätte lieber|mir wäre|mir wären|lieber|am liebsten|für mich|meine vorliebe|ich finde)\b"),
-    team=_p(r"\b(?:wir|unser|unsere|unseren|unserem|bei uns)\b"),
+    team=_p(r"^(?:wir|unser|unsere|unseren|unserem|bei uns)\b|\bwir (?:nutzen|verwenden|benutzen|deployen)\b"),
     lead_in=_p(r"^(?:hinweis|notiz|achtung|wichtig|entscheidung|konvention|regel|vereinbarung|zur info|nur zur info|fyi|merke|erinnerung|info|tipp)\b\s*[:,]?\s*"),
     fact=_p(
         r"\b(?:port|profil|version|pfad|verzeichnis|ordner|host|url|endpoint|datenbank|db|region|cluster|bucket|registry|alias"
@@ -419,11 +425,11 @@ RUSSIAN = Lexicon(
         r"|^(?:можешь|можете|не мог бы)\b|^давай(?:те)?\b|^нужно,? чтобы ты\b|^хочу,? чтобы ты\b"
     ),
     at_hand=_p(r"\b(?:этот|эта|это|эту|этом|этой|эти)\s+(?:функци\w*|метод\w*|класс\w*|файл\w*|модул\w*|тест\w*|баг\w*|ошибк\w*|проблем\w*|PR|изменени\w*|скрипт\w*|переменн\w*|клиент\w*)"),
-    one_off=_p(r"\b(?:в этот раз|на этот раз|только сегодня|сегодня только|только для (?:этого|этой)|только в (?:этом|этой)|один раз|разово|в виде исключения|в порядке исключения|единожды)\b"),
+    one_off=_p(r"\b(?:в этот раз|на этот раз|(?<!не )только сегодня|сегодня только|(?<!не )только для (?:этого|этой)|(?<!не )только в (?:этом|этой)|один раз|разово|в виде исключения|в порядке исключения|единожды)\b"),
     temporary=_p(r"\b(?:пока|пока что|временно|на время|на этой неделе|до|пока не|сегодня|завтра)\b"),
     durable=_p(
         r"\b(?:всегда|никогда|впредь|отныне|с этого момента|с сегодняшнего дня|по умолчанию|в этом (?:репозитории|репо|проекте)"
-        r"|везде|каждый раз|окончательно|навсегда)\b"
+        r"|везде|каждый раз|окончательно|навсегда|перед каждым|перед каждой|после каждого|после каждой|при каждом)\b"
     ),
     normative=_p(
         r"\b(?:нужно|надо|необходимо|должен|должна|должно|должны|следует|обязательно|нельзя|запрещено|запрещены|запрещается"
@@ -434,7 +440,7 @@ RUSSIAN = Lexicon(
         r"|переходим на|приняли|утвердили|оставляем)\b"
     ),
     preference=_p(r"\b(?:предпочитаю|мне нравится|мне нравятся|я люблю|мне удобнее|мне удобно|мне бы хотелось|хотелось бы|для меня|моё предпочтение|мое предпочтение|лучше)\b"),
-    team=_p(r"\b(?:мы|у нас|наш|наша|наше|наши)\b"),
+    team=_p(r"^(?:мы|у нас|наш|наша|наше|наши)\b|\bмы (?:используем|деплоим)\b"),
     lead_in=_p(r"^(?:заметка|примечание|внимание|важно|решение|соглашение|правило|напоминание|к сведению|для справки|на заметку|инфо|запомни)\b\s*[:,—-]?\s*"),
     fact=_p(
         r"\b(?:порт\w*|профил\w*|верси\w*|пут\w*|каталог\w*|директори\w*|папк\w*|хост\w*|url|адрес\w*|эндпоинт\w*|баз\w*|бд|регион\w*"
@@ -480,6 +486,13 @@ def _latin_identifier() -> Any:
     return identifier
 
 
+# A reading of a Latin-script sentence below this probability is not tried ("go" is as likely
+# German as English); a first reading below `UNSURE` falls back to English, the usual language
+# of code-switched text.
+RUNNER_UP_MIN = 0.2
+UNSURE = 0.3
+
+
 def language_of(text: str) -> str:
     """The language a user sentence is in, by script first, then by function words."""
     if _HANGUL.search(text):
@@ -490,8 +503,8 @@ def language_of(text: str) -> str:
         return "zh"
     if _CYRILLIC.search(text):
         return "ru"
-    language, _ = _latin_identifier().classify(text)
-    return str(language)
+    language, probability = _latin_identifier().classify(text)
+    return str(language) if probability >= UNSURE else "en"
 
 
 # How many readings of a Latin-script sentence are tried, most likely first.
@@ -503,8 +516,21 @@ def likely_languages(text: str) -> list[str]:
     first = language_of(text)
     if first not in LATIN_LANGUAGES:
         return [first]
-    ranked = [str(language) for language, _ in _latin_identifier().rank(text)]
+    ranked = [str(language) for language, probability in _latin_identifier().rank(text) if probability >= RUNNER_UP_MIN]
     return [first, *(language for language in ranked if language != first)][:LATIN_READINGS]
+
+
+# A language the classifier gives less than this is not looked at even for a rule word.
+OTHER_READING_MIN = 0.05
+
+
+def other_latin_languages(text: str, readings: list[str]) -> list[str]:
+    """The Latin-script languages not among `readings` that the classifier still gives some
+    chance: a last look for an unmistakable rule word in a short sentence it misplaced."""
+    if readings[0] not in LATIN_LANGUAGES:
+        return []
+    ranked = _latin_identifier().rank(text)
+    return [str(language) for language, probability in ranked if probability >= OTHER_READING_MIN and language not in readings]
 
 
 def lexicon_for(text: str) -> Lexicon:

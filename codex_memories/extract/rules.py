@@ -28,7 +28,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 
-from codex_memories.extract.lexicons import FROM_NOW_ON, LEXICONS, VALUE, Lexicon, lexicon_for, likely_languages
+from codex_memories.extract.lexicons import (
+    FROM_NOW_ON,
+    LEXICONS,
+    VALUE,
+    Lexicon,
+    lexicon_for,
+    likely_languages,
+    other_latin_languages,
+)
 
 # An open-ended "for now" holds two weeks: long enough for a refactor or a freeze, short
 # enough that a forgotten temporary rule does not outlive its reason for long.
@@ -287,10 +295,18 @@ def judge_sentence(sentence: str, said_at: datetime | None) -> Judgement:
     judgement = Judgement((), NO_SIGNAL)
     # A short Latin-script sentence may be read as a neighbouring language ("As branches de
     # feature se chamam ..." as French): when its first reading finds nothing, the next one judges.
-    for language in likely_languages(judged):
+    readings = likely_languages(judged)
+    for language in readings:
         judgement = _judge_in(LEXICONS[language], stripped, judged, said_at)
         if judgement.verdict != NO_SIGNAL:
-            break
+            return judgement
+    # A short sentence the classifier did not place ("Nunca hagas force push a main." read as
+    # English): another Latin language's table may still know an unmistakable rule word in it.
+    # Only a strong signal counts there; a weak one in the wrong language is noise.
+    for language in other_latin_languages(judged, readings):
+        other = _judge_in(LEXICONS[language], stripped, judged, said_at)
+        if other.verdict == KEPT and other.strong:
+            return other
     return judgement
 
 
@@ -455,8 +471,9 @@ def _old_patterns(text: str, lexicon: Lexicon) -> list[tuple[str, float]]:
     return [(kind, weight) for pattern, kind, weight in patterns if any(pattern.search(clause) for clause in clauses)]
 
 
-# A pronoun subject with a standing-time adverb describes, it does not rule: "it never finishes".
-_DESCRIBED = re.compile(r"^(?:it|this|that|they|he|she)\b", re.IGNORECASE)
+# A pronoun subject or a past verb with a standing-time adverb describes, it does not rule: "it
+# never finishes", "the delivery never arrived".
+_DESCRIBED = re.compile(r"^(?:it|this|that|they|he|she)\b|\b(?:always|never)\s+(?-i:[a-z]+ed)\b", re.IGNORECASE)
 
 
 def _signal(whole: str, sentence: str, lexicon: Lexicon, *, lead_in: bool) -> tuple[str, float] | None:
@@ -469,9 +486,9 @@ def _signal(whole: str, sentence: str, lexicon: Lexicon, *, lead_in: bool) -> tu
         return "constraint", 0.8
     if lead_in:
         return ("constraint", 0.8) if _DECIDING_LEAD_IN.match(sentence) else ("fact", 0.6)
-    if lexicon.durable.search(whole) and not (lexicon.status.search(whole) or _DESCRIBED.match(whole)):
+    if lexicon.durable.search(whole) and not (lexicon.status.search(whole) or _DESCRIBED.search(whole)):
         return "constraint", 0.8
-    if _weak_blocked(whole, lexicon):
+    if _weak_blocked(whole, lexicon) or _too_short(whole, lexicon):
         return None
     if lexicon.preference.search(whole):
         return "preference", 0.6
@@ -480,6 +497,17 @@ def _signal(whole: str, sentence: str, lexicon: Lexicon, *, lead_in: bool) -> tu
     if lexicon.team.search(whole) or lexicon.convention.search(whole):
         return "preference", 0.7
     return None
+
+
+# A weak signal in fewer words than this is a fragment ("go", "in dev"), not a statement.
+MIN_WEAK_WORDS = 3
+MIN_WEAK_CHARACTERS = 6
+
+
+def _too_short(text: str, lexicon: Lexicon) -> bool:
+    if lexicon.language in ("zh", "ja"):
+        return len(re.sub(r"\s|[。，、．.!！]", "", text)) < MIN_WEAK_CHARACTERS
+    return len(text.split()) < MIN_WEAK_WORDS
 
 
 def _weak_blocked(text: str, lexicon: Lexicon) -> bool:
