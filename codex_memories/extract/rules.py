@@ -1,23 +1,42 @@
-"""Recognising standing rules in what a user typed: constraints, preferences, facts, commands.
+"""The user's durable statements in what they typed: rules, conventions, decisions, environment
+facts and preferences, in their own words, in any of nine languages (issues 15 and 34).
 
-Contract: `rules_in_message(text, said_at)` returns the sentences of one user message that state a
-rule a later session should follow, each as a `RecognisedRule` (the sentence, its type, weight,
-reason and expiry); `recognise_rule(sentence, said_at)` judges one sentence. English and Chinese.
+Contract:
+- `judge_sentence(sentence, said_at) -> Judgement`: the rules one sentence states (usually one;
+  two when a standing statement and a time-boxed one share it), or none with the reason code
+  (`QUESTION`, `REQUEST`, `CHATTER`, `STATUS`, `NARRATION`, `ONE_OFF`, `PROGRAM_OUTPUT`,
+  `NO_SIGNAL`). `recognise_rule` is its first rule or None.
+- `rules_in_message(text, said_at)`: the rules of one user message, in order, each once, code
+  blocks and pasted output skipped, a rule followed by the sentences that explain it.
+- `rules_in_session(user_turns, said_at)`: the rules of a whole session, each with `turn` (which
+  user message said it, from 1); a later correction replaces the statement it corrects.
 
-A rule is an everyday normative form, not only "always"/"never": "prefer X over Y", "keep X at
-N", "X is a hard limit", "make sure", "must", "don't use", "use X, not Y", "remember that", and
-记住, 以后都, 不要用, 必须, 禁止, 统一用, 优先用 X 而不是 Y, 务必. Not a rule: a question, past-tense
-narration ("I always used tabs"), a description ("the test always fails"), pasted program output
-("ValueError: timeout must be ..."), a one-off task ("fix the failing test").
+How a sentence is judged (`judge_sentence`'s docstring has the steps): from its structure, in its
+language, with the small per-language tables of `extract.lexicons` (English, Chinese, Japanese,
+Korean, Spanish, Portuguese, French, German, Russian). Kept: every statement about the project,
+its environment or how to work, with or without a keyword ("Decision: ...", "Note: ...",
+"FYI ...", "test files live next to the module", "the local API listens on port 8087"). Not
+kept: a question, a request about the change at hand, chatter, a report of the moment's state,
+a past event, pasted program output. A past-tense clause beside a rule is its reason, not a
+veto ("don't edit the lockfile by hand, we shipped a broken one last time").
 
-The reason is kept with the rule ("because ...", "since ...", 因为 ..., or a stated situation
-beside the instruction: "the branch is being refactored, don't commit"). A temporary rule gets an
-expiry date from `said_at` (the session's time, UTC): "today", "this week", "until Friday",
-"this month", "for 3 days", explicit dates, and 今天, 本周/这周, 周五之前, 12 月 15 日; an open-ended
-one ("for now", "until the refactor lands", 暂时, 直到 ...) holds `OPEN_ENDED_TEMPORARY_DAYS`.
-Without `said_at` a temporary rule keeps no date (nothing to count from) and says so in its reason.
+Time (the contract consolidation relies on):
+- A one-off ("only for this commit", "just today", "this time", "just this once", 这次, 今回だけ,
+  이번만, esta vez, desta vez, cette fois, diesmal, в этот раз, ...) is never a rule: the sentence
+  gives nothing (`ONE_OFF`), so it never reaches a stage-1 output, cannot be served as a rule and
+  cannot replace a standing one. A standing rule in the same sentence is kept alone, without the
+  one-off clause.
+- A time-boxed rule ("for now", "this week", "until Friday", "not yet", "today", and the same in
+  each language) is `temporary` with `expires` counted from `said_at` (the session's time, UTC):
+  explicit dates, weekdays, "this week", "this month", "for 3 days"; an open-ended one holds
+  `OPEN_ENDED_TEMPORARY_DAYS`. It is served until then and leaves by the `entry_expiry` route.
+  Without `said_at` it keeps no date and says so in its reason.
+- A clause that holds from now on ("for good", a decision, "always") is not made temporary by a
+  "don't touch it yet" beside it: the standing part is one rule without expiry, the time-boxed
+  part another, temporary.
+- Everything else is permanent (no `expires`).
 
-Pure and deterministic: regular expressions over one message, no I/O.
+Pure and deterministic: regular expressions and one bundled language classifier, no I/O.
 """
 
 from __future__ import annotations
