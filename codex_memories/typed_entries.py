@@ -9,8 +9,10 @@ Contract:
   suffix is plain text it can ignore.
 - `type` is one of `ENTRY_TYPES`; `weight` is in [0, 1] (how strongly the user meant it: a
   "must" or a correction weighs more than an "I'd rather"); `expires` is a UTC date: the entry
-  holds through that day and is expired from 00:00 UTC of the next; `reason` is free text (the
-  "because ..." kept with the rule), last so it may hold `;`, never braces.
+  holds through that day and is expired from 00:00 UTC of the next; `turn` (optional) is the
+  provenance of a statement the offline extractor kept: which user turn of the session said it
+  (1 is the first message the user typed); `reason` is free text (the "because ..." kept with the
+  rule), last so it may hold `;`, never braces.
 - `split_entry(line)` -> (bullet text without the suffix, `EntryMeta` or None); `with_meta` puts a
   suffix on a text; `drop_expired_lines(text, now)` removes every bullet line whose entry expired
   before `now` and says which (the entry-expiry forgetting route uses it on files and DB rows
@@ -45,12 +47,15 @@ class EntryMeta:
     weight: float
     reason: str = ""
     expires: date | None = None
+    turn: int | None = None
 
     def __post_init__(self) -> None:
         if self.type not in ENTRY_TYPES:
             raise ValueError(f"unknown entry type {self.type!r}; expected one of {', '.join(ENTRY_TYPES)}")
         if not 0.0 <= self.weight <= 1.0:
             raise ValueError(f"entry weight {self.weight} is outside [0, 1]")
+        if self.turn is not None and self.turn < 1:
+            raise ValueError(f"entry turn {self.turn} is not a user turn (they count from 1)")
 
     def expired(self, now: datetime) -> bool:
         """Whether the entry no longer holds at `now` (timezone-aware)."""
@@ -62,6 +67,8 @@ class EntryMeta:
         parts = [f"type={self.type}", f"weight={self.weight:.1f}"]
         if self.expires is not None:
             parts.append(f"expires={self.expires.isoformat()}")
+        if self.turn is not None:
+            parts.append(f"turn={self.turn}")
         reason = clean_reason(self.reason)
         if reason:
             parts.append(f"reason={reason}")
@@ -120,6 +127,7 @@ def parse_meta(body: str) -> EntryMeta | None:
             weight=float(fields.get("weight", "")),
             reason=reason.strip(),
             expires=date.fromisoformat(fields["expires"]) if fields.get("expires") else None,
+            turn=int(fields["turn"]) if fields.get("turn") else None,
         )
     except ValueError:
         return None

@@ -1,23 +1,42 @@
-"""Recognising standing rules in what a user typed: constraints, preferences, facts, commands.
+"""The user's durable statements in what they typed: rules, conventions, decisions, environment
+facts and preferences, in their own words, in any of nine languages (issues 15 and 34).
 
-Contract: `rules_in_message(text, said_at)` returns the sentences of one user message that state a
-rule a later session should follow, each as a `RecognisedRule` (the sentence, its type, weight,
-reason and expiry); `recognise_rule(sentence, said_at)` judges one sentence. English and Chinese.
+Contract:
+- `judge_sentence(sentence, said_at) -> Judgement`: the rules one sentence states (usually one;
+  two when a standing statement and a time-boxed one share it), or none with the reason code
+  (`QUESTION`, `REQUEST`, `CHATTER`, `STATUS`, `NARRATION`, `ONE_OFF`, `PROGRAM_OUTPUT`,
+  `NO_SIGNAL`). `recognise_rule` is its first rule or None.
+- `rules_in_message(text, said_at)`: the rules of one user message, in order, each once, code
+  blocks and pasted output skipped, a rule followed by the sentences that explain it.
+- `rules_in_session(user_turns, said_at)`: the rules of a whole session, each with `turn` (which
+  user message said it, from 1); a later correction replaces the statement it corrects.
 
-A rule is an everyday normative form, not only "always"/"never": "prefer X over Y", "keep X at
-N", "X is a hard limit", "make sure", "must", "don't use", "use X, not Y", "remember that", and
-记住, 以后都, 不要用, 必须, 禁止, 统一用, 优先用 X 而不是 Y, 务必. Not a rule: a question, past-tense
-narration ("I always used tabs"), a description ("the test always fails"), pasted program output
-("ValueError: timeout must be ..."), a one-off task ("fix the failing test").
+How a sentence is judged (`judge_sentence`'s docstring has the steps): from its structure, in its
+language, with the small per-language tables of `extract.lexicons` (English, Chinese, Japanese,
+Korean, Spanish, Portuguese, French, German, Russian). Kept: every statement about the project,
+its environment or how to work, with or without a keyword ("Decision: ...", "Note: ...",
+"FYI ...", "test files live next to the module", "the local API listens on port 8087"). Not
+kept: a question, a request about the change at hand, chatter, a report of the moment's state,
+a past event, pasted program output. A past-tense clause beside a rule is its reason, not a
+veto ("don't edit the lockfile by hand, we shipped a broken one last time").
 
-The reason is kept with the rule ("because ...", "since ...", 因为 ..., or a stated situation
-beside the instruction: "the branch is being refactored, don't commit"). A temporary rule gets an
-expiry date from `said_at` (the session's time, UTC): "today", "this week", "until Friday",
-"this month", "for 3 days", explicit dates, and 今天, 本周/这周, 周五之前, 12 月 15 日; an open-ended
-one ("for now", "until the refactor lands", 暂时, 直到 ...) holds `OPEN_ENDED_TEMPORARY_DAYS`.
-Without `said_at` a temporary rule keeps no date (nothing to count from) and says so in its reason.
+Time (the contract consolidation relies on):
+- A one-off ("only for this commit", "just today", "this time", "just this once", 这次, 今回だけ,
+  이번만, esta vez, desta vez, cette fois, diesmal, в этот раз, ...) is never a rule: the sentence
+  gives nothing (`ONE_OFF`), so it never reaches a stage-1 output, cannot be served as a rule and
+  cannot replace a standing one. A standing rule in the same sentence is kept alone, without the
+  one-off clause.
+- A time-boxed rule ("for now", "this week", "until Friday", "not yet", "today", and the same in
+  each language) is `temporary` with `expires` counted from `said_at` (the session's time, UTC):
+  explicit dates, weekdays, "this week", "this month", "for 3 days"; an open-ended one holds
+  `OPEN_ENDED_TEMPORARY_DAYS`. It is served until then and leaves by the `entry_expiry` route.
+  Without `said_at` it keeps no date and says so in its reason.
+- A clause that holds from now on ("for good", a decision, "always") is not made temporary by a
+  "don't touch it yet" beside it: the standing part is one rule without expiry, the time-boxed
+  part another, temporary.
+- Everything else is permanent (no `expires`).
 
-Pure and deterministic: regular expressions over one message, no I/O.
+Pure and deterministic: regular expressions and one bundled language classifier, no I/O.
 """
 
 from __future__ import annotations
@@ -27,6 +46,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
+
+from codex_memories.extract.lexicons import (
+    FROM_NOW_ON,
+    LEXICONS,
+    VALUE,
+    Lexicon,
+    lexicon_for,
+    likely_languages,
+    other_latin_languages,
+)
 
 # An open-ended "for now" holds two weeks: long enough for a refactor or a freeze, short
 # enough that a forgotten temporary rule does not outlive its reason for long.
@@ -48,6 +77,9 @@ class RecognisedRule:
     reason: str = ""
     expires: date | None = None
     temporary: bool = False
+    language: str = "en"
+    # Which of the session's user turns said it (1 is the first message the user typed).
+    turn: int | None = None
 
 
 # -- what is never a rule -----------------------------------------------------------------------
@@ -60,12 +92,6 @@ _PROGRAM_OUTPUT = re.compile(
 _QUESTION_START = re.compile(
     r"^(?:why|what|how|when|where|which|who|can|could|would|should|shall|is|are|does|did|will|have|has)\b|^do\b(?!\s+not\b)"
     r"|^(?:为什么|为啥|怎么|能不能|可不可以|是不是|要不要|是否)",
-    re.IGNORECASE,
-)
-_NARRATION = re.compile(
-    r"\b(?:used to|had to|had|was|were|did|didn't|yesterday|last (?:week|month|year|time)|ago|tried|decided|said|told)\b"
-    r"|\b(?:I|we|he|she|they|someone|somebody)\s+(?:always\s+|never\s+)?\w+ed\b"
-    r"|昨天|上周|上个月|以前我|之前我|去年|用过|说过",
     re.IGNORECASE,
 )
 _NOT_RULES = re.compile(r"^(?:never mind|no (?:problem|worries|idea|luck|need|way)\b|no[,.!]|thanks\b)", re.IGNORECASE)
@@ -170,66 +196,361 @@ def rules_in_message(
     A rule is its sentence plus the sentences right after it in the same paragraph (at most
     `MAX_ELABORATION_SENTENCES`, up to the next rule or question, `MAX_RULE_CHARS` in all): people
     state a rule and then say what it means and why. `fallback` judges a sentence no pattern
-    here recognises (the heuristic provider's scoped-instruction form)."""
+    here recognises (the heuristic provider's scoped-instruction form); a sentence judged a
+    one-off is never handed to it."""
     rules: list[RecognisedRule] = []
     for paragraph in message_paragraphs(text):
-        judged = [(sentence, recognise_rule(sentence, said_at) or (fallback(sentence) if fallback else None)) for sentence in paragraph]
-        for index, (_, rule) in enumerate(judged):
-            if rule is None:
+        judged: list[tuple[str, Judgement]] = []
+        for sentence in paragraph:
+            judgement = judge_sentence(sentence, said_at)
+            if not judgement.rules and fallback is not None and judgement.verdict not in (ONE_OFF, QUESTION, PROGRAM_OUTPUT):
+                fallen = fallback(sentence)
+                if fallen is not None:
+                    judgement = Judgement((fallen,), KEPT, strong=True)
+            judged.append((sentence, judgement))
+        consumed: set[int] = set()
+        for index, (_, judgement) in enumerate(judged):
+            if index in consumed:
                 continue
-            elaboration = []
-            for sentence, other in judged[index + 1 : index + 1 + MAX_ELABORATION_SENTENCES]:
-                if other is not None or sentence.rstrip().endswith(("?", "？")):
-                    break
-                elaboration.append(sentence)
-            if elaboration:
-                joined = " ".join([rule.text, *elaboration])
-                rule = replace(rule, text=joined if len(joined) <= MAX_RULE_CHARS else rule.text)
-            if all(rule.text != seen.text for seen in rules):
-                rules.append(rule)
+            for position, rule in enumerate(judgement.rules):
+                elaboration = []
+                # Only the last rule of a sentence takes the sentences after it; a sentence that
+                # only describes ("writes go to the primary only") explains the rule before it.
+                following = judged[index + 1 : index + 1 + MAX_ELABORATION_SENTENCES] if position == len(judgement.rules) - 1 else []
+                for offset, (sentence, other) in enumerate(following, start=index + 1):
+                    if (other.rules and other.strong) or sentence.rstrip().endswith(("?", "？")):
+                        break
+                    elaboration.append(sentence)
+                    consumed.add(offset)
+                if elaboration:
+                    joined = " ".join([rule.text, *elaboration])
+                    rule = replace(rule, text=joined if len(joined) <= MAX_RULE_CHARS else rule.text)
+                if all(rule.text != seen.text for seen in rules):
+                    rules.append(rule)
     return rules
 
 
-def recognise_rule(sentence: str, said_at: datetime | None) -> RecognisedRule | None:
-    """The rule one sentence states, or None when it states none.
+def rules_in_session(
+    user_turns: list[str], said_at: datetime | None, *, fallback: Callable[[str], RecognisedRule | None] | None = None
+) -> list[RecognisedRule]:
+    """The standing statements of a whole session, each with the user turn that said it.
 
-    The patterns that must start a sentence also start a clause after a colon or a dash: people
-    lead in before the rule ("unrelated, but while you're in public/: never touch ...", "before
-    you commit: run `goose fix`")."""
+    `user_turns` are the messages the user typed, in order (turn 1 first). A statement that
+    corrects an earlier one replaces it, so only the corrected one is kept: a later statement
+    with a correction marker ("actually", "I meant", 其实, 訂正, en realidad, eigentlich, ...) that
+    names the earlier one's value or shares two of its words, or a later statement that repeats
+    most of an earlier one's words with another value ("the API listens on 8087" -> "... on
+    8090"). Said again with no change, the first saying is kept."""
+    kept: list[RecognisedRule] = []
+    for turn, text in enumerate(user_turns, start=1):
+        for rule in rules_in_message(text, said_at, fallback=fallback):
+            rule = replace(rule, turn=turn)
+            if any(rule.text == seen.text for seen in kept):
+                continue
+            kept = [seen for seen in kept if not _replaces(rule, seen)]
+            kept.append(rule)
+    return kept
+
+
+_SUBJECT_WORD = re.compile(r"[^\W\d_]{3,}|[\u3400-\u9fff\u3040-\u30ff\uac00-\ud7af]{2}")
+
+
+def _subject_words(text: str) -> set[str]:
+    """The words a statement is about, values left out (CJK text as overlapping pairs of characters)."""
+    bare = VALUE.sub(" ", text).casefold()
+    words = set()
+    for run in re.findall(r"[^\W\d_]+", bare):
+        if re.match(r"[\u3400-\u9fff\u3040-\u30ff\uac00-\ud7af]", run):
+            words |= {run[index : index + 2] for index in range(max(1, len(run) - 1))}
+        elif len(run) >= 3:
+            words.add(run)
+    return words
+
+
+# A later statement with most of an earlier one's words and a new value replaces it.
+REPLACEMENT_OVERLAP = 0.6
+
+
+def _replaces(later: RecognisedRule, earlier: RecognisedRule) -> bool:
+    if later.turn == earlier.turn:
+        return False
+    later_words, earlier_words = _subject_words(later.text), _subject_words(earlier.text)
+    shared = later_words & earlier_words
+    later_values = {value.strip("`").casefold() for value in VALUE.findall(later.text)}
+    earlier_values = {value.strip("`").casefold() for value in VALUE.findall(earlier.text)}
+    if lexicon_for(later.text).correction.search(later.text.strip()) and (len(shared) >= 2 or later_values & earlier_values):
+        return True
+    smaller = min(len(later_words), len(earlier_words))
+    return bool(smaller and later_values and earlier_values and later_values != earlier_values and len(shared) / smaller >= REPLACEMENT_OVERLAP)
+
+
+def recognise_rule(sentence: str, said_at: datetime | None) -> RecognisedRule | None:
+    """The standing rule one sentence states (the first when it states two), or None."""
+    judgement = judge_sentence(sentence, said_at)
+    return judgement.rules[0] if judgement.rules else None
+
+
+def judge_sentence(sentence: str, said_at: datetime | None) -> Judgement:
+    """What one user sentence states: its rules, or the reason it states none (`Judgement`).
+
+    Decided from the structure of the sentence, in its language (`extract.lexicons`):
+    1. What is not a statement goes first: pasted program output, a question.
+    2. A lead-in ("Note:", "Decision:", "FYI", 注意：...) is taken off; the rest is judged.
+    3. Clauses that narrate the past ("we shipped a broken lockfile last time") are set aside:
+       they are the reason of the rule they sit beside, not a rule and not a veto. A sentence
+       with nothing else is a past event.
+    4. The signal: a normative word, a standing-time adverb, a decision, a meaningful lead-in
+       (strong), or a preference, a practice of the team, a convention form, an environment
+       fact with its value (weak). A weak signal loses to chatter, a request about the change at
+       hand and a report of the moment's state; a standing-time adverb alone loses to a report
+       ("the test always fails").
+    5. Time: a one-off clause ("only for this commit") never gives a rule; a time-boxed clause
+       gives a temporary rule; a clause with a standing marker beside them stays permanent.
+    """
     stripped = sentence.strip().lstrip("-*> ").strip()
     judged = _CORRECTION.sub("", stripped)
-    if not judged or _not_a_rule(judged):
+    if not judged:
+        return Judgement((), NO_SIGNAL)
+    judgement = Judgement((), NO_SIGNAL)
+    # A short Latin-script sentence may be read as a neighbouring language ("As branches de
+    # feature se chamam ..." as French): when its first reading finds nothing, the next one judges.
+    readings = likely_languages(judged)
+    for language in readings:
+        judgement = _judge_in(LEXICONS[language], stripped, judged, said_at)
+        if judgement.verdict != NO_SIGNAL:
+            return judgement
+    # A short sentence the classifier did not place ("Nunca hagas force push a main." read as
+    # English): another Latin language's table may still know an unmistakable rule word in it.
+    # Only a strong signal counts there; a weak one in the wrong language is noise.
+    for language in other_latin_languages(judged, readings):
+        other = _judge_in(LEXICONS[language], stripped, judged, said_at)
+        if other.verdict == KEPT and other.strong:
+            return other
+    return judgement
+
+
+def _judge_in(lexicon: Lexicon, stripped: str, judged: str, said_at: datetime | None) -> Judgement:
+    if _PROGRAM_OUTPUT.search(judged):
+        return Judgement((), PROGRAM_OUTPUT)
+    if _asks(judged, lexicon):
+        return Judgement((), QUESTION)
+    if lexicon.language == "en" and _NOT_RULES.search(judged):
+        return Judgement((), CHATTER)
+    lead = lexicon.lead_in.match(judged)
+    body = judged[lead.end() :].strip() if lead else judged
+    if not body:
+        return Judgement((), NO_SIGNAL)
+    clauses = _clauses(body, lexicon)
+    narrated = [clause for clause in clauses if _narrates(clause, lexicon)]
+    content = [clause for clause in clauses if clause not in narrated]
+    if not content:
+        return Judgement((), NARRATION)
+    whole = _join(content, lexicon)
+    one_off = [clause for clause in content if lexicon.one_off.search(clause)]
+    timed = [clause for clause in content if clause not in one_off and _time_boxed(clause, said_at, lexicon)]
+    standing_beside = [clause for clause in content if clause not in one_off and clause not in timed and _strong(clause, lexicon)]
+    if one_off and not standing_beside:
+        return Judgement((), ONE_OFF)
+    signal = _signal(whole, judged, lexicon, lead_in=bool(lead) and _meaningful_lead_in(lead.group(0)))
+    if signal is None:
+        return Judgement((), _why_not(whole, lexicon))
+    kind, weight = signal
+    strong = _strong(whole, lexicon) or (bool(lead) and _meaningful_lead_in(lead.group(0)))
+    reason = _reason(stripped, lexicon) or _join([clause.strip(" .。") for clause in narrated], lexicon)
+
+    def rule(text: str, temporary_from: str | None) -> RecognisedRule:
+        expires, temporary = _expiry(temporary_from, said_at, lexicon) if temporary_from else (None, False)
+        why = reason
+        if temporary and expires is None:
+            why = "; ".join(part for part in (why, "temporary, no date to count from") if part)
+        return RecognisedRule(text=text, type=kind, weight=weight, reason=why, expires=expires, temporary=temporary, language=lexicon.language)
+
+    if one_off:
+        return Judgement((rule(_join(standing_beside, lexicon), None),), KEPT, strong)
+    if timed:
+        standing = [clause for clause in content if clause not in timed and _standing(clause, lexicon)]
+        if not standing:
+            return Judgement((rule(stripped, stripped),), KEPT, strong)
+        rules = [rule(_join(standing, lexicon), None)]
+        rest = [clause for clause in content if clause not in standing]
+        if rest and _signal(_join(rest, lexicon), _join(rest, lexicon), lexicon, lead_in=False) is not None:
+            rules.append(rule(_join(rest, lexicon), _join(rest, lexicon)))
+        return Judgement(tuple(rules), KEPT, strong)
+    return Judgement((rule(stripped, None),), KEPT, strong)
+
+
+# Why nothing was kept: one code each, counted by the benchmark (`benchmarks/rule_recognition.py`).
+KEPT = "kept"
+NO_SIGNAL = "no_signal"
+PROGRAM_OUTPUT = "program_output"
+QUESTION = "question"
+CHATTER = "chatter"
+REQUEST = "request"
+STATUS = "status"
+NARRATION = "narration"
+ONE_OFF = "one_off"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    rules: tuple[RecognisedRule, ...]
+    verdict: str
+    # Kept on a strong signal (a normative word, a standing-time adverb, a decision, a lead-in);
+    # a sentence kept on a weak one right after a rule is that rule's explanation.
+    strong: bool = False
+
+
+def _asks(sentence: str, lexicon: Lexicon) -> bool:
+    if sentence.endswith(("?", "？")) or re.search(r"[?？]\s*[\"')\]]?$", sentence):
+        return True
+    if lexicon.language == "en":
+        return bool(_QUESTION_START.search(sentence) or lexicon.question.search(sentence))
+    if lexicon.language == "zh":
+        return bool(_QUESTION_START.search(sentence) or lexicon.question.search(sentence))
+    return bool(lexicon.question.search(sentence))
+
+
+# Where a sentence divides into clauses: commas, semicolons, dashes and the "but" of each language.
+_CLAUSE_BREAK = re.compile(
+    r"\s*[;；]\s*|(?<=[^\d]),\s+|，|、(?=\S{4,})|\s+(?:—|–|--)\s+"
+    r"|\s+(?=(?:but|pero|mas|mais|aber|но|sondern)\s)|(?<=[けが])[、,]\s*|(?:但是|不过|可是)|지만\s*",
+    re.IGNORECASE,
+)
+# A clause this short is a scope or a time ("This time", "In this repo", "Just today", 在这个仓库里):
+# it belongs to the clause after it.
+_BARE_CLAUSE_WORDS = 3
+_BARE_CLAUSE_CHARS = 8
+
+
+def _clauses(text: str, lexicon: Lexicon) -> list[str]:
+    parts = [part.strip() for part in _CLAUSE_BREAK.split(text) if part and part.strip(" ,.;。")]
+    merged: list[str] = []
+    carry = ""
+    for part in parts:
+        joined = f"{carry} {part}".strip() if lexicon.language not in _SPACELESS_LANGUAGES else carry + part
+        if _bare(part, lexicon) and part is not parts[-1]:
+            carry = joined + ("" if lexicon.language in _SPACELESS_LANGUAGES else ",")
+            continue
+        merged.append(joined)
+        carry = ""
+    if carry:
+        merged.append(carry.rstrip(","))
+    return merged or [text]
+
+
+_SPACELESS_LANGUAGES = frozenset({"zh", "ja"})
+
+
+def _bare(clause: str, lexicon: Lexicon) -> bool:
+    if lexicon.language in _SPACELESS_LANGUAGES:
+        return len(clause.strip(" .。")) <= _BARE_CLAUSE_CHARS and not VALUE.search(clause)
+    return len(clause.split()) <= _BARE_CLAUSE_WORDS and not VALUE.search(clause)
+
+
+def _join(clauses: list[str], lexicon: Lexicon) -> str:
+    separator = "，" if lexicon.language == "zh" else "、" if lexicon.language == "ja" else ", "
+    return separator.join(clause.strip() for clause in clauses if clause.strip())
+
+
+def _narrates(clause: str, lexicon: Lexicon) -> bool:
+    """A past event ("we shipped a broken lockfile last time"), unless it is a decision or holds from now on."""
+    return bool(lexicon.narration.search(clause)) and not (lexicon.decision.search(clause) or FROM_NOW_ON.search(clause))
+
+
+_MEANINGFUL_LEAD_IN = re.compile(r"^(?:btw|by the way|au fait|übrigens|кстати|顺便|ちなみに|참고로|por cierto|aliás)\b", re.IGNORECASE)
+
+
+def _meaningful_lead_in(lead: str) -> bool:
+    """"Note:", "Decision:", "FYI" say the rest is worth keeping; "by the way" says nothing."""
+    return not _MEANINGFUL_LEAD_IN.match(lead.strip())
+
+
+_DECIDING_LEAD_IN = re.compile(
+    r"^(?:decision|convention|rule|policy|important|决定|约定|规则|规定|原则|重要|決定|決まり|ルール|規約|方針|重要|결정|규칙|규약|중요"
+    r"|decisión|convención|regla|norma|importante|decisão|convenção|regra|décision|règle|entscheidung|konvention|regel|wichtig"
+    r"|решение|соглашение|правило|важно)",
+    re.IGNORECASE,
+)
+
+
+def _strong(clause: str, lexicon: Lexicon) -> bool:
+    return bool(lexicon.normative.search(clause) or lexicon.decision.search(clause) or _standing(clause, lexicon) or _old_patterns(clause, lexicon))
+
+
+def _standing(clause: str, lexicon: Lexicon) -> bool:
+    """A marker that the statement holds from now on: "always", "from now on", "for good", a decision."""
+    return bool(lexicon.durable.search(clause) or lexicon.decision.search(clause))
+
+
+def _old_patterns(text: str, lexicon: Lexicon) -> list[tuple[str, float]]:
+    if lexicon.language not in ("en", "zh"):
+        return []
+    clauses = [text, *(part.strip() for part in _LEAD_IN.split(text)[1:] if part.strip())]
+    patterns = _ZH_RULES if lexicon.language == "zh" else _EN_RULES
+    return [(kind, weight) for pattern, kind, weight in patterns if any(pattern.search(clause) for clause in clauses)]
+
+
+# A pronoun subject or a past verb with a standing-time adverb describes, it does not rule: "it
+# never finishes", "the delivery never arrived".
+_DESCRIBED = re.compile(r"^(?:it|this|that|they|he|she)\b|\b(?:always|never)\s+(?-i:[a-z]+ed)\b", re.IGNORECASE)
+
+
+def _signal(whole: str, sentence: str, lexicon: Lexicon, *, lead_in: bool) -> tuple[str, float] | None:
+    old = _old_patterns(whole, lexicon)
+    if old:
+        return _type_of(whole, old, lexicon.language == "zh")
+    if lexicon.normative.search(whole):
+        return "constraint", 0.9
+    if lexicon.decision.search(whole):
+        return "constraint", 0.8
+    if lead_in:
+        return ("constraint", 0.8) if _DECIDING_LEAD_IN.match(sentence) else ("fact", 0.6)
+    if lexicon.durable.search(whole) and not (lexicon.status.search(whole) or _DESCRIBED.search(whole)):
+        return "constraint", 0.8
+    if _weak_blocked(whole, lexicon) or _too_short(whole, lexicon):
         return None
-    chinese = _is_chinese(stripped)
-    clauses = [judged, *(part.strip() for part in _LEAD_IN.split(judged)[1:] if part.strip())]
-    matches = [
-        (kind, weight)
-        for pattern, kind, weight in (_ZH_RULES if chinese else _EN_RULES)
-        if any(pattern.search(clause) for clause in clauses)
-    ]
-    if not matches:
-        return None
-    kind, weight = _type_of(stripped, matches, chinese)
-    expires, temporary = _expiry(stripped, said_at)
-    reason = _reason(stripped, chinese)
-    if temporary and expires is None:
-        reason = "; ".join(part for part in (reason, "temporary, no date to count from") if part)
-    return RecognisedRule(text=stripped, type=kind, weight=weight, reason=reason, expires=expires, temporary=temporary)
+    if lexicon.preference.search(whole):
+        return "preference", 0.6
+    if VALUE.search(whole) and lexicon.fact.search(whole):
+        return "fact", 0.6
+    if lexicon.team.search(whole) or lexicon.convention.search(whole):
+        return "preference", 0.7
+    return None
+
+
+# A weak signal in fewer words than this is a fragment ("go", "in dev"), not a statement.
+MIN_WEAK_WORDS = 3
+MIN_WEAK_CHARACTERS = 6
+
+
+def _too_short(text: str, lexicon: Lexicon) -> bool:
+    if lexicon.language in ("zh", "ja"):
+        return len(re.sub(r"\s|[。，、．.!！]", "", text)) < MIN_WEAK_CHARACTERS
+    return len(text.split()) < MIN_WEAK_WORDS
+
+
+def _weak_blocked(text: str, lexicon: Lexicon) -> bool:
+    return bool(
+        lexicon.chatter.search(text) or lexicon.request.search(text) or lexicon.at_hand.search(text) or lexicon.status.search(text)
+    )
+
+
+def _why_not(text: str, lexicon: Lexicon) -> str:
+    if lexicon.chatter.search(text):
+        return CHATTER
+    if lexicon.request.search(text) or lexicon.at_hand.search(text):
+        return REQUEST
+    if lexicon.status.search(text):
+        return STATUS
+    return NO_SIGNAL
+
+
+def _time_boxed(clause: str, said_at: datetime | None, lexicon: Lexicon) -> bool:
+    return _expiry(clause, said_at, lexicon)[1]
 
 
 # "no, don't bother with the CLI": a correction leads in with "no"; the rest is what is judged.
 _CORRECTION = re.compile(r"^(?:no|nope|nah)[,.!]\s+(?=\S)", re.IGNORECASE)
-
-
-def _not_a_rule(sentence: str) -> bool:
-    if sentence.endswith(("?", "？")) or re.search(r"吗[。！.!]?$", sentence):
-        return True
-    return bool(
-        _PROGRAM_OUTPUT.search(sentence)
-        or _QUESTION_START.search(sentence)
-        or _NARRATION.search(sentence)
-        or _NOT_RULES.search(sentence)
-    )
 
 
 def _type_of(sentence: str, matches: list[tuple[str, float]], chinese: bool) -> tuple[str, float]:
@@ -248,10 +569,14 @@ def _type_of(sentence: str, matches: list[tuple[str, float]], chinese: bool) -> 
     return matches[0]
 
 
-def _reason(sentence: str, chinese: bool) -> str:
-    explicit = (_ZH_REASON if chinese else _EN_REASON).search(sentence)
+def _reason(sentence: str, lexicon: Lexicon) -> str:
+    chinese = lexicon.language == "zh"
+    pattern = _EN_REASON if lexicon.language == "en" else lexicon.reason
+    explicit = pattern.search(sentence) if pattern is not None else None
     if explicit:
         return explicit.group(1).strip(" .。")
+    if lexicon.language not in ("en", "zh"):
+        return ""
     clauses = [clause.strip(" .。") for clause in _CLAUSE_SPLIT.split(sentence) if clause.strip(" .。")]
     if len(clauses) < 2:
         return ""
@@ -264,21 +589,21 @@ def _reason(sentence: str, chinese: bool) -> str:
     return ""
 
 
-def _expiry(sentence: str, said_at: datetime | None) -> tuple[date | None, bool]:
+def _expiry(sentence: str, said_at: datetime | None, lexicon: Lexicon) -> tuple[date | None, bool]:
     """(the last day the rule holds, whether it is temporary)."""
     day = said_at.date() if said_at is not None else None
     lower = sentence.lower()
     explicit = _explicit_date(sentence, day)
     if explicit is not None:
         return explicit, True
-    if re.search(r"\btoday\b|\btonight\b|今天|今晚", lower):
+    if _TODAY.search(lower):
         return day, True
-    if re.search(r"\btomorrow\b|明天", lower):
+    if _TOMORROW.search(lower):
         return (day + timedelta(days=1)) if day else None, True
     weekday = _EN_WEEKDAY.search(sentence) or _ZH_WEEKDAY.search(sentence)
     if weekday is not None:
         return (_next_weekday(day, weekday) if day else None), True
-    if re.search(r"\bthis week\b|\buntil next week\b|本周|这周|这个星期|本星期", lower):
+    if _THIS_WEEK.search(lower):
         return (day + timedelta(days=6 - day.weekday())) if day else None, True
     if re.search(r"\bthis month\b|本月|这个月", lower):
         return (day.replace(day=calendar.monthrange(day.year, day.month)[1])) if day else None, True
@@ -287,9 +612,18 @@ def _expiry(sentence: str, said_at: datetime | None) -> tuple[date | None, bool]
         count = int(span.group(1)) if span.group(1).isdigit() else _NUMBER_WORDS[span.group(1).lower()]
         days = count * (7 if span.group(2).lower() == "week" else 1)
         return (day + timedelta(days=days)) if day else None, True
-    if _OPEN_ENDED.search(sentence):
+    if _OPEN_ENDED.search(sentence) or lexicon.temporary.search(sentence):
         return (day + timedelta(days=OPEN_ENDED_TEMPORARY_DAYS)) if day else None, True
     return None, False
+
+
+# The day words of the nine languages (`extract.lexicons`): a rule for today holds through today.
+_TODAY = re.compile(r"\btoday\b|\btonight\b|今天|今晚|今日|오늘|\bhoy\b|\bhoje\b|aujourd'hui|\bheute\b|сегодня", re.IGNORECASE)
+_TOMORROW = re.compile(r"\btomorrow\b|明天|明日|내일|\bmañana\b|\bamanhã\b|\bdemain\b|\bmorgen\b|завтра", re.IGNORECASE)
+_THIS_WEEK = re.compile(
+    r"\bthis week\b|\buntil next week\b|本周|这周|这个星期|本星期|今週|이번 주|esta semana|essa semana|cette semaine|diese woche|на этой неделе",
+    re.IGNORECASE,
+)
 
 
 def _explicit_date(sentence: str, day: date | None) -> date | None:

@@ -5,11 +5,13 @@ Input: `ExtractionRequest.transcript_items` (sanitized, redacted Codex response 
 labelled in both texts as produced by this extractor, with zero token usage.
 
 What it looks for:
-- Preferences and corrections, only in the user's own messages (never in assistant text or tool
-  output, where an instruction is data, not the user's wish), recognised by `extract.rules`:
-  "always ...", "never ...", "prefer X over Y", "keep X at N", "must", "use X, not Y", 必须,
-  不要用, 统一用, ... Each becomes a typed entry (`typed_entries`: type, weight, reason and, for a
-  temporary rule, an expiry counted from `ExtractionRequest.session_time`).
+- The user's durable statements, only in the user's own messages (never in assistant text or
+  tool output, where an instruction is data, not the user's wish), judged by
+  `extract.rules.rules_in_session` in nine languages: rules, conventions, decisions, environment
+  facts and preferences, with or without a keyword. Each becomes a typed entry quoting the user
+  (`typed_entries`: type, weight, reason, `turn` = which user message said it and, for a
+  temporary rule, an expiry counted from `ExtractionRequest.session_time`). One-offs ("only for
+  this commit") give no entry; a correction in a later turn leaves only the corrected statement.
 - Commands with a known exit code (shell function calls and `local_shell_call`, paired with their
   output by `call_id`): successes are verified commands; a failure followed later by a success of
   a similar command in the same directory is recorded as a fix; a failure never fixed is recorded
@@ -45,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from codex_memories.extract.rules import RecognisedRule, rules_in_message
+from codex_memories.extract.rules import RecognisedRule, rules_in_session
 from codex_memories.ingest.transcript import is_harness_text, unspotlight_item
 from codex_memories.llm.base import ExtractionRequest, ExtractionResponse, TokenUsage
 from codex_memories.llm.schema import Stage1Extraction
@@ -254,11 +256,10 @@ def _best_cwd(request_cwd: str, items: list[dict[str, Any]]) -> str:
 
 def _preferences(user_texts: list[str], said_at: datetime | None) -> list[RecognisedRule]:
     found: list[RecognisedRule] = []
-    for text in user_texts:
-        for rule in rules_in_message(text, said_at, fallback=_scoped_instruction):
-            rule = replace(rule, text=_clip(rule.text, MAX_QUOTE_CHARS))
-            if all(rule.text != seen.text for seen in found):
-                found.append(rule)
+    for rule in rules_in_session(user_texts, said_at, fallback=_scoped_instruction):
+        rule = replace(rule, text=_clip(rule.text, MAX_QUOTE_CHARS))
+        if all(rule.text != seen.text for seen in found):
+            found.append(rule)
     return found
 
 
@@ -453,7 +454,7 @@ def _preference_lines(task: TaskEvidence, follow_up: str = "") -> list[str]:
 
 
 def _entry_meta(rule: RecognisedRule) -> EntryMeta:
-    return EntryMeta(type=rule.type, weight=rule.weight, reason=rule.reason, expires=rule.expires)
+    return EntryMeta(type=rule.type, weight=rule.weight, reason=rule.reason, expires=rule.expires, turn=rule.turn)
 
 
 def _quoted(text: str) -> str:

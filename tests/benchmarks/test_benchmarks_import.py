@@ -71,12 +71,20 @@ def test_the_injection_gate_holdout_refuses_a_planted_line_and_passes_an_ordinar
     assert refused("- Never commit `.env`; the template lives in `.env.example`") == []
 
 
-def test_rule_recognition_measures_both_languages_of_the_holdout_half() -> None:
-    from benchmarks.rule_recognition import measure
+def test_rule_recognition_measures_both_languages_of_the_legacy_holdout_half() -> None:
+    from benchmarks.rule_recognition import measure_legacy
 
-    figures = measure("holdout")
-    assert set(figures) == {"en", "zh", "misses"}
+    figures = measure_legacy("holdout")
+    assert set(figures) == {"en", "zh"}
     assert figures["en"]["rules"] > 0 and figures["zh"]["rules"] > 0
+
+
+def test_rule_recognition_keeps_a_statement_and_serves_no_one_off_through_the_whole_extractor() -> None:
+    from benchmarks.rule_recognition import judge
+    from codex_memories.llm.heuristic import extract_heuristically
+
+    assert judge(extract_heuristically, "environment", "Heads-up: the sandbox API listens on port 9123.")
+    assert not judge(extract_heuristically, "one_off", "Skip the changelog for this PR only.")
 
 
 def test_phase1_efficiency_writes_sessions_and_knows_its_ideal(tmp_path: Path) -> None:

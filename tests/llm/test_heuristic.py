@@ -314,3 +314,39 @@ def test_a_remember_that_statement_is_kept_as_a_durable_fact_in_english_and_chin
     preferences = raw_memory.split("Preference signals:")[1]
     assert kept in preferences
     assert "type=fact" in preferences.split(kept, 1)[1].split("\n", 1)[0]
+
+
+def test_a_one_off_never_reaches_the_memory_while_the_standing_rule_beside_it_does():
+    session = [
+        user("Use --no-verify for this commit only."),
+        assistant("Committed."),
+        user("Sólo por hoy, despliega desde mi rama. Nunca hagas force push a main."),
+    ]
+    extraction = extract(session).extraction
+    # The first message still names the session's task; no bullet holds the one-offs.
+    bullets = [line for line in (extraction.raw_memory + extraction.rollout_summary).splitlines() if line.startswith("- ")]
+    assert not [line for line in bullets if "--no-verify" in line or "despliega desde mi rama" in line]
+    assert any(line.startswith('- "Nunca hagas force push a main."') for line in bullets)
+
+
+def test_each_kept_statement_names_the_user_turn_that_said_it():
+    session = [
+        user("<environment_context>\n  <cwd>/src/api</cwd>\n</environment_context>"),
+        user("Fix the flaky retry test."),
+        assistant("Fixed."),
+        user("Decision: the billing service stays on Python 3.11."),
+    ]
+    raw_memory = extract(session).extraction.raw_memory
+    line = next(line for line in raw_memory.splitlines() if "billing service" in line)
+    assert "type=constraint" in line and "turn=2" in line
+
+
+def test_a_correction_in_a_later_turn_leaves_only_the_corrected_statement_in_the_memory():
+    session = [
+        user("FYI the AWS profile for this repo is acme-dev."),
+        assistant("Noted."),
+        user("Sorry, I meant the AWS profile for this repo is acme-sandbox, not acme-dev."),
+    ]
+    preferences = extract(session).extraction.raw_memory.split("Preference signals:")[1]
+    assert "acme-sandbox" in preferences
+    assert "FYI the AWS profile" not in preferences
