@@ -51,7 +51,8 @@ import os
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,13 @@ from codex_memories.hook_launcher import (
 )
 from codex_memories.local_files import write_text_atomically
 from codex_memories.read.hooks import HOOK_EVENTS, hook_log_path
-from codex_memories.settings_sources import SESSION_START_BUDGET
+from codex_memories.settings_sources import (
+    SESSION_START_BUDGET,
+    pinned_settings_document,
+    pinned_settings_path,
+    render_pinned_settings,
+    resolve_hook_settings,
+)
 
 HOOKS_FILE = "hooks.json"
 MCP_SERVER_NAME = "codex-memories"
@@ -362,14 +369,22 @@ def install(
     launcher_target: LauncherTarget | None = None,
     codex_binary: Path | None = None,
     session_start_budget_tokens: int = SESSION_START_BUDGET.default,
+    pinned_settings: Mapping[str, Any] | None = None,
 ) -> ChangeReport:
-    """`hook_options`: flags the hooks get on top of their own settings (`--memory-root DIR` when
-    install was given one); `launcher_target`: the environment the launcher runs (default: this
-    process's)."""
+    """`hook_options`: flags the hooks get on top of their own settings (none from the CLI since
+    settings are pinned); `launcher_target`: the environment the launcher runs (default: this
+    process's); `pinned_settings`: what the hooks read whatever environment Codex runs them in
+    (`settings_sources.pinned_settings_document`; default: this Codex home and memory root, the
+    rest resolved as a hook in this environment would)."""
     codex_home, memory_root, command = Path(codex_home).absolute(), Path(memory_root).absolute(), Path(command).absolute()
     report = ChangeReport(dry_run=dry_run)
     launcher = launcher_path(codex_home)
-    target = launcher_target or current_target(codex_home, hook_options or [])
+    pinned_file = pinned_settings_path(codex_home)
+    target = replace(launcher_target or current_target(codex_home, hook_options or []), pinned_settings=str(pinned_file))
+    if pinned_settings is None:
+        resolved = resolve_hook_settings({"codex_home": codex_home, "memory_root": memory_root})
+        pinned_settings = pinned_settings_document(resolved, None, {})
+    _write_pinned_settings(pinned_file, pinned_settings, report)
     _write_launcher(launcher, target, report)
     path = hooks_path(codex_home)
     before = read_hooks_file(path)
@@ -386,6 +401,25 @@ def install(
         report.notes.append(TRUST_HINT)
     _note_memory_feature(codex_home, memory_root, report)
     return report
+
+
+def _write_pinned_settings(path: Path, document: Mapping[str, Any], report: ChangeReport) -> None:
+    """Mode 0600: the state DB URL may carry a password."""
+    text = render_pinned_settings(document)
+    try:
+        current = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        current = None
+    except (OSError, UnicodeDecodeError) as error:
+        raise CodexHomeError(f"cannot read {path}: {error}") from error
+    if current == text:
+        return
+    report.changes.append(
+        f"pin the settings the hooks read in {path} (memory root {document.get('memory_root')}, "
+        f"config file {document.get('config_file') or 'none'}, the state DB, the budgets)"
+    )
+    if not report.dry_run:
+        write_text_atomically(path, text, mode=0o600)
 
 
 def _write_launcher(launcher: Path, target: LauncherTarget, report: ChangeReport) -> None:
@@ -504,6 +538,11 @@ def uninstall(codex_home: Path, dry_run: bool = False, *, codex_binary: Path | N
         report.changes.append(f"remove the hook launcher {launcher}")
         if not dry_run:
             launcher.unlink()
+    pinned_file = pinned_settings_path(codex_home)
+    if pinned_file.is_file():
+        report.changes.append(f"remove the pinned hook settings {pinned_file}")
+        if not dry_run:
+            pinned_file.unlink()
     codex = find_codex(codex_binary)
     if codex is None:
         report.notes.append(f"`codex` is not on PATH: remove [mcp_servers.{MCP_SERVER_NAME}] from {codex_home / paths.CODEX_CONFIG_FILE} yourself")

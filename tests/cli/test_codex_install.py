@@ -24,6 +24,7 @@ from codex_memories.codex_home import (
 from codex_memories.codex_limits import session_start_context_limit
 from codex_memories.codex_trust import trust_hash, trust_key
 from codex_memories.hook_launcher import launcher_path
+from codex_memories.settings_sources import pinned_settings_path
 
 USER_HOOKS = {
     "hooks": {
@@ -119,8 +120,10 @@ def test_a_changed_handler_of_ours_keeps_its_place_so_the_users_hooks_after_it_d
 
 def test_dry_run_writes_nothing(home: Path, command: Path, tmp_path: Path) -> None:
     report = installed(home, command, tmp_path, dry_run=True, trust=True)
-    assert report.changed and report.lines()[0].startswith("would write the hook launcher")
+    assert report.changed and report.lines()[0].startswith("would pin the settings the hooks read")
+    assert report.lines()[1].startswith("would write the hook launcher")
     assert not hooks_path(home).exists() and not launcher_path(home).exists() and not config_path(home).exists()
+    assert not pinned_settings_path(home).exists()
 
 
 def test_uninstall_removes_exactly_our_hooks_and_the_launcher(home: Path, command: Path, tmp_path: Path) -> None:
@@ -130,7 +133,7 @@ def test_uninstall_removes_exactly_our_hooks_and_the_launcher(home: Path, comman
     report = uninstall(home, codex_binary=no_codex(tmp_path))
     assert report.changed
     assert json.loads(hooks_path(home).read_text(encoding="utf-8")) == USER_HOOKS
-    assert not launcher_path(home).exists()
+    assert not launcher_path(home).exists() and not pinned_settings_path(home).exists()
     assert not uninstall(home, codex_binary=no_codex(tmp_path)).changed
 
 
