@@ -30,7 +30,9 @@ Contract:
   atomic writes.
 - `doctor(...) -> DoctorReport`: one `Check` per line, `ok` when all pass: Codex found and its
   version; hooks installed and pointing at an existing executable; the launcher's environment
-  present; each handler's trust (trusted / not trusted / trusted for an older version) and the
+  present; the settings a hook resolves when Codex starts it in a clean environment (HOME, PATH,
+  CODEX_HOME when not the default: `hook_environment`) are the memory root and state DB this
+  process writes (`check_hook_settings`, through `<launcher> --print-settings`); each handler's trust (trusted / not trusted / trusted for an older version) and the
   fix; the SessionStart handler's context limit matching the budget setting; Codex's own memory
   feature off for the folder we write; MCP server registered with a command that exists; state DB and memory root
   reachable; the recall gate's encoder package installed with the pinned weights; provider
@@ -70,8 +72,13 @@ from codex_memories.hook_launcher import (
 )
 from codex_memories.local_files import write_text_atomically
 from codex_memories.read.hooks import HOOK_EVENTS, hook_log_path
+from codex_memories.hook_launcher import SETTINGS_PROBE
 from codex_memories.settings_sources import (
+    DEFAULT_CODEX_HOME,
+    REINSTALL_COMMAND,
     SESSION_START_BUDGET,
+    URL_PASSWORD,
+    absolute_db_url,
     pinned_settings_document,
     pinned_settings_path,
     render_pinned_settings,
@@ -633,6 +640,7 @@ def doctor(
         report.checks.append(hooks_check)
         if installed is not None:
             report.checks.append(_check_launcher(codex_home, installed))
+            report.checks.append(check_hook_settings(codex_home, memory_root, db_url))
             report.checks.append(_check_trust(codex_home, installed))
             report.checks.append(_check_context_limit(installed, session_start_budget_tokens))
         report.checks.append(check_memory_feature(codex_home, memory_root))
@@ -738,6 +746,58 @@ def _check_launcher(codex_home: Path, document: dict[str, Any]) -> Check:
     if problem:
         return Check("hook launcher", False, problem)
     return Check("hook launcher", True, f"{launcher} runs {target.python}")
+
+
+def hook_environment(codex_home: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a hook that Codex starts outside this shell (an IDE, a script): Codex
+    passes its own environment on and adds nothing of ours (measured on 0.147 and 0.171, not even
+    CODEX_HOME), so what is sure to be there is HOME and PATH, and CODEX_HOME when the home is not
+    the default one (Codex could not have read this home's hooks.json without it)."""
+    environ = os.environ if environ is None else environ
+    clean = {name: environ[name] for name in ("HOME", "PATH") if name in environ}
+    default_home = Path(str(DEFAULT_CODEX_HOME).replace("~", clean.get("HOME", "~"), 1)).expanduser()
+    if Path(codex_home).absolute() != default_home.absolute():
+        clean["CODEX_HOME"] = str(codex_home)
+    return clean
+
+
+def check_hook_settings(codex_home: Path, memory_root: Path, db_url: str) -> Check:
+    """Runs the launcher as Codex would, in `hook_environment`, and asks which memory root and
+    state DB the hooks resolve (`<launcher> --print-settings`): they must be those this process
+    (`run` from the same shell) writes."""
+    name = "hook settings"
+    launcher = launcher_path(codex_home)
+    if read_launcher(launcher) is None or launcher_problem(codex_home) is not None:
+        return Check(name, False, f"not checked: the hook launcher {launcher} cannot run (see above): run `{REINSTALL_COMMAND}`")
+    try:
+        completed = subprocess.run(
+            [str(launcher), SETTINGS_PROBE], env=hook_environment(codex_home), cwd=codex_home, capture_output=True, text=True,
+            timeout=CODEX_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL, check=False,
+        )
+        resolved = json.loads(completed.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError) as error:
+        return Check(name, False, f"{launcher} {SETTINGS_PROBE} did not answer ({type(error).__name__}): run `{REINSTALL_COMMAND}`")
+    if not isinstance(resolved, dict) or "error" in resolved:
+        why = resolved.get("error") if isinstance(resolved, dict) and "error" in resolved else "no settings (a launcher older than this version)"
+        return Check(name, False, f"a hook started by Codex would fail on its settings: {why}. Fix: run `{REINSTALL_COMMAND}`")
+    hook_root, hook_db = Path(str(resolved.get("memory_root"))), str(resolved.get("db_url"))
+    wanted_root, wanted_db = Path(memory_root).absolute(), absolute_db_url(db_url)
+    shown_db, shown_wanted_db = _hide_password(hook_db), _hide_password(wanted_db)
+    if hook_root.absolute() != wanted_root or hook_db != wanted_db:
+        differ = []
+        if hook_root.absolute() != wanted_root:
+            differ.append(f"memory root {hook_root} (run writes {wanted_root})")
+        if hook_db != wanted_db:
+            differ.append(f"state DB {shown_db} (run writes {shown_wanted_db})")
+        return Check(
+            name, False, f"a hook Codex starts without this shell's variables reads {' and '.join(differ)}. "
+            f"Fix: run `{REINSTALL_COMMAND}` from this shell (it pins what run uses here)"
+        )
+    return Check(name, True, f"a hook Codex starts (clean environment) reads {hook_root} and {shown_db}, as run writes")
+
+
+def _hide_password(url: str) -> str:
+    return URL_PASSWORD.sub(r"\1:***@", url)
 
 
 def _check_trust(codex_home: Path, document: dict[str, Any]) -> Check:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -24,7 +25,8 @@ from codex_memories.codex_home import (
 from codex_memories.codex_limits import session_start_context_limit
 from codex_memories.codex_trust import trust_hash, trust_key
 from codex_memories.hook_launcher import launcher_path
-from codex_memories.settings_sources import pinned_settings_path
+from codex_memories.paths import default_db_url
+from codex_memories.settings_sources import HookSettings, pinned_settings_document, pinned_settings_path
 
 USER_HOOKS = {
     "hooks": {
@@ -314,7 +316,7 @@ def test_doctor_warns_when_the_installed_context_limit_no_longer_matches_the_bud
 def test_doctor_names_codex_memory_feature_on_for_our_folder_and_the_fix(home: Path, command: Path, tmp_path: Path) -> None:
     config_path(home).write_text("[features]\nmemories = true\n[memories]\ngenerate_memories = false\nuse_memories = true\n", encoding="utf-8")
     installed(home, command, tmp_path, trust=True)
-    report = doctor(home, home / "memories", f"sqlite:///{tmp_path / 'state.sqlite'}", ("heuristic", "auto"), codex_binary=no_codex(tmp_path))
+    report = doctor(home, home / "memories", default_db_url(home), ("heuristic", "auto"), codex_binary=no_codex(tmp_path))
 
     by_name = {check.name: check for check in report.checks}
     assert not report.ok
@@ -327,9 +329,9 @@ def test_doctor_names_codex_memory_feature_on_for_our_folder_and_the_fix(home: P
     assert not by_name["codex"].ok
     # The state DB no run has made yet is "not yet" (looking does not create it), not a failure.
     assert [line.split("]")[0] for line in report.lines()] == [
-        "[FAIL", "[ok", "[ok", "[ok", "[ok", "[FAIL", "[FAIL", "[not yet", "[ok", "[ok", "[ok"
+        "[FAIL", "[ok", "[ok", "[ok", "[ok", "[ok", "[FAIL", "[FAIL", "[not yet", "[ok", "[ok", "[ok"
     ]
-    assert not (tmp_path / "state.sqlite").exists()
+    assert not (home / "codex-memories" / "state.sqlite").exists()
 
 
 def test_doctor_reports_a_missing_recall_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -361,3 +363,81 @@ def test_the_default_session_start_budget_fits_codexs_limit_so_no_limit_is_writt
 
     [group] = json.loads(hooks_path(home).read_text(encoding="utf-8"))["hooks"]["SessionStart"]
     assert "additionalContextLimit" not in group["hooks"][0]
+
+
+# -- one memory for every entry point (issue 35) ---------------------------------------------------------
+
+
+def pinned(home: Path, memory_root: Path, db_url: str) -> dict[str, object]:
+    return pinned_settings_document(HookSettings(home, memory_root, db_url, 2_400, 400), None, {"memory_root": "environment"})
+
+
+def test_doctor_fails_with_the_fix_when_a_hook_codex_starts_would_read_another_memory_than_run_writes(
+    home: Path, command: Path, tmp_path: Path
+) -> None:
+    installed(home, command, tmp_path)  # pinned: this home's default memory root and state DB
+    elsewhere, other_db = tmp_path / "elsewhere", f"sqlite:///{tmp_path / 'other.sqlite'}"
+
+    report = doctor(home, elsewhere, other_db, ("heuristic", "auto"), codex_binary=no_codex(tmp_path))
+
+    [check] = [check for check in report.checks if check.name == "hook settings"]
+    assert not report.ok and not check.ok
+    assert f"memory root {home / 'memories'} (run writes {elsewhere})" in check.message
+    assert f"(run writes {other_db})" in check.message
+    assert check.message.endswith("Fix: run `codex-memories install` from this shell (it pins what run uses here)")
+    assert "\n" not in check.line()
+
+
+def test_doctor_passes_the_hook_settings_when_install_pinned_what_run_uses(home: Path, command: Path, tmp_path: Path) -> None:
+    elsewhere, other_db = tmp_path / "elsewhere", f"sqlite:///{tmp_path / 'other.sqlite'}"
+    installed(home, command, tmp_path, pinned_settings=pinned(home, elsewhere, other_db))
+
+    [check] = [c for c in doctor(home, elsewhere, other_db, ("heuristic", "auto"), codex_binary=no_codex(tmp_path)).checks if c.name == "hook settings"]
+
+    assert check.ok and str(elsewhere) in check.message
+
+
+def test_the_pinned_settings_file_is_readable_by_its_owner_only_and_installing_again_changes_nothing(
+    home: Path, command: Path, tmp_path: Path
+) -> None:
+    document = pinned(home, tmp_path / "m", "postgresql+psycopg://me:secret@db/memories")
+    installed(home, command, tmp_path, pinned_settings=document)
+    assert pinned_settings_path(home).stat().st_mode & 0o777 == 0o600
+    assert not installed(home, command, tmp_path, pinned_settings=document).changed
+    report = doctor(home, tmp_path / "m", "postgresql+psycopg://me:secret@db/memories", ("heuristic", "auto"), codex_binary=no_codex(tmp_path))
+    assert "secret" not in "\n".join(report.lines())
+
+
+def test_install_from_a_shell_with_our_variables_pins_them_for_a_codex_started_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from codex_memories_cli.main import app
+
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text("", encoding="utf-8")
+    memory_root, db_url = tmp_path / "team-memory", f"sqlite:///{tmp_path / 'team.sqlite'}"
+    for name in [n for n in os.environ if n.upper().startswith(("CODEX_", "OPENAI_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.setenv("CODEX_MEMORIES_MEMORY_ROOT", str(memory_root))
+    monkeypatch.setenv("CODEX_MEMORIES_DB_URL", db_url)
+    runner = CliRunner()
+
+    result = runner.invoke(app, ["install", "--codex-binary", str(no_codex(tmp_path))])
+
+    assert result.exit_code == 0, result.output
+    recorded = json.loads(pinned_settings_path(home).read_text(encoding="utf-8"))
+    assert (recorded["memory_root"], recorded["db_url"]) == (str(memory_root), db_url)
+    assert recorded["sources"]["memory_root"] == recorded["sources"]["db_url"] == "environment"
+    doctor_lines = runner.invoke(app, ["doctor", "--codex-binary", str(no_codex(tmp_path))]).output
+    [line] = [line for line in doctor_lines.splitlines() if line.startswith("[ok] hook settings")]
+    assert str(memory_root) in line
+    # The same shell without the variable now writes elsewhere: doctor says so and how to fix it.
+    monkeypatch.delenv("CODEX_MEMORIES_MEMORY_ROOT")
+    failed = runner.invoke(app, ["doctor", "--codex-binary", str(no_codex(tmp_path))])
+    assert failed.exit_code == 1
+    [line] = [line for line in failed.output.splitlines() if line.startswith("[FAIL] hook settings")]
+    assert f"memory root {memory_root} (run writes {home / 'memories'})" in line and "run `codex-memories install`" in line
