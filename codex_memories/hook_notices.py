@@ -20,6 +20,7 @@ Contract:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -73,3 +74,36 @@ def with_notice(stdout: str, notice: str) -> str:
         answer = {}
     answer[SYSTEM_MESSAGE_KEY] = notice
     return json.dumps(answer, ensure_ascii=False)
+
+
+def memory_root_problem(memory_root: Path) -> str | None:
+    """`missing`, why the folder cannot be read, or None when a hook can read it. A root in object
+    storage (`s3://...`) is not the hooks' to check."""
+    if str(memory_root).startswith("s3:"):
+        return None
+    if not memory_root.exists():
+        return "missing"
+    if not memory_root.is_dir():
+        return "not a folder"
+    if not os.access(memory_root, os.R_OK | os.X_OK):
+        return "permission denied"
+    return None
+
+
+def session_answer(stdout: str, event: str, stdin_text: str, *, memory_root: Path | None = None, settings_error: str | None = None) -> str:
+    """The hook's answer with the session's notice added when one is due (see the contract):
+    a settings error, else a memory root that is missing or unreadable; `stdout` unchanged
+    otherwise. Only a SessionStart call pays for reading its input again."""
+    if event != NOTICE_EVENT:
+        return stdout
+    try:
+        payload = json.loads(stdin_text)
+    except (ValueError, RecursionError):
+        payload = None
+    if not notice_due(event, payload if isinstance(payload, dict) else None):
+        return stdout
+    if settings_error is not None:
+        return with_notice(stdout, settings_notice(settings_error))
+    if memory_root is None or (problem := memory_root_problem(memory_root)) is None:
+        return stdout
+    return with_notice(stdout, memory_root_notice(memory_root, problem))
