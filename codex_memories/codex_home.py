@@ -53,6 +53,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -99,7 +100,6 @@ TRUST_HINT = (
     "(it records Codex's trust for exactly our hooks in config.toml), or answer \"Trust all and continue\" "
     "once on the \"Hooks need review\" screen of the `codex` TUI."
 )
-MEMORY_FEATURE_FIX = "set `memories = false` under `[features]` in {config}"
 
 
 class CodexHomeError(RuntimeError):
@@ -134,9 +134,12 @@ class Check:
     # Not there yet, and nothing is wrong: the first run creates it (a memory root, a state DB).
     # Not a failure: `doctor` exits 0 for it.
     not_yet: bool = False
+    # Works, at a cost the person should know of (Codex's own memory feature on elsewhere): never
+    # shown as `ok`, and not a failure either.
+    warning: bool = False
 
     def line(self) -> str:
-        mark = "FAIL" if not self.ok else "not yet" if self.not_yet else "ok"
+        mark = "FAIL" if not self.ok else "warn" if self.warning else "not yet" if self.not_yet else "ok"
         return f"[{mark}] {self.name}: {self.message}"
 
 
@@ -524,9 +527,9 @@ def _install_mcp_server(codex_home: Path, memory_root: Path, command: Path, code
 
 
 def _note_memory_feature(codex_home: Path, memory_root: Path, report: ChangeReport) -> None:
-    check = check_memory_feature(codex_home, memory_root)
-    if not check.ok:
-        report.notes.append(f"Codex's own memory feature is on: {check.message}")
+    warning = codex_rewrite_warning(codex_home, str(memory_root))
+    if warning:
+        report.notes.append(warning)
 
 
 def uninstall(codex_home: Path, dry_run: bool = False, *, codex_binary: Path | None = None) -> ChangeReport:
@@ -567,43 +570,98 @@ def uninstall(codex_home: Path, dry_run: bool = False, *, codex_binary: Path | N
 # -- doctor --------------------------------------------------------------------------------------------
 
 
-def check_memory_feature(codex_home: Path, memory_root: Path) -> Check:
-    """Codex's own memory feature must be off for the folder we write (issue 10)."""
-    from codex_memories.settings import SettingsError, read_codex_memories_config
+@dataclass(frozen=True)
+class MemoryFeature:
+    """Where Codex's own memory feature is on in one config.toml."""
+
+    config: Path
+    on_by_default: bool  # on for a plain `codex` (the top level, or the `profile` it selects)
+    profiles: tuple[str, ...] = ()  # profiles that turn it on (`codex --profile NAME`)
+    top_level: bool = False  # `[features]` turns it on: for every profile that does not turn it off
+    off_tables: tuple[str, ...] = ()  # the tables that need `memories = false` to turn it off everywhere
+
+    @property
+    def on(self) -> bool:
+        return self.on_by_default or self.top_level or bool(self.profiles)
+
+    def fix(self) -> str:
+        tables = " and ".join(f"`[{table.strip('[]')}]`" for table in self.off_tables)
+        return f"Turn it off: set `memories = false` under {tables} in {self.config}"
+
+    def where(self) -> str:
+        places = ["by default"] if self.on_by_default else ["for every --profile that does not turn it off"] if self.top_level else []
+        places += [f"with --profile {name}" for name in self.profiles]
+        return " and ".join(places)
+
+
+def _feature_switch(table: Any) -> bool | None:
+    """The feature's value in a `[features]` table (`memories`, or the older `memory_tool`)."""
+    if not isinstance(table, dict):
+        return None
+    value = table.get("memories", table.get("memory_tool"))
+    return value if isinstance(value, bool) else None
+
+
+def memory_feature(codex_home: Path) -> MemoryFeature:
+    """Codex's own memory feature in `$CODEX_HOME/config.toml`: `[features] memories` (or
+    `memory_tool`), and per profile `[profiles.NAME.features]`, the one `profile = NAME` selects
+    overriding the top level. A `-c features.memories=true` on Codex's command line is not
+    visible here (docs/codex-integration.md). Raises `SettingsError` for a config.toml that is not
+    TOML."""
+    from codex_memories.settings import read_codex_memories_config
 
     config_path = Path(codex_home) / paths.CODEX_CONFIG_FILE
+    top = read_codex_memories_config(Path(codex_home)).feature_enabled  # validates and reads the top level
+    document = tomllib.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+    profiles = document.get("profiles") if isinstance(document.get("profiles"), dict) else {}
+    selected = document.get("profile") if isinstance(document.get("profile"), str) else None
+    switches = {name: _feature_switch(table.get("features")) for name, table in profiles.items() if isinstance(table, dict)}
+    on_by_default = switches.get(selected) if selected is not None and switches.get(selected) is not None else top
+    on_profiles = tuple(name for name, value in switches.items() if value and name != selected)
+    off = ["[features]"] if top else []
+    off += [f"[profiles.{name}.features]" for name, value in switches.items() if value]
+    return MemoryFeature(config_path, bool(on_by_default), on_profiles, bool(top), tuple(off))
+
+
+MEMORY_FEATURE_COST = (
+    "before your first request of a session it sends its own model requests on your quota (8 on Codex 0.147, 9 on "
+    "0.171, measured) and a large consolidation request (771 KB on 0.147)"
+)
+
+
+def check_memory_feature(codex_home: Path, memory_root: Path) -> Check:
+    """Codex's own memory feature: a failure when on for the folder we write (it rewrites ours),
+    a warning whenever else it is on (its cost), `ok` only when off everywhere (issues 10, 35)."""
+    from codex_memories.settings import SettingsError
+
+    name = "codex memory feature"
+    config_path = Path(codex_home) / paths.CODEX_CONFIG_FILE
     try:
-        codex_memories = read_codex_memories_config(Path(codex_home))
-    except SettingsError as error:
-        return Check("codex memory feature", False, f"cannot read {config_path}: {error}")
-    if not codex_memories.feature_enabled:
-        return Check("codex memory feature", True, f"off ([features] memories is not true in {config_path}); our hooks and MCP server are the read path")
+        feature = memory_feature(Path(codex_home))
+    except (SettingsError, OSError) as error:
+        return Check(name, False, f"cannot read {config_path}: {error}")
+    if not feature.on:
+        return Check(name, True, f"off ([features] memories is not true in {config_path}, nor in a profile); our hooks and MCP server are the read path")
     codex_folder = (Path(codex_home) / paths.MEMORIES_DIR).absolute()
-    fix = MEMORY_FEATURE_FIX.format(config=config_path)
-    if Path(memory_root).absolute() != codex_folder:
+    ours = Path(memory_root).absolute() == codex_folder
+    if feature.on_by_default and ours:
         return Check(
-            "codex memory feature",
-            True,
-            f"on, but it writes {codex_folder}, not our folder {memory_root}; it still runs Codex's own memory requests on your quota ({fix} to stop that)",
+            name, False, f"ON for the folder we write ({codex_folder}): at every non-ephemeral session start Codex rewrites "
+            f"raw_memories.md and deletes the rollout summaries it did not select (all of ours); {MEMORY_FEATURE_COST}. {feature.fix()}",
         )
-    return Check(
-        "codex memory feature",
-        False,
-        f"ON for the folder we write ({codex_folder}): at every non-ephemeral session start Codex rewrites raw_memories.md, "
-        "deletes the rollout summaries it did not select (all of ours) and sends a consolidation request; 0.171 also runs "
-        f"its own phase 1 over your sessions on your quota. Fix: {fix}",
-    )
+    rewrites = f"it rewrites {codex_folder}" + (", which is our memory folder" if ours else f", not ours ({memory_root}), which does not need it")
+    return Check(name, True, f"on {feature.where()}: {MEMORY_FEATURE_COST}; {rewrites}. {feature.fix()}", warning=True)
 
 
 def codex_rewrite_warning(codex_home: Path, memory_root: str) -> str | None:
-    """The one warning line `run`, `phase1`, `phase2` and the deployments print when Codex's own
-    memory pipeline would rewrite the folder we write; None when it would not (an `s3://` root is
-    never Codex's folder)."""
+    """The one warning line `install`, `run`, `phase1`, `phase2` and the deployments print
+    whenever Codex's own memory feature is on, wherever our folder is (an `s3://` root is never
+    Codex's folder); None when it is off."""
     local_root = paths.local_memory_folder(memory_root)
-    if local_root is None:
+    check = check_memory_feature(Path(codex_home), local_root if local_root is not None else Path(memory_root))
+    if check.ok and not check.warning:
         return None
-    check = check_memory_feature(Path(codex_home), local_root)
-    return None if check.ok else f"warning: Codex's own memory feature is {check.message}"
+    return f"warning: Codex's own memory feature is {check.message}"
 
 
 def codex_home_warnings(codex_home: Path, memory_root: str) -> list[str]:

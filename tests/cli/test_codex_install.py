@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from codex_memories.codex_home import (
+    check_memory_feature,
+    codex_rewrite_warning,
     TRUST_COMMAND,
     CodexHomeError,
     doctor,
@@ -441,3 +443,39 @@ def test_install_from_a_shell_with_our_variables_pins_them_for_a_codex_started_w
     assert failed.exit_code == 1
     [line] = [line for line in failed.output.splitlines() if line.startswith("[FAIL] hook settings")]
     assert f"memory root {memory_root} (run writes {home / 'memories'})" in line and "run `codex-memories install`" in line
+
+
+# -- Codex's own memory feature, wherever our folder is (issue 35) ------------------------------------------
+
+FEATURE_CASES = {
+    # config.toml, our folder is Codex's own?, the mark doctor gives, the table the fix names
+    "off": ("", True, "ok", None),
+    "on for our folder": ("[features]\nmemories = true\n", True, "FAIL", "[features]"),
+    "on, our folder elsewhere": ("[features]\nmemories = true\n", False, "warn", "[features]"),
+    "the older key": ("[features]\nmemory_tool = true\n", False, "warn", "[features]"),
+    "the selected profile": ('profile = "work"\n[profiles.work.features]\nmemories = true\n', False, "warn", "[profiles.work.features]"),
+    "a profile not selected": ("[profiles.work.features]\nmemories = true\n", True, "warn", "[profiles.work.features]"),
+    "the selected profile turns it off": ('profile = "quiet"\n[features]\nmemories = true\n[profiles.quiet.features]\nmemories = false\n', True, "warn", "[features]"),
+}
+
+
+@pytest.mark.parametrize("case", FEATURE_CASES)
+def test_codex_memory_feature_is_never_ok_while_on_and_names_its_cost_and_the_line_that_turns_it_off(
+    case: str, home: Path, command: Path, tmp_path: Path
+) -> None:
+    text, ours, mark, table = FEATURE_CASES[case]
+    config_path(home).write_text(text, encoding="utf-8")
+    root = home / "memories" if ours else tmp_path / "our-memory"
+
+    check = check_memory_feature(home, root)
+    warning = codex_rewrite_warning(home, str(root))
+    notes = "\n".join(installed(home, command, tmp_path).notes)
+
+    assert check.line().startswith(f"[{mark}] codex memory feature")
+    if table is None:
+        assert warning is None and "memory feature" not in notes
+        return
+    assert warning is not None and f"set `memories = false` under `{table}`" in notes  # install says it too
+    assert "8 on Codex 0.147, 9 on 0.171" in warning and "consolidation request" in warning
+    assert f"set `memories = false` under `{table}` in {config_path(home)}" in warning
+    assert mark == "FAIL" or check.ok  # a warning is not a failure: doctor still exits 0 for it
