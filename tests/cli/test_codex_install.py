@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories.codex_home import (
+    hook_environment,
     check_memory_feature,
     codex_rewrite_warning,
     TRUST_COMMAND,
@@ -479,3 +480,11 @@ def test_codex_memory_feature_is_never_ok_while_on_and_names_its_cost_and_the_li
     assert "8 on Codex 0.147, 9 on 0.171" in warning and "consolidation request" in warning
     assert f"set `memories = false` under `{table}` in {config_path(home)}" in warning
     assert mark == "FAIL" or check.ok  # a warning is not a failure: doctor still exits 0 for it
+
+
+@pytest.mark.parametrize(("home_name", "has_codex_home"), [(".codex", False), ("elsewhere", True)])
+def test_doctor_runs_the_hook_with_only_what_codex_is_sure_to_pass(tmp_path: Path, home_name: str, has_codex_home: bool) -> None:
+    user = tmp_path / "user"
+    environment = hook_environment(user / home_name, {"HOME": str(user), "PATH": "/bin", "CODEX_MEMORIES_MEMORY_ROOT": "/x", "CODEX_HOME": "/y"})
+    expected = {"HOME": str(user), "PATH": "/bin"} | ({"CODEX_HOME": str(user / home_name)} if has_codex_home else {})
+    assert environment == expected
