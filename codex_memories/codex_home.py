@@ -2,6 +2,10 @@
 
 Contract:
 - `install(codex_home, memory_root, command, dry_run=False, *, trust=False, ...) -> ChangeReport`:
+  0. pins the settings the hooks read (`pinned_settings`: memory root, state DB, TOML file,
+     budgets, as the CLI resolved them) in `$CODEX_HOME/codex-memories/pinned-settings.json`
+     (mode 0600), which the launcher points the hooks at, so a Codex started in any environment
+     reads the memory `run` writes (settings_sources: a variable in Codex's environment still wins);
   1. writes the hook launcher `$CODEX_HOME/codex-memories/codex-memories-hook` (`hook_launcher`:
      it runs this installation's interpreter, falls back to `codex-memories-hook` on PATH, and
      prints `{}` with a log line when neither is there);
@@ -26,15 +30,16 @@ Contract:
     `CodexHomeError`: nothing is written.
 - `uninstall(...)` removes exactly what `install` wrote: our hooks (a command that runs
   `codex-memories-hook` or `codex-memories hook`), the trust records of those handlers, the
-  launcher, and our MCP server (`codex mcp remove codex-memories`), with the same backups and
-  atomic writes.
+  launcher, the pinned settings, and our MCP server (`codex mcp remove codex-memories`), with the
+  same backups and atomic writes.
 - `doctor(...) -> DoctorReport`: one `Check` per line, `ok` when all pass: Codex found and its
   version; hooks installed and pointing at an existing executable; the launcher's environment
-  present; the settings a hook resolves when Codex starts it in a clean environment (HOME, PATH,
-  CODEX_HOME when not the default: `hook_environment`) are the memory root and state DB this
-  process writes (`check_hook_settings`, through `<launcher> --print-settings`); each handler's trust (trusted / not trusted / trusted for an older version) and the
-  fix; the SessionStart handler's context limit matching the budget setting; Codex's own memory
-  feature off for the folder we write; MCP server registered with a command that exists; state DB and memory root
+  present; the memory root and state DB a hook resolves when Codex starts it in a clean
+  environment (HOME, PATH, CODEX_HOME when not the default: `hook_environment`) are those this
+  process writes (`check_hook_settings`, through `<launcher> --print-settings`); each handler's
+  trust (trusted / not trusted / trusted for an older version) and the fix; the SessionStart
+  handler's context limit matching the budget setting; Codex's own memory feature off (on for the
+  folder we write: a failure; on anywhere else: `[warn]`, never `[ok]`); MCP server registered with a command that exists; state DB and memory root
   reachable; the recall gate's encoder package installed with the pinned weights; provider
   resolved and why. Writes nothing: the state DB is opened read-only, and what the first run
   creates (a state DB, a memory root) is `[not yet]`, not a failure, when it can be created. A
@@ -42,7 +47,8 @@ Contract:
 - `codex_home_problem(codex_home)`: why a folder is not a Codex home (a mistyped `CODEX_HOME`:
   it does not exist, or holds nothing Codex writes: no `sessions/`, `config.toml`, ...), or None.
 - `codex_home_warnings(codex_home, memory_root)`: the lines every run prints (Codex's memory
-  feature rewriting our folder, a hook launcher whose environment is gone).
+  feature on, wherever our folder is: its cost and the line that turns it off; a hook launcher
+  whose environment is gone).
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ from codex_memories import codex_trust, paths
 from codex_memories.codex_limits import ADDITIONAL_CONTEXT_LIMIT_KEY, session_start_context_limit
 from codex_memories.codex_trust import CodexConfigError, TrustEntry, TrustState
 from codex_memories.hook_launcher import (
+    SETTINGS_PROBE,
     LauncherTarget,
     current_target,
     launcher_path,
@@ -73,7 +80,6 @@ from codex_memories.hook_launcher import (
 )
 from codex_memories.local_files import write_text_atomically
 from codex_memories.read.hooks import HOOK_EVENTS, hook_log_path
-from codex_memories.hook_launcher import SETTINGS_PROBE
 from codex_memories.settings_sources import (
     DEFAULT_CODEX_HOME,
     REINSTALL_COMMAND,

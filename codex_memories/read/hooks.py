@@ -22,8 +22,9 @@ Contract:
   outage or any other error is a named `HookOutcome` (a `failed_*` code), `{}` on stdout and exit
   code 0. When the session cannot have its memory (invalid settings, a memory folder missing or
   unreadable), the SessionStart answer also carries a `systemMessage` with the fix, once per
-  session (`hook_notices.session_answer`), which Codex's TUI shows. Every call appends one line to `$CODEX_HOME/codex-memories/hooks.log` (outcome, event,
-  duration, detail); the log is rotated once it passes `LOG_ROTATE_BYTES`.
+  session (`hook_notices.session_answer`), which Codex's TUI shows. Every call appends one line to
+  `$CODEX_HOME/codex-memories/hooks.log` (outcome, event, duration, detail); the log is rotated
+  once it passes `LOG_ROTATE_BYTES`.
 - Never writes the memory folder. The Stop hook writes the state DB only.
 - Fast start: this module imports only the standard library and `settings_sources` (standard
   library too) at import time. SessionStart imports `read.injection` (prompts, tokenizer),
@@ -428,7 +429,8 @@ def run(argv: list[str], stdin_text: str) -> str:
         settings_error = str(error) if isinstance(error, SettingsError) else None
         return session_answer(EMPTY_OUTPUT, result.event, stdin_text, settings_error=settings_error)
     # What cannot work this session is said once, in Codex (hook_notices: a systemMessage).
-    return session_answer(handle_hook(arguments.event, stdin_text, options).stdout, arguments.event, stdin_text, memory_root=options.memory_root)
+    answer = handle_hook(arguments.event, stdin_text, options).stdout
+    return session_answer(answer, arguments.event, stdin_text, memory_root=options.memory_root)
 
 
 def _fallback_codex_home(argv: list[str]) -> Path:
