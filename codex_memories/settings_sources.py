@@ -9,8 +9,8 @@ Contract:
 - `resolve_hook_settings(flags, environ) -> HookSettings`: what the hooks read (Codex home, memory
   root, state DB URL, the SessionStart and prompt-recall budgets): flags > environment
   (`CODEX_MEMORIES_*`, `CODEX_HOME`; names matched case-insensitively, as pydantic-settings does)
-  > the settings `install` pinned (`read_pinned_settings`, found through `PINNED_SETTINGS_ENV`, which
-  only the hook launcher sets) > our TOML file (`CODEX_MEMORIES_CONFIG_FILE`, else the pinned
+  > the settings `install` pinned (`read_pinned_settings`, found through `PINNED_SETTINGS_ENV`,
+  which only the hook launcher sets) > our TOML file (`CODEX_MEMORIES_CONFIG_FILE`, else the pinned
   one, else `$CODEX_HOME/codex-memories.toml`) > defaults. Without a pinned file that is the CLI's
   precedence exactly. Codex's `config.toml` sets none of these fields. Reads the environment
   mapping, at most one pinned file and one TOML file; writes nothing. A bad value is a
@@ -18,8 +18,8 @@ Contract:
   tests/test_settings_sources.py proves the hook and the CLI resolve the same values.
 - Pinned settings (issue 35): Codex runs hooks with its own environment, which in an IDE or a
   script holds none of our variables; `install` therefore records every hook setting it resolved
-  (`pinned_settings_document`, written by `codex_home.install`: JSON, mode 0600 as the DB URL may hold a password) in
-  `$CODEX_HOME/codex-memories/pinned-settings.json`, and a hook started without our variables
+  (`pinned_settings_document`, written by `codex_home.install`: JSON, mode 0600 as the DB URL
+  may hold a password) in `$CODEX_HOME/codex-memories/pinned-settings.json`, and a hook started without our variables
   reads the memory `run` writes. A variable set in Codex's own environment still wins: the person
   who sets one for a session means it (`doctor` says when the two differ).
 - `python -m codex_memories.settings_sources` prints what `resolve_hook_settings({})` gives in
@@ -175,7 +175,8 @@ def resolve_hook_settings(flags: Mapping[str, Any], environ: Mapping[str, str] |
     config_file = flags.get("config_file") or env_value("config_file", environ)
     if not config_file and pinned.get("config_file") and Path(pinned["config_file"]).is_file():
         config_file = pinned["config_file"]  # gone since install: as for the CLI, no file is no error
-    toml_path = own_config_file(config_file, flags.get("codex_home") or env_value("codex_home", environ) or pinned.get("codex_home"), environ)
+    codex_home_given = flags.get("codex_home") or env_value("codex_home", environ) or pinned.get("codex_home")
+    toml_path = own_config_file(config_file, codex_home_given, environ)
     file_values = read_own_config_file(toml_path) if toml_path is not None else {}
 
     def given(field: str) -> Any:
