@@ -2,6 +2,10 @@
 
 Contract:
 - `install(codex_home, memory_root, command, dry_run=False, *, trust=False, ...) -> ChangeReport`:
+  0. pins the settings the hooks read (`pinned_settings`: memory root, state DB, TOML file,
+     budgets, as the CLI resolved them) in `$CODEX_HOME/codex-memories/pinned-settings.json`
+     (mode 0600), which the launcher points the hooks at, so a Codex started in any environment
+     reads the memory `run` writes (settings_sources: a variable in Codex's environment still wins);
   1. writes the hook launcher `$CODEX_HOME/codex-memories/codex-memories-hook` (`hook_launcher`:
      it runs this installation's interpreter, falls back to `codex-memories-hook` on PATH, and
      prints `{}` with a log line when neither is there);
@@ -26,13 +30,16 @@ Contract:
     `CodexHomeError`: nothing is written.
 - `uninstall(...)` removes exactly what `install` wrote: our hooks (a command that runs
   `codex-memories-hook` or `codex-memories hook`), the trust records of those handlers, the
-  launcher, and our MCP server (`codex mcp remove codex-memories`), with the same backups and
-  atomic writes.
+  launcher, the pinned settings, and our MCP server (`codex mcp remove codex-memories`), with the
+  same backups and atomic writes.
 - `doctor(...) -> DoctorReport`: one `Check` per line, `ok` when all pass: Codex found and its
   version; hooks installed and pointing at an existing executable; the launcher's environment
-  present; each handler's trust (trusted / not trusted / trusted for an older version) and the
-  fix; the SessionStart handler's context limit matching the budget setting; Codex's own memory
-  feature off for the folder we write; MCP server registered with a command that exists; state DB and memory root
+  present; the memory root and state DB a hook resolves when Codex starts it in a clean
+  environment (HOME, PATH, CODEX_HOME when not the default: `hook_environment`) are those this
+  process writes (`check_hook_settings`, through `<launcher> --print-settings`); each handler's
+  trust (trusted / not trusted / trusted for an older version) and the fix; the SessionStart
+  handler's context limit matching the budget setting; Codex's own memory feature off (on for the
+  folder we write: a failure; on anywhere else: `[warn]`, never `[ok]`); MCP server registered with a command that exists; state DB and memory root
   reachable; the recall gate's encoder package installed with the pinned weights; provider
   resolved and why. Writes nothing: the state DB is opened read-only, and what the first run
   creates (a state DB, a memory root) is `[not yet]`, not a failure, when it can be created. A
@@ -40,7 +47,8 @@ Contract:
 - `codex_home_problem(codex_home)`: why a folder is not a Codex home (a mistyped `CODEX_HOME`:
   it does not exist, or holds nothing Codex writes: no `sessions/`, `config.toml`, ...), or None.
 - `codex_home_warnings(codex_home, memory_root)`: the lines every run prints (Codex's memory
-  feature rewriting our folder, a hook launcher whose environment is gone).
+  feature on, wherever our folder is: its cost and the line that turns it off; a hook launcher
+  whose environment is gone).
 """
 
 from __future__ import annotations
@@ -51,7 +59,9 @@ import os
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,6 +70,7 @@ from codex_memories import codex_trust, paths
 from codex_memories.codex_limits import ADDITIONAL_CONTEXT_LIMIT_KEY, session_start_context_limit
 from codex_memories.codex_trust import CodexConfigError, TrustEntry, TrustState
 from codex_memories.hook_launcher import (
+    SETTINGS_PROBE,
     LauncherTarget,
     current_target,
     launcher_path,
@@ -69,7 +80,17 @@ from codex_memories.hook_launcher import (
 )
 from codex_memories.local_files import write_text_atomically
 from codex_memories.read.hooks import HOOK_EVENTS, hook_log_path
-from codex_memories.settings_sources import SESSION_START_BUDGET
+from codex_memories.settings_sources import (
+    DEFAULT_CODEX_HOME,
+    REINSTALL_COMMAND,
+    SESSION_START_BUDGET,
+    URL_PASSWORD,
+    absolute_db_url,
+    pinned_settings_document,
+    pinned_settings_path,
+    render_pinned_settings,
+    resolve_hook_settings,
+)
 
 HOOKS_FILE = "hooks.json"
 MCP_SERVER_NAME = "codex-memories"
@@ -85,7 +106,6 @@ TRUST_HINT = (
     "(it records Codex's trust for exactly our hooks in config.toml), or answer \"Trust all and continue\" "
     "once on the \"Hooks need review\" screen of the `codex` TUI."
 )
-MEMORY_FEATURE_FIX = "set `memories = false` under `[features]` in {config}"
 
 
 class CodexHomeError(RuntimeError):
@@ -120,9 +140,12 @@ class Check:
     # Not there yet, and nothing is wrong: the first run creates it (a memory root, a state DB).
     # Not a failure: `doctor` exits 0 for it.
     not_yet: bool = False
+    # Works, at a cost the person should know of (Codex's own memory feature on elsewhere): never
+    # shown as `ok`, and not a failure either.
+    warning: bool = False
 
     def line(self) -> str:
-        mark = "FAIL" if not self.ok else "not yet" if self.not_yet else "ok"
+        mark = "FAIL" if not self.ok else "warn" if self.warning else "not yet" if self.not_yet else "ok"
         return f"[{mark}] {self.name}: {self.message}"
 
 
@@ -362,14 +385,22 @@ def install(
     launcher_target: LauncherTarget | None = None,
     codex_binary: Path | None = None,
     session_start_budget_tokens: int = SESSION_START_BUDGET.default,
+    pinned_settings: Mapping[str, Any] | None = None,
 ) -> ChangeReport:
-    """`hook_options`: flags the hooks get on top of their own settings (`--memory-root DIR` when
-    install was given one); `launcher_target`: the environment the launcher runs (default: this
-    process's)."""
+    """`hook_options`: flags the hooks get on top of their own settings (none from the CLI since
+    settings are pinned); `launcher_target`: the environment the launcher runs (default: this
+    process's); `pinned_settings`: what the hooks read whatever environment Codex runs them in
+    (`settings_sources.pinned_settings_document`; default: this Codex home and memory root, the
+    rest resolved as a hook in this environment would)."""
     codex_home, memory_root, command = Path(codex_home).absolute(), Path(memory_root).absolute(), Path(command).absolute()
     report = ChangeReport(dry_run=dry_run)
     launcher = launcher_path(codex_home)
-    target = launcher_target or current_target(codex_home, hook_options or [])
+    pinned_file = pinned_settings_path(codex_home)
+    target = replace(launcher_target or current_target(codex_home, hook_options or []), pinned_settings=str(pinned_file))
+    if pinned_settings is None:
+        resolved = resolve_hook_settings({"codex_home": codex_home, "memory_root": memory_root})
+        pinned_settings = pinned_settings_document(resolved, None, {})
+    _write_pinned_settings(pinned_file, pinned_settings, report)
     _write_launcher(launcher, target, report)
     path = hooks_path(codex_home)
     before = read_hooks_file(path)
@@ -386,6 +417,25 @@ def install(
         report.notes.append(TRUST_HINT)
     _note_memory_feature(codex_home, memory_root, report)
     return report
+
+
+def _write_pinned_settings(path: Path, document: Mapping[str, Any], report: ChangeReport) -> None:
+    """Mode 0600: the state DB URL may carry a password."""
+    text = render_pinned_settings(document)
+    try:
+        current = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        current = None
+    except (OSError, UnicodeDecodeError) as error:
+        raise CodexHomeError(f"cannot read {path}: {error}") from error
+    if current == text:
+        return
+    report.changes.append(
+        f"pin the settings the hooks read in {path} (memory root {document.get('memory_root')}, "
+        f"config file {document.get('config_file') or 'none'}, the state DB, the budgets)"
+    )
+    if not report.dry_run:
+        write_text_atomically(path, text, mode=0o600)
 
 
 def _write_launcher(launcher: Path, target: LauncherTarget, report: ChangeReport) -> None:
@@ -483,9 +533,9 @@ def _install_mcp_server(codex_home: Path, memory_root: Path, command: Path, code
 
 
 def _note_memory_feature(codex_home: Path, memory_root: Path, report: ChangeReport) -> None:
-    check = check_memory_feature(codex_home, memory_root)
-    if not check.ok:
-        report.notes.append(f"Codex's own memory feature is on: {check.message}")
+    warning = codex_rewrite_warning(codex_home, str(memory_root))
+    if warning:
+        report.notes.append(warning)
 
 
 def uninstall(codex_home: Path, dry_run: bool = False, *, codex_binary: Path | None = None) -> ChangeReport:
@@ -504,6 +554,11 @@ def uninstall(codex_home: Path, dry_run: bool = False, *, codex_binary: Path | N
         report.changes.append(f"remove the hook launcher {launcher}")
         if not dry_run:
             launcher.unlink()
+    pinned_file = pinned_settings_path(codex_home)
+    if pinned_file.is_file():
+        report.changes.append(f"remove the pinned hook settings {pinned_file}")
+        if not dry_run:
+            pinned_file.unlink()
     codex = find_codex(codex_binary)
     if codex is None:
         report.notes.append(f"`codex` is not on PATH: remove [mcp_servers.{MCP_SERVER_NAME}] from {codex_home / paths.CODEX_CONFIG_FILE} yourself")
@@ -521,43 +576,98 @@ def uninstall(codex_home: Path, dry_run: bool = False, *, codex_binary: Path | N
 # -- doctor --------------------------------------------------------------------------------------------
 
 
-def check_memory_feature(codex_home: Path, memory_root: Path) -> Check:
-    """Codex's own memory feature must be off for the folder we write (issue 10)."""
-    from codex_memories.settings import SettingsError, read_codex_memories_config
+@dataclass(frozen=True)
+class MemoryFeature:
+    """Where Codex's own memory feature is on in one config.toml."""
+
+    config: Path
+    on_by_default: bool  # on for a plain `codex` (the top level, or the `profile` it selects)
+    profiles: tuple[str, ...] = ()  # profiles that turn it on (`codex --profile NAME`)
+    top_level: bool = False  # `[features]` turns it on: for every profile that does not turn it off
+    off_tables: tuple[str, ...] = ()  # the tables that need `memories = false` to turn it off everywhere
+
+    @property
+    def on(self) -> bool:
+        return self.on_by_default or self.top_level or bool(self.profiles)
+
+    def fix(self) -> str:
+        tables = " and ".join(f"`[{table.strip('[]')}]`" for table in self.off_tables)
+        return f"Turn it off: set `memories = false` under {tables} in {self.config}"
+
+    def where(self) -> str:
+        places = ["by default"] if self.on_by_default else ["for every --profile that does not turn it off"] if self.top_level else []
+        places += [f"with --profile {name}" for name in self.profiles]
+        return " and ".join(places)
+
+
+def _feature_switch(table: Any) -> bool | None:
+    """The feature's value in a `[features]` table (`memories`, or the older `memory_tool`)."""
+    if not isinstance(table, dict):
+        return None
+    value = table.get("memories", table.get("memory_tool"))
+    return value if isinstance(value, bool) else None
+
+
+def memory_feature(codex_home: Path) -> MemoryFeature:
+    """Codex's own memory feature in `$CODEX_HOME/config.toml`: `[features] memories` (or
+    `memory_tool`), and per profile `[profiles.NAME.features]`, the one `profile = NAME` selects
+    overriding the top level. A `-c features.memories=true` on Codex's command line is not
+    visible here (docs/codex-integration.md). Raises `SettingsError` for a config.toml that is not
+    TOML."""
+    from codex_memories.settings import read_codex_memories_config
 
     config_path = Path(codex_home) / paths.CODEX_CONFIG_FILE
+    top = read_codex_memories_config(Path(codex_home)).feature_enabled  # validates and reads the top level
+    document = tomllib.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+    profiles = document.get("profiles") if isinstance(document.get("profiles"), dict) else {}
+    selected = document.get("profile") if isinstance(document.get("profile"), str) else None
+    switches = {name: _feature_switch(table.get("features")) for name, table in profiles.items() if isinstance(table, dict)}
+    on_by_default = switches.get(selected) if selected is not None and switches.get(selected) is not None else top
+    on_profiles = tuple(name for name, value in switches.items() if value and name != selected)
+    off = ["[features]"] if top else []
+    off += [f"[profiles.{name}.features]" for name, value in switches.items() if value]
+    return MemoryFeature(config_path, bool(on_by_default), on_profiles, bool(top), tuple(off))
+
+
+MEMORY_FEATURE_COST = (
+    "before your first request of a session it sends its own model requests on your quota (8 on Codex 0.147, 9 on "
+    "0.171, measured) and a large consolidation request (771 KB on 0.147)"
+)
+
+
+def check_memory_feature(codex_home: Path, memory_root: Path) -> Check:
+    """Codex's own memory feature: a failure when on for the folder we write (it rewrites ours),
+    a warning whenever else it is on (its cost), `ok` only when off everywhere (issues 10, 35)."""
+    from codex_memories.settings import SettingsError
+
+    name = "codex memory feature"
+    config_path = Path(codex_home) / paths.CODEX_CONFIG_FILE
     try:
-        codex_memories = read_codex_memories_config(Path(codex_home))
-    except SettingsError as error:
-        return Check("codex memory feature", False, f"cannot read {config_path}: {error}")
-    if not codex_memories.feature_enabled:
-        return Check("codex memory feature", True, f"off ([features] memories is not true in {config_path}); our hooks and MCP server are the read path")
+        feature = memory_feature(Path(codex_home))
+    except (SettingsError, OSError) as error:
+        return Check(name, False, f"cannot read {config_path}: {error}")
+    if not feature.on:
+        return Check(name, True, f"off ([features] memories is not true in {config_path}, nor in a profile); our hooks and MCP server are the read path")
     codex_folder = (Path(codex_home) / paths.MEMORIES_DIR).absolute()
-    fix = MEMORY_FEATURE_FIX.format(config=config_path)
-    if Path(memory_root).absolute() != codex_folder:
+    ours = Path(memory_root).absolute() == codex_folder
+    if feature.on_by_default and ours:
         return Check(
-            "codex memory feature",
-            True,
-            f"on, but it writes {codex_folder}, not our folder {memory_root}; it still runs Codex's own memory requests on your quota ({fix} to stop that)",
+            name, False, f"ON for the folder we write ({codex_folder}): at every non-ephemeral session start Codex rewrites "
+            f"raw_memories.md and deletes the rollout summaries it did not select (all of ours); {MEMORY_FEATURE_COST}. {feature.fix()}",
         )
-    return Check(
-        "codex memory feature",
-        False,
-        f"ON for the folder we write ({codex_folder}): at every non-ephemeral session start Codex rewrites raw_memories.md, "
-        "deletes the rollout summaries it did not select (all of ours) and sends a consolidation request; 0.171 also runs "
-        f"its own phase 1 over your sessions on your quota. Fix: {fix}",
-    )
+    rewrites = f"it rewrites {codex_folder}" + (", which is our memory folder" if ours else f", not ours ({memory_root}), which does not need it")
+    return Check(name, True, f"on {feature.where()}: {MEMORY_FEATURE_COST}; {rewrites}. {feature.fix()}", warning=True)
 
 
 def codex_rewrite_warning(codex_home: Path, memory_root: str) -> str | None:
-    """The one warning line `run`, `phase1`, `phase2` and the deployments print when Codex's own
-    memory pipeline would rewrite the folder we write; None when it would not (an `s3://` root is
-    never Codex's folder)."""
+    """The one warning line `install`, `run`, `phase1`, `phase2` and the deployments print
+    whenever Codex's own memory feature is on, wherever our folder is (an `s3://` root is never
+    Codex's folder); None when it is off."""
     local_root = paths.local_memory_folder(memory_root)
-    if local_root is None:
+    check = check_memory_feature(Path(codex_home), local_root if local_root is not None else Path(memory_root))
+    if check.ok and not check.warning:
         return None
-    check = check_memory_feature(Path(codex_home), local_root)
-    return None if check.ok else f"warning: Codex's own memory feature is {check.message}"
+    return f"warning: Codex's own memory feature is {check.message}"
 
 
 def codex_home_warnings(codex_home: Path, memory_root: str) -> list[str]:
@@ -594,6 +704,7 @@ def doctor(
         report.checks.append(hooks_check)
         if installed is not None:
             report.checks.append(_check_launcher(codex_home, installed))
+            report.checks.append(check_hook_settings(codex_home, memory_root, db_url))
             report.checks.append(_check_trust(codex_home, installed))
             report.checks.append(_check_context_limit(installed, session_start_budget_tokens))
         report.checks.append(check_memory_feature(codex_home, memory_root))
@@ -699,6 +810,58 @@ def _check_launcher(codex_home: Path, document: dict[str, Any]) -> Check:
     if problem:
         return Check("hook launcher", False, problem)
     return Check("hook launcher", True, f"{launcher} runs {target.python}")
+
+
+def hook_environment(codex_home: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a hook that Codex starts outside this shell (an IDE, a script): Codex
+    passes its own environment on and adds nothing of ours (measured on 0.147 and 0.171, not even
+    CODEX_HOME), so what is sure to be there is HOME and PATH, and CODEX_HOME when the home is not
+    the default one (Codex could not have read this home's hooks.json without it)."""
+    environ = os.environ if environ is None else environ
+    clean = {name: environ[name] for name in ("HOME", "PATH") if name in environ}
+    default_home = Path(str(DEFAULT_CODEX_HOME).replace("~", clean.get("HOME", "~"), 1)).expanduser()
+    if Path(codex_home).absolute() != default_home.absolute():
+        clean["CODEX_HOME"] = str(codex_home)
+    return clean
+
+
+def check_hook_settings(codex_home: Path, memory_root: Path, db_url: str) -> Check:
+    """Runs the launcher as Codex would, in `hook_environment`, and asks which memory root and
+    state DB the hooks resolve (`<launcher> --print-settings`): they must be those this process
+    (`run` from the same shell) writes."""
+    name = "hook settings"
+    launcher = launcher_path(codex_home)
+    if read_launcher(launcher) is None or launcher_problem(codex_home) is not None:
+        return Check(name, False, f"not checked: the hook launcher {launcher} cannot run (see above): run `{REINSTALL_COMMAND}`")
+    try:
+        completed = subprocess.run(
+            [str(launcher), SETTINGS_PROBE], env=hook_environment(codex_home), cwd=codex_home, capture_output=True, text=True,
+            timeout=CODEX_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL, check=False,
+        )
+        resolved = json.loads(completed.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError) as error:
+        return Check(name, False, f"{launcher} {SETTINGS_PROBE} did not answer ({type(error).__name__}): run `{REINSTALL_COMMAND}`")
+    if not isinstance(resolved, dict) or "error" in resolved:
+        why = resolved.get("error") if isinstance(resolved, dict) and "error" in resolved else "no settings (a launcher older than this version)"
+        return Check(name, False, f"a hook started by Codex would fail on its settings: {why}. Fix: run `{REINSTALL_COMMAND}`")
+    hook_root, hook_db = Path(str(resolved.get("memory_root"))), str(resolved.get("db_url"))
+    wanted_root, wanted_db = Path(memory_root).absolute(), absolute_db_url(db_url)
+    shown_db, shown_wanted_db = _hide_password(hook_db), _hide_password(wanted_db)
+    if hook_root.absolute() != wanted_root or hook_db != wanted_db:
+        differ = []
+        if hook_root.absolute() != wanted_root:
+            differ.append(f"memory root {hook_root} (run writes {wanted_root})")
+        if hook_db != wanted_db:
+            differ.append(f"state DB {shown_db} (run writes {shown_wanted_db})")
+        return Check(
+            name, False, f"a hook Codex starts without this shell's variables reads {' and '.join(differ)}. "
+            f"Fix: run `{REINSTALL_COMMAND}` from this shell (it pins what run uses here)"
+        )
+    return Check(name, True, f"a hook Codex starts (clean environment) reads {hook_root} and {shown_db}, as run writes")
+
+
+def _hide_password(url: str) -> str:
+    return URL_PASSWORD.sub(r"\1:***@", url)
 
 
 def _check_trust(codex_home: Path, document: dict[str, Any]) -> Check:

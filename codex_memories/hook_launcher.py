@@ -11,9 +11,15 @@ Contract:
      <Event> <recorded options>` (`-P`: the session's folder never shadows our modules), when
      that interpreter and the recorded hook module file both still exist;
   2. else runs the first `codex-memories-hook` on PATH with the same arguments;
-  3. else (or when that fallback cannot start) drains stdin, prints `{}`, appends one
-     `failed_hook_environment_missing` line to the hook log and says the fix on stderr. Exit 0:
-     a session never breaks.
+  3. else (or when that fallback cannot start) reads stdin, prints `{}` (for SessionStart, except
+     after a compaction: `{"systemMessage": <hook_notices.launcher_gone_notice>}`, which Codex's
+     TUI shows), appends one `failed_hook_environment_missing` line to the hook log and says the
+     fix on stderr. Exit 0: a session never breaks.
+  Before any of that it exports `CODEX_MEMORIES_PINNED_SETTINGS=<the pinned-settings file>`, so
+  the hook reads the settings `install` resolved whatever environment Codex runs in
+  (settings_sources).
+- `<launcher> --print-settings` prints, as JSON, the settings the hooks resolve in the calling
+  environment (`python -m codex_memories.settings_sources`): `doctor` runs it as Codex would.
 - `LauncherTarget(python, hook_module, options, log)` is what `install` records (also as one JSON
   comment line, `# target: {...}`, that `read_launcher` parses back); `current_target` describes
   this process's installation.
@@ -33,11 +39,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from codex_memories import paths
+from codex_memories.hook_notices import NOTICE_EVENT, SYSTEM_MESSAGE_KEY, launcher_gone_notice
 from codex_memories.read.hooks import HookOutcome, hook_log_path
+from codex_memories.settings_sources import PINNED_SETTINGS_ENV, pinned_settings_path
 
 LAUNCHER_FILE = "codex-memories-hook"
 HOOK_MODULE = "codex_memories.read.hooks"
 FALLBACK_EXECUTABLE = "codex-memories-hook"
+SETTINGS_MODULE = "codex_memories.settings_sources"
+SETTINGS_PROBE = "--print-settings"  # the launcher's one non-event argument: what the hooks resolve
 TARGET_MARKER = "# target: "
 REINSTALL_FIX = "run `codex-memories install` again from the environment you use now"
 
@@ -49,21 +59,29 @@ _SCRIPT = """#!/bin/sh
 python={python}
 hook_module={hook_module}
 log={log}
-if [ -x "$python" ] && [ -f "$hook_module" ]; then
+{pinned}if [ -x "$python" ] && [ -f "$hook_module" ]; then
+    # `doctor` asks, through this same file and environment, which settings the hooks resolve.
+    [ "${{1:-}}" = {probe} ] && exec "$python" -P -m {settings_module}
     exec "$python" -P -m {module} "$@"{options}
 fi
 why="the environment of $python is gone"
+input=$(cat)
 fallback=$(command -v {fallback} 2>/dev/null)
 if [ -n "$fallback" ] && [ "$fallback" != "$0" ]; then
-    "$fallback" "$@"{options}
+    printf '%s' "$input" | "$fallback" "$@"{options}
     status=$?
     [ "$status" -eq 0 ] && exit 0
     why="$why and $fallback failed (exit $status)"
 else
     why="$why and there is no {fallback} on PATH"
 fi
-cat >/dev/null 2>&1
-printf '{{}}\\n'
+# Once per session (the SessionStart call, not the one after a compaction) the person is told
+# in Codex, through the hook's systemMessage; every other call adds nothing.
+case "${{1:-}}:$input" in
+    {notice_event}:*'"source":"compact"'* | {notice_event}:*'"source": "compact"'*) printf '{{}}\\n' ;;
+    {notice_event}:*) printf '%s\\n' {notice_json} ;;
+    *) printf '{{}}\\n' ;;
+esac
 line="$(date -u +%Y-%m-%dT%H:%M:%S.000000Z) ${{1:-?}} {outcome} 0ms $why: {fix}"
 mkdir -p "$(dirname "$log")" 2>/dev/null
 printf '%s\\n' "$line" >>"$log" 2>/dev/null
@@ -77,28 +95,43 @@ class LauncherTarget:
     python: str  # the interpreter of the installation that ran `install`
     hook_module: str  # that installation's codex_memories/read/hooks.py: gone when the package is
     log: str  # the hook log, for the line written when nothing can run
-    options: list[str] = field(default_factory=list)  # flags install was given (`--memory-root`, ...)
+    # Flags the hooks get. Launchers before issue 35 carried install's `--memory-root` etc. here;
+    # install now pins every setting in `pinned_settings` instead (a flag would beat the
+    # environment Codex runs the hook in, and a setting install did not get as a flag was lost).
+    options: list[str] = field(default_factory=list)
+    pinned_settings: str = ""  # the pinned-settings file the hooks read (settings_sources); "" = none
 
 
 def launcher_path(codex_home: Path) -> Path:
     return Path(codex_home) / paths.STATE_DIR / LAUNCHER_FILE
 
 
-def current_target(codex_home: Path, options: list[str]) -> LauncherTarget:
-    """This process's interpreter and hook module, and where the hooks of `codex_home` log."""
+def current_target(codex_home: Path, options: list[str] | None = None, *, pinned: bool = True) -> LauncherTarget:
+    """This process's interpreter and hook module, where the hooks of `codex_home` log, and (with
+    `pinned`) the pinned-settings file `install` writes beside the launcher."""
     from codex_memories.read import hooks
 
     return LauncherTarget(
         python=str(Path(sys.executable).absolute()),
         hook_module=str(Path(hooks.__file__).absolute()),
         log=str(hook_log_path(Path(codex_home))),
-        options=list(options),
+        options=list(options or []),
+        pinned_settings=str(pinned_settings_path(Path(codex_home)).absolute()) if pinned else "",
     )
 
 
 def launcher_script(target: LauncherTarget) -> str:
     options = "".join(f" {shlex.quote(option)}" for option in target.options)
+    pinned = (
+        f"{PINNED_SETTINGS_ENV}={shlex.quote(target.pinned_settings)}\nexport {PINNED_SETTINGS_ENV}\n" if target.pinned_settings else ""
+    )
+    notice = json.dumps({SYSTEM_MESSAGE_KEY: launcher_gone_notice(target.python)}, ensure_ascii=False)
     return _SCRIPT.format(
+        pinned=pinned,
+        probe=SETTINGS_PROBE,
+        settings_module=SETTINGS_MODULE,
+        notice_event=NOTICE_EVENT,
+        notice_json=shlex.quote(notice),
         marker=TARGET_MARKER,
         target_json=json.dumps(asdict(target), ensure_ascii=False),
         python=shlex.quote(target.python),

@@ -7,18 +7,29 @@ Contract:
   it is found, the state DB URL's shape, and the fields the hooks read, with their defaults,
   bounds and descriptions (`HOOK_INT_SETTINGS`). `settings.py` builds its fields from these.
 - `resolve_hook_settings(flags, environ) -> HookSettings`: what the hooks read (Codex home, memory
-  root, state DB URL, the SessionStart and prompt-recall budgets) with the CLI's precedence:
-  flags > environment (`CODEX_MEMORIES_*`, `CODEX_HOME`; names matched case-insensitively, as
-  pydantic-settings does) > our TOML file (`CODEX_MEMORIES_CONFIG_FILE`, else
-  `$CODEX_HOME/codex-memories.toml`) > defaults. Codex's `config.toml` sets none of these fields.
-  Reads the environment mapping and at most one TOML file (`tomllib`); writes nothing. A bad value
-  is a `SettingsError`, one line naming the key and its allowed range, as `Settings` words it.
+  root, state DB URL, the SessionStart and prompt-recall budgets): flags > environment
+  (`CODEX_MEMORIES_*`, `CODEX_HOME`; names matched case-insensitively, as pydantic-settings does)
+  > the settings `install` pinned (`read_pinned_settings`, found through `PINNED_SETTINGS_ENV`,
+  which only the hook launcher sets) > our TOML file (`CODEX_MEMORIES_CONFIG_FILE`, else the pinned
+  one, else `$CODEX_HOME/codex-memories.toml`) > defaults. Without a pinned file that is the CLI's
+  precedence exactly. Codex's `config.toml` sets none of these fields. Reads the environment
+  mapping, at most one pinned file and one TOML file; writes nothing. A bad value is a
+  `SettingsError`, one line naming the key and its allowed range, as `Settings` words it.
   tests/test_settings_sources.py proves the hook and the CLI resolve the same values.
+- Pinned settings (issue 35): Codex runs hooks with its own environment, which in an IDE or a
+  script holds none of our variables; `install` therefore records every hook setting it resolved
+  (`pinned_settings_document`, written by `codex_home.install`: JSON, mode 0600 as the DB URL
+  may hold a password) in `$CODEX_HOME/codex-memories/pinned-settings.json`, and a hook started without our variables
+  reads the memory `run` writes. A variable set in Codex's own environment still wins: the person
+  who sets one for a session means it (`doctor` says when the two differ).
+- `python -m codex_memories.settings_sources` prints what `resolve_hook_settings({})` gives in
+  its environment, as JSON: how `doctor` asks the hook launcher what a hook would read.
 - Standard library only, on purpose: the hook imports this module on every call.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -33,6 +44,11 @@ ENV_PREFIX = "CODEX_MEMORIES_"
 DEFAULT_CODEX_HOME = Path("~/.codex")
 OWN_CONFIG_FILE_NAME = "codex-memories.toml"
 CONFIG_FILE_ENV = f"{ENV_PREFIX}CONFIG_FILE"
+# Set only by the hook launcher: the pinned-settings file of the Codex home it belongs to.
+PINNED_SETTINGS_ENV = f"{ENV_PREFIX}PINNED_SETTINGS"
+PINNED_SETTINGS_FILE = "pinned-settings.json"
+PINNED_FIELDS = ("codex_home", "memory_root", "db_url", "config_file", "session_start_budget_tokens", "prompt_recall_budget_tokens")
+REINSTALL_COMMAND = "codex-memories install"
 
 # Fields that also answer to a name without our prefix, first name found wins (the order
 # pydantic-settings tries a field's `AliasChoices`). Environment names only: with the field name
@@ -152,13 +168,19 @@ class HookSettings:
 
 def resolve_hook_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> HookSettings:
     """The hooks' settings from `flags` (field name -> value; None or missing = not given), the
-    environment, our TOML file and the defaults, in that order."""
+    environment, the settings `install` pinned, our TOML file and the defaults, in that order."""
     environ = os.environ if environ is None else environ
-    toml_path = own_config_file(flags.get("config_file"), flags.get("codex_home"), environ)
+    pinned_file = env_value("pinned_settings", environ)
+    pinned = read_pinned_settings(Path(pinned_file)) if pinned_file else {}
+    config_file = flags.get("config_file") or env_value("config_file", environ)
+    if not config_file and pinned.get("config_file") and Path(pinned["config_file"]).is_file():
+        config_file = pinned["config_file"]  # gone since install: as for the CLI, no file is no error
+    codex_home_given = flags.get("codex_home") or env_value("codex_home", environ) or pinned.get("codex_home")
+    toml_path = own_config_file(config_file, codex_home_given, environ)
     file_values = read_own_config_file(toml_path) if toml_path is not None else {}
 
     def given(field: str) -> Any:
-        for value in (flags.get(field), env_value(field, environ), file_values.get(field)):
+        for value in (flags.get(field), env_value(field, environ), pinned.get(field), file_values.get(field)):
             if value is not None:
                 return value
         return None
@@ -173,6 +195,67 @@ def resolve_hook_settings(flags: Mapping[str, Any], environ: Mapping[str, str] |
         db_url=check_db_url(_text(db_url, "db_url")) if db_url is not None else paths.default_db_url(codex_home),
         **budgets,
     )
+
+
+# -- what install pins ------------------------------------------------------------------------------
+
+
+def pinned_settings_path(codex_home: Path) -> Path:
+    return Path(codex_home) / paths.STATE_DIR / PINNED_SETTINGS_FILE
+
+
+def pinned_settings_document(settings: HookSettings, config_file: Path | None, sources: Mapping[str, str]) -> dict[str, Any]:
+    """What `install` records: every hook setting as resolved (absolute paths), the TOML file it
+    read (None: none), and where each came from (`flag`, `environment`, `config file`, `default`)
+    so that `doctor` can say it."""
+    return {
+        "codex_home": str(Path(settings.codex_home).absolute()),
+        "memory_root": str(Path(settings.memory_root).absolute()),
+        "db_url": settings.db_url,
+        "config_file": str(Path(config_file).absolute()) if config_file is not None else None,
+        "session_start_budget_tokens": settings.session_start_budget_tokens,
+        "prompt_recall_budget_tokens": settings.prompt_recall_budget_tokens,
+        "sources": dict(sources),
+    }
+
+
+def render_pinned_settings(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def read_pinned_settings(path: Path) -> dict[str, Any]:
+    """The pinned values (only the fields in `PINNED_FIELDS`, None dropped); a missing or broken
+    file is a `SettingsError` whose fix is to install again (the launcher names a file install wrote)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SettingsError(f"the settings pinned by install are gone ({path}): run `{REINSTALL_COMMAND}`") from None
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise SettingsError(f"cannot read the settings pinned by install ({path}: {error}): run `{REINSTALL_COMMAND}`") from None
+    if not isinstance(document, dict):
+        raise SettingsError(f"{path} is not the settings install pins: run `{REINSTALL_COMMAND}`")
+    return {field: document[field] for field in PINNED_FIELDS if document.get(field) is not None}
+
+
+def absolute_db_url(url: str) -> str:
+    """`url` with a relative SQLite path made absolute: a hook runs in the session's folder."""
+    scheme, separator, database = url.partition(":///")
+    if scheme.startswith("sqlite") and separator and database and not database.startswith(("/", ":memory:", "~")):
+        return f"{scheme}:///{Path(database).absolute()}"
+    if scheme.startswith("sqlite") and database.startswith("~"):
+        return f"{scheme}:///{Path(database).expanduser()}"
+    return url
+
+
+def setting_source(field: str, flags: Mapping[str, Any], environ: Mapping[str, str], file_values: Mapping[str, Any]) -> str:
+    """Where the value of `field` came from, in the CLI's precedence: for what install records."""
+    if flags.get(field) is not None:
+        return "flag"
+    if env_value(field, environ) is not None:
+        return "environment"
+    if file_values.get(field) is not None:
+        return "config file"
+    return "default"
 
 
 def _text(value: Any, field: str) -> str:
@@ -199,3 +282,19 @@ def _bounded_int(value: Any, setting: IntSetting) -> int:
         rule = f"greater than or equal to {setting.low}" if number < setting.low else f"less than or equal to {setting.high}"
         raise SettingsError(f"invalid setting {setting.name}={value!r}: Input should be {rule} (allowed: {setting.low}..{setting.high})")
     return number
+
+
+def main() -> None:
+    """`python -m codex_memories.settings_sources`: the hook settings this environment resolves,
+    one JSON object (`{"error": ...}` for a bad setting); what `doctor` asks the launcher for."""
+    try:
+        settings = resolve_hook_settings({})
+    except SettingsError as error:
+        print(json.dumps({"error": str(error)}, ensure_ascii=False))
+        return
+    values = {name: str(value) if isinstance(value, Path) else value for name, value in vars(settings).items()}
+    print(json.dumps(values, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

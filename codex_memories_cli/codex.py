@@ -10,10 +10,11 @@ which runs `codex_memories.read.hooks` without typer).
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -53,6 +54,35 @@ def _our_command() -> Path:
     _fail("cannot find the `codex-memories` executable (install the package with pip first)")
 
 
+def _pinned_settings(overrides: SettingsOverrides, config: RuntimeConfig) -> dict[str, Any]:
+    """Every setting the hooks read, as this command resolved it (flags, environment, our TOML
+    file, defaults), for the hooks to read whatever environment Codex runs them in."""
+    from codex_memories.settings_sources import (
+        PINNED_FIELDS,
+        HookSettings,
+        absolute_db_url,
+        own_config_file,
+        pinned_settings_document,
+        read_own_config_file,
+        setting_source,
+    )
+
+    settings = config.settings
+    toml_path = own_config_file(settings.config_file, settings.codex_home_path)
+    file_values = read_own_config_file(toml_path) if toml_path is not None else {}
+    resolved = HookSettings(
+        codex_home=settings.codex_home_path.absolute(),
+        memory_root=_codex_memory_root(config),
+        db_url=absolute_db_url(settings.resolved_db_url),
+        session_start_budget_tokens=settings.session_start_budget_tokens,
+        prompt_recall_budget_tokens=settings.prompt_recall_budget_tokens,
+    )
+    flags = overrides.model_dump(exclude_none=True)
+    sources = {name: setting_source(name, flags, os.environ, file_values) for name in PINNED_FIELDS}
+    return pinned_settings_document(resolved, toml_path, sources)
+
+
+
 @codex_app.command()
 @with_common_options
 def install(
@@ -67,13 +97,6 @@ def install(
 
     config = overrides.load()
     require_codex_home(config)  # hooks written to a mistyped home are hooks Codex never runs
-    # The hooks resolve their settings as this command does; what was given here as a flag, they
-    # could not know, so the launcher passes it on.
-    hook_options = ["--memory-root", str(_codex_memory_root(config))] if overrides.memory_root else []
-    if overrides.config_file:
-        hook_options += ["--config-file", str(Path(overrides.config_file).expanduser().absolute())]
-    if overrides.db_url:
-        hook_options += ["--db-url", overrides.db_url]
     try:
         report = install_into(
             config.settings.codex_home_path.absolute(),
@@ -81,9 +104,9 @@ def install(
             _our_command(),
             dry_run,
             trust=trust,
-            hook_options=hook_options,
             codex_binary=codex_binary,
             session_start_budget_tokens=config.settings.session_start_budget_tokens,
+            pinned_settings=_pinned_settings(overrides, config),
         )
     except CodexHomeError as error:
         _fail(str(error))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories.codex_home import codex_home_warnings, doctor, hooks_path, install
+from codex_memories.hook_notices import launcher_gone_notice
 from codex_memories.hook_launcher import LauncherTarget, current_target, launcher_path, launcher_problem
 from codex_memories.read.hooks import hook_log_path
 
@@ -47,11 +48,12 @@ def install_from(home: Path, environment: Path, tmp_path: Path, options: list[st
     install(home, home / "memories", tmp_path / "codex-memories", launcher_target=target, codex_binary=tmp_path / "no-codex")
 
 
-def call_hook(home: Path, event: str, path: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """What Codex does: run the hooks.json command through the shell, the hook JSON on stdin."""
+def call_hook(home: Path, event: str, path: str, tmp_path: Path, source: str = "startup") -> subprocess.CompletedProcess[str]:
+    """What Codex does: run the hooks.json command through the shell, the hook JSON (compact, as
+    Codex writes it) on stdin."""
     [group] = json.loads(hooks_path(home).read_text(encoding="utf-8"))["hooks"][event]
     command = group["hooks"][0]["command"]
-    stdin = json.dumps({"session_id": "s", "hook_event_name": event, "cwd": str(tmp_path), "source": "startup"})
+    stdin = json.dumps({"session_id": "s", "hook_event_name": event, "cwd": str(tmp_path), "source": source}, separators=(",", ":"))
     environment = {"PATH": path, "CODEX_HOME": str(home), "HOME": str(tmp_path)}
     return subprocess.run(["/bin/sh", "-c", command], input=stdin, capture_output=True, text=True, env=environment, timeout=120, check=False)
 
@@ -76,7 +78,7 @@ def test_when_the_environment_is_moved_the_hooks_fall_back_to_codex_memories_hoo
     assert "failed_" not in hook_log_path(home).read_text(encoding="utf-8")
 
 
-def test_when_nothing_can_run_the_hook_prints_an_empty_object_and_says_why_everywhere(
+def test_when_nothing_can_run_the_hook_the_session_start_tells_the_person_and_every_call_says_why(
     home: Path, environment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     install_from(home, environment, tmp_path)
@@ -84,7 +86,15 @@ def test_when_nothing_can_run_the_hook_prints_an_empty_object_and_says_why_every
 
     completed = call_hook(home, "SessionStart", SYSTEM_PATH, tmp_path)
 
-    assert (completed.returncode, completed.stdout.strip()) == (0, "{}")
+    assert completed.returncode == 0
+    assert json.loads(completed.stdout) == {"systemMessage": launcher_gone_notice(str(environment / "bin" / "python"))}
+    assert "`codex-memories install`" in json.loads(completed.stdout)["systemMessage"]
+    # Once per session: not again after a compaction, never on the other events.
+    for event, source in (("SessionStart", "compact"), ("UserPromptSubmit", "startup"), ("Stop", "startup")):
+        again = call_hook(home, event, SYSTEM_PATH, tmp_path, source=source)
+        assert (again.returncode, again.stdout.strip()) == (0, "{}"), (event, source)
+    hook_log_path(home).write_text("", encoding="utf-8")
+    completed = call_hook(home, "SessionStart", SYSTEM_PATH, tmp_path)
     [line] = hook_log_path(home).read_text(encoding="utf-8").splitlines()
     assert " SessionStart failed_hook_environment_missing 0ms " in line
     assert str(environment / "bin" / "python") in line and "no codex-memories-hook on PATH" in line

@@ -181,3 +181,79 @@ def test_bare_api_key_and_base_url_variables_are_not_ours_and_the_prefixed_codex
     settings = load_runtime_config().settings
     assert (settings.api_key, settings.base_url) == (None, None)
     assert settings.codex_home_path == resolve_hook_settings({}).codex_home == tmp_path / "b"
+
+
+# -- settings pinned at install (issue 35) ---------------------------------------------------------
+
+
+def pin(tmp_path: Path, codex_home: Path, **values: Any) -> dict[str, str]:
+    """A pinned-settings file as install writes it, and the environment the launcher adds."""
+    from codex_memories.settings_sources import PINNED_SETTINGS_ENV, pinned_settings_path, render_pinned_settings
+
+    path = pinned_settings_path(codex_home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {"codex_home": str(codex_home), "memory_root": str(codex_home / "memories"), "db_url": f"sqlite:///{tmp_path}/db", **values}
+    path.write_text(render_pinned_settings(document), encoding="utf-8")
+    return {PINNED_SETTINGS_ENV: str(path)}
+
+
+def test_a_hook_started_without_our_variables_reads_every_setting_install_pinned(clean_env: Path, tmp_path: Path) -> None:
+    codex_home = tmp_path / "home"
+    toml = write_toml(tmp_path / "elsewhere.toml", {"prompt_recall_budget_tokens": 321})
+    environ = pin(
+        tmp_path, codex_home, memory_root=str(tmp_path / "mem"), db_url=f"sqlite:///{tmp_path}/pinned.db", config_file=str(toml),
+        session_start_budget_tokens=1_234,
+    )
+
+    settings = resolve_hook_settings({}, environ)
+
+    assert (settings.codex_home, settings.memory_root, settings.db_url) == (codex_home, tmp_path / "mem", f"sqlite:///{tmp_path}/pinned.db")
+    assert (settings.session_start_budget_tokens, settings.prompt_recall_budget_tokens) == (1_234, 321)
+
+
+def test_a_variable_in_codex_s_environment_beats_the_pinned_value_and_the_pinned_value_beats_our_toml_file(
+    clean_env: Path, tmp_path: Path
+) -> None:
+    codex_home = tmp_path / "home"
+    write_toml(codex_home / "codex-memories.toml", {"memory_root": str(tmp_path / "from-toml"), "db_url": f"sqlite:///{tmp_path}/toml.db"})
+    environ = {**pin(tmp_path, codex_home, memory_root=str(tmp_path / "pinned")), "CODEX_MEMORIES_DB_URL": f"sqlite:///{tmp_path}/env.db"}
+
+    settings = resolve_hook_settings({}, environ)
+
+    assert settings.memory_root == tmp_path / "pinned"
+    assert settings.db_url == f"sqlite:///{tmp_path}/env.db"
+
+
+@pytest.mark.parametrize("content", [None, "{not json", "[1, 2]"])
+def test_a_pinned_settings_file_that_is_gone_or_broken_is_a_settings_error_that_says_install_again(
+    clean_env: Path, tmp_path: Path, content: str | None
+) -> None:
+    from codex_memories.settings_sources import PINNED_SETTINGS_ENV
+
+    path = tmp_path / "pinned.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(SettingsError, match="codex-memories install"):
+        resolve_hook_settings({}, {PINNED_SETTINGS_ENV: str(path)})
+
+
+def test_without_a_pinned_file_the_hook_keeps_the_cli_precedence(clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CODEX_MEMORIES_MEMORY_ROOT", str(tmp_path / "mem"))
+    assert hook_values() == {**cli_values(), "memory_root": tmp_path / "mem"}
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sqlite:///state.db", "sqlite:///{cwd}/state.db"),
+        ("sqlite:////abs/state.db", "sqlite:////abs/state.db"),
+        ("sqlite+pysqlite:///rel/s.db", "sqlite+pysqlite:///{cwd}/rel/s.db"),
+        ("sqlite:///:memory:", "sqlite:///:memory:"),
+        ("postgresql+psycopg://u:p@h/db", "postgresql+psycopg://u:p@h/db"),
+    ],
+)
+def test_install_pins_a_relative_sqlite_path_as_an_absolute_one(url: str, expected: str) -> None:
+    from codex_memories.settings_sources import absolute_db_url
+
+    assert absolute_db_url(url) == expected.format(cwd=Path.cwd())

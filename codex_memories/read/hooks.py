@@ -20,8 +20,11 @@ Contract:
     process (`... Stop --inline`) and the hook returns at once (`started_background_harvest`).
 - Never blocks or breaks the session: bad JSON, an unknown event, a missing memory folder, a DB
   outage or any other error is a named `HookOutcome` (a `failed_*` code), `{}` on stdout and exit
-  code 0. Every call appends one line to `$CODEX_HOME/codex-memories/hooks.log` (outcome, event,
-  duration, detail); the log is rotated once it passes `LOG_ROTATE_BYTES`.
+  code 0. When the session cannot have its memory (invalid settings, a memory folder missing or
+  unreadable), the SessionStart answer also carries a `systemMessage` with the fix, once per
+  session (`hook_notices.session_answer`), which Codex's TUI shows. Every call appends one line to
+  `$CODEX_HOME/codex-memories/hooks.log` (outcome, event, duration, detail); the log is rotated
+  once it passes `LOG_ROTATE_BYTES`.
 - Never writes the memory folder. The Stop hook writes the state DB only.
 - Fast start: this module imports only the standard library and `settings_sources` (standard
   library too) at import time. SessionStart imports `read.injection` (prompts, tokenizer),
@@ -411,6 +414,7 @@ def hook_options(arguments: HookArguments, environ: dict[str, str] | None = None
 
 def run(argv: list[str], stdin_text: str) -> str:
     """What the console script prints for `argv` and stdin; never raises."""
+    from codex_memories.hook_notices import session_answer
     from codex_memories.settings_sources import SettingsError
 
     try:
@@ -422,8 +426,11 @@ def run(argv: list[str], stdin_text: str) -> str:
         sys.stderr.write(f"codex-memories hook: {error}; nothing injected\n")
         result = HookResult(argv[0] if argv else "?", outcome, detail=str(error))
         write_log_line(hook_log_path(_fallback_codex_home(argv)), result, 0.0)
-        return EMPTY_OUTPUT
-    return handle_hook(arguments.event, stdin_text, options).stdout
+        settings_error = str(error) if isinstance(error, SettingsError) else None
+        return session_answer(EMPTY_OUTPUT, result.event, stdin_text, settings_error=settings_error)
+    # What cannot work this session is said once, in Codex (hook_notices: a systemMessage).
+    answer = handle_hook(arguments.event, stdin_text, options).stdout
+    return session_answer(answer, arguments.event, stdin_text, memory_root=options.memory_root)
 
 
 def _fallback_codex_home(argv: list[str]) -> Path:

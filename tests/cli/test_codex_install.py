@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from codex_memories.codex_home import (
+    hook_environment,
+    check_memory_feature,
+    codex_rewrite_warning,
     TRUST_COMMAND,
     CodexHomeError,
     doctor,
@@ -24,6 +28,8 @@ from codex_memories.codex_home import (
 from codex_memories.codex_limits import session_start_context_limit
 from codex_memories.codex_trust import trust_hash, trust_key
 from codex_memories.hook_launcher import launcher_path
+from codex_memories.paths import default_db_url
+from codex_memories.settings_sources import HookSettings, pinned_settings_document, pinned_settings_path
 
 USER_HOOKS = {
     "hooks": {
@@ -119,8 +125,10 @@ def test_a_changed_handler_of_ours_keeps_its_place_so_the_users_hooks_after_it_d
 
 def test_dry_run_writes_nothing(home: Path, command: Path, tmp_path: Path) -> None:
     report = installed(home, command, tmp_path, dry_run=True, trust=True)
-    assert report.changed and report.lines()[0].startswith("would write the hook launcher")
+    assert report.changed and report.lines()[0].startswith("would pin the settings the hooks read")
+    assert report.lines()[1].startswith("would write the hook launcher")
     assert not hooks_path(home).exists() and not launcher_path(home).exists() and not config_path(home).exists()
+    assert not pinned_settings_path(home).exists()
 
 
 def test_uninstall_removes_exactly_our_hooks_and_the_launcher(home: Path, command: Path, tmp_path: Path) -> None:
@@ -130,7 +138,7 @@ def test_uninstall_removes_exactly_our_hooks_and_the_launcher(home: Path, comman
     report = uninstall(home, codex_binary=no_codex(tmp_path))
     assert report.changed
     assert json.loads(hooks_path(home).read_text(encoding="utf-8")) == USER_HOOKS
-    assert not launcher_path(home).exists()
+    assert not launcher_path(home).exists() and not pinned_settings_path(home).exists()
     assert not uninstall(home, codex_binary=no_codex(tmp_path)).changed
 
 
@@ -311,7 +319,7 @@ def test_doctor_warns_when_the_installed_context_limit_no_longer_matches_the_bud
 def test_doctor_names_codex_memory_feature_on_for_our_folder_and_the_fix(home: Path, command: Path, tmp_path: Path) -> None:
     config_path(home).write_text("[features]\nmemories = true\n[memories]\ngenerate_memories = false\nuse_memories = true\n", encoding="utf-8")
     installed(home, command, tmp_path, trust=True)
-    report = doctor(home, home / "memories", f"sqlite:///{tmp_path / 'state.sqlite'}", ("heuristic", "auto"), codex_binary=no_codex(tmp_path))
+    report = doctor(home, home / "memories", default_db_url(home), ("heuristic", "auto"), codex_binary=no_codex(tmp_path))
 
     by_name = {check.name: check for check in report.checks}
     assert not report.ok
@@ -324,9 +332,9 @@ def test_doctor_names_codex_memory_feature_on_for_our_folder_and_the_fix(home: P
     assert not by_name["codex"].ok
     # The state DB no run has made yet is "not yet" (looking does not create it), not a failure.
     assert [line.split("]")[0] for line in report.lines()] == [
-        "[FAIL", "[ok", "[ok", "[ok", "[ok", "[FAIL", "[FAIL", "[not yet", "[ok", "[ok", "[ok"
+        "[FAIL", "[ok", "[ok", "[ok", "[ok", "[ok", "[FAIL", "[FAIL", "[not yet", "[ok", "[ok", "[ok"
     ]
-    assert not (tmp_path / "state.sqlite").exists()
+    assert not (home / "codex-memories" / "state.sqlite").exists()
 
 
 def test_doctor_reports_a_missing_recall_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -358,3 +366,125 @@ def test_the_default_session_start_budget_fits_codexs_limit_so_no_limit_is_writt
 
     [group] = json.loads(hooks_path(home).read_text(encoding="utf-8"))["hooks"]["SessionStart"]
     assert "additionalContextLimit" not in group["hooks"][0]
+
+
+# -- one memory for every entry point (issue 35) ---------------------------------------------------------
+
+
+def pinned(home: Path, memory_root: Path, db_url: str) -> dict[str, object]:
+    return pinned_settings_document(HookSettings(home, memory_root, db_url, 2_400, 400), None, {"memory_root": "environment"})
+
+
+def test_doctor_fails_with_the_fix_when_a_hook_codex_starts_would_read_another_memory_than_run_writes(
+    home: Path, command: Path, tmp_path: Path
+) -> None:
+    installed(home, command, tmp_path)  # pinned: this home's default memory root and state DB
+    elsewhere, other_db = tmp_path / "elsewhere", f"sqlite:///{tmp_path / 'other.sqlite'}"
+
+    report = doctor(home, elsewhere, other_db, ("heuristic", "auto"), codex_binary=no_codex(tmp_path))
+
+    [check] = [check for check in report.checks if check.name == "hook settings"]
+    assert not report.ok and not check.ok
+    assert f"memory root {home / 'memories'} (run writes {elsewhere})" in check.message
+    assert f"(run writes {other_db})" in check.message
+    assert check.message.endswith("Fix: run `codex-memories install` from this shell (it pins what run uses here)")
+    assert "\n" not in check.line()
+
+
+def test_doctor_passes_the_hook_settings_when_install_pinned_what_run_uses(home: Path, command: Path, tmp_path: Path) -> None:
+    elsewhere, other_db = tmp_path / "elsewhere", f"sqlite:///{tmp_path / 'other.sqlite'}"
+    installed(home, command, tmp_path, pinned_settings=pinned(home, elsewhere, other_db))
+
+    [check] = [c for c in doctor(home, elsewhere, other_db, ("heuristic", "auto"), codex_binary=no_codex(tmp_path)).checks if c.name == "hook settings"]
+
+    assert check.ok and str(elsewhere) in check.message
+
+
+def test_the_pinned_settings_file_is_readable_by_its_owner_only_and_installing_again_changes_nothing(
+    home: Path, command: Path, tmp_path: Path
+) -> None:
+    document = pinned(home, tmp_path / "m", "postgresql+psycopg://me:secret@db/memories")
+    installed(home, command, tmp_path, pinned_settings=document)
+    assert pinned_settings_path(home).stat().st_mode & 0o777 == 0o600
+    assert not installed(home, command, tmp_path, pinned_settings=document).changed
+    report = doctor(home, tmp_path / "m", "postgresql+psycopg://me:secret@db/memories", ("heuristic", "auto"), codex_binary=no_codex(tmp_path))
+    assert "secret" not in "\n".join(report.lines())
+
+
+def test_install_from_a_shell_with_our_variables_pins_them_for_a_codex_started_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from codex_memories_cli.main import app
+
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text("", encoding="utf-8")
+    memory_root, db_url = tmp_path / "team-memory", f"sqlite:///{tmp_path / 'team.sqlite'}"
+    for name in [n for n in os.environ if n.upper().startswith(("CODEX_", "OPENAI_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.setenv("CODEX_MEMORIES_MEMORY_ROOT", str(memory_root))
+    monkeypatch.setenv("CODEX_MEMORIES_DB_URL", db_url)
+    runner = CliRunner()
+
+    result = runner.invoke(app, ["install", "--codex-binary", str(no_codex(tmp_path))])
+
+    assert result.exit_code == 0, result.output
+    recorded = json.loads(pinned_settings_path(home).read_text(encoding="utf-8"))
+    assert (recorded["memory_root"], recorded["db_url"]) == (str(memory_root), db_url)
+    assert recorded["sources"]["memory_root"] == recorded["sources"]["db_url"] == "environment"
+    doctor_lines = runner.invoke(app, ["doctor", "--codex-binary", str(no_codex(tmp_path))]).output
+    [line] = [line for line in doctor_lines.splitlines() if line.startswith("[ok] hook settings")]
+    assert str(memory_root) in line
+    # The same shell without the variable now writes elsewhere: doctor says so and how to fix it.
+    monkeypatch.delenv("CODEX_MEMORIES_MEMORY_ROOT")
+    failed = runner.invoke(app, ["doctor", "--codex-binary", str(no_codex(tmp_path))])
+    assert failed.exit_code == 1
+    [line] = [line for line in failed.output.splitlines() if line.startswith("[FAIL] hook settings")]
+    assert f"memory root {memory_root} (run writes {home / 'memories'})" in line and "run `codex-memories install`" in line
+
+
+# -- Codex's own memory feature, wherever our folder is (issue 35) ------------------------------------------
+
+FEATURE_CASES = {
+    # config.toml, our folder is Codex's own?, the mark doctor gives, the table the fix names
+    "off": ("", True, "ok", None),
+    "on for our folder": ("[features]\nmemories = true\n", True, "FAIL", "[features]"),
+    "on, our folder elsewhere": ("[features]\nmemories = true\n", False, "warn", "[features]"),
+    "the older key": ("[features]\nmemory_tool = true\n", False, "warn", "[features]"),
+    "the selected profile": ('profile = "work"\n[profiles.work.features]\nmemories = true\n', False, "warn", "[profiles.work.features]"),
+    "a profile not selected": ("[profiles.work.features]\nmemories = true\n", True, "warn", "[profiles.work.features]"),
+    "the selected profile turns it off": ('profile = "quiet"\n[features]\nmemories = true\n[profiles.quiet.features]\nmemories = false\n', True, "warn", "[features]"),
+}
+
+
+@pytest.mark.parametrize("case", FEATURE_CASES)
+def test_codex_memory_feature_is_never_ok_while_on_and_names_its_cost_and_the_line_that_turns_it_off(
+    case: str, home: Path, command: Path, tmp_path: Path
+) -> None:
+    text, ours, mark, table = FEATURE_CASES[case]
+    config_path(home).write_text(text, encoding="utf-8")
+    root = home / "memories" if ours else tmp_path / "our-memory"
+
+    check = check_memory_feature(home, root)
+    warning = codex_rewrite_warning(home, str(root))
+    notes = "\n".join(installed(home, command, tmp_path).notes)
+
+    assert check.line().startswith(f"[{mark}] codex memory feature")
+    if table is None:
+        assert warning is None and "memory feature" not in notes
+        return
+    assert warning is not None and f"set `memories = false` under `{table}`" in notes  # install says it too
+    assert "8 on Codex 0.147, 9 on 0.171" in warning and "consolidation request" in warning
+    assert f"set `memories = false` under `{table}` in {config_path(home)}" in warning
+    assert mark == "FAIL" or check.ok  # a warning is not a failure: doctor still exits 0 for it
+
+
+@pytest.mark.parametrize(("home_name", "has_codex_home"), [(".codex", False), ("elsewhere", True)])
+def test_doctor_runs_the_hook_with_only_what_codex_is_sure_to_pass(tmp_path: Path, home_name: str, has_codex_home: bool) -> None:
+    user = tmp_path / "user"
+    environment = hook_environment(user / home_name, {"HOME": str(user), "PATH": "/bin", "CODEX_MEMORIES_MEMORY_ROOT": "/x", "CODEX_HOME": "/y"})
+    expected = {"HOME": str(user), "PATH": "/bin"} | ({"CODEX_HOME": str(user / home_name)} if has_codex_home else {})
+    assert environment == expected
