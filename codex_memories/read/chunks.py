@@ -58,6 +58,13 @@ _CITATION = re.compile(r"\s*\[(?:Task \d+(?:, )?)+\]|\s*\[ad-hoc note\]")
 _INDEX_HEADING = re.compile(r"^what['’]s in memory$", re.IGNORECASE)
 
 
+def is_task_heading(text: str) -> bool:
+    """A `MEMORY.md` chunk that is a `## Task n:` section's heading (title, rollout summary files,
+    keywords), not one of the group's memory lines."""
+    first = text.lstrip().split("\n", 1)[0]
+    return bool(_TASK.match(first))
+
+
 @dataclass(frozen=True)
 class Chunk:
     path: str

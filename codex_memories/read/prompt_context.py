@@ -8,7 +8,9 @@ Contract:
   of `rollout_summaries/`: a rollout summary is one session's raw record (its steps, the commands
   it ran), which phase 2 has not reconciled with newer sessions, so unprompted it would bring back
   what a later session replaced (a deploy command that has since stopped working). The model
-  still reaches them through the handbook's pointers and the search tools.
+  still reaches them through the handbook's pointers and the search tools. For the same reason a
+  `MEMORY.md` task heading (its title, its `rollout_summary_files` and keywords) is not injected:
+  it is a pointer to rollout summaries, and search uses it to find its group, not to answer.
 - Kept: results about the current project (keyed by `scopes.project_key_for_directory(cwd)`) and
   user-level ones. Another project's result is never injected, however well it matches (issue
   15: "in this repo use tabs" said in one repository must not steer another; `recall` drops
@@ -28,6 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codex_memories import paths
+from codex_memories.read.chunks import is_task_heading
 from codex_memories.read.recall import CURRENT_PROJECT, OTHER_PROJECT, ScoredChunk, recall_explained
 
 BLOCK_OPEN = "<recalled_memories>"
@@ -65,7 +68,9 @@ def _choose(found: list[ScoredChunk]) -> list[ScoredChunk]:
     return [
         scored
         for scored in found
-        if scored.scope_class != OTHER_PROJECT and not scored.chunk.path.startswith(ROLLOUT_SUMMARIES_PREFIX)
+        if scored.scope_class != OTHER_PROJECT
+        and not scored.chunk.path.startswith(ROLLOUT_SUMMARIES_PREFIX)
+        and not is_task_heading(scored.chunk.text)
     ][:MAX_ENTRIES]
 
 
