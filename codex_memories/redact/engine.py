@@ -35,6 +35,7 @@ import ahocorasick
 from codex_memories.redact.detector import DetectorRule, detector_rules, widened_span
 from codex_memories.redact.rules import REDACTED, RULES, Rule, Template, at_boundary
 from codex_memories.redact.screen import ScreenRule, SecretScreen, build_screen
+from codex_memories.redact.prose import PROSE_SHAPES
 from codex_memories.redact.shapes import CONTEXT_SHAPES, TOKEN_SHAPES
 
 
@@ -54,12 +55,17 @@ class CompiledRule:
     starts: Callable[[str], Iterator[int]] | None = None
     # More regexes of the same rule (a detect-secrets plugin has several): one hint check.
     extra: tuple[re.Pattern[str], ...] = ()
+    locate_all: Callable[[re.Match[str], str], list[tuple[int, int]]] | None = None
 
     def edits(self, text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, replacement) of every secret this rule finds in `text`, left to right."""
-        if self.extra:
+        if self.extra or self.locate_all is not None:
             # Several regexes: their finds merged left to right.
-            found = sorted(edit for regex in (self.public, *self.extra) for edit in self._edits(regex, text, text))
+            if self.case_insensitive and len(lowered) == len(text):
+                pairs = [(lowered, self.fast)]
+            else:
+                pairs = [(text, regex) for regex in (self.public, *self.extra)]
+            found = sorted({edit for haystack, regex in pairs for edit in self._edits(regex, text, haystack)})
             yield from found
             return
         if self.case_insensitive and len(lowered) == len(text):
@@ -85,6 +91,13 @@ class CompiledRule:
                 yield match
 
     def _edits(self, regex: re.Pattern[str], text: str, haystack: str) -> Iterator[tuple[int, int, str]]:
+        if self.locate_all is not None:
+            # Spans may lie after the match (a table's rows): gathered, sorted by the caller.
+            for match in self._matches(regex, haystack):
+                for start, end in self.locate_all(match, text):
+                    if end > start and not text.startswith(REDACTED, start):
+                        yield start, end, REDACTED
+            return
         for match in self._matches(regex, haystack):
             if self.boundary is not None and not at_boundary(text, match.start(), self.boundary):
                 continue
@@ -112,6 +125,7 @@ def _compile(rule: Rule) -> CompiledRule:
         locate=rule.locate,
         boundary=rule.boundary,
         starts=rule.starts,
+        locate_all=rule.locate_all,
     )
 
 
@@ -136,7 +150,7 @@ def _compile_detector_rule(rule: DetectorRule) -> CompiledRule:
 @cache
 def _rules() -> tuple[CompiledRule, ...]:
     """The whole table, compiled on first use (keeps `import codex_memories.redact` cheap)."""
-    known = [_compile(rule) for rule in (*RULES, *CONTEXT_SHAPES)]
+    known = [_compile(rule) for rule in (*RULES, *CONTEXT_SHAPES, *PROSE_SHAPES)]
     detector = [_compile_detector_rule(rule) for rule in detector_rules()]
     tokens = [_compile(rule) for rule in TOKEN_SHAPES]
     return (*known, *detector, *tokens)

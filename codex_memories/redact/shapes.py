@@ -230,7 +230,13 @@ def _locate_password_like(match: re.Match[str], text: str) -> Span | None:
     value = text[span[0] : span[1]]
     if "(" in value or "**" in value:
         return None
+    if match.group()[-1] in "pP" and _SINGLE_DASH_OPTION.match(value):
+        return None  # `-parallelism=30`, `-platform=linux`: an option spelled with one dash
     return span if _secret_value(value) and (looks_like_password(value) or _looks_generated(value)) else None
+
+
+# The rest of a one-dash long option after its `p`: lower-case letters up to `=` or `:`.
+_SINGLE_DASH_OPTION = re.compile(r"[a-z][a-z0-9_\-.]*[=:]")
 
 
 def _not_a_uuid(value: str) -> bool:

@@ -1,0 +1,247 @@
+"""Secrets by where they stand in words: after a credential word in any supported language, in a
+credential position of a command, in a list of recovery codes.
+
+Contract: data only, like `rules.py` and `shapes.py` (plus the checks each rule calls on its
+match); `engine.py` runs `PROSE_SHAPES` after `shapes.CONTEXT_SHAPES`. Words come from
+`names.py` (one list per language), value judgements from `values.py`. No rule names a
+provider or a tool: a value is a secret because of the word or the verb before it and because
+it does not read as a word, a number, a path or a placeholder.
+
+* `credential_phrase`: "the password is X", "口令是 X", "Passwort: X", "la contraseña del
+  servidor es X", "パスワードはXです", "пароль — X" (en, zh, ja, ko, es, pt, fr, de, ru). After the
+  word: up to three short words, then a connector (`is`, `es`, `ist`, `是`, `は`, `는`, `:`, ...)
+  or none; the value is a password-like or generated token (a connector lets a weaker one in).
+* `credential_argument`: a token given to a command's `login`, `auth`, `authtoken`,
+  `add-authtoken`, `install`, `register`, `unlock`, `set-token`... verb (`ngrok config
+  add-authtoken X`, `cloudflared service install X`, `vault login X`, `bw unlock X`): the first
+  positional arguments after the verb when generated, a password-like one as the second
+  (`login user password`).
+* `recovery_codes`: the codes listed after "recovery codes", "backup codes", "恢复码",
+  "Wiederherstellungscodes", ...: every code-like token (digits and letters, or upper-case
+  groups) up to a blank line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from codex_memories.redact.names import CREDENTIAL_PHRASES, PASSWORD_PHRASES, RECOVERY_PHRASES
+from codex_memories.redact.rules import REDACTED, Rule
+from codex_memories.redact.shapes import _looks_generated
+from codex_memories.redact.values import is_indirect, is_placeholder, looks_like_password, looks_like_random_base64
+
+Span = tuple[int, int]
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+_LETTER_BEFORE = r"(?<![^\W\d_])"
+_LETTER_AFTER = r"(?![^\W\d_])"
+
+
+def _phrase_pattern(phrases: dict[str, tuple[str, ...]]) -> str:
+    """Every phrase, longest first; Latin-script ones stand alone, CJK ones may touch text."""
+    words = sorted({phrase for group in phrases.values() for phrase in group}, key=len, reverse=True)
+    alternatives = []
+    for word in words:
+        escaped = re.escape(word).replace(r"\ ", r"[ \t]{1,3}")
+        if re.search("[" + _CJK + "]", word):
+            alternatives.append(escaped)
+        else:
+            alternatives.append(_LETTER_BEFORE + escaped + _LETTER_AFTER)
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+_PASSWORD_WORDS = frozenset(phrase for group in PASSWORD_PHRASES.values() for phrase in group)
+
+# Connectors between a credential word and its value, all languages (lower case): the verb "is"
+# and its equivalents, the particles of Japanese and Korean, and the punctuation of a label.
+_CONNECTOR = re.compile(
+    r"(?:[:：=＝]|=>|->|→|—|–|-(?=\s)|\bis\b|\bwas\b|\bare\b|\bbe\b|\bes\b|\bera\b|\bé\b|\best\b|\bist\b|\blautet\b"
+    r"|\bэто\b|\bравен\b|\bsera\b|\bserá\b|是|为|為|设为|設為|改成|は|が|を|는|은|이|가|:)",
+)
+# Short words a phrase may carry before its connector ("del servidor", "for the db", "de la base").
+_FILLER = re.compile(r"[^\W\d_][\w'’\-]{0,15}")
+_OPENERS = "\"'`「『“‘（(《【<>«"
+_VALUE_CHARS = re.compile(r"[^\s\"'`「」『』“”‘’（）()。，、；！？《》【】«»<\\" + _CJK + r"]{1,256}")
+_TRAILING = ".,;:!?)]}>"
+
+
+def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
+    """The value after a credential word at `position`: (its span, whether a connector came
+    first). Skips blanks, openers, up to three short filler words (only before a connector)."""
+    connector = False
+    fillers = 0
+    end_limit = min(len(text), position + 120)
+    while position < end_limit:
+        char = text[position]
+        if char in " \t\u3000":
+            position += 1
+            continue
+        if text.startswith(("\\n", "\\t"), position) and connector:
+            position += 2  # a JSON-escaped line break after a label (`password:\n X`)
+            continue
+        found = _CONNECTOR.match(text, position)
+        if found is not None and found.end() > position:
+            connector = True
+            position = found.end()
+            continue
+        if char in _OPENERS:
+            position += 1
+            continue
+        if text[position : position + len(REDACTED)].upper() == REDACTED:
+            return None
+        value = _VALUE_CHARS.match(text, position)
+        if value is None:
+            return None
+        start, end = value.span()
+        while end > start and text[end - 1] in _TRAILING and not _keeps_trailing(text[start:end]):
+            end -= 1
+        token = text[start:end]
+        if not connector and fillers < 3 and _FILLER.fullmatch(token) and not any(char.isdigit() for char in token):
+            # A word of the phrase ("de la base", "for the"), unless a connector already came.
+            fillers += 1
+            position = value.end()
+            continue
+        return ((start, end), connector) if end > start else None
+    return None
+
+
+def _keeps_trailing(value: str) -> bool:
+    """A password may end in `!` or `?`: kept when the rest already mixes kinds of character."""
+    return value[-1] in "!?" and looks_like_password(value)
+
+
+def _credential_value(value: str, connector: bool, password_word: bool) -> bool:
+    """A password or token, not a word, number, path, version or placeholder. After a connector
+    a value that mixes letters with digits or symbols is enough (`Gato_azul77`); a run of 6+
+    digits only after a password word (`密码是 84213977`, a PIN); without a connector the value
+    must be password-like or generated on its own."""
+    if REDACTED in value or is_placeholder(value) or len(value) < 6:
+        return False
+    if password_word and connector and value.isdigit() and len(value) >= 6:
+        return True
+    if is_indirect(value):
+        return False
+    if looks_like_password(value) or _looks_generated(value):
+        return True
+    if not connector:
+        return False
+    letters = sum(char.isalpha() for char in value)
+    digits = sum(char.isdigit() for char in value)
+    symbols = len(value) - letters - digits
+    return letters > 0 and (digits > 0 or symbols > 0) and len(value) >= 6 and not re.fullmatch(r"[\w]+\.(?:\w{1,5})", value)
+
+
+def _locate_phrase_value(match: re.Match[str], text: str) -> Span | None:
+    found = _prose_value(text, match.end())
+    if found is None:
+        return None
+    (start, end), connector = found
+    word = re.sub(r"\s+", " ", text[match.start() : match.end()].lower())
+    return (start, end) if _credential_value(text[start:end], connector, word in _PASSWORD_WORDS) else None
+
+
+# Verbs after which a command takes a credential as a positional argument.
+_CREDENTIAL_VERBS = (
+    "login", "log-in", "signin", "sign-in", "auth", "authenticate", "authtoken", "add-authtoken", "set-token",
+    "settoken", "install", "register", "unlock", "connect", "attach", "enroll", "activate", "join",
+)
+_COMMAND_TOKEN = re.compile(r"\\*[\"']?([^\s\"'\\]{1,512})\\*[\"']?")
+
+
+def _locate_verb_arguments(match: re.Match[str], text: str) -> list[Span]:
+    """The positional arguments after a credential verb, on the same command line: a generated
+    one in the first two places, a password-like one in the second (`login user password`).
+    Options (`--force`, `-u name`) are skipped; an option's own value is not an argument here."""
+    position = match.end()
+    spans: list[Span] = []
+    place = 0
+    limit = min(len(text), position + 600)
+    while position < limit and place < 2:
+        blank = re.compile(r"[ \t]+").match(text, position)
+        if blank is None:
+            break
+        position = blank.end()
+        token = _COMMAND_TOKEN.match(text, position)
+        if token is None:
+            break
+        value = token.group(1)
+        position = token.end()
+        if value.startswith("-"):
+            continue  # an option; `-u name` and `--flag=value` belong to other rules
+        if value in ("|", "&&", ";", "<", ">", "<<<") or value.startswith(("$(", "|")):
+            break
+        start, end = token.span(1)
+        generated = _looks_generated(value) or _looks_uuid_token(value) or looks_like_random_base64(value)
+        if REDACTED not in value and not is_placeholder(value) and (generated or (place == 1 and looks_like_password(value))):
+            spans.append((start, end))
+        place += 1
+    return spans
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _looks_uuid_token(value: str) -> bool:
+    """A UUID in a credential position is an API key (`snyk auth <uuid>`), not an id."""
+    return _UUID.fullmatch(value) is not None
+
+
+_CODE_TOKEN = re.compile(r"(?<![\w\-])([A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,4})(?![\w\-])")
+_BLANK_LINE = re.compile(r"(?:\r?\n|\\+n)[ \t]*(?:\r?\n|\\+n)")
+
+
+def _is_code(token: str) -> bool:
+    """A one-time code: 6+ characters of letters and digits with a digit (`8f3k-2mzp`,
+    `47213958`), or upper-case groups (`ABCD-EFGH`); not a word, not a date or version."""
+    body = token.replace("-", "")
+    if len(body) < 6 or re.fullmatch(r"\d{4}-\d{2}(?:-\d{2})?|v?\d+(?:[.\-]\d+)*", token):
+        return False
+    if any(char.isdigit() for char in body):
+        return any(char.isalpha() for char in body) or len(body) >= 6
+    return "-" in token and token.isupper()
+
+
+def _locate_recovery_codes(match: re.Match[str], text: str) -> list[Span]:
+    """Code-like tokens after a recovery-codes phrase, up to a blank line or 1,500 characters."""
+    start = match.end()
+    end = min(len(text), start + 1500)
+    blank = _BLANK_LINE.search(text, start, end)
+    if blank is not None and blank.start() > start + 40:
+        end = blank.start()
+    spans = []
+    for token in _CODE_TOKEN.finditer(text, start, end):
+        if _is_code(token.group(1)) and not text.startswith(REDACTED, token.start()):
+            spans.append(token.span(1))
+    return spans
+
+
+def _hints(phrases: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(sorted({phrase.split(" ")[0] for group in phrases.values() for phrase in group}))
+
+
+PROSE_SHAPES: tuple[Rule, ...] = (
+    Rule(
+        "credential_phrase",
+        _phrase_pattern({language: PASSWORD_PHRASES[language] + CREDENTIAL_PHRASES[language] for language in PASSWORD_PHRASES}),
+        (REDACTED,),
+        _hints(PASSWORD_PHRASES) + _hints(CREDENTIAL_PHRASES),
+        case_insensitive=True,
+        locate=_locate_phrase_value,
+    ),
+    Rule(
+        "credential_argument",
+        r"(?<=[\w.\-:]\s)(?<![\w\-])(?:" + "|".join(re.escape(verb) for verb in _CREDENTIAL_VERBS) + r")(?![\w\-])",
+        (REDACTED,),
+        ("login", "log-in", "sign", "auth", "token", "install", "register", "unlock", "connect", "attach", "enroll", "activate", "join"),
+        case_insensitive=True,
+        locate_all=_locate_verb_arguments,
+    ),
+    Rule(
+        "recovery_codes",
+        _phrase_pattern(RECOVERY_PHRASES),
+        (REDACTED,),
+        _hints(RECOVERY_PHRASES),
+        case_insensitive=True,
+        locate_all=_locate_recovery_codes,
+    ),
+)
