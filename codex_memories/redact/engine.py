@@ -35,6 +35,7 @@ import ahocorasick
 from codex_memories.redact.detector import DetectorRule, detector_rules, widened_span
 from codex_memories.redact.rules import REDACTED, RULES, Rule, Template, at_boundary
 from codex_memories.redact.screen import ScreenRule, SecretScreen, build_screen
+from codex_memories.redact.documents import DECODED_SHAPES, DOCUMENT_SHAPES
 from codex_memories.redact.prose import PROSE_SHAPES
 from codex_memories.redact.shapes import CONTEXT_SHAPES, TOKEN_SHAPES
 
@@ -150,9 +151,9 @@ def _compile_detector_rule(rule: DetectorRule) -> CompiledRule:
 @cache
 def _rules() -> tuple[CompiledRule, ...]:
     """The whole table, compiled on first use (keeps `import codex_memories.redact` cheap)."""
-    known = [_compile(rule) for rule in (*RULES, *CONTEXT_SHAPES, *PROSE_SHAPES)]
+    known = [_compile(rule) for rule in (*RULES, *CONTEXT_SHAPES, *PROSE_SHAPES, *DOCUMENT_SHAPES)]
     detector = [_compile_detector_rule(rule) for rule in detector_rules()]
-    tokens = [_compile(rule) for rule in TOKEN_SHAPES]
+    tokens = [_compile(rule) for rule in (*TOKEN_SHAPES, *DECODED_SHAPES)]
     return (*known, *detector, *tokens)
 
 

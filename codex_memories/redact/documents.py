@@ -1,0 +1,546 @@
+"""Secrets by where they stand in a structured document, in a URL, inside base64, or as wallet
+material; and values that are secrets by their look alone.
+
+Contract: data only, like `rules.py` (plus the checks each rule calls on its match). The engine
+runs `DOCUMENT_SHAPES` after `prose.PROSE_SHAPES` and `DECODED_SHAPES` last of all. Whether a
+field's name says secret is `names.name_strength` (a strong name takes any value that is not a
+placeholder, a weak one a generated value); whether a value is generated is `values.py`.
+
+* `table_secret_column`: a markdown, CSV or TSV table (or `column -t` output) whose header names
+  a secret column: that column's cells in the rows below.
+* `sql_insert_secret_column`: `INSERT INTO t (..., password, ...) VALUES (...), (...)`: the
+  values in that column of every row.
+* `xml_secret_element`: `<password>X</password>`, `<apiKey>X</apiKey>` (settings.xml, app
+  servers' configs).
+* `name_value_pair`: a field that names a secret and the value field beside it: `{"name":
+  "DB_PASSWORD", "value": "X"}`, `- name: API_TOKEN\n  value: X`, `<add key="ApiKey"
+  value="X"/>`, `define('DB_PASSWORD', 'X')`.
+* `json_secret_container`: `"unseal_keys_b64": ["X", "Y"]`, `"github-oauth": {"github.com":
+  "X"}`: every string in the array or object under a key that names a secret.
+* `labelled_index_secret`: `Unseal Key 1: X`, `Recovery Code #2 = X` (a label, an index, a value).
+* `url_secret_part`: a webhook or collector URL's token, in its path (a generated segment, or
+  hex / a UUID after a segment such as `webhook`, `hooks`, `input`, `key`) or in its query (a
+  key that names a secret, or a generated value).
+* `wallet_mnemonic`, `wallet_key_array`, `base58check_private_key`: 12 to 24 words of a BIP-39
+  list (any of its languages), a JSON array of 32 or 64 bytes (a keypair file), a WIF key or an
+  extended private key whose Base58Check checksum holds.
+* `base64_wrapped_secret` (in `DECODED_SHAPES`): base64 whose decoded text holds a secret (the
+  whole redaction applied to it, recursively) or is a `user:password` pair.
+* `generated_value` (in `DECODED_SHAPES`): a 32+ character run that is random on its own (mixed
+  case and digits, or base58/base64 noise), that is not hex (a digest), not base64 of text.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from functools import cache
+
+from codex_memories.redact.names import name_strength
+from codex_memories.redact.rules import REDACTED, Rule
+from codex_memories.redact.shapes import _looks_generated
+from codex_memories.redact.values import HEX_DIGITS, is_indirect, is_placeholder, looks_random
+
+Span = tuple[int, int]
+
+_LINE_BREAK = re.compile(r"\r?\n|\\+(?:r\\+)?n")
+_MARKER_UPPER = REDACTED
+
+
+def _is_marker_at(text: str, position: int) -> bool:
+    return text[position : position + len(REDACTED)].upper() == _MARKER_UPPER
+
+
+def _secret_for(strength: str | None, value: str) -> bool:
+    """A value under a name of `strength`: strong names take any real value (3+ characters, not
+    a placeholder, not a pointer or number), weak ones a generated value."""
+    value = value.strip()
+    if strength is None or len(value) < 3 or REDACTED.lower() in value.lower() or is_placeholder(value):
+        return False
+    if value.lower() in ("null", "none", "true", "false", "nil", "undefined", "n/a", "-", "***", "empty"):
+        return False
+    if strength == "strong":
+        return not is_indirect(value) or (value.isdigit() and len(value) >= 6)
+    return _looks_generated(value)
+
+
+# ---- tables -------------------------------------------------------------------------------------
+
+
+def _lines_from(text: str, start: int, limit: int = 200) -> list[Span]:
+    """Spans of up to `limit` lines from `start` (raw or JSON-escaped line breaks)."""
+    spans = []
+    position = start
+    for _ in range(limit):
+        found = _LINE_BREAK.search(text, position)
+        end = found.start() if found is not None else len(text)
+        spans.append((position, end))
+        if found is None:
+            break
+        position = found.end()
+    return spans
+
+
+_CELL_QUOTES = " \t\"'\\`"
+
+
+def _cells(text: str, span: Span, delimiter: str) -> list[Span]:
+    start, end = span
+    line = text[start:end]
+    cells = []
+    position = 0
+    for piece in line.split(delimiter):
+        piece_start = start + position
+        piece_end = piece_start + len(piece)
+        while piece_start < piece_end and text[piece_start] in _CELL_QUOTES:
+            piece_start += 1
+        while piece_end > piece_start and text[piece_end - 1] in _CELL_QUOTES:
+            piece_end -= 1
+        cells.append((piece_start, piece_end))
+        position += len(piece) + len(delimiter)
+    return cells
+
+
+_DELIMITERS = ("|", "\t", "\\t", ",", ";")
+
+
+def _locate_table(match: re.Match[str], text: str) -> list[Span]:
+    """The header line holding the match, its delimiter, the secret columns; then their cells in
+    every following row with the same delimiter (a markdown rule row `|---|` is skipped)."""
+    line_start = 0
+    for found in _LINE_BREAK.finditer(text, max(0, match.start() - 2000), match.start()):
+        line_start = found.end()
+    header_end_match = _LINE_BREAK.search(text, match.end())
+    if header_end_match is None:
+        return []
+    header = (line_start, header_end_match.start())
+    header_text = text[header[0] : header[1]]
+    for delimiter in _DELIMITERS:
+        if header_text.count(delimiter) >= 1:
+            break
+    else:
+        # Columns aligned with blanks (`column -t`, cloud CLIs' table output).
+        delimiter = "  "
+        if "  " not in header_text:
+            return []
+    names = [text[a:b] for a, b in _cells(text, header, delimiter)]
+    strengths = [name_strength(name) if 0 < len(name) <= 40 else None for name in names]
+    if not any(strengths):
+        return []
+    spans = []
+    for row in _lines_from(text, header_end_match.end(), 500):
+        row_text = text[row[0] : row[1]]
+        if delimiter == "  ":
+            cells = [(row[0] + m.start(), row[0] + m.end()) for m in re.finditer(r"\S+(?: \S+)*", row_text)]
+        else:
+            if delimiter not in row_text:
+                break
+            cells = _cells(text, row, delimiter)
+        if not row_text.strip() or (delimiter != "  " and len(cells) < 2):
+            break
+        if re.fullmatch(r"[\s|:\-+=]*", row_text):
+            continue  # a markdown rule row
+        if delimiter == "  " and len(cells) != len([n for n in names if n]):
+            continue
+        named = [n for n in names if n] if delimiter == "  " else names
+        for index, (cell_start, cell_end) in enumerate(cells):
+            if index >= len(named):
+                break
+            strength = strengths[index] if delimiter != "  " else name_strength(named[index]) if len(named[index]) <= 40 else None
+            if strength is not None and not _is_marker_at(text, cell_start) and _secret_for(strength, text[cell_start:cell_end]):
+                spans.append((cell_start, cell_end))
+    return spans
+
+
+# ---- SQL ------------------------------------------------------------------------------------------
+
+_SQL_VALUE = re.compile(r"\\*'((?:[^'\\]|'')*)\\*'|(-?\d+(?:\.\d+)?|null|true|false|default)", re.IGNORECASE)
+
+
+def _split_sql_tuple(text: str, start: int) -> tuple[list[Span | None], int] | None:
+    """The values of one `( ... )` starting at `start` (the `(`): the span of each quoted
+    value's content (None for a number or NULL) and the position after the `)`."""
+    position = start + 1
+    values: list[Span | None] = []
+    while position < len(text):
+        while position < len(text) and text[position] in " \t\r\n":
+            position += 1
+        found = _SQL_VALUE.match(text, position)
+        if found is None:
+            return None
+        values.append(found.span(1) if found.group(1) is not None else None)
+        position = found.end()
+        while position < len(text) and text[position] in " \t":
+            position += 1
+        if position < len(text) and text[position] == ",":
+            position += 1
+            continue
+        if position < len(text) and text[position] == ")":
+            return values, position + 1
+        return None
+    return None
+
+
+def _locate_sql_insert(match: re.Match[str], text: str) -> list[Span]:
+    columns = [column.strip().strip("`\"[]\\") for column in match.group("columns").split(",")]
+    strengths = [name_strength(column) for column in columns]
+    if not any(strengths):
+        return []
+    spans = []
+    position = match.end()
+    for _ in range(1000):
+        parsed = _split_sql_tuple(text, position - 1) if text[position - 1 : position] == "(" else None
+        if parsed is None:
+            break
+        values, after = parsed
+        for strength, value in zip(strengths, values):
+            if strength is not None and value is not None and _secret_for(strength, text[value[0] : value[1]]):
+                spans.append(value)
+        following = re.compile(r"\s*,\s*\(").match(text, after)
+        if following is None:
+            break
+        position = following.end()
+    return spans
+
+
+# ---- fields ------------------------------------------------------------------------------------------
+
+
+def _locate_xml_element(match: re.Match[str], text: str) -> Span | None:
+    strength = name_strength(match.group("tag").split(":")[-1])
+    start, end = match.span("value")
+    return (start, end) if _secret_for(strength, text[start:end]) else None
+
+
+_JSON_STRING = re.compile(r"\\*\"((?:[^\"\\]|\\+[^\"\\])*)\\*\"")
+_JSON_NUMBERS = re.compile(r"\s*(?:-?\d+(?:\.\d+)?\s*,?\s*(?:\\+n\s*)?)+\]")
+
+
+def _locate_container(match: re.Match[str], text: str) -> list[Span]:
+    """Every string value inside the array or object that follows a key naming a secret; in an
+    object, values under keys that name no secret are kept only when the key is a host or an
+    id-like name (`"github.com": "X"`: composer's auth.json)."""
+    strength = name_strength(match.group("name"))
+    if strength is None:
+        return []
+    opener = match.group("open")
+    closer = "]" if opener == "[" else "}"
+    depth = 0
+    position = match.end() - 1
+    end = min(len(text), position + 20000)
+    spans = []
+    expecting_key = opener == "{"
+    while position < end:
+        char = text[position]
+        if char in "[{":
+            depth += 1
+            expecting_key = char == "{"
+            position += 1
+            continue
+        if char in "]}":
+            depth -= 1
+            position += 1
+            if depth == 0:
+                break
+            continue
+        if char == ":":
+            expecting_key = False
+            position += 1
+            continue
+        if char == ",":
+            expecting_key = text[position - 1 : position] != "]" and closer == "}"
+            position += 1
+            continue
+        found = _JSON_STRING.match(text, position)
+        if found is None:
+            position += 1
+            continue
+        value_start, value_end = found.span(1)
+        if expecting_key:
+            key = found.group(1)
+            expecting_key = False
+            if name_strength(key) is None and re.search(r"(?i)user|name|email|login|type|url|host|scheme", key):
+                # `"username": "..."` inside a secret object: skip its value.
+                skip = re.compile(r"\s*:\s*").match(text, found.end())
+                if skip is not None:
+                    after = _JSON_STRING.match(text, skip.end())
+                    if after is not None:
+                        position = after.end()
+                        continue
+        elif _secret_for(strength, text[value_start:value_end]):
+            spans.append((value_start, value_end))
+        position = found.end()
+    return spans
+
+
+def _locate_labelled_index(match: re.Match[str], text: str) -> Span | None:
+    strength = name_strength(match.group("name"))
+    start, end = match.span("value")
+    value = text[start:end]
+    if strength is None or _is_marker_at(text, start):
+        return None
+    return (start, end) if _secret_for(strength, value) and (strength == "strong" or len(value) >= 12) else None
+
+
+# ---- URLs ---------------------------------------------------------------------------------------------
+
+_CREDENTIAL_PATH_WORD = re.compile(r"(?i)webhook|hooks?\b|trigger|\bkeys?\b|tokens?|secret|\binput\b|ingest|collect|\bbot|apikey|api_key|notify|beacon|push")
+_CODE_HOSTING_SEGMENT = re.compile(r"(?i)commits?|blob|tree|compare|pull|sha|releases|tags?|raw|archive|actions|runs|packages|ipfs|objects|blobs|manifests|builds?|jobs?|artifacts?|issues|snapshots?")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _token_segment(segment: str) -> bool:
+    """Hex of 24+, a UUID, or 16+ letters and digits mixed (an id or key in a hook URL)."""
+    if _UUID.fullmatch(segment) or (len(segment) >= 24 and all(char in HEX_DIGITS for char in segment)):
+        return True
+    body = segment.replace("-", "").replace("_", "")
+    return len(body) >= 16 and body.isalnum() and body.isascii() and any(c.isdigit() for c in body) and any(c.isalpha() for c in body)
+
+
+def _locate_url(match: re.Match[str], text: str) -> list[Span]:
+    spans: list[Span] = []
+    host = match.group("host")
+    path_start, path_end = match.span("path")
+    context = host.lower()
+    credential_context = _CREDENTIAL_PATH_WORD.search(host) is not None
+    previous = ""
+    for segment in re.finditer(r"[^/]+", text[path_start:path_end]):
+        value = segment.group()
+        start, end = path_start + segment.start(), path_start + segment.end()
+        pieces = [(start, end, value)]
+        if "@" in value or ":" in value:
+            # Outlook's `<uuid>@<uuid>`, Telegram's `bot<id>:<token>`: each piece on its own.
+            pieces = [(start + m.start(), start + m.end(), m.group()) for m in re.finditer(r"[^@:]+", value)]
+        for piece_start, piece_end, piece in pieces:
+            if REDACTED.lower() in piece.lower():
+                continue
+            generated = len(piece) >= 20 and not all(char in HEX_DIGITS or char == "-" for char in piece) and _looks_generated(piece)
+            hooked = credential_context and not _CODE_HOSTING_SEGMENT.fullmatch(previous) and _token_segment(piece)
+            if generated or hooked:
+                spans.append((piece_start, piece_end))
+        if _CREDENTIAL_PATH_WORD.search(value):
+            credential_context = True
+        previous = value
+        context += "/" + value
+    query_start, query_end = match.span("query")
+    if query_start >= 0:
+        for pair in re.finditer(r"([^&=?#]{1,60})=([^&#]*)", text[query_start:query_end]):
+            key, value = pair.group(1), pair.group(2)
+            start, end = query_start + pair.start(2), query_start + pair.end(2)
+            if not value or REDACTED.lower() in value.lower():
+                continue
+            strength = name_strength(key) or ("weak" if key.lower() in ("code", "k", "sig", "hmac", "auth") else None)
+            if _secret_for(strength, value) or (len(value) >= 20 and _looks_generated(value)):
+                spans.append((start, end))
+    return spans
+
+
+# ---- wallets -------------------------------------------------------------------------------------------
+
+
+@cache
+def _mnemonic_words() -> dict[str, frozenset[str]]:
+    """The BIP-39 word lists of every language the `mnemonic` package ships."""
+    from mnemonic import Mnemonic
+
+    return {language: frozenset(Mnemonic(language).wordlist) for language in Mnemonic.list_languages()}
+
+
+def _locate_mnemonic(match: re.Match[str], text: str) -> Span | None:
+    words = re.split(r"[ \u3000]", match.group())
+    lists = _mnemonic_words()
+    for language, wordlist in lists.items():
+        run_start = 0
+        best = (0, 0)
+        for index, word in enumerate(words + [""]):
+            if word not in wordlist:
+                if index - run_start > best[1] - best[0]:
+                    best = (run_start, index)
+                run_start = index + 1
+        if best[1] - best[0] >= 12:
+            # Back to character offsets: the words before the run, then the run itself.
+            separator_width = 1
+            start = match.start() + sum(len(w) + separator_width for w in words[: best[0]])
+            end = start + sum(len(w) + separator_width for w in words[best[0] : best[1]]) - separator_width
+            return start, end
+    return None
+
+
+def _locate_key_array(match: re.Match[str], text: str) -> Span | None:
+    numbers = [int(number) for number in re.findall(r"\d+", match.group("numbers"))]
+    if len(numbers) not in (32, 64) or max(numbers) > 255 or len(set(numbers)) < 16:
+        return None
+    return match.span("numbers")
+
+
+def _locate_base58check(match: re.Match[str], text: str) -> Span | None:
+    import base58
+
+    try:
+        decoded = base58.b58decode_check(match.group())
+    except ValueError:
+        return None
+    # WIF: a version byte and 32 key bytes (and 0x01 when compressed); extended keys: 78 bytes.
+    return match.span() if len(decoded) in (33, 34, 78) else None
+
+
+# ---- base64 and generated values -------------------------------------------------------------------------
+
+_PRINTABLE = re.compile(rb"[\x20-\x7e\t\r\n]*")
+_USER_PASSWORD = re.compile(r"[^\s:]{1,64}:[^\s]{4,128}")
+
+
+def decoded_text(blob: str) -> str | None:
+    """`blob` decoded from base64 (standard or URL-safe, padding optional) when that gives UTF-8
+    text of 6+ characters that is mostly printable; else None."""
+    body = blob.rstrip("=")
+    if len(body) % 4 == 1:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(body.replace("+", "-").replace("/", "_") + "=" * (-len(body) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) < 6:
+        return None
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    printable = sum(char.isprintable() or char in "\t\r\n" for char in decoded)
+    return decoded if printable >= 0.95 * len(decoded) else None
+
+
+def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
+    blob = match.group()
+    decoded = decoded_text(blob)
+    if decoded is None:
+        return None
+    if _USER_PASSWORD.fullmatch(decoded):
+        user, password = decoded.split(":", 1)
+        if not password.isdigit() and not password.startswith("//") and not is_placeholder(password):
+            return match.span()
+    from codex_memories.redact.engine import redact_secrets  # the whole table, on the decoded text
+
+    return match.span() if redact_secrets(decoded) != decoded else None
+
+
+def _locate_generated(match: re.Match[str], text: str) -> Span | None:
+    value = match.group()
+    start, end = match.span()
+    if start > 0 and text[start - 1] == "\\" and text[start] in "nrt":
+        start += 1
+        value = value[1:]
+    if len(value) < 32 or all(char in HEX_DIGITS for char in value) or _is_marker_at(text, start):
+        return None
+    before = text[max(0, start - 16) : start].lower()
+    if re.search(r"(?:sha\d{0,3}|md5|integrity|base64,|blake\w*)[-:=\s\"]*$", before):
+        return None  # a digest or a data URL
+    if decoded_text(value) is not None:
+        return None  # base64 of text: a fixture
+    return (start, end) if looks_random(value) else None
+
+
+DOCUMENT_SHAPES: tuple[Rule, ...] = (
+    Rule(
+        "table_secret_column",
+        # A header cell that names a secret, between delimiters.
+        r"(?i)(?:[|,;\t]|\\t|  )[ \t\"']*(?:[a-z0-9_\- .]{0,30}?)(?:password|passwd|secret|token|api[ _\-]?key|access[ _\-]?key|private[ _\-]?key|credential|pin|key)s?[ \t\"']*(?=[|,;\t]|\\t|  |\r?\n|\\+n|$)",
+        (REDACTED,),
+        ("pass", "secret", "token", "key", "credential", "pin"),
+        locate_all=_locate_table,
+    ),
+    Rule(
+        "sql_insert_secret_column",
+        r"(?i)insert\s+into\s+[\w.`\"\[\]]{1,128}\s*\((?P<columns>[^()]{1,2000})\)\s*values\s*\(",
+        (REDACTED,),
+        ("insert",),
+        locate_all=_locate_sql_insert,
+    ),
+    Rule(
+        "xml_secret_element",
+        r"<(?P<tag>[A-Za-z_][\w:.\-]{0,60})(?:\s[^<>]{0,200})?>(?P<value>[^<>\s\"\\][^<>\"\\]{0,1000}?)</(?P=tag)>",
+        (REDACTED,),
+        ("</",),
+        locate=_locate_xml_element,
+    ),
+    Rule(
+        "name_value_pair",
+        r"(?i)(?:(?:\\*[\"'])?(?:name|key|parametername|parameterkey|variable|env)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?(?P<name>[\w.\-]{2,80})\\*[\"']?"
+        r"(?:\s|\\+n|,){0,12}(?:\\*[\"'])?(?:value|parametervalue|secretvalue)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?"
+        r"|(?:define|setenv|putenv|getenv|fetch|set|get)\s{0,3}\(\s{0,3}\\*[\"'](?P<name2>[\w.\-]{2,80})\\*[\"']\s{0,3},\s{0,3}\\*[\"'])"
+        r"(?P<value>[^\s\"'\\<>]{3,1000})",
+        (REDACTED,),
+        ("name", "key", "variable", "env", "define", "set", "get", "fetch"),
+        locate=lambda match, text: _locate_pair(match, text),
+    ),
+    Rule(
+        "json_secret_container",
+        r"\\*[\"'](?P<name>[\w.\- ]{2,80})\\*[\"']\s{0,4}:\s{0,4}(?P<open>[\[{])",
+        (REDACTED,),
+        ("[", "{"),
+        locate_all=_locate_container,
+    ),
+    Rule(
+        "labelled_index_secret",
+        r"(?P<name>[A-Za-z][A-Za-z _\-]{2,40}?)[ \t]{0,2}#?\d{1,3}[ \t]{0,2}[:=][ \t]{0,4}\\*[\"']?(?P<value>[^\s\"'\\]{6,512})",
+        (REDACTED,),
+        ("key", "token", "code", "secret", "pass", "seed"),
+        locate=_locate_labelled_index,
+    ),
+    Rule(
+        "url_secret_part",
+        r"(?i)https?://(?P<host>[a-z0-9.\-]{1,253})(?::\d{1,5})?(?P<path>/[^\s?#\"'\\<>()]{0,2000})?(?:\?(?P<query>[^\s#\"'\\<>]{1,4000}))?",
+        (REDACTED,),
+        ("http",),
+        locate_all=_locate_url,
+    ),
+    Rule(
+        "wallet_mnemonic",
+        r"(?<![^\W\d_])(?:[^\W\d_]{1,8}[ \u3000]){11,23}[^\W\d_]{1,8}(?![^\W\d_])",
+        (REDACTED,),
+        (),
+        locate=_locate_mnemonic,
+    ),
+    Rule(
+        "wallet_key_array",
+        r"\[(?P<numbers>\s{0,4}(?:\d{1,3}\s{0,4},\s{0,4}(?:\\+n\s{0,8})?){31,63}\d{1,3})\s{0,4}(?:\\+n\s{0,8})?\]",
+        (REDACTED,),
+        (",",),
+        locate=_locate_key_array,
+    ),
+    Rule(
+        "base58check_private_key",
+        r"(?<![1-9A-HJ-NP-Za-km-z])(?:[5KL9c][1-9A-HJ-NP-Za-km-z]{50,51}|[xtyzuv]prv[1-9A-HJ-NP-Za-km-z]{107,108})(?![1-9A-HJ-NP-Za-km-z])",
+        (REDACTED,),
+        (),
+        locate=_locate_base58check,
+    ),
+)
+
+
+def _locate_pair(match: re.Match[str], text: str) -> Span | None:
+    name = match.group("name") or match.group("name2")
+    strength = name_strength(name)
+    start, end = match.span("value")
+    value = text[start:end].rstrip(",;)")
+    return (start, start + len(value)) if _secret_for(strength, value) else None
+
+
+DECODED_SHAPES: tuple[Rule, ...] = (
+    Rule(
+        "base64_wrapped_secret",
+        r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
+        (REDACTED,),
+        (),
+        locate=_locate_wrapped,
+    ),
+    Rule(
+        "generated_value",
+        # Base64 (`+/`) or token characters (`_-.~`), not both: a path mixes `/` with `.` and `-`.
+        r"(?<![A-Za-z0-9+/_\-.~:])(?:[A-Za-z0-9+/]{32,4096}={0,2}|[A-Za-z0-9_\-.~]{32,4096})(?![A-Za-z0-9+/_\-.~=])",
+        (REDACTED,),
+        (),
+        locate=_locate_generated,
+    ),
+)
