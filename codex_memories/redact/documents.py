@@ -105,6 +105,26 @@ def _cells(text: str, span: Span, delimiter: str) -> list[Span]:
 _DELIMITERS = ("|", "\t", "\\t", ",", ";")
 
 
+def _string_quote_before(text: str, start: int, end: int, depth: int) -> int | None:
+    """The position after the last quote in `text[start:end]` that delimits a JSON string whose
+    line breaks are escaped with `depth` backslashes (the quote has `depth - 1` before it)."""
+    found = None
+    for quote in re.finditer(r'(\\*)"', text[start:end]):
+        if len(quote.group(1)) == depth - 1:
+            found = start + quote.end()
+    return found
+
+
+def _row_end(text: str, span: Span, depth: int) -> Span:
+    """`span` cut at the quote that closes its JSON string (see `_string_quote_before`)."""
+    if not depth:
+        return span
+    for quote in re.finditer(r'(\\*)"', text[span[0] : span[1]]):
+        if len(quote.group(1)) == depth - 1:
+            return span[0], span[0] + quote.start()
+    return span
+
+
 def _locate_table(match: re.Match[str], text: str) -> list[Span]:
     """The header line holding the match, its delimiter, the secret columns; then their cells in
     every following row with the same delimiter (a markdown rule row `|---|` is skipped)."""
@@ -114,6 +134,13 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
     header_end_match = _LINE_BREAK.search(text, match.end())
     if header_end_match is None:
         return []
+    depth = header_end_match.group().count("\\")
+    if depth:
+        # JSON text: the table is the content of a string; its line starts after the string's
+        # opening quote when that is on the same line (`[\"bash\", \"-lc\", \"id,email,...`).
+        opening = _string_quote_before(text, line_start, match.start(), depth)
+        if opening is not None:
+            line_start = opening
     header = (line_start, header_end_match.start())
     header_text = text[header[0] : header[1]]
     for delimiter in _DELIMITERS:
@@ -130,6 +157,7 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
         return []
     spans = []
     for row in _lines_from(text, header_end_match.end(), 500):
+        row = _row_end(text, row, depth)
         row_text = text[row[0] : row[1]]
         if delimiter == "  ":
             cells = [(row[0] + m.start(), row[0] + m.end()) for m in re.finditer(r"\S+(?: \S+)*", row_text)]
@@ -497,7 +525,7 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
     ),
     Rule(
         "wallet_mnemonic",
-        r"(?<![^\W\d_])(?:[^\W\d_]{1,8}[ \u3000]){11,23}[^\W\d_]{1,8}(?![^\W\d_])",
+        r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:[^\W\d_]{1,8}[ \u3000]){11,23}[^\W\d_]{1,8}(?![^\W\d_])",
         (REDACTED,),
         (),
         locate=_locate_mnemonic,

@@ -35,6 +35,7 @@ import ahocorasick
 from codex_memories.redact.detector import DetectorRule, detector_rules, widened_span
 from codex_memories.redact.rules import REDACTED, RULES, Rule, Template, at_boundary
 from codex_memories.redact.screen import ScreenRule, SecretScreen, build_screen
+from codex_memories.redact.values import is_placeholder
 from codex_memories.redact.documents import DECODED_SHAPES, DOCUMENT_SHAPES
 from codex_memories.redact.prose import PROSE_SHAPES
 from codex_memories.redact.shapes import CONTEXT_SHAPES, TOKEN_SHAPES
@@ -96,7 +97,7 @@ class CompiledRule:
             # Spans may lie after the match (a table's rows): gathered, sorted by the caller.
             for match in self._matches(regex, haystack):
                 for start, end in self.locate_all(match, text):
-                    if end > start and not text.startswith(REDACTED, start):
+                    if end > start and not text.startswith(REDACTED, start) and not is_placeholder(text[start:end]):
                         yield start, end, REDACTED
             return
         for match in self._matches(regex, haystack):
@@ -106,8 +107,10 @@ class CompiledRule:
                 continue
             if self.widen or self.locate is not None:
                 span = self.locate(match, text) if self.locate is not None else widened_span(match, text)
-                if span is not None:
+                if span is not None and not is_placeholder(text[span[0] : span[1]]):
                     yield span[0], span[1], REDACTED
+                continue
+            if _replaces_placeholder(self.template, text, match):
                 continue
             yield match.start(), match.end(), _render(self.template, text, match)
 
@@ -177,6 +180,28 @@ def __getattr__(name: str) -> Any:
     if name == "SECRET_PATTERNS":
         return tuple((rule.name, RulePattern(rule)) for rule in _rules())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _replaces_placeholder(template: Template, text: str, match: re.Match[str]) -> bool:
+    """Whether the part of the match the template replaces is a placeholder (`<your-token>`,
+    `${DB_PASSWORD}`, `********`): the one check every rule shares, so that docs and examples
+    come through whatever rule reads them (issue 36)."""
+    start = match.start()
+    for part in template:
+        if isinstance(part, int):
+            group_start, group_end = match.span(part)
+            if group_end >= 0:
+                start = max(start, group_end)
+            continue
+        if part == REDACTED:
+            end = match.end()
+            following = template[template.index(part) + 1 :]
+            for later in following:
+                if isinstance(later, int) and match.span(later)[0] >= 0:
+                    end = match.span(later)[0]
+                    break
+            return is_placeholder(text[start:end])
+    return False
 
 
 def _render(template: Template, text: str, match: re.Match[str]) -> str:

@@ -33,8 +33,25 @@ from codex_memories.redact.values import is_indirect, is_placeholder, looks_like
 Span = tuple[int, int]
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
-_LETTER_BEFORE = r"(?<![^\W\d_])"
+# Not inside a word; the letter of a JSON escape right before (`\nPasswort`) is no word.
+_LETTER_BEFORE = r"(?:(?<=\\[nrtbf])|(?<![^\W\d_]))"
 _LETTER_AFTER = r"(?![^\W\d_])"
+
+
+def escaped_form(literal: str) -> str:
+    """`literal` as a pattern that also matches it JSON-escaped with `ensure_ascii` (`ñ` as
+    `\\u00f1`, at any nesting depth): tool-call arguments are serialised that way."""
+    parts = []
+    for char in literal:
+        if char == " ":
+            parts.append(r"[ \t]{1,3}")
+        elif ord(char) < 128:
+            parts.append(re.escape(char))
+        elif ord(char) <= 0xFFFF:
+            parts.append(f"(?:{re.escape(char)}|\\\\{{1,16}}u{ord(char):04x})")
+        else:
+            parts.append(re.escape(char))
+    return "".join(parts)
 
 
 def _phrase_pattern(phrases: dict[str, tuple[str, ...]]) -> str:
@@ -42,7 +59,7 @@ def _phrase_pattern(phrases: dict[str, tuple[str, ...]]) -> str:
     words = sorted({phrase for group in phrases.values() for phrase in group}, key=len, reverse=True)
     alternatives = []
     for word in words:
-        escaped = re.escape(word).replace(r"\ ", r"[ \t]{1,3}")
+        escaped = escaped_form(word)
         if re.search("[" + _CJK + "]", word):
             alternatives.append(escaped)
         else:
@@ -54,9 +71,15 @@ _PASSWORD_WORDS = frozenset(phrase for group in PASSWORD_PHRASES.values() for ph
 
 # Connectors between a credential word and its value, all languages (lower case): the verb "is"
 # and its equivalents, the particles of Japanese and Korean, and the punctuation of a label.
+_CONNECTOR_WORDS = ("is", "was", "are", "be", "es", "era", "é", "est", "ist", "lautet", "это", "равен", "sera", "será", "e")
+_CONNECTOR_MARKS = (":", "：", "=", "＝", "=>", "->", "→", "—", "–", "是", "为", "為", "设为", "設為", "改成", "は", "が", "を", "는", "은", "이", "가")
 _CONNECTOR = re.compile(
-    r"(?:[:：=＝]|=>|->|→|—|–|-(?=\s)|\bis\b|\bwas\b|\bare\b|\bbe\b|\bes\b|\bera\b|\bé\b|\best\b|\bist\b|\blautet\b"
-    r"|\bэто\b|\bравен\b|\bsera\b|\bserá\b|是|为|為|设为|設為|改成|は|が|を|는|은|이|가|:)",
+    "(?:"
+    + "|".join(escaped_form(mark) for mark in sorted(_CONNECTOR_MARKS, key=len, reverse=True))
+    + r"|-(?=\s)|"
+    + "|".join(r"(?<![^\W\d_])" + escaped_form(word) + r"(?![^\W\d_])" for word in _CONNECTOR_WORDS)
+    + ")",
+    re.IGNORECASE,
 )
 # Short words a phrase may carry before its connector ("del servidor", "for the db", "de la base").
 _FILLER = re.compile(r"[^\W\d_][\w'’\-]{0,15}")
@@ -132,6 +155,8 @@ def _credential_value(value: str, connector: bool, password_word: bool) -> bool:
 
 
 def _locate_phrase_value(match: re.Match[str], text: str) -> Span | None:
+    if text[max(0, match.start() - 10) : match.start()].upper().endswith("[REDACTED_"):
+        return None  # the word of the marker itself
     found = _prose_value(text, match.end())
     if found is None:
         return None
@@ -212,7 +237,8 @@ def _locate_recovery_codes(match: re.Match[str], text: str) -> list[Span]:
     for token in _CODE_TOKEN.finditer(text, start, end):
         if _is_code(token.group(1)) and not text.startswith(REDACTED, token.start()):
             spans.append(token.span(1))
-    return spans
+    # One code-like word after the phrase is prose (`stored in 1Password`); codes come as a list.
+    return spans if len(spans) >= 2 else []
 
 
 def _hints(phrases: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -224,7 +250,8 @@ PROSE_SHAPES: tuple[Rule, ...] = (
         "credential_phrase",
         _phrase_pattern({language: PASSWORD_PHRASES[language] + CREDENTIAL_PHRASES[language] for language in PASSWORD_PHRASES}),
         (REDACTED,),
-        _hints(PASSWORD_PHRASES) + _hints(CREDENTIAL_PHRASES),
+        # `\\u`: the non-ASCII words JSON-escaped (`escaped_form`).
+        (*_hints(PASSWORD_PHRASES), *_hints(CREDENTIAL_PHRASES), "\\u"),
         case_insensitive=True,
         locate=_locate_phrase_value,
     ),
@@ -240,7 +267,7 @@ PROSE_SHAPES: tuple[Rule, ...] = (
         "recovery_codes",
         _phrase_pattern(RECOVERY_PHRASES),
         (REDACTED,),
-        _hints(RECOVERY_PHRASES),
+        (*_hints(RECOVERY_PHRASES), "\\u"),
         case_insensitive=True,
         locate_all=_locate_recovery_codes,
     ),
