@@ -26,8 +26,9 @@ placeholder, a weak one a generated value); whether a value is generated is `val
   extended private key whose Base58Check checksum holds.
 * `base64_wrapped_secret` (in `DECODED_SHAPES`): base64 whose decoded text holds a secret (the
   whole redaction applied to it, recursively) or is a `user:password` pair.
-* `generated_value` (in `DECODED_SHAPES`): a 32+ character run that is random on its own (mixed
-  case and digits, or base58/base64 noise), that is not hex (a digest), not base64 of text.
+A random value on its own, with nothing around it that says credential, is left alone: base64
+of random bytes is as often a public key, a certificate line or a test fixture
+(`tests/support/secret_formats.ordinary_texts`).
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Iterator
 from functools import cache
 
 from codex_memories.redact.names import name_strength
 from codex_memories.redact.rules import REDACTED, Rule
-from codex_memories.redact.shapes import _looks_generated
-from codex_memories.redact.values import HEX_DIGITS, is_indirect, is_placeholder, looks_random
+from codex_memories.redact.shapes import _NAME_HINTS, _SECRET_NAME_END, _looks_generated, _secret_word_starts, _token_run_starts
+from codex_memories.redact.values import HEX_DIGITS, is_indirect, is_placeholder
 
 Span = tuple[int, int]
 
@@ -58,6 +60,8 @@ def _secret_for(strength: str | None, value: str) -> bool:
     value = value.strip()
     if strength is None or len(value) < 3 or REDACTED.lower() in value.lower() or is_placeholder(value):
         return False
+    if any(char.isspace() for char in value):
+        return False  # a title or a description (`"title": "Aws Secret Access Key"`), not a value
     if value.lower() in ("null", "none", "true", "false", "nil", "undefined", "n/a", "-", "***", "empty"):
         return False
     if strength == "strong":
@@ -103,6 +107,7 @@ def _cells(text: str, span: Span, delimiter: str) -> list[Span]:
 
 
 _DELIMITERS = ("|", "\t", "\\t", ",", ";")
+_HEADER_NAME = re.compile(r"[A-Za-z_#][\w .#/\-]{0,39}")
 
 
 def _string_quote_before(text: str, start: int, end: int, depth: int) -> int | None:
@@ -128,6 +133,9 @@ def _row_end(text: str, span: Span, depth: int) -> Span:
 def _locate_table(match: re.Match[str], text: str) -> list[Span]:
     """The header line holding the match, its delimiter, the secret columns; then their cells in
     every following row with the same delimiter (a markdown rule row `|---|` is skipped)."""
+    around = text[max(0, match.start() - 2) : match.end() + 2]
+    if not any(delimiter in around for delimiter in ("|", ",", ";", "\t", "  ")):
+        return []  # a word in prose or code, not a header cell
     line_start = 0
     for found in _LINE_BREAK.finditer(text, max(0, match.start() - 2000), match.start()):
         line_start = found.end()
@@ -141,6 +149,8 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
         opening = _string_quote_before(text, line_start, match.start(), depth)
         if opening is not None:
             line_start = opening
+    if text[line_start : line_start + 1] == "+":
+        line_start += 1  # an added line of a patch
     header = (line_start, header_end_match.start())
     header_text = text[header[0] : header[1]]
     for delimiter in _DELIMITERS:
@@ -152,12 +162,18 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
         if "  " not in header_text:
             return []
     names = [text[a:b] for a, b in _cells(text, header, delimiter)]
+    # A header is a row of names (`id,email,api_key`), not code (`include_secrets=include_secrets,`).
+    named_cells = [name for name in names if name]
+    if len(named_cells) < 2 or not all(_HEADER_NAME.fullmatch(name) for name in named_cells):
+        return []
     strengths = [name_strength(name) if 0 < len(name) <= 40 else None for name in names]
     if not any(strengths):
         return []
     spans = []
     for row in _lines_from(text, header_end_match.end(), 500):
         row = _row_end(text, row, depth)
+        if text[row[0] : row[0] + 1] == "+" and line_start > 0 and text[line_start - 1] == "+":
+            row = (row[0] + 1, row[1])
         row_text = text[row[0] : row[1]]
         if delimiter == "  ":
             cells = [(row[0] + m.start(), row[0] + m.end()) for m in re.finditer(r"\S+(?: \S+)*", row_text)]
@@ -169,8 +185,8 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
             break
         if re.fullmatch(r"[\s|:\-+=]*", row_text):
             continue  # a markdown rule row
-        if delimiter == "  " and len(cells) != len([n for n in names if n]):
-            continue
+        if len(cells) != len(names) if delimiter != "  " else len(cells) != len(named_cells):
+            break  # not a row of this table
         named = [n for n in names if n] if delimiter == "  " else names
         for index, (cell_start, cell_end) in enumerate(cells):
             if index >= len(named):
@@ -375,8 +391,42 @@ def _mnemonic_words() -> dict[str, frozenset[str]]:
     return {language: frozenset(Mnemonic(language).wordlist) for language in Mnemonic.list_languages()}
 
 
+# Bytes of the text as marks: ASCII letters and every non-ASCII byte `a`, a blank ` `, anything
+# else `x`. Twelve short words in a row show as `(a+ ){11}a`, found by a plain bytes regex.
+_WORD_MARKS = bytes(
+    0x61 if (65 <= code <= 90 or 97 <= code <= 122 or code >= 0x80) else 0x20 if code == 0x20 else 0x78 for code in range(256)
+)
+# Maximal runs of short words (the count is checked in `_locate_mnemonic`).
+_MNEMONIC_RUN = re.compile(r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:[^\W\d_]{1,8}[ \u3000])+[^\W\d_]{1,8}(?![^\W\d_])")
+_TWELVE_WORD_RUNS = re.compile(rb"(?<!a)(?:a{1,9} ){11,}a{1,9}(?!a)")
+
+
+def _word_run_starts(text: str) -> Iterator[int]:
+    """Where a run of 12+ short words can start: in ASCII text, where the marks show one (a
+    JSON escape's letter, `\\nword`, skipped); otherwise (byte offsets are not character
+    offsets) where the rule's own regex finds a run, when the marks or an ideographic space
+    (Japanese word lists) say there may be one."""
+    ascii_only = text.isascii()
+    data = text.encode("ascii") if ascii_only else text.encode("utf-8", "surrogatepass")
+    marks = data.translate(_WORD_MARKS)
+    if "\u3000" in text:
+        yield from (match.start() for match in _MNEMONIC_RUN.finditer(text))
+        return
+    byte_at, char_at = 0, 0
+    for found in _TWELVE_WORD_RUNS.finditer(marks):
+        start = found.start()
+        if not ascii_only:
+            # Run starts are ASCII or the first byte of a letter: count the characters between.
+            char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
+            byte_at = start
+            start = char_at
+        yield start + 1 if start > 0 and text[start - 1] == "\\" else start
+
+
 def _locate_mnemonic(match: re.Match[str], text: str) -> Span | None:
     words = re.split(r"[ \u3000]", match.group())
+    if len(words) < 12:
+        return None
     lists = _mnemonic_words()
     for language, wordlist in lists.items():
         run_start = 0
@@ -441,6 +491,9 @@ def decoded_text(blob: str) -> str | None:
 
 def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
     blob = match.group()
+    # Base64 of text has both cases and a digit or `+/=`; identifiers (`include_secrets`) do not.
+    if blob.islower() or blob.isupper() or not any(char.isdigit() or char in "+/=" for char in blob):
+        return None
     decoded = decoded_text(blob)
     if decoded is None:
         return None
@@ -453,30 +506,17 @@ def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
     return match.span() if redact_secrets(decoded) != decoded else None
 
 
-def _locate_generated(match: re.Match[str], text: str) -> Span | None:
-    value = match.group()
-    start, end = match.span()
-    if start > 0 and text[start - 1] == "\\" and text[start] in "nrt":
-        start += 1
-        value = value[1:]
-    if len(value) < 32 or all(char in HEX_DIGITS for char in value) or _is_marker_at(text, start):
-        return None
-    before = text[max(0, start - 16) : start].lower()
-    if re.search(r"(?:sha\d{0,3}|md5|integrity|base64,|blake\w*)[-:=\s\"]*$", before):
-        return None  # a digest or a data URL
-    if decoded_text(value) is not None:
-        return None  # base64 of text: a fixture
-    return (start, end) if looks_random(value) else None
-
-
 DOCUMENT_SHAPES: tuple[Rule, ...] = (
     Rule(
+        # A header cell that names a secret: found from the word (`_secret_word_starts`), the
+        # header line and its delimiter read around it.
         "table_secret_column",
-        # A header cell that names a secret, between delimiters.
-        r"(?i)(?:[|,;\t]|\\t|  )[ \t\"']*(?:[a-z0-9_\- .]{0,30}?)(?:password|passwd|secret|token|api[ _\-]?key|access[ _\-]?key|private[ _\-]?key|credential|pin|key)s?[ \t\"']*(?=[|,;\t]|\\t|  |\r?\n|\\+n|$)",
+        r"(?:" + _SECRET_NAME_END + r")s?(?=[ \t\"'\\]*(?:[|,;\t]|\\t|  |\r?\n|\\+n|$))",
         (REDACTED,),
-        ("pass", "secret", "token", "key", "credential", "pin"),
+        _NAME_HINTS,
+        case_insensitive=True,
         locate_all=_locate_table,
+        starts=_secret_word_starts,
     ),
     Rule(
         "sql_insert_secret_column",
@@ -494,12 +534,13 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
     ),
     Rule(
         "name_value_pair",
-        r"(?i)(?:(?:\\*[\"'])?(?:name|key|parametername|parameterkey|variable|env)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?(?P<name>[\w.\-]{2,80})\\*[\"']?"
+        r"(?:(?:name|key|parametername|parameterkey|variable|env)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?(?P<name>[\w.\-]{2,80})\\*[\"']?"
         r"(?:\s|\\+n|,){0,12}(?:\\*[\"'])?(?:value|parametervalue|secretvalue)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?"
         r"|(?:define|setenv|putenv|getenv|fetch|set|get)\s{0,3}\(\s{0,3}\\*[\"'](?P<name2>[\w.\-]{2,80})\\*[\"']\s{0,3},\s{0,3}\\*[\"'])"
         r"(?P<value>[^\s\"'\\<>]{3,1000})",
         (REDACTED,),
         ("name", "key", "variable", "env", "define", "set", "get", "fetch"),
+        case_insensitive=True,
         locate=lambda match, text: _locate_pair(match, text),
     ),
     Rule(
@@ -510,11 +551,14 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
         locate_all=_locate_container,
     ),
     Rule(
+        # `Unseal Key 1: ...`: a secret word, an index, a value.
         "labelled_index_secret",
-        r"(?P<name>[A-Za-z][A-Za-z _\-]{2,40}?)[ \t]{0,2}#?\d{1,3}[ \t]{0,2}[:=][ \t]{0,4}\\*[\"']?(?P<value>[^\s\"'\\]{6,512})",
+        r"(?P<name>" + _SECRET_NAME_END + r")s?[ \t]{1,2}#?\d{1,3}[ \t]{0,2}[:=][ \t]{0,4}\\*[\"']?(?P<value>[^\s\"'\\]{6,512})",
         (REDACTED,),
-        ("key", "token", "code", "secret", "pass", "seed"),
+        _NAME_HINTS,
+        case_insensitive=True,
         locate=_locate_labelled_index,
+        starts=_secret_word_starts,
     ),
     Rule(
         "url_secret_part",
@@ -525,10 +569,11 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
     ),
     Rule(
         "wallet_mnemonic",
-        r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:[^\W\d_]{1,8}[ \u3000]){11,23}[^\W\d_]{1,8}(?![^\W\d_])",
+        _MNEMONIC_RUN.pattern,
         (REDACTED,),
         (),
         locate=_locate_mnemonic,
+        starts=_word_run_starts,
     ),
     Rule(
         "wallet_key_array",
@@ -543,12 +588,15 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
         (REDACTED,),
         (),
         locate=_locate_base58check,
+        starts=_token_run_starts,
     ),
 )
 
 
 def _locate_pair(match: re.Match[str], text: str) -> Span | None:
-    name = match.group("name") or match.group("name2")
+    # The name as written (the rule runs over lower-cased text; `ClearTextPassword` has humps).
+    group = "name" if match.start("name") >= 0 else "name2"
+    name = text[match.start(group) : match.end(group)]
     strength = name_strength(name)
     start, end = match.span("value")
     value = text[start:end].rstrip(",;)")
@@ -558,17 +606,11 @@ def _locate_pair(match: re.Match[str], text: str) -> Span | None:
 DECODED_SHAPES: tuple[Rule, ...] = (
     Rule(
         "base64_wrapped_secret",
-        r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
+        # Standard base64 (what Kubernetes secrets, docker configs and `base64` print): a
+        # URL-safe alphabet would take in every snake_case identifier.
+        r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
         (REDACTED,),
         (),
         locate=_locate_wrapped,
-    ),
-    Rule(
-        "generated_value",
-        # Base64 (`+/`) or token characters (`_-.~`), not both: a path mixes `/` with `.` and `-`.
-        r"(?<![A-Za-z0-9+/_\-.~:])(?:[A-Za-z0-9+/]{32,4096}={0,2}|[A-Za-z0-9_\-.~]{32,4096})(?![A-Za-z0-9+/_\-.~=])",
-        (REDACTED,),
-        (),
-        locate=_locate_generated,
     ),
 )

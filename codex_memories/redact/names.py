@@ -92,8 +92,9 @@ def name_strength(name: str) -> str | None:
         words.pop()
     if not words or (len(words) >= 2 and words[-2] in PUBLIC_WORDS):
         return None
-    if words[-1].endswith("s") and words[-1][:-1] in _LAST_WORDS:
-        # Plurals hold several of the same (`unseal_keys_b64`, `recovery_codes`, `api_tokens`).
+    if words[-1].endswith("s") and words[-1][:-1] in _LAST_WORDS and words[-1] != "tokens":
+        # Plurals hold several of the same (`unseal_keys_b64`, `recovery_codes`); not `tokens`,
+        # which counts a model's tokens far more often (`max_tokens`).
         words = [*words[:-1], words[-1][:-1]]
     if _ends_with(words, STRONG_WORDS):
         return "strong"

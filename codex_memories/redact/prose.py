@@ -24,6 +24,10 @@ it does not read as a word, a number, a path or a placeholder.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
+from functools import cache
+
+import ahocorasick
 
 from codex_memories.redact.names import CREDENTIAL_PHRASES, PASSWORD_PHRASES, RECOVERY_PHRASES
 from codex_memories.redact.rules import REDACTED, Rule
@@ -33,9 +37,6 @@ from codex_memories.redact.values import is_indirect, is_placeholder, looks_like
 Span = tuple[int, int]
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
-# Not inside a word; the letter of a JSON escape right before (`\nPasswort`) is no word.
-_LETTER_BEFORE = r"(?:(?<=\\[nrtbf])|(?<![^\W\d_]))"
-_LETTER_AFTER = r"(?![^\W\d_])"
 
 
 def escaped_form(literal: str) -> str:
@@ -63,7 +64,8 @@ def _phrase_pattern(phrases: dict[str, tuple[str, ...]]) -> str:
         if re.search("[" + _CJK + "]", word):
             alternatives.append(escaped)
         else:
-            alternatives.append(_LETTER_BEFORE + escaped + _LETTER_AFTER)
+            # Not part of an identifier or a path (`token_store.py`, `_TOKEN`, `api-key.txt`).
+            alternatives.append(r"(?:(?<=\\[nrtbf])|(?<![\w\-./]))" + escaped + r"(?![\w\-])")
     return "(?:" + "|".join(alternatives) + ")"
 
 
@@ -102,7 +104,7 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
         if text.startswith(("\\n", "\\t"), position) and connector:
             position += 2  # a JSON-escaped line break after a label (`password:\n X`)
             continue
-        found = _CONNECTOR.match(text, position)
+        found = None if connector else _CONNECTOR.match(text, position)
         if found is not None and found.end() > position:
             connector = True
             position = found.end()
@@ -117,6 +119,10 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
             return None
         start, end = value.span()
         while end > start and text[end - 1] in _TRAILING and not _keeps_trailing(text[start:end]):
+            closer = text[end - 1]
+            opener = {")": "(", "]": "[", "}": "{", ">": "<"}.get(closer)
+            if opener is not None and text.count(opener, start, end) >= text.count(closer, start, end):
+                break  # a balanced bracket belongs to the value (`Optional[str]`: code)
             end -= 1
         token = text[start:end]
         if not connector and fillers < 3 and _FILLER.fullmatch(token) and not any(char.isdigit() for char in token):
@@ -144,14 +150,20 @@ def _credential_value(value: str, connector: bool, password_word: bool) -> bool:
         return True
     if is_indirect(value):
         return False
-    if looks_like_password(value) or _looks_generated(value):
+    if _looks_generated(value):
+        return True
+    if not any(char.isdigit() for char in value):
+        # `credentials: Optional[Block]`, `le mot de passe est oublié!`: code and prose; a typed
+        # password holds a digit (a generated one is caught above).
+        return False
+    if looks_like_password(value):
         return True
     if not connector:
         return False
+    # Letters and digits both (`Gato_azul77`), not a file name (`config2.yaml`).
     letters = sum(char.isalpha() for char in value)
     digits = sum(char.isdigit() for char in value)
-    symbols = len(value) - letters - digits
-    return letters > 0 and (digits > 0 or symbols > 0) and len(value) >= 6 and not re.fullmatch(r"[\w]+\.(?:\w{1,5})", value)
+    return letters > 0 and digits > 0 and not re.fullmatch(r"[\w\-]+\.[A-Za-z]{1,5}", value)
 
 
 def _locate_phrase_value(match: re.Match[str], text: str) -> Span | None:
@@ -162,6 +174,10 @@ def _locate_phrase_value(match: re.Match[str], text: str) -> Span | None:
         return None
     (start, end), connector = found
     word = re.sub(r"\s+", " ", text[match.start() : match.end()].lower())
+    assigned = re.search(r"[=:][ \t]*\\*[\"']?\Z", text[match.end() : start]) is not None
+    if assigned and word.isascii() and end - start < 8:
+        # `password = hunter2`: Codex's assignment rule and its 8-character floor (spec 1.9).
+        return None
     return (start, end) if _credential_value(text[start:end], connector, word in _PASSWORD_WORDS) else None
 
 
@@ -241,6 +257,39 @@ def _locate_recovery_codes(match: re.Match[str], text: str) -> list[Span]:
     return spans if len(spans) >= 2 else []
 
 
+def _phrase_starts(phrases: dict[str, tuple[str, ...]]) -> Callable[[str], Iterator[int]]:
+    """Where one of `phrases` can start in lower-cased text, ascending: one Aho-Corasick pass
+    (an alternation of ~150 phrases tried at every position cost 10 s per MB). Keys: each
+    phrase as written and, when it is not ASCII, JSON-escaped at the usual depths (`contrase\\u00f1a`)."""
+    keys: set[str] = set()
+    for group in phrases.values():
+        for phrase in group:
+            keys.add(phrase)
+            if not phrase.isascii():
+                # JSON-escaped once, twice, three times (1, 2, 4 or 8 backslashes per letter).
+                for slashes in (1, 2, 4, 8):
+                    keys.add("".join(char if char.isascii() else "\\" * slashes + f"u{ord(char):04x}" for char in phrase))
+
+    @cache
+    def automaton() -> ahocorasick.Automaton:
+        built = ahocorasick.Automaton()
+        for key in keys:
+            built.add_word(key, len(key))
+        built.make_automaton()
+        return built
+
+    def starts(lowered: str) -> Iterator[int]:
+        found = set()
+        for end, length in automaton().iter(lowered):
+            start = end - length + 1
+            while start > 0 and lowered[start - 1] == "\\":
+                start -= 1  # the backslashes of an escaped letter belong to the match
+            found.add(start)
+        return iter(sorted(found))
+
+    return starts
+
+
 def _hints(phrases: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
     return tuple(sorted({phrase.split(" ")[0] for group in phrases.values() for phrase in group}))
 
@@ -254,6 +303,7 @@ PROSE_SHAPES: tuple[Rule, ...] = (
         (*_hints(PASSWORD_PHRASES), *_hints(CREDENTIAL_PHRASES), "\\u"),
         case_insensitive=True,
         locate=_locate_phrase_value,
+        starts=_phrase_starts({language: PASSWORD_PHRASES[language] + CREDENTIAL_PHRASES[language] for language in PASSWORD_PHRASES}),
     ),
     Rule(
         "credential_argument",
@@ -262,6 +312,7 @@ PROSE_SHAPES: tuple[Rule, ...] = (
         ("login", "log-in", "sign", "auth", "token", "install", "register", "unlock", "connect", "attach", "enroll", "activate", "join"),
         case_insensitive=True,
         locate_all=_locate_verb_arguments,
+        starts=_phrase_starts({"": _CREDENTIAL_VERBS}),
     ),
     Rule(
         "recovery_codes",
@@ -270,5 +321,6 @@ PROSE_SHAPES: tuple[Rule, ...] = (
         (*_hints(RECOVERY_PHRASES), "\\u"),
         case_insensitive=True,
         locate_all=_locate_recovery_codes,
+        starts=_phrase_starts(RECOVERY_PHRASES),
     ),
 )
