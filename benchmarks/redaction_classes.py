@@ -95,7 +95,7 @@ def _xprv(rng: random.Random) -> str:
 class Family:
     name: str
     klass: str
-    split: str  # "tune" or "heldout"
+    split: str  # "tune", "heldout" (round 1) or "heldout2" (round 2)
     build: Callable[[random.Random], Snippet]
 
 
@@ -406,6 +406,106 @@ def _codes3(rng):
     return "リカバリーコード：\n" + "\n".join(codes), codes
 
 
+# ---- held-out round 2: written after round 1 was measured, before its misses were fixed ----------
+_PROSE_HELDOUT2 = {
+    "en": "Wi-Fi passphrase for the lab is {v}",
+    "zh": "服务器root密码：{v}",
+    "ja": "DBのパスワードを{v}に変更しました",
+    "ko": "관리자 비밀번호를 {v}로 바꿨어요",
+    "es": "contraseña nueva: {v}",
+    "pt": "minha senha do vpn é {v}",
+    "fr": "le mdp du wifi c'est {v}",
+    "de": "neues Passwort für die DB = {v}",
+    "ru": "новый пароль для VPN {v}",
+}
+for _language, _template in _PROSE_HELDOUT2.items():
+    family(f"prose3_{_language}", f"prose_{_language}", "heldout2")(lambda rng, t=_template: (lambda v: (t.format(v=v), [v]))(_password(rng) + str(rng.randrange(10, 99))))
+
+
+@family("doppler_set_token", "cli_position", "heldout2")
+def _doppler(rng):
+    v = "dp.st.prd." + _base62(rng, 40)
+    return f"doppler configure set token {v} --scope /srv/app", [v]
+
+
+@family("bw_unlock_password", "cli_position", "heldout2")
+def _bw(rng):
+    v = _password(rng)
+    return f"export BW_SESSION=$(bw unlock {v} --raw)", [v]
+
+
+@family("markdown_table_spaced_header", "table", "heldout2")
+def _md2(rng):
+    v = _base62(rng, 40)
+    return f"| Access Key ID | Secret Key | Owner |\n| --- | --- | --- |\n| AKIA{_chars(rng, string.ascii_uppercase + string.digits, 16)} | {v} | ci |", [v]
+
+
+@family("csv_quoted_cells", "table", "heldout2")
+def _csv2(rng):
+    v = _password(rng)
+    return f'"id","user","password"\n"1","dana","{v}"', [v]
+
+
+@family("aws_create_access_key_json", "tool_json", "heldout2")
+def _aws_key(rng):
+    v = _chars(rng, string.ascii_letters + string.digits + "/+", 40)
+    return json.dumps({"AccessKey": {"UserName": "ci", "AccessKeyId": "AKIA" + _chars(rng, string.ascii_uppercase + string.digits, 16), "Status": "Active", "SecretAccessKey": v}}, indent=4), [v]
+
+
+@family("sql_insert_without_columns", "sql", "heldout2")
+def _sql3(rng):
+    v = _password(rng)
+    return f"INSERT INTO service_accounts VALUES (7, 'svc-report', '{v}', now());", [v]
+
+
+@family("cargo_credentials", "config_file", "heldout2")
+def _cargo(rng):
+    v = "cio" + _base62(rng, 32)
+    return f"[registry]\ntoken = \"{v}\"", [v]
+
+
+@family("spring_yaml_password", "config_file", "heldout2")
+def _spring(rng):
+    v = _password(rng)
+    return f"spring:\n  datasource:\n    url: jdbc:postgresql://db:5432/app\n    username: app\n    password: {v}", [v]
+
+
+@family("k8s_secret_config_json", "base64_wrapped", "heldout2")
+def _k8s_cfg(rng):
+    blob = _b64(json.dumps({"endpoint": "https://api.example.org", "token": _base62(rng, 32)}).encode())
+    return f"kind: Secret\ndata:\n  config.json: {blob}", [blob]
+
+
+@family("url_push_path", "url_token", "heldout2")
+def _push(rng):
+    v = _base62(rng, 32)
+    return f"curl -d 'build ok' https://api.example.io/v2/push/{v}", [v]
+
+
+@family("url_events_hex_path", "url_token", "heldout2")
+def _events(rng):
+    v = _hex(rng, 40)
+    return f"SENTRYISH_URL=https://events.example.net/e/{v}/store", [v]
+
+
+@family("bip39_chinese", "wallet", "heldout2")
+def _bip_zh(rng):
+    v = _mnemonic(rng, "chinese_simplified")
+    return f"助记词：{v}", [v]
+
+
+@family("eth_private_key_hex", "wallet", "heldout2")
+def _eth(rng):
+    v = "0x" + _hex(rng, 64)
+    return f"deployer private key: {v}", [v]
+
+
+@family("backup_codes_digit_groups", "recovery_codes", "heldout2")
+def _codes4(rng):
+    codes = [f"{rng.randrange(1000, 9999)} {rng.randrange(1000, 9999)}" for _ in range(5)]
+    return "Backup codes\n" + "\n".join(codes), codes
+
+
 SECRET_FAMILIES = FAMILIES
 
 # ---- placements -----------------------------------------------------------------------------------
@@ -583,7 +683,7 @@ def measure(redactor: Callable[[str], str], seed: int, split: str, lines: int) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--split", choices=["tune", "heldout", "all"], default="tune")
+    parser.add_argument("--split", choices=["tune", "heldout", "heldout2", "all"], default="tune")
     parser.add_argument("--lines", type=int, default=6000)
     parser.add_argument("--show", action="store_true", help="print the passing cases and changed ordinary snippets")
     args = parser.parse_args()
