@@ -197,7 +197,8 @@ def _az_keys(rng):
 def _sa_json(rng):
     v = _hex(rng, 40)
     secret = _base62(rng, 40)
-    return json.dumps({"type": "service_account", "client_id": str(rng.randrange(10**20, 10**21)), "private_key_id": v, "client_secret": secret}, indent=2), [v, secret]
+    # `private_key_id` names the key, it is no secret (corrected after round 1: only the secret counts).
+    return json.dumps({"type": "service_account", "client_id": str(rng.randrange(10**20, 10**21)), "private_key_id": v, "client_secret": secret}, indent=2), [secret]
 
 
 @family("markdown_table", "table", "tune")

@@ -36,6 +36,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import unicodedata
 from collections.abc import Iterator
 from functools import cache
 
@@ -134,7 +135,7 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
     """The header line holding the match, its delimiter, the secret columns; then their cells in
     every following row with the same delimiter (a markdown rule row `|---|` is skipped)."""
     around = text[max(0, match.start() - 2) : match.end() + 2]
-    if not any(delimiter in around for delimiter in ("|", ",", ";", "\t", "  ")):
+    if not any(delimiter in around for delimiter in ("|", ",", ";", "\t", "\\t", "  ")):
         return []  # a word in prose or code, not a header cell
     line_start = 0
     for found in _LINE_BREAK.finditer(text, max(0, match.start() - 2000), match.start()):
@@ -199,7 +200,9 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
 
 # ---- SQL ------------------------------------------------------------------------------------------
 
-_SQL_VALUE = re.compile(r"\\*'((?:[^'\\]|'')*)\\*'|(-?\d+(?:\.\d+)?|null|true|false|default)", re.IGNORECASE)
+_SQL_VALUE = re.compile(r"\\*'((?:[^'\\]|'')*)\\*'|(-?\d+(?:\.\d+)?|null|true|false|default|\w{1,40}\([^()]{0,200}\))", re.IGNORECASE)
+# Blanks between SQL tokens, line breaks raw or JSON-escaped.
+_SQL_GAP = re.compile(r"(?:\s|\\+[nrt])*")
 
 
 def _split_sql_tuple(text: str, start: int) -> tuple[list[Span | None], int] | None:
@@ -208,15 +211,12 @@ def _split_sql_tuple(text: str, start: int) -> tuple[list[Span | None], int] | N
     position = start + 1
     values: list[Span | None] = []
     while position < len(text):
-        while position < len(text) and text[position] in " \t\r\n":
-            position += 1
+        position = _SQL_GAP.match(text, position).end()
         found = _SQL_VALUE.match(text, position)
         if found is None:
             return None
         values.append(found.span(1) if found.group(1) is not None else None)
-        position = found.end()
-        while position < len(text) and text[position] in " \t":
-            position += 1
+        position = _SQL_GAP.match(text, found.end()).end()
         if position < len(text) and text[position] == ",":
             position += 1
             continue
@@ -241,7 +241,7 @@ def _locate_sql_insert(match: re.Match[str], text: str) -> list[Span]:
         for strength, value in zip(strengths, values):
             if strength is not None and value is not None and _secret_for(strength, text[value[0] : value[1]]):
                 spans.append(value)
-        following = re.compile(r"\s*,\s*\(").match(text, after)
+        following = re.compile(r"(?:\s|\\+[nrt])*,(?:\s|\\+[nrt])*\(").match(text, after)
         if following is None:
             break
         position = following.end()
@@ -388,7 +388,11 @@ def _mnemonic_words() -> dict[str, frozenset[str]]:
     """The BIP-39 word lists of every language the `mnemonic` package ships."""
     from mnemonic import Mnemonic
 
-    return {language: frozenset(Mnemonic(language).wordlist) for language in Mnemonic.list_languages()}
+    # Compared in NFC: some lists are stored decomposed (`bastón` as `o` + a combining accent).
+    return {
+        language: frozenset(unicodedata.normalize("NFC", word) for word in Mnemonic(language).wordlist)
+        for language in Mnemonic.list_languages()
+    }
 
 
 # Bytes of the text as marks: ASCII letters and every non-ASCII byte `a`, a blank ` `, anything
@@ -397,8 +401,12 @@ _WORD_MARKS = bytes(
     0x61 if (65 <= code <= 90 or 97 <= code <= 122 or code >= 0x80) else 0x20 if code == 0x20 else 0x78 for code in range(256)
 )
 # Maximal runs of short words (the count is checked in `_locate_mnemonic`).
-_MNEMONIC_RUN = re.compile(r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:[^\W\d_]{1,8}[ \u3000])+[^\W\d_]{1,8}(?![^\W\d_])")
-_TWELVE_WORD_RUNS = re.compile(rb"(?<!a)(?:a{1,9} ){11,}a{1,9}(?!a)")
+# A letter, or a combining accent (word lists printed decomposed, NFKD: `de\u0301givrer`).
+_MNEMONIC_RUN = re.compile(
+    r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:(?:[^\W\d_]|[\u0300-\u036f]){1,12}[ \u3000])+(?:[^\W\d_]|[\u0300-\u036f]){1,12}(?![^\W\d_])"
+)
+# Up to 9 letters (one more: a JSON escape's `n`), 3 bytes each when not ASCII.
+_TWELVE_WORD_RUNS = re.compile(rb"(?<!a)(?:a{1,27} ){11,}a{1,27}(?!a)")
 
 
 def _word_run_starts(text: str) -> Iterator[int]:
@@ -424,7 +432,8 @@ def _word_run_starts(text: str) -> Iterator[int]:
 
 
 def _locate_mnemonic(match: re.Match[str], text: str) -> Span | None:
-    words = re.split(r"[ \u3000]", match.group())
+    raw_words = re.split(r"[ \u3000]", match.group())
+    words = [unicodedata.normalize("NFC", word) for word in raw_words]
     if len(words) < 12:
         return None
     lists = _mnemonic_words()
@@ -439,8 +448,8 @@ def _locate_mnemonic(match: re.Match[str], text: str) -> Span | None:
         if best[1] - best[0] >= 12:
             # Back to character offsets: the words before the run, then the run itself.
             separator_width = 1
-            start = match.start() + sum(len(w) + separator_width for w in words[: best[0]])
-            end = start + sum(len(w) + separator_width for w in words[best[0] : best[1]]) - separator_width
+            start = match.start() + sum(len(w) + separator_width for w in raw_words[: best[0]])
+            end = start + sum(len(w) + separator_width for w in raw_words[best[0] : best[1]]) - separator_width
             return start, end
     return None
 
@@ -520,7 +529,7 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
     ),
     Rule(
         "sql_insert_secret_column",
-        r"(?i)insert\s+into\s+[\w.`\"\[\]]{1,128}\s*\((?P<columns>[^()]{1,2000})\)\s*values\s*\(",
+        r"(?i)insert\s+into\s+[\w.`\"\[\]\\]{1,128}\s*\((?P<columns>[^()]{1,2000})\)(?:\s|\\+[nrt])*values(?:\s|\\+[nrt])*\(",
         (REDACTED,),
         ("insert",),
         locate_all=_locate_sql_insert,
@@ -534,8 +543,9 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
     ),
     Rule(
         "name_value_pair",
-        r"(?:(?:name|key|parametername|parameterkey|variable|env)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?(?P<name>[\w.\-]{2,80})\\*[\"']?"
-        r"(?:\s|\\+n|,){0,12}(?:\\*[\"'])?(?:value|parametervalue|secretvalue)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?"
+        r"(?:(?:name|key|keyname|parametername|parameterkey|variable|env)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?(?P<name>[\w.\-]{2,80})\\*[\"']?"
+        # Other fields may stand between (`"permissions": "FULL",`), on the same object.
+        r"(?:[^{}\[\]<>]{0,200}?[\s,+{]|\\[nrt])(?:\\*[\"'])?(?:value|parametervalue|secretvalue)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?"
         r"|(?:define|setenv|putenv|getenv|fetch|set|get)\s{0,3}\(\s{0,3}\\*[\"'](?P<name2>[\w.\-]{2,80})\\*[\"']\s{0,3},\s{0,3}\\*[\"'])"
         r"(?P<value>[^\s\"'\\<>]{3,1000})",
         (REDACTED,),
@@ -596,7 +606,8 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
 def _locate_pair(match: re.Match[str], text: str) -> Span | None:
     # The name as written (the rule runs over lower-cased text; `ClearTextPassword` has humps).
     group = "name" if match.start("name") >= 0 else "name2"
-    name = text[match.start(group) : match.end(group)]
+    # `key1` is the first of several keys: the index says nothing about what it holds.
+    name = text[match.start(group) : match.end(group)].rstrip("0123456789")
     strength = name_strength(name)
     start, end = match.span("value")
     value = text[start:end].rstrip(",;)")

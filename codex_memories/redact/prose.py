@@ -85,6 +85,7 @@ _CONNECTOR = re.compile(
 )
 # Short words a phrase may carry before its connector ("del servidor", "for the db", "de la base").
 _FILLER = re.compile(r"[^\W\d_][\w'’\-]{0,15}")
+_ESCAPED_LETTERS = re.compile(r"(?:[^\W\d_]*\\+u[0-9a-fA-F]{4})+[^\W\d_]*")
 _OPENERS = "\"'`「『“‘（(《【<>«"
 _VALUE_CHARS = re.compile(r"[^\s\"'`「」『』“”‘’（）()。，、；！？《》【】«»<\\" + _CJK + r"]{1,256}")
 _TRAILING = ".,;:!?)]}>"
@@ -92,7 +93,7 @@ _TRAILING = ".,;:!?)]}>"
 
 def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
     """The value after a credential word at `position`: (its span, whether a connector came
-    first). Skips blanks, openers, up to three short filler words (only before a connector)."""
+    first). Skips blanks, openers, up to five short filler words (only before a connector)."""
     connector = False
     fillers = 0
     end_limit = min(len(text), position + 120)
@@ -112,6 +113,17 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
         if char in _OPENERS:
             position += 1
             continue
+        escaped = _ESCAPED_LETTERS.match(text, position)
+        if escaped is not None:
+            # JSON-escaped letters (`\\u00fcr`, `\\u300c`): an opening bracket, or a filler word.
+            if re.fullmatch(r"(?:\\+u(?:300c|300e|201c|2018|ff08|3010|00ab))+", escaped.group()):
+                position = escaped.end()
+                continue
+            if connector or fillers >= 5:
+                return None
+            fillers += 1
+            position = escaped.end()
+            continue
         if text[position : position + len(REDACTED)].upper() == REDACTED:
             return None
         value = _VALUE_CHARS.match(text, position)
@@ -125,7 +137,7 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
                 break  # a balanced bracket belongs to the value (`Optional[str]`: code)
             end -= 1
         token = text[start:end]
-        if not connector and fillers < 3 and _FILLER.fullmatch(token) and not any(char.isdigit() for char in token):
+        if not connector and fillers < 5 and _FILLER.fullmatch(token) and not any(char.isdigit() for char in token):
             # A word of the phrase ("de la base", "for the"), unless a connector already came.
             fillers += 1
             position = value.end()
@@ -213,7 +225,8 @@ def _locate_verb_arguments(match: re.Match[str], text: str) -> list[Span]:
             break
         start, end = token.span(1)
         generated = _looks_generated(value) or _looks_uuid_token(value) or looks_like_random_base64(value)
-        if REDACTED not in value and not is_placeholder(value) and (generated or (place == 1 and looks_like_password(value))):
+        typed = place == 1 and (looks_like_password(value) or _credential_value(value, True, True))
+        if REDACTED not in value and not is_placeholder(value) and (generated or typed):
             spans.append((start, end))
         place += 1
     return spans
@@ -227,7 +240,8 @@ def _looks_uuid_token(value: str) -> bool:
     return _UUID.fullmatch(value) is not None
 
 
-_CODE_TOKEN = re.compile(r"(?<![\w\-])([A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,4})(?![\w\-])")
+# A code starts at a word start, or right after a JSON escape (`\\n8f3k-2mzp`), never at its `n`.
+_CODE_TOKEN = re.compile(r"(?:(?<=\\[nrt])|(?<![\w\-\\]))([A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,4})(?![\w\-])")
 _BLANK_LINE = re.compile(r"(?:\r?\n|\\+n)[ \t]*(?:\r?\n|\\+n)")
 
 
@@ -235,7 +249,7 @@ def _is_code(token: str) -> bool:
     """A one-time code: 6+ characters of letters and digits with a digit (`8f3k-2mzp`,
     `47213958`), or upper-case groups (`ABCD-EFGH`); not a word, not a date or version."""
     body = token.replace("-", "")
-    if len(body) < 6 or re.fullmatch(r"\d{4}-\d{2}(?:-\d{2})?|v?\d+(?:[.\-]\d+)*", token):
+    if len(body) < 6 or re.fullmatch(r"\d{4}-\d{2}(?:-\d{2})?|v?\d+(?:\.\d+)+", token):
         return False
     if any(char.isdigit() for char in body):
         return any(char.isalpha() for char in body) or len(body) >= 6
@@ -307,7 +321,8 @@ PROSE_SHAPES: tuple[Rule, ...] = (
     ),
     Rule(
         "credential_argument",
-        r"(?<=[\w.\-:]\s)(?<![\w\-])(?:" + "|".join(re.escape(verb) for verb in _CREDENTIAL_VERBS) + r")(?![\w\-])",
+        # After a command word (`ngrok authtoken`), or ending a tool's name (`mega-login`).
+        r"(?:(?<=[\w.\-:]\s)(?<![\w\-])|(?<=[a-z0-9]-))(?:" + "|".join(re.escape(verb) for verb in _CREDENTIAL_VERBS) + r")(?![\w\-])",
         (REDACTED,),
         ("login", "log-in", "sign", "auth", "token", "install", "register", "unlock", "connect", "attach", "enroll", "activate", "join"),
         case_insensitive=True,
