@@ -202,7 +202,7 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
 
 _SQL_VALUE = re.compile(r"\\*'((?:[^'\\]|'')*)\\*'|(-?\d+(?:\.\d+)?|null|true|false|default|\w{1,40}\([^()]{0,200}\))", re.IGNORECASE)
 # Blanks between SQL tokens, line breaks raw or JSON-escaped.
-_SQL_GAP = re.compile(r"(?:\s|\\+[nrt])*")
+_SQL_GAP = re.compile(r"(?:\s|\\+[nrt]|\+)*")  # `+`: an added line of a patch
 
 
 def _split_sql_tuple(text: str, start: int) -> tuple[list[Span | None], int] | None:
@@ -241,7 +241,7 @@ def _locate_sql_insert(match: re.Match[str], text: str) -> list[Span]:
         for strength, value in zip(strengths, values):
             if strength is not None and value is not None and _secret_for(strength, text[value[0] : value[1]]):
                 spans.append(value)
-        following = re.compile(r"(?:\s|\\+[nrt])*,(?:\s|\\+[nrt])*\(").match(text, after)
+        following = re.compile(r"(?:\s|\\+[nrt]|\+)*,(?:\s|\\+[nrt]|\+)*\(").match(text, after)
         if following is None:
             break
         position = following.end()
@@ -529,7 +529,7 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
     ),
     Rule(
         "sql_insert_secret_column",
-        r"(?i)insert\s+into\s+[\w.`\"\[\]\\]{1,128}\s*\((?P<columns>[^()]{1,2000})\)(?:\s|\\+[nrt])*values(?:\s|\\+[nrt])*\(",
+        r"(?i)insert\s+into\s+[\w.`\"\[\]\\]{1,128}\s*\((?P<columns>[^()]{1,2000})\)(?:\s|\\+[nrt]|\+)*values(?:\s|\\+[nrt]|\+)*\(",
         (REDACTED,),
         ("insert",),
         locate_all=_locate_sql_insert,

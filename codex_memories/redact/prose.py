@@ -49,7 +49,10 @@ def escaped_form(literal: str) -> str:
         elif ord(char) < 128:
             parts.append(re.escape(char))
         elif ord(char) <= 0xFFFF:
-            parts.append(f"(?:{re.escape(char)}|\\\\{{1,16}}u{ord(char):04x})")
+            # Either case: the rule runs over lower-cased text, but an escape keeps the code of
+            # the letter as written (`\\u041f` for `П`).
+            codes = "|".join(sorted({f"{ord(form):04x}" for form in (char, char.upper()) if len(form) == 1}))
+            parts.append(f"(?:{re.escape(char)}|\\\\{{1,16}}u(?:{codes}))")
         else:
             parts.append(re.escape(char))
     return "".join(parts)
@@ -85,6 +88,8 @@ _CONNECTOR = re.compile(
 )
 # Short words a phrase may carry before its connector ("del servidor", "for the db", "de la base").
 _FILLER = re.compile(r"[^\W\d_][\w'’\-]{0,15}")
+# `「`, `『`, `“`, `‘`, `（`, `【`, `«` JSON-escaped.
+_ESCAPED_OPENER = re.compile(r"\\+u(?:300c|300e|201c|2018|ff08|3010|00ab)", re.IGNORECASE)
 _ESCAPED_LETTERS = re.compile(r"(?:[^\W\d_]*\\+u[0-9a-fA-F]{4})+[^\W\d_]*")
 _OPENERS = "\"'`「『“‘（(《【<>«"
 _VALUE_CHARS = re.compile(r"[^\s\"'`「」『』“”‘’（）()。，、；！？《》【】«»<\\" + _CJK + r"]{1,256}")
@@ -113,12 +118,13 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
         if char in _OPENERS:
             position += 1
             continue
+        escaped_opener = _ESCAPED_OPENER.match(text, position)
+        if escaped_opener is not None:
+            position = escaped_opener.end()
+            continue
         escaped = _ESCAPED_LETTERS.match(text, position)
         if escaped is not None:
-            # JSON-escaped letters (`\\u00fcr`, `\\u300c`): an opening bracket, or a filler word.
-            if re.fullmatch(r"(?:\\+u(?:300c|300e|201c|2018|ff08|3010|00ab))+", escaped.group()):
-                position = escaped.end()
-                continue
+            # JSON-escaped letters (`f\\u00fcr`): a filler word.
             if connector or fillers >= 5:
                 return None
             fillers += 1
@@ -282,7 +288,8 @@ def _phrase_starts(phrases: dict[str, tuple[str, ...]]) -> Callable[[str], Itera
             if not phrase.isascii():
                 # JSON-escaped once, twice, three times (1, 2, 4 or 8 backslashes per letter).
                 for slashes in (1, 2, 4, 8):
-                    keys.add("".join(char if char.isascii() else "\\" * slashes + f"u{ord(char):04x}" for char in phrase))
+                    for form in {phrase, phrase.capitalize()}:
+                        keys.add("".join(char if char.isascii() else "\\" * slashes + f"u{ord(char):04x}" for char in form))
 
     @cache
     def automaton() -> ahocorasick.Automaton:
