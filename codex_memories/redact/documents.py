@@ -545,7 +545,8 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
         "name_value_pair",
         r"(?:(?:name|key|keyname|parametername|parameterkey|variable|env)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?(?P<name>[\w.\-]{2,80})\\*[\"']?"
         # Other fields may stand between (`"permissions": "FULL",`), on the same object.
-        r"(?:[^{}\[\]<>]{0,200}?[\s,+{]|\\[nrt])(?:\\*[\"'])?(?:value|parametervalue|secretvalue)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?"
+        # ... but not another pair's name (the search must not run past the pair it started).
+        r"(?:(?:(?!name|key)[^{}\[\]<>]){0,200}?[\s,+{]|\\[nrt])(?:\\*[\"'])?(?:value|parametervalue|secretvalue)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?"
         r"|(?:define|setenv|putenv|getenv|fetch|set|get)\s{0,3}\(\s{0,3}\\*[\"'](?P<name2>[\w.\-]{2,80})\\*[\"']\s{0,3},\s{0,3}\\*[\"'])"
         r"(?P<value>[^\s\"'\\<>]{3,1000})",
         (REDACTED,),
