@@ -143,6 +143,13 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
                 break  # a balanced bracket belongs to the value (`Optional[str]`: code)
             end -= 1
         token = text[start:end]
+        raw_token = text[value.start() : value.end()]
+        if not connector and fillers < 5 and raw_token.endswith((":", "：")) and _FILLER.fullmatch(raw_token[:-1]):
+            # `de homologação: X`: the last filler word carries the label's colon.
+            fillers += 1
+            connector = True
+            position = value.end()
+            continue
         if not connector and fillers < 5 and _FILLER.fullmatch(token) and not any(char.isdigit() for char in token):
             # A word of the phrase ("de la base", "for the"), unless a connector already came.
             fillers += 1
