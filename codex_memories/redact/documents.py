@@ -405,8 +405,23 @@ _WORD_MARKS = bytes(
 _MNEMONIC_RUN = re.compile(
     r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:(?:[^\W\d_]|[\u0300-\u036f]){1,12}[ \u3000])+(?:[^\W\d_]|[\u0300-\u036f]){1,12}(?![^\W\d_])"
 )
-# Up to 9 letters (one more: a JSON escape's `n`), 3 bytes each when not ASCII.
-_TWELVE_WORD_RUNS = re.compile(rb"(?<!a)(?:a{1,27} ){11,}a{1,27}(?!a)")
+# Maximal runs of words between single blanks (no backtracking: each run is read once).
+_WORD_RUNS = re.compile(rb"(?:a+ )+a+")
+# A list word has up to 8 letters (9 with a JSON escape's `n`), 3 bytes each when not ASCII.
+_LONGEST_WORD_BYTES = 27
+
+
+def _word_run_byte_starts(marks: bytes) -> Iterator[int]:
+    """Byte offsets where 12 or more short words in a row may start: the start of every run of
+    12+ words, and of the part after each word too long for a list."""
+    for run in _WORD_RUNS.finditer(marks):
+        if run.group().count(b" ") < 11:
+            continue
+        position = run.start()
+        yield position
+        for word in re.finditer(rb"a+", run.group()):
+            if word.end() - word.start() > _LONGEST_WORD_BYTES:
+                yield run.start() + word.end() + 1
 
 
 def _word_run_starts(text: str) -> Iterator[int]:
@@ -421,8 +436,7 @@ def _word_run_starts(text: str) -> Iterator[int]:
         yield from (match.start() for match in _MNEMONIC_RUN.finditer(text))
         return
     byte_at, char_at = 0, 0
-    for found in _TWELVE_WORD_RUNS.finditer(marks):
-        start = found.start()
+    for start in _word_run_byte_starts(marks):
         if not ascii_only:
             # Run starts are ASCII or the first byte of a letter: count the characters between.
             char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
@@ -431,12 +445,26 @@ def _word_run_starts(text: str) -> Iterator[int]:
         yield start + 1 if start > 0 and text[start - 1] == "\\" else start
 
 
+@cache
+def _all_mnemonic_words() -> frozenset[str]:
+    return frozenset().union(*_mnemonic_words().values())
+
+
 def _locate_mnemonic(match: re.Match[str], text: str) -> Span | None:
     raw_words = re.split(r"[ \u3000]", match.group())
     words = [unicodedata.normalize("NFC", word) for word in raw_words]
     if len(words) < 12:
         return None
     lists = _mnemonic_words()
+    # Most runs of short words are prose: twelve in a row from any list first (one set lookup
+    # per word), then per language.
+    known = _all_mnemonic_words()
+    longest = current = 0
+    for word in words:
+        current = current + 1 if word in known else 0
+        longest = max(longest, current)
+    if longest < 12:
+        return None
     for language, wordlist in lists.items():
         run_start = 0
         best = (0, 0)
