@@ -206,7 +206,6 @@ _IN_TEXT = frozenset(PLACEMENTS) - {"git_remote_url"}
 # caught anyway: the user part of a URL is judged on its own.
 KNOWN_MISSES: dict[str, tuple[str, frozenset[str]]] = {
     "tencent": ("`SecretId` + AKID + 32 random characters: no separator after the prefix, no plugin, no name", _IN_TEXT),
-    "pulumi": ("pul- + 40 hex: hex after a lower-case prefix and `-` reads as a content hash", _IN_TEXT),
     "sendinblue": ("xkeysib- + 64 hex + 16 base62: too few upper-case letters to read as random", frozenset(PLACEMENTS)),
 }
 

@@ -35,6 +35,9 @@ import ahocorasick
 from codex_memories.redact.detector import DetectorRule, detector_rules, widened_span
 from codex_memories.redact.rules import REDACTED, RULES, Rule, Template, at_boundary
 from codex_memories.redact.screen import ScreenRule, SecretScreen, build_screen
+from codex_memories.redact.values import is_placeholder
+from codex_memories.redact.documents import DECODED_SHAPES, DOCUMENT_SHAPES
+from codex_memories.redact.prose import PROSE_SHAPES
 from codex_memories.redact.shapes import CONTEXT_SHAPES, TOKEN_SHAPES
 
 
@@ -54,12 +57,17 @@ class CompiledRule:
     starts: Callable[[str], Iterator[int]] | None = None
     # More regexes of the same rule (a detect-secrets plugin has several): one hint check.
     extra: tuple[re.Pattern[str], ...] = ()
+    locate_all: Callable[[re.Match[str], str], list[tuple[int, int]]] | None = None
 
     def edits(self, text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, replacement) of every secret this rule finds in `text`, left to right."""
-        if self.extra:
+        if self.extra or self.locate_all is not None:
             # Several regexes: their finds merged left to right.
-            found = sorted(edit for regex in (self.public, *self.extra) for edit in self._edits(regex, text, text))
+            if self.case_insensitive and len(lowered) == len(text):
+                pairs = [(lowered, self.fast)]
+            else:
+                pairs = [(text, regex) for regex in (self.public, *self.extra)]
+            found = sorted({edit for haystack, regex in pairs for edit in self._edits(regex, text, haystack)})
             yield from found
             return
         if self.case_insensitive and len(lowered) == len(text):
@@ -85,6 +93,13 @@ class CompiledRule:
                 yield match
 
     def _edits(self, regex: re.Pattern[str], text: str, haystack: str) -> Iterator[tuple[int, int, str]]:
+        if self.locate_all is not None:
+            # Spans may lie after the match (a table's rows): gathered, sorted by the caller.
+            for match in self._matches(regex, haystack):
+                for start, end in self.locate_all(match, text):
+                    if end > start and not text.startswith(REDACTED, start) and not is_placeholder(text[start:end]):
+                        yield start, end, REDACTED
+            return
         for match in self._matches(regex, haystack):
             if self.boundary is not None and not at_boundary(text, match.start(), self.boundary):
                 continue
@@ -92,8 +107,10 @@ class CompiledRule:
                 continue
             if self.widen or self.locate is not None:
                 span = self.locate(match, text) if self.locate is not None else widened_span(match, text)
-                if span is not None:
+                if span is not None and not is_placeholder(text[span[0] : span[1]]):
                     yield span[0], span[1], REDACTED
+                continue
+            if _replaces_placeholder(self.template, text, match):
                 continue
             yield match.start(), match.end(), _render(self.template, text, match)
 
@@ -112,6 +129,7 @@ def _compile(rule: Rule) -> CompiledRule:
         locate=rule.locate,
         boundary=rule.boundary,
         starts=rule.starts,
+        locate_all=rule.locate_all,
     )
 
 
@@ -136,9 +154,9 @@ def _compile_detector_rule(rule: DetectorRule) -> CompiledRule:
 @cache
 def _rules() -> tuple[CompiledRule, ...]:
     """The whole table, compiled on first use (keeps `import codex_memories.redact` cheap)."""
-    known = [_compile(rule) for rule in (*RULES, *CONTEXT_SHAPES)]
+    known = [_compile(rule) for rule in (*RULES, *CONTEXT_SHAPES, *PROSE_SHAPES, *DOCUMENT_SHAPES)]
     detector = [_compile_detector_rule(rule) for rule in detector_rules()]
-    tokens = [_compile(rule) for rule in TOKEN_SHAPES]
+    tokens = [_compile(rule) for rule in (*TOKEN_SHAPES, *DECODED_SHAPES)]
     return (*known, *detector, *tokens)
 
 
@@ -162,6 +180,28 @@ def __getattr__(name: str) -> Any:
     if name == "SECRET_PATTERNS":
         return tuple((rule.name, RulePattern(rule)) for rule in _rules())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _replaces_placeholder(template: Template, text: str, match: re.Match[str]) -> bool:
+    """Whether the part of the match the template replaces is a placeholder (`<your-token>`,
+    `${DB_PASSWORD}`, `********`): the one check every rule shares, so that docs and examples
+    come through whatever rule reads them (issue 36)."""
+    start = match.start()
+    for part in template:
+        if isinstance(part, int):
+            group_start, group_end = match.span(part)
+            if group_end >= 0:
+                start = max(start, group_end)
+            continue
+        if part == REDACTED:
+            end = match.end()
+            following = template[template.index(part) + 1 :]
+            for later in following:
+                if isinstance(later, int) and match.span(later)[0] >= 0:
+                    end = match.span(later)[0]
+                    break
+            return is_placeholder(text[start:end])
+    return False
 
 
 def _render(template: Template, text: str, match: re.Match[str]) -> str:

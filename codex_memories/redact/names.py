@@ -38,6 +38,13 @@ STRONG_WORDS: tuple[tuple[str, ...], ...] = (
     ("credentials",),
     ("auth",),
     ("psk",),
+    ("oauth",),
+    ("bearer",),
+    ("mnemonic",),
+    ("seed", "phrase"),
+    ("recovery", "code"),
+    ("recovery", "key"),
+    ("backup", "code"),
 )
 
 WEAK_WORDS: tuple[tuple[str, ...], ...] = (
@@ -55,6 +62,8 @@ WEAK_WORDS: tuple[tuple[str, ...], ...] = (
 TRANSPARENT_WORDS = frozenset({"value", "data", "string", "str", "material", "b64", "base64", "hex", "raw", "plain", "text"})
 # Words before the secret word that say it is not one: `PublicKey`, `public_key`.
 PUBLIC_WORDS = frozenset({"public", "pub"})
+
+_LAST_WORDS = frozenset(entry[-1] for entry in (*STRONG_WORDS, *WEAK_WORDS)) - {"pas"}
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -83,6 +92,10 @@ def name_strength(name: str) -> str | None:
         words.pop()
     if not words or (len(words) >= 2 and words[-2] in PUBLIC_WORDS):
         return None
+    if words[-1].endswith("s") and words[-1][:-1] in _LAST_WORDS and words[-1] != "tokens":
+        # Plurals hold several of the same (`unseal_keys_b64`, `recovery_codes`); not `tokens`,
+        # which counts a model's tokens far more often (`max_tokens`).
+        words = [*words[:-1], words[-1][:-1]]
     if _ends_with(words, STRONG_WORDS):
         return "strong"
     if _ends_with(words, WEAK_WORDS):
@@ -95,3 +108,45 @@ def words_pattern(entries: tuple[tuple[str, ...], ...]) -> str:
     `_`, `-` or `.` (longest first, so `passwd` is tried before `pass`)."""
     alternatives = sorted((r"[_\-.]?".join(map(re.escape, entry)) for entry in entries), key=len, reverse=True)
     return "(?:" + "|".join(alternatives) + ")"
+
+
+# Words that say "a credential follows" in prose, per language (issue 36: "the password is ...",
+# "口令是 ...", "Passwort: ..."). Lower case; a Latin-script word must stand alone (not inside
+# `tokenizer` or `autoclave`), a CJK word may touch what follows. `PASSWORD_PHRASES` are the
+# subset that name a password a person types (a value of digits only counts after them).
+PASSWORD_PHRASES: dict[str, tuple[str, ...]] = {
+    "en": ("password", "passwd", "passphrase", "pass phrase", "passcode", "pin code", "login password"),
+    "zh": ("密码", "口令", "密碼", "暗号", "登录密码", "登錄密碼"),
+    "ja": ("パスワード", "暗証番号", "合言葉", "パスフレーズ"),
+    "ko": ("비밀번호", "암호", "패스워드", "비번"),
+    "es": ("contraseña", "contrasena", "clave de acceso", "clave"),
+    "pt": ("senha", "palavra-passe", "palavra passe"),
+    "fr": ("mot de passe", "mdp", "code secret"),
+    "de": ("passwort", "kennwort", "zugangspasswort", "geheimzahl"),
+    "ru": ("пароль", "пароля", "паролем", "пин-код"),
+}
+CREDENTIAL_PHRASES: dict[str, tuple[str, ...]] = {
+    "en": ("api key", "api token", "access key", "access token", "secret key", "auth token", "token", "secret",
+           "credentials", "private key", "master key", "signing key", "client secret", "license key"),
+    "zh": ("密钥", "秘钥", "金鑰", "令牌", "私钥", "私鑰", "访问密钥", "访问令牌", "授权码", "凭证", "凭据", "助记词", "token"),
+    "ja": ("秘密鍵", "トークン", "アクセスキー", "シークレット", "apiキー", "シークレットキー", "認証トークン", "秘密の鍵"),
+    "ko": ("토큰", "비밀 키", "비밀키", "액세스 키", "액세스키", "접근 키", "api 키", "api키", "개인 키", "개인키", "인증 토큰"),
+    "es": ("token", "clave secreta", "clave api", "clave de api", "llave", "secreto", "credencial"),
+    "pt": ("token", "chave", "chave secreta", "chave de acesso", "chave de api", "segredo", "credencial"),
+    "fr": ("jeton", "clé", "cle", "clé secrète", "clé d'api", "clé api", "secret", "identifiant secret"),
+    "de": ("token", "schlüssel", "geheimer schlüssel", "zugangsschlüssel", "api-schlüssel", "geheimnis", "zugangsdaten"),
+    "ru": ("токен", "ключ", "секрет", "секретный ключ", "ключ доступа", "api-ключ", "ключ api"),
+}
+# Words that introduce a list of one-time recovery codes or a recovery key, per language.
+RECOVERY_PHRASES: dict[str, tuple[str, ...]] = {
+    "en": ("recovery codes", "recovery code", "backup codes", "backup code", "recovery key", "emergency codes",
+           "one-time codes", "scratch codes", "restore codes", "recovery phrase", "seed phrase"),
+    "zh": ("恢复码", "恢复代码", "备用码", "备份码", "救援码", "恢復碼", "助记词"),
+    "ja": ("リカバリーコード", "リカバリコード", "バックアップコード", "復旧コード", "回復コード", "リカバリーキー"),
+    "ko": ("복구 코드", "복구코드", "백업 코드", "백업코드", "복구 키"),
+    "es": ("códigos de recuperación", "codigos de recuperacion", "códigos de respaldo", "clave de recuperación"),
+    "pt": ("códigos de recuperação", "codigos de recuperacao", "códigos de backup", "chave de recuperação"),
+    "fr": ("codes de récupération", "codes de secours", "clé de récupération", "codes de recuperation"),
+    "de": ("wiederherstellungscodes", "backup-codes", "wiederherstellungsschlüssel", "notfallcodes"),
+    "ru": ("коды восстановления", "резервные коды", "ключ восстановления", "код восстановления"),
+}

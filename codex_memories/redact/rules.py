@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from codex_memories.redact.names import STRONG_WORDS, words_pattern
-from codex_memories.redact.values import is_indirect, looks_random
+from codex_memories.redact.values import is_indirect, is_placeholder, looks_random
 
 REDACTED = "[REDACTED_SECRET]"
 
@@ -91,6 +91,9 @@ class Rule:
     # Where in the text a match can start (every match starts at one of these positions,
     # ascending): the regex is then tried there only, instead of at every position.
     starts: Callable[[str], Iterator[int]] | None = None
+    # Instead of template, accept and locate: every span to redact that the match stands for (a
+    # table's header gives the cells of its secret column in the rows below it).
+    locate_all: Callable[[re.Match[str], str], list[tuple[int, int]]] | None = None
 
 
 def value_looks_random(match: re.Match[str], text: str) -> bool:
@@ -122,6 +125,10 @@ def _not_code(match: re.Match[str], text: str) -> bool:
         return False
     return not (_CODE_VALUE.fullmatch(value) and (value.endswith((",", ")")) or "(" in value or text[match.end("value") : match.end("value") + 1] in (",", ")")))
 
+
+
+def _not_placeholder(match: re.Match[str], text: str) -> bool:
+    return not is_placeholder(text[match.start("value") : match.end("value")])
 
 
 def _not_indirect(match: re.Match[str], text: str) -> bool:
@@ -163,11 +170,15 @@ RULES: tuple[Rule, ...] = (
         )
         + r")(\s*[:=]\s*)([\"']?)"
         + NOT_REDACTED
+        + r"(?P<value>"
         + VALUE
-        + r"{8,}",
+        + r"{8,})",
         (1, 2, 3, REDACTED),
         ("api", "token", "secret", "password"),
         case_insensitive=True,
+        # Unlike Codex: a placeholder (`TOKEN=<your-token>`, `password: ${DB_PASSWORD}`,
+        # `********`) is what docs and examples write, not a secret (issue 36).
+        accept=_not_placeholder,
     ),
     # --- 2. Known shapes. ------------------------------------------------------------------
     Rule(

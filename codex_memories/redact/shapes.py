@@ -230,7 +230,13 @@ def _locate_password_like(match: re.Match[str], text: str) -> Span | None:
     value = text[span[0] : span[1]]
     if "(" in value or "**" in value:
         return None
+    if match.group()[-1] in "pP" and _SINGLE_DASH_OPTION.match(value):
+        return None  # `-parallelism=30`, `-platform=linux`: an option spelled with one dash
     return span if _secret_value(value) and (looks_like_password(value) or _looks_generated(value)) else None
+
+
+# The rest of a one-dash long option after its `p`: lower-case letters up to `=` or `:`.
+_SINGLE_DASH_OPTION = re.compile(r"[a-z][a-z0-9_\-.]*[=:]")
 
 
 def _not_a_uuid(value: str) -> bool:
@@ -471,7 +477,17 @@ def _secret_word_automaton() -> ahocorasick.Automaton:
 
 def _secret_word_starts(lowered: str) -> Iterator[int]:
     """Where a secret word starts in the (lower-cased) text, ascending: one Aho-Corasick pass
-    instead of trying the rule's word alternation at every position."""
+    instead of trying the rule's word alternation at every position (several rules start
+    there, on the same text: computed once)."""
+    return iter(_secret_word_start_list(lowered))
+
+
+@lru_cache(maxsize=2)
+def _secret_word_start_list(lowered: str) -> tuple[int, ...]:
+    return tuple(_find_secret_word_starts(lowered))
+
+
+def _find_secret_word_starts(lowered: str) -> Iterator[int]:
     # The longest word at each place, left to right without overlaps: ascending starts. A word
     # that runs on into a longer one (`tokenizer`, `keyboard`, `passed`) is no name's last word
     # and is skipped, unless what follows can end a name (`token_`, `apiKey`, `tokenValue`).

@@ -104,8 +104,12 @@ def token_looks_random(token: str) -> bool:
 # Punctuation a password holds and an identifier, a path or a version does not.
 _PASSWORD_SYMBOLS = frozenset("!@#$%^&*+=?~;:,<>|()[]{}`'\"")
 _PLACEHOLDER = re.compile(
-    r"""\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_][A-Za-z0-9_]*%|\$\(.*\)|<[^<>]*>|\{\{.*\}\}|[*x.]{3,}|(?:env|file|fd|stdin|prompt)(?::.*)?"""
-    r"""|(?:(?:your|my|the|some|new|old)[_\-]?)?(?:password|passwd|secret|token|key|api[_\-]?key)(?:[_\-]?here)?""",
+    r"""\$\{?[A-Za-z_][A-Za-z0-9_]*(?::?[-=?+][^{}]*)?\}?|%[A-Za-z_][A-Za-z0-9_]*%|\$\(.*\)|<[^<>]*>|\{\{.*\}\}|(?:env|file|fd|stdin|prompt)(?::.*)?"""
+    r"""|(?:(?:your|my|the|some|new|old)[_\-]?)?(?:password|passwd|secret|token|key|api[_\-]?key)(?:[_\-]?here)?"""
+    # Masked values, as tools and docs print them: `********`, `xxxx`, `••••`, `****abcd`.
+    r"""|[*x.•·]{3,}[A-Za-z0-9]{0,6}|[A-Za-z0-9]{0,6}[*•]{3,}"""
+    # Words that ask for a value: `your-token`, `YOUR_API_KEY`, `token_here`, `changeme`.
+    r"""|your[_\-][A-Za-z0-9_\-]{1,40}|[A-Za-z0-9_\-]{1,40}[_\-]here|(?:replace|change)[_\-]?me|\[?redacted\]?""",
     re.IGNORECASE,
 )
 # Code: a call, or an attribute path of words (`self.token`, `os.environ["X"]`, `settings.API_KEY`);
@@ -128,6 +132,13 @@ _OPTION = re.compile(
 )
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+")
 _VERSION_OR_NUMBER = re.compile(r"v?\d+(?:[.:,\-]\d+)*[a-z]?")
+
+
+def is_placeholder(value: str) -> bool:
+    """A value that stands for the secret and is none (`<your-token>`, `${DB_PASSWORD}`,
+    `********`, `YOUR_API_KEY`, `{{ .Values.token }}`): what docs and examples write."""
+    trimmed = value.strip("\"'`").rstrip(",;)]}")
+    return bool(trimmed) and (_PLACEHOLDER.fullmatch(trimmed) is not None or _TEMPLATE_FIELD.search(trimmed) is not None)
 
 
 def is_indirect(value: str) -> bool:

@@ -1,0 +1,656 @@
+"""Secrets by where they stand in a structured document, in a URL, inside base64, or as wallet
+material; and values that are secrets by their look alone.
+
+Contract: data only, like `rules.py` (plus the checks each rule calls on its match). The engine
+runs `DOCUMENT_SHAPES` after `prose.PROSE_SHAPES` and `DECODED_SHAPES` last of all. Whether a
+field's name says secret is `names.name_strength` (a strong name takes any value that is not a
+placeholder, a weak one a generated value); whether a value is generated is `values.py`.
+
+* `table_secret_column`: a markdown, CSV or TSV table (or `column -t` output) whose header names
+  a secret column: that column's cells in the rows below.
+* `sql_insert_secret_column`: `INSERT INTO t (..., password, ...) VALUES (...), (...)`: the
+  values in that column of every row.
+* `xml_secret_element`: `<password>X</password>`, `<apiKey>X</apiKey>` (settings.xml, app
+  servers' configs).
+* `name_value_pair`: a field that names a secret and the value field beside it: `{"name":
+  "DB_PASSWORD", "value": "X"}`, `- name: API_TOKEN\n  value: X`, `<add key="ApiKey"
+  value="X"/>`, `define('DB_PASSWORD', 'X')`.
+* `json_secret_container`: `"unseal_keys_b64": ["X", "Y"]`, `"github-oauth": {"github.com":
+  "X"}`: every string in the array or object under a key that names a secret.
+* `labelled_index_secret`: `Unseal Key 1: X`, `Recovery Code #2 = X` (a label, an index, a value).
+* `url_secret_part`: a webhook or collector URL's token, in its path (a generated segment, or
+  hex / a UUID after a segment such as `webhook`, `hooks`, `input`, `key`) or in its query (a
+  key that names a secret, or a generated value).
+* `wallet_mnemonic`, `wallet_key_array`, `base58check_private_key`: 12 to 24 words of a BIP-39
+  list (any of its languages), a JSON array of 32 or 64 bytes (a keypair file), a WIF key or an
+  extended private key whose Base58Check checksum holds.
+* `base64_wrapped_secret` (in `DECODED_SHAPES`): base64 whose decoded text holds a secret (the
+  whole redaction applied to it, recursively) or is a `user:password` pair.
+A random value on its own, with nothing around it that says credential, is left alone: base64
+of random bytes is as often a public key, a certificate line or a test fixture
+(`tests/support/secret_formats.ordinary_texts`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import unicodedata
+from collections.abc import Iterator
+from functools import cache
+
+from codex_memories.redact.names import name_strength
+from codex_memories.redact.rules import REDACTED, Rule
+from codex_memories.redact.shapes import _NAME_HINTS, _SECRET_NAME_END, _looks_generated, _secret_word_starts, _token_run_starts
+from codex_memories.redact.values import HEX_DIGITS, is_indirect, is_placeholder
+
+Span = tuple[int, int]
+
+_LINE_BREAK = re.compile(r"\r?\n|\\+(?:r\\+)?n")
+_MARKER_UPPER = REDACTED
+
+
+def _is_marker_at(text: str, position: int) -> bool:
+    return text[position : position + len(REDACTED)].upper() == _MARKER_UPPER
+
+
+def _secret_for(strength: str | None, value: str) -> bool:
+    """A value under a name of `strength`: strong names take any real value (3+ characters, not
+    a placeholder, not a pointer or number), weak ones a generated value."""
+    value = value.strip()
+    if strength is None or len(value) < 3 or REDACTED.lower() in value.lower() or is_placeholder(value):
+        return False
+    if any(char.isspace() for char in value):
+        return False  # a title or a description (`"title": "Aws Secret Access Key"`), not a value
+    if value.lower() in ("null", "none", "true", "false", "nil", "undefined", "n/a", "-", "***", "empty"):
+        return False
+    if strength == "strong":
+        return not is_indirect(value) or (value.isdigit() and len(value) >= 6)
+    return _looks_generated(value)
+
+
+# ---- tables -------------------------------------------------------------------------------------
+
+
+def _lines_from(text: str, start: int, limit: int = 200) -> list[Span]:
+    """Spans of up to `limit` lines from `start` (raw or JSON-escaped line breaks)."""
+    spans = []
+    position = start
+    for _ in range(limit):
+        found = _LINE_BREAK.search(text, position)
+        end = found.start() if found is not None else len(text)
+        spans.append((position, end))
+        if found is None:
+            break
+        position = found.end()
+    return spans
+
+
+_CELL_QUOTES = " \t\"'\\`"
+
+
+def _cells(text: str, span: Span, delimiter: str) -> list[Span]:
+    start, end = span
+    line = text[start:end]
+    cells = []
+    position = 0
+    for piece in line.split(delimiter):
+        piece_start = start + position
+        piece_end = piece_start + len(piece)
+        while piece_start < piece_end and text[piece_start] in _CELL_QUOTES:
+            piece_start += 1
+        while piece_end > piece_start and text[piece_end - 1] in _CELL_QUOTES:
+            piece_end -= 1
+        cells.append((piece_start, piece_end))
+        position += len(piece) + len(delimiter)
+    return cells
+
+
+_DELIMITERS = ("|", "\t", "\\t", ",", ";")
+_HEADER_NAME = re.compile(r"[A-Za-z_#][\w .#/\-]{0,39}")
+
+
+def _string_quote_before(text: str, start: int, end: int, depth: int) -> int | None:
+    """The position after the last quote in `text[start:end]` that delimits a JSON string whose
+    line breaks are escaped with `depth` backslashes (the quote has `depth - 1` before it)."""
+    found = None
+    for quote in re.finditer(r'(\\*)"', text[start:end]):
+        if len(quote.group(1)) == depth - 1:
+            found = start + quote.end()
+    return found
+
+
+def _row_end(text: str, span: Span, depth: int) -> Span:
+    """`span` cut at the quote that closes its JSON string (see `_string_quote_before`)."""
+    if not depth:
+        return span
+    for quote in re.finditer(r'(\\*)"', text[span[0] : span[1]]):
+        if len(quote.group(1)) == depth - 1:
+            return span[0], span[0] + quote.start()
+    return span
+
+
+def _locate_table(match: re.Match[str], text: str) -> list[Span]:
+    """The header line holding the match, its delimiter, the secret columns; then their cells in
+    every following row with the same delimiter (a markdown rule row `|---|` is skipped)."""
+    around = text[max(0, match.start() - 2) : match.end() + 2]
+    if not any(delimiter in around for delimiter in ("|", ",", ";", "\t", "\\t", "  ")):
+        return []  # a word in prose or code, not a header cell
+    line_start = 0
+    for found in _LINE_BREAK.finditer(text, max(0, match.start() - 2000), match.start()):
+        line_start = found.end()
+    header_end_match = _LINE_BREAK.search(text, match.end())
+    if header_end_match is None:
+        return []
+    depth = header_end_match.group().count("\\")
+    if depth:
+        # JSON text: the table is the content of a string; its line starts after the string's
+        # opening quote when that is on the same line (`[\"bash\", \"-lc\", \"id,email,...`).
+        opening = _string_quote_before(text, line_start, match.start(), depth)
+        if opening is not None:
+            line_start = opening
+    if text[line_start : line_start + 1] == "+":
+        line_start += 1  # an added line of a patch
+    header = (line_start, header_end_match.start())
+    header_text = text[header[0] : header[1]]
+    for delimiter in _DELIMITERS:
+        if header_text.count(delimiter) >= 1:
+            break
+    else:
+        # Columns aligned with blanks (`column -t`, cloud CLIs' table output).
+        delimiter = "  "
+        if "  " not in header_text:
+            return []
+    names = [text[a:b] for a, b in _cells(text, header, delimiter)]
+    # A header is a row of names (`id,email,api_key`), not code (`include_secrets=include_secrets,`).
+    named_cells = [name for name in names if name]
+    if len(named_cells) < 2 or not all(_HEADER_NAME.fullmatch(name) for name in named_cells):
+        return []
+    strengths = [name_strength(name) if 0 < len(name) <= 40 else None for name in names]
+    if not any(strengths):
+        return []
+    spans = []
+    for row in _lines_from(text, header_end_match.end(), 500):
+        row = _row_end(text, row, depth)
+        if text[row[0] : row[0] + 1] == "+" and line_start > 0 and text[line_start - 1] == "+":
+            row = (row[0] + 1, row[1])
+        row_text = text[row[0] : row[1]]
+        if delimiter == "  ":
+            cells = [(row[0] + m.start(), row[0] + m.end()) for m in re.finditer(r"\S+(?: \S+)*", row_text)]
+        else:
+            if delimiter not in row_text:
+                break
+            cells = _cells(text, row, delimiter)
+        if not row_text.strip() or (delimiter != "  " and len(cells) < 2):
+            break
+        if re.fullmatch(r"[\s|:\-+=]*", row_text):
+            continue  # a markdown rule row
+        if len(cells) != len(names) if delimiter != "  " else len(cells) != len(named_cells):
+            break  # not a row of this table
+        named = [n for n in names if n] if delimiter == "  " else names
+        for index, (cell_start, cell_end) in enumerate(cells):
+            if index >= len(named):
+                break
+            strength = strengths[index] if delimiter != "  " else name_strength(named[index]) if len(named[index]) <= 40 else None
+            if strength is not None and not _is_marker_at(text, cell_start) and _secret_for(strength, text[cell_start:cell_end]):
+                spans.append((cell_start, cell_end))
+    return spans
+
+
+# ---- SQL ------------------------------------------------------------------------------------------
+
+_SQL_VALUE = re.compile(r"\\*'((?:[^'\\]|'')*)\\*'|(-?\d+(?:\.\d+)?|null|true|false|default|\w{1,40}\([^()]{0,200}\))", re.IGNORECASE)
+# Blanks between SQL tokens, line breaks raw or JSON-escaped.
+_SQL_GAP = re.compile(r"(?:\s|\\+[nrt]|\+)*")  # `+`: an added line of a patch
+
+
+def _split_sql_tuple(text: str, start: int) -> tuple[list[Span | None], int] | None:
+    """The values of one `( ... )` starting at `start` (the `(`): the span of each quoted
+    value's content (None for a number or NULL) and the position after the `)`."""
+    position = start + 1
+    values: list[Span | None] = []
+    while position < len(text):
+        position = _SQL_GAP.match(text, position).end()
+        found = _SQL_VALUE.match(text, position)
+        if found is None:
+            return None
+        values.append(found.span(1) if found.group(1) is not None else None)
+        position = _SQL_GAP.match(text, found.end()).end()
+        if position < len(text) and text[position] == ",":
+            position += 1
+            continue
+        if position < len(text) and text[position] == ")":
+            return values, position + 1
+        return None
+    return None
+
+
+def _locate_sql_insert(match: re.Match[str], text: str) -> list[Span]:
+    columns = [column.strip().strip("`\"[]\\") for column in match.group("columns").split(",")]
+    strengths = [name_strength(column) for column in columns]
+    if not any(strengths):
+        return []
+    spans = []
+    position = match.end()
+    for _ in range(1000):
+        parsed = _split_sql_tuple(text, position - 1) if text[position - 1 : position] == "(" else None
+        if parsed is None:
+            break
+        values, after = parsed
+        for strength, value in zip(strengths, values):
+            if strength is not None and value is not None and _secret_for(strength, text[value[0] : value[1]]):
+                spans.append(value)
+        following = re.compile(r"(?:\s|\\+[nrt]|\+)*,(?:\s|\\+[nrt]|\+)*\(").match(text, after)
+        if following is None:
+            break
+        position = following.end()
+    return spans
+
+
+# ---- fields ------------------------------------------------------------------------------------------
+
+
+def _locate_xml_element(match: re.Match[str], text: str) -> Span | None:
+    strength = name_strength(match.group("tag").split(":")[-1])
+    start, end = match.span("value")
+    return (start, end) if _secret_for(strength, text[start:end]) else None
+
+
+_JSON_STRING = re.compile(r"\\*\"((?:[^\"\\]|\\+[^\"\\])*)\\*\"")
+_JSON_NUMBERS = re.compile(r"\s*(?:-?\d+(?:\.\d+)?\s*,?\s*(?:\\+n\s*)?)+\]")
+
+
+def _locate_container(match: re.Match[str], text: str) -> list[Span]:
+    """Every string value inside the array or object that follows a key naming a secret; in an
+    object, values under keys that name no secret are kept only when the key is a host or an
+    id-like name (`"github.com": "X"`: composer's auth.json)."""
+    strength = name_strength(match.group("name"))
+    if strength is None:
+        return []
+    opener = match.group("open")
+    closer = "]" if opener == "[" else "}"
+    depth = 0
+    position = match.end() - 1
+    end = min(len(text), position + 20000)
+    spans = []
+    expecting_key = opener == "{"
+    while position < end:
+        char = text[position]
+        if char in "[{":
+            depth += 1
+            expecting_key = char == "{"
+            position += 1
+            continue
+        if char in "]}":
+            depth -= 1
+            position += 1
+            if depth == 0:
+                break
+            continue
+        if char == ":":
+            expecting_key = False
+            position += 1
+            continue
+        if char == ",":
+            expecting_key = text[position - 1 : position] != "]" and closer == "}"
+            position += 1
+            continue
+        found = _JSON_STRING.match(text, position)
+        if found is None:
+            position += 1
+            continue
+        value_start, value_end = found.span(1)
+        if expecting_key:
+            key = found.group(1)
+            expecting_key = False
+            if name_strength(key) is None and re.search(r"(?i)user|name|email|login|type|url|host|scheme", key):
+                # `"username": "..."` inside a secret object: skip its value.
+                skip = re.compile(r"\s*:\s*").match(text, found.end())
+                if skip is not None:
+                    after = _JSON_STRING.match(text, skip.end())
+                    if after is not None:
+                        position = after.end()
+                        continue
+        elif _secret_for(strength, text[value_start:value_end]):
+            spans.append((value_start, value_end))
+        position = found.end()
+    return spans
+
+
+def _locate_labelled_index(match: re.Match[str], text: str) -> Span | None:
+    strength = name_strength(match.group("name"))
+    start, end = match.span("value")
+    value = text[start:end]
+    if strength is None or _is_marker_at(text, start):
+        return None
+    return (start, end) if _secret_for(strength, value) and (strength == "strong" or len(value) >= 12) else None
+
+
+# ---- URLs ---------------------------------------------------------------------------------------------
+
+_CREDENTIAL_PATH_WORD = re.compile(r"(?i)webhook|hooks?\b|trigger|\bkeys?\b|tokens?|secret|\binput\b|ingest|collect|\bbot|apikey|api_key|notify|beacon|push")
+_CODE_HOSTING_SEGMENT = re.compile(r"(?i)commits?|blob|tree|compare|pull|sha|releases|tags?|raw|archive|actions|runs|packages|ipfs|objects|blobs|manifests|builds?|jobs?|artifacts?|issues|snapshots?")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _token_segment(segment: str) -> bool:
+    """Hex of 24+, a UUID, or 16+ letters and digits mixed (an id or key in a hook URL)."""
+    if _UUID.fullmatch(segment) or (len(segment) >= 24 and all(char in HEX_DIGITS for char in segment)):
+        return True
+    body = segment.replace("-", "").replace("_", "")
+    return len(body) >= 16 and body.isalnum() and body.isascii() and any(c.isdigit() for c in body) and any(c.isalpha() for c in body)
+
+
+def _locate_url(match: re.Match[str], text: str) -> list[Span]:
+    spans: list[Span] = []
+    host = match.group("host")
+    path_start, path_end = match.span("path")
+    context = host.lower()
+    credential_context = _CREDENTIAL_PATH_WORD.search(host) is not None
+    previous = ""
+    for segment in re.finditer(r"[^/]+", text[path_start:path_end]):
+        value = segment.group()
+        start, end = path_start + segment.start(), path_start + segment.end()
+        pieces = [(start, end, value)]
+        if "@" in value or ":" in value:
+            # Outlook's `<uuid>@<uuid>`, Telegram's `bot<id>:<token>`: each piece on its own.
+            pieces = [(start + m.start(), start + m.end(), m.group()) for m in re.finditer(r"[^@:]+", value)]
+        for piece_start, piece_end, piece in pieces:
+            if REDACTED.lower() in piece.lower():
+                continue
+            generated = len(piece) >= 20 and not all(char in HEX_DIGITS or char == "-" for char in piece) and _looks_generated(piece)
+            hooked = credential_context and not _CODE_HOSTING_SEGMENT.fullmatch(previous) and _token_segment(piece)
+            if generated or hooked:
+                spans.append((piece_start, piece_end))
+        if _CREDENTIAL_PATH_WORD.search(value):
+            credential_context = True
+        previous = value
+        context += "/" + value
+    query_start, query_end = match.span("query")
+    if query_start >= 0:
+        for pair in re.finditer(r"([^&=?#]{1,60})=([^&#]*)", text[query_start:query_end]):
+            key, value = pair.group(1), pair.group(2)
+            start, end = query_start + pair.start(2), query_start + pair.end(2)
+            if not value or REDACTED.lower() in value.lower():
+                continue
+            strength = name_strength(key) or ("weak" if key.lower() in ("code", "k", "sig", "hmac", "auth") else None)
+            if _secret_for(strength, value) or (len(value) >= 20 and _looks_generated(value)):
+                spans.append((start, end))
+    return spans
+
+
+# ---- wallets -------------------------------------------------------------------------------------------
+
+
+@cache
+def _mnemonic_words() -> dict[str, frozenset[str]]:
+    """The BIP-39 word lists of every language the `mnemonic` package ships."""
+    from mnemonic import Mnemonic
+
+    # Compared in NFC: some lists are stored decomposed (`bastón` as `o` + a combining accent).
+    return {
+        language: frozenset(unicodedata.normalize("NFC", word) for word in Mnemonic(language).wordlist)
+        for language in Mnemonic.list_languages()
+    }
+
+
+# Bytes of the text as marks: ASCII letters and every non-ASCII byte `a`, a blank ` `, anything
+# else `x`. Twelve short words in a row show as `(a+ ){11}a`, found by a plain bytes regex.
+_WORD_MARKS = bytes(
+    0x61 if (65 <= code <= 90 or 97 <= code <= 122 or code >= 0x80) else 0x20 if code == 0x20 else 0x78 for code in range(256)
+)
+# Maximal runs of short words (the count is checked in `_locate_mnemonic`).
+# A letter, or a combining accent (word lists printed decomposed, NFKD: `de\u0301givrer`).
+_MNEMONIC_RUN = re.compile(
+    r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:(?:[^\W\d_]|[\u0300-\u036f]){1,12}[ \u3000])+(?:[^\W\d_]|[\u0300-\u036f]){1,12}(?![^\W\d_])"
+)
+# Maximal runs of words between single blanks (no backtracking: each run is read once).
+_WORD_RUNS = re.compile(rb"(?:a+ )+a+")
+# A list word has up to 8 letters (9 with a JSON escape's `n`), 3 bytes each when not ASCII.
+_LONGEST_WORD_BYTES = 27
+
+
+def _word_run_byte_starts(marks: bytes) -> Iterator[int]:
+    """Byte offsets where 12 or more short words in a row may start: the start of every run of
+    12+ words, and of the part after each word too long for a list."""
+    for run in _WORD_RUNS.finditer(marks):
+        if run.group().count(b" ") < 11:
+            continue
+        position = run.start()
+        yield position
+        for word in re.finditer(rb"a+", run.group()):
+            if word.end() - word.start() > _LONGEST_WORD_BYTES:
+                yield run.start() + word.end() + 1
+
+
+def _word_run_starts(text: str) -> Iterator[int]:
+    """Where a run of 12+ short words can start: in ASCII text, where the marks show one (a
+    JSON escape's letter, `\\nword`, skipped); otherwise (byte offsets are not character
+    offsets) where the rule's own regex finds a run, when the marks or an ideographic space
+    (Japanese word lists) say there may be one."""
+    ascii_only = text.isascii()
+    data = text.encode("ascii") if ascii_only else text.encode("utf-8", "surrogatepass")
+    marks = data.translate(_WORD_MARKS)
+    if "\u3000" in text:
+        yield from (match.start() for match in _MNEMONIC_RUN.finditer(text))
+        return
+    byte_at, char_at = 0, 0
+    for start in _word_run_byte_starts(marks):
+        if not ascii_only:
+            # Run starts are ASCII or the first byte of a letter: count the characters between.
+            char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
+            byte_at = start
+            start = char_at
+        yield start + 1 if start > 0 and text[start - 1] == "\\" else start
+
+
+@cache
+def _all_mnemonic_words() -> frozenset[str]:
+    return frozenset().union(*_mnemonic_words().values())
+
+
+def _locate_mnemonic(match: re.Match[str], text: str) -> Span | None:
+    raw_words = re.split(r"[ \u3000]", match.group())
+    words = [unicodedata.normalize("NFC", word) for word in raw_words]
+    if len(words) < 12:
+        return None
+    lists = _mnemonic_words()
+    # Most runs of short words are prose: twelve in a row from any list first (one set lookup
+    # per word), then per language.
+    known = _all_mnemonic_words()
+    longest = current = 0
+    for word in words:
+        current = current + 1 if word in known else 0
+        longest = max(longest, current)
+    if longest < 12:
+        return None
+    for language, wordlist in lists.items():
+        run_start = 0
+        best = (0, 0)
+        for index, word in enumerate(words + [""]):
+            if word not in wordlist:
+                if index - run_start > best[1] - best[0]:
+                    best = (run_start, index)
+                run_start = index + 1
+        if best[1] - best[0] >= 12:
+            # Back to character offsets: the words before the run, then the run itself.
+            separator_width = 1
+            start = match.start() + sum(len(w) + separator_width for w in raw_words[: best[0]])
+            end = start + sum(len(w) + separator_width for w in raw_words[best[0] : best[1]]) - separator_width
+            return start, end
+    return None
+
+
+def _locate_key_array(match: re.Match[str], text: str) -> Span | None:
+    numbers = [int(number) for number in re.findall(r"\d+", match.group("numbers"))]
+    if len(numbers) not in (32, 64) or max(numbers) > 255 or len(set(numbers)) < 16:
+        return None
+    return match.span("numbers")
+
+
+def _locate_base58check(match: re.Match[str], text: str) -> Span | None:
+    import base58
+
+    try:
+        decoded = base58.b58decode_check(match.group())
+    except ValueError:
+        return None
+    # WIF: a version byte and 32 key bytes (and 0x01 when compressed); extended keys: 78 bytes.
+    return match.span() if len(decoded) in (33, 34, 78) else None
+
+
+# ---- base64 and generated values -------------------------------------------------------------------------
+
+_PRINTABLE = re.compile(rb"[\x20-\x7e\t\r\n]*")
+_USER_PASSWORD = re.compile(r"[^\s:]{1,64}:[^\s]{4,128}")
+
+
+def decoded_text(blob: str) -> str | None:
+    """`blob` decoded from base64 (standard or URL-safe, padding optional) when that gives UTF-8
+    text of 6+ characters that is mostly printable; else None."""
+    body = blob.rstrip("=")
+    if len(body) % 4 == 1:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(body.replace("+", "-").replace("/", "_") + "=" * (-len(body) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) < 6:
+        return None
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    printable = sum(char.isprintable() or char in "\t\r\n" for char in decoded)
+    return decoded if printable >= 0.95 * len(decoded) else None
+
+
+def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
+    blob = match.group()
+    # Base64 of text has both cases and a digit or `+/=`; identifiers (`include_secrets`) do not.
+    if blob.islower() or blob.isupper() or not any(char.isdigit() or char in "+/=" for char in blob):
+        return None
+    decoded = decoded_text(blob)
+    if decoded is None:
+        return None
+    if _USER_PASSWORD.fullmatch(decoded):
+        user, password = decoded.split(":", 1)
+        if not password.isdigit() and not password.startswith("//") and not is_placeholder(password):
+            return match.span()
+    from codex_memories.redact.engine import redact_secrets  # the whole table, on the decoded text
+
+    return match.span() if redact_secrets(decoded) != decoded else None
+
+
+DOCUMENT_SHAPES: tuple[Rule, ...] = (
+    Rule(
+        # A header cell that names a secret: found from the word (`_secret_word_starts`), the
+        # header line and its delimiter read around it.
+        "table_secret_column",
+        r"(?:" + _SECRET_NAME_END + r")s?(?=[ \t\"'\\]*(?:[|,;\t]|\\t|  |\r?\n|\\+n|$))",
+        (REDACTED,),
+        _NAME_HINTS,
+        case_insensitive=True,
+        locate_all=_locate_table,
+        starts=_secret_word_starts,
+    ),
+    Rule(
+        "sql_insert_secret_column",
+        r"(?i)insert\s+into\s+[\w.`\"\[\]\\]{1,128}\s*\((?P<columns>[^()]{1,2000})\)(?:\s|\\+[nrt]|\+)*values(?:\s|\\+[nrt]|\+)*\(",
+        (REDACTED,),
+        ("insert",),
+        locate_all=_locate_sql_insert,
+    ),
+    Rule(
+        "xml_secret_element",
+        r"<(?P<tag>[A-Za-z_][\w:.\-]{0,60})(?:\s[^<>]{0,200})?>(?P<value>[^<>\s\"\\][^<>\"\\]{0,1000}?)</(?P=tag)>",
+        (REDACTED,),
+        ("</",),
+        locate=_locate_xml_element,
+    ),
+    Rule(
+        "name_value_pair",
+        r"(?:(?:name|key|keyname|parametername|parameterkey|variable|env)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?(?P<name>[\w.\-]{2,80})\\*[\"']?"
+        # Other fields may stand between (`"permissions": "FULL",`), on the same object.
+        # ... but not another pair's name (the search must not run past the pair it started).
+        r"(?:(?:(?!name|key)[^{}\[\]<>]){0,200}?[\s,+{]|\\[nrt])(?:\\*[\"'])?(?:value|parametervalue|secretvalue)(?:\\*[\"'])?\s{0,4}[:=]\s{0,4}\\*[\"']?"
+        r"|(?:define|setenv|putenv|getenv|fetch|set|get)\s{0,3}\(\s{0,3}\\*[\"'](?P<name2>[\w.\-]{2,80})\\*[\"']\s{0,3},\s{0,3}\\*[\"'])"
+        r"(?P<value>[^\s\"'\\<>]{3,1000})",
+        (REDACTED,),
+        ("name", "key", "variable", "env", "define", "set", "get", "fetch"),
+        case_insensitive=True,
+        locate=lambda match, text: _locate_pair(match, text),
+    ),
+    Rule(
+        "json_secret_container",
+        r"\\*[\"'](?P<name>[\w.\- ]{2,80})\\*[\"']\s{0,4}:\s{0,4}(?P<open>[\[{])",
+        (REDACTED,),
+        ("[", "{"),
+        locate_all=_locate_container,
+    ),
+    Rule(
+        # `Unseal Key 1: ...`: a secret word, an index, a value.
+        "labelled_index_secret",
+        r"(?P<name>" + _SECRET_NAME_END + r")s?[ \t]{1,2}#?\d{1,3}[ \t]{0,2}[:=][ \t]{0,4}\\*[\"']?(?P<value>[^\s\"'\\]{6,512})",
+        (REDACTED,),
+        _NAME_HINTS,
+        case_insensitive=True,
+        locate=_locate_labelled_index,
+        starts=_secret_word_starts,
+    ),
+    Rule(
+        "url_secret_part",
+        r"(?i)https?://(?P<host>[a-z0-9.\-]{1,253})(?::\d{1,5})?(?P<path>/[^\s?#\"'\\<>()]{0,2000})?(?:\?(?P<query>[^\s#\"'\\<>]{1,4000}))?",
+        (REDACTED,),
+        ("http",),
+        locate_all=_locate_url,
+    ),
+    Rule(
+        "wallet_mnemonic",
+        _MNEMONIC_RUN.pattern,
+        (REDACTED,),
+        (),
+        locate=_locate_mnemonic,
+        starts=_word_run_starts,
+    ),
+    Rule(
+        "wallet_key_array",
+        r"\[(?P<numbers>\s{0,4}(?:\d{1,3}\s{0,4},\s{0,4}(?:\\+n\s{0,8})?){31,63}\d{1,3})\s{0,4}(?:\\+n\s{0,8})?\]",
+        (REDACTED,),
+        (",",),
+        locate=_locate_key_array,
+    ),
+    Rule(
+        "base58check_private_key",
+        r"(?<![1-9A-HJ-NP-Za-km-z])(?:[5KL9c][1-9A-HJ-NP-Za-km-z]{50,51}|[xtyzuv]prv[1-9A-HJ-NP-Za-km-z]{107,108})(?![1-9A-HJ-NP-Za-km-z])",
+        (REDACTED,),
+        (),
+        locate=_locate_base58check,
+        starts=_token_run_starts,
+    ),
+)
+
+
+def _locate_pair(match: re.Match[str], text: str) -> Span | None:
+    # The name as written (the rule runs over lower-cased text; `ClearTextPassword` has humps).
+    group = "name" if match.start("name") >= 0 else "name2"
+    # `key1` is the first of several keys: the index says nothing about what it holds.
+    name = text[match.start(group) : match.end(group)].rstrip("0123456789")
+    strength = name_strength(name)
+    start, end = match.span("value")
+    value = text[start:end].rstrip(",;)")
+    return (start, start + len(value)) if _secret_for(strength, value) else None
+
+
+DECODED_SHAPES: tuple[Rule, ...] = (
+    Rule(
+        "base64_wrapped_secret",
+        # Standard base64 (what Kubernetes secrets, docker configs and `base64` print): a
+        # URL-safe alphabet would take in every snake_case identifier.
+        r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
+        (REDACTED,),
+        (),
+        locate=_locate_wrapped,
+    ),
+)

@@ -1,0 +1,355 @@
+"""Secrets by where they stand in words: after a credential word in any supported language, in a
+credential position of a command, in a list of recovery codes.
+
+Contract: data only, like `rules.py` and `shapes.py` (plus the checks each rule calls on its
+match); `engine.py` runs `PROSE_SHAPES` after `shapes.CONTEXT_SHAPES`. Words come from
+`names.py` (one list per language), value judgements from `values.py`. No rule names a
+provider or a tool: a value is a secret because of the word or the verb before it and because
+it does not read as a word, a number, a path or a placeholder.
+
+* `credential_phrase`: "the password is X", "口令是 X", "Passwort: X", "la contraseña del
+  servidor es X", "パスワードはXです", "пароль — X" (en, zh, ja, ko, es, pt, fr, de, ru). After the
+  word: up to three short words, then a connector (`is`, `es`, `ist`, `是`, `は`, `는`, `:`, ...)
+  or none; the value is a password-like or generated token (a connector lets a weaker one in).
+* `credential_argument`: a token given to a command's `login`, `auth`, `authtoken`,
+  `add-authtoken`, `install`, `register`, `unlock`, `set-token`... verb (`ngrok config
+  add-authtoken X`, `cloudflared service install X`, `vault login X`, `bw unlock X`): the first
+  positional arguments after the verb when generated, a password-like one as the second
+  (`login user password`).
+* `recovery_codes`: the codes listed after "recovery codes", "backup codes", "恢复码",
+  "Wiederherstellungscodes", ...: every code-like token (digits and letters, or upper-case
+  groups) up to a blank line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from functools import cache
+
+import ahocorasick
+
+from codex_memories.redact.names import CREDENTIAL_PHRASES, PASSWORD_PHRASES, RECOVERY_PHRASES
+from codex_memories.redact.rules import REDACTED, Rule
+from codex_memories.redact.shapes import _looks_generated
+from codex_memories.redact.values import is_indirect, is_placeholder, looks_like_password, looks_like_random_base64
+
+Span = tuple[int, int]
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+
+
+def escaped_form(literal: str) -> str:
+    """`literal` as a pattern that also matches it JSON-escaped with `ensure_ascii` (`ñ` as
+    `\\u00f1`, at any nesting depth): tool-call arguments are serialised that way."""
+    parts = []
+    for char in literal:
+        if char == " ":
+            parts.append(r"[ \t]{1,3}")
+        elif ord(char) < 128:
+            parts.append(re.escape(char))
+        elif ord(char) <= 0xFFFF:
+            # Either case: the rule runs over lower-cased text, but an escape keeps the code of
+            # the letter as written (`\\u041f` for `П`).
+            codes = "|".join(sorted({f"{ord(form):04x}" for form in (char, char.upper()) if len(form) == 1}))
+            parts.append(f"(?:{re.escape(char)}|\\\\{{1,16}}u(?:{codes}))")
+        else:
+            parts.append(re.escape(char))
+    return "".join(parts)
+
+
+def _phrase_pattern(phrases: dict[str, tuple[str, ...]]) -> str:
+    """Every phrase, longest first; Latin-script ones stand alone, CJK ones may touch text."""
+    words = sorted({phrase for group in phrases.values() for phrase in group}, key=len, reverse=True)
+    alternatives = []
+    for word in words:
+        escaped = escaped_form(word)
+        if re.search("[" + _CJK + "]", word):
+            alternatives.append(escaped)
+        else:
+            # Not part of an identifier or a path (`token_store.py`, `_TOKEN`, `api-key.txt`).
+            alternatives.append(r"(?:(?<=\\[nrtbf])|(?<![\w\-./]))" + escaped + r"(?![\w\-])")
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+_PASSWORD_WORDS = frozenset(phrase for group in PASSWORD_PHRASES.values() for phrase in group)
+
+# Connectors between a credential word and its value, all languages (lower case): the verb "is"
+# and its equivalents, the particles of Japanese and Korean, and the punctuation of a label.
+_CONNECTOR_WORDS = ("is", "was", "are", "be", "es", "era", "é", "est", "ist", "lautet", "это", "равен", "sera", "será", "e")
+_CONNECTOR_MARKS = (":", "：", "=", "＝", "=>", "->", "→", "—", "–", "是", "为", "為", "设为", "設為", "改成", "は", "が", "を", "는", "은", "이", "가")
+_CONNECTOR = re.compile(
+    "(?:"
+    + "|".join(escaped_form(mark) for mark in sorted(_CONNECTOR_MARKS, key=len, reverse=True))
+    + r"|-(?=\s)|"
+    + "|".join(r"(?<![^\W\d_])" + escaped_form(word) + r"(?![^\W\d_])" for word in _CONNECTOR_WORDS)
+    + ")",
+    re.IGNORECASE,
+)
+# Short words a phrase may carry before its connector ("del servidor", "for the db", "de la base").
+_FILLER = re.compile(r"[^\W\d_][\w'’\-]{0,15}")
+# `「`, `『`, `“`, `‘`, `（`, `【`, `«` JSON-escaped.
+_ESCAPED_OPENER = re.compile(r"\\+u(?:300c|300e|201c|2018|ff08|3010|00ab)", re.IGNORECASE)
+_ESCAPED_LETTERS = re.compile(r"(?:[^\W\d_]*\\+u[0-9a-fA-F]{4})+[^\W\d_]*")
+_OPENERS = "\"'`「『“‘（(《【<>«"
+_VALUE_CHARS = re.compile(r"[^\s\"'`「」『』“”‘’（）()。，、；！？《》【】«»<\\" + _CJK + r"]{1,256}")
+_TRAILING = ".,;:!?)]}>"
+
+
+def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
+    """The value after a credential word at `position`: (its span, whether a connector came
+    first). Skips blanks, openers, up to five short filler words (only before a connector)."""
+    connector = False
+    fillers = 0
+    end_limit = min(len(text), position + 120)
+    while position < end_limit:
+        char = text[position]
+        if char in " \t\u3000":
+            position += 1
+            continue
+        if text.startswith(("\\n", "\\t"), position) and connector:
+            position += 2  # a JSON-escaped line break after a label (`password:\n X`)
+            continue
+        found = None if connector else _CONNECTOR.match(text, position)
+        if found is not None and found.end() > position:
+            connector = True
+            position = found.end()
+            continue
+        if char in _OPENERS:
+            position += 1
+            continue
+        escaped_opener = _ESCAPED_OPENER.match(text, position)
+        if escaped_opener is not None:
+            position = escaped_opener.end()
+            continue
+        escaped = _ESCAPED_LETTERS.match(text, position)
+        if escaped is not None:
+            # JSON-escaped letters (`f\\u00fcr`): a filler word.
+            if connector or fillers >= 5:
+                return None
+            fillers += 1
+            position = escaped.end()
+            continue
+        if text[position : position + len(REDACTED)].upper() == REDACTED:
+            return None
+        value = _VALUE_CHARS.match(text, position)
+        if value is None:
+            return None
+        start, end = value.span()
+        while end > start and text[end - 1] in _TRAILING and not _keeps_trailing(text[start:end]):
+            closer = text[end - 1]
+            opener = {")": "(", "]": "[", "}": "{", ">": "<"}.get(closer)
+            if opener is not None and text.count(opener, start, end) >= text.count(closer, start, end):
+                break  # a balanced bracket belongs to the value (`Optional[str]`: code)
+            end -= 1
+        token = text[start:end]
+        raw_token = text[value.start() : value.end()]
+        if not connector and fillers < 5 and raw_token.endswith((":", "：")) and _FILLER.fullmatch(raw_token[:-1]):
+            # `de homologação: X`: the last filler word carries the label's colon.
+            fillers += 1
+            connector = True
+            position = value.end()
+            continue
+        if not connector and fillers < 5 and _FILLER.fullmatch(token) and not any(char.isdigit() for char in token):
+            # A word of the phrase ("de la base", "for the"), unless a connector already came.
+            fillers += 1
+            position = value.end()
+            continue
+        return ((start, end), connector) if end > start else None
+    return None
+
+
+def _keeps_trailing(value: str) -> bool:
+    """A password may end in `!` or `?`: kept when the rest already mixes kinds of character."""
+    return value[-1] in "!?" and looks_like_password(value)
+
+
+def _credential_value(value: str, connector: bool, password_word: bool) -> bool:
+    """A password or token, not a word, number, path, version or placeholder. After a connector
+    a value that mixes letters with digits or symbols is enough (`Gato_azul77`); a run of 6+
+    digits only after a password word (`密码是 84213977`, a PIN); without a connector the value
+    must be password-like or generated on its own."""
+    if REDACTED in value or is_placeholder(value) or len(value) < 6:
+        return False
+    if password_word and connector and value.isdigit() and len(value) >= 6:
+        return True
+    if is_indirect(value):
+        return False
+    if _looks_generated(value):
+        return True
+    if not any(char.isdigit() for char in value):
+        # `credentials: Optional[Block]`, `le mot de passe est oublié!`: code and prose; a typed
+        # password holds a digit (a generated one is caught above).
+        return False
+    if looks_like_password(value):
+        return True
+    if not connector:
+        return False
+    # Letters and digits both (`Gato_azul77`), not a file name (`config2.yaml`).
+    letters = sum(char.isalpha() for char in value)
+    digits = sum(char.isdigit() for char in value)
+    return letters > 0 and digits > 0 and not re.fullmatch(r"[\w\-]+\.[A-Za-z]{1,5}", value)
+
+
+def _locate_phrase_value(match: re.Match[str], text: str) -> Span | None:
+    if text[max(0, match.start() - 10) : match.start()].upper().endswith("[REDACTED_"):
+        return None  # the word of the marker itself
+    found = _prose_value(text, match.end())
+    if found is None:
+        return None
+    (start, end), connector = found
+    word = re.sub(r"\s+", " ", text[match.start() : match.end()].lower())
+    assigned = re.search(r"[=:][ \t]*\\*[\"']?\Z", text[match.end() : start]) is not None
+    if assigned and word.isascii() and end - start < 8:
+        # `password = hunter2`: Codex's assignment rule and its 8-character floor (spec 1.9).
+        return None
+    return (start, end) if _credential_value(text[start:end], connector, word in _PASSWORD_WORDS) else None
+
+
+# Verbs after which a command takes a credential as a positional argument.
+_CREDENTIAL_VERBS = (
+    "login", "log-in", "signin", "sign-in", "auth", "authenticate", "authtoken", "add-authtoken", "set-token",
+    "settoken", "install", "register", "unlock", "connect", "attach", "enroll", "activate", "join",
+)
+_COMMAND_TOKEN = re.compile(r"\\*[\"']?([^\s\"'\\]{1,512})\\*[\"']?")
+
+
+def _locate_verb_arguments(match: re.Match[str], text: str) -> list[Span]:
+    """The positional arguments after a credential verb, on the same command line: a generated
+    one in the first two places, a password-like one in the second (`login user password`).
+    Options (`--force`, `-u name`) are skipped; an option's own value is not an argument here."""
+    position = match.end()
+    spans: list[Span] = []
+    place = 0
+    limit = min(len(text), position + 600)
+    while position < limit and place < 2:
+        blank = re.compile(r"[ \t]+").match(text, position)
+        if blank is None:
+            break
+        position = blank.end()
+        token = _COMMAND_TOKEN.match(text, position)
+        if token is None:
+            break
+        value = token.group(1)
+        position = token.end()
+        if value.startswith("-"):
+            continue  # an option; `-u name` and `--flag=value` belong to other rules
+        if value in ("|", "&&", ";", "<", ">", "<<<") or value.startswith(("$(", "|")):
+            break
+        start, end = token.span(1)
+        generated = _looks_generated(value) or _looks_uuid_token(value) or looks_like_random_base64(value)
+        typed = place == 1 and (looks_like_password(value) or _credential_value(value, True, True))
+        if REDACTED not in value and not is_placeholder(value) and (generated or typed):
+            spans.append((start, end))
+        place += 1
+    return spans
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _looks_uuid_token(value: str) -> bool:
+    """A UUID in a credential position is an API key (`snyk auth <uuid>`), not an id."""
+    return _UUID.fullmatch(value) is not None
+
+
+# A code starts at a word start, or right after a JSON escape (`\\n8f3k-2mzp`), never at its `n`.
+_CODE_TOKEN = re.compile(r"(?:(?<=\\[nrt])|(?<![\w\-\\]))([A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,4})(?![\w\-])")
+_BLANK_LINE = re.compile(r"(?:\r?\n|\\+n)[ \t]*(?:\r?\n|\\+n)")
+
+
+def _is_code(token: str) -> bool:
+    """A one-time code: 6+ characters of letters and digits with a digit (`8f3k-2mzp`,
+    `47213958`), or upper-case groups (`ABCD-EFGH`); not a word, not a date or version."""
+    body = token.replace("-", "")
+    if len(body) < 6 or re.fullmatch(r"\d{4}-\d{2}(?:-\d{2})?|v?\d+(?:\.\d+)+", token):
+        return False
+    if any(char.isdigit() for char in body):
+        return any(char.isalpha() for char in body) or len(body) >= 6
+    return "-" in token and token.isupper()
+
+
+def _locate_recovery_codes(match: re.Match[str], text: str) -> list[Span]:
+    """Code-like tokens after a recovery-codes phrase, up to a blank line or 1,500 characters."""
+    start = match.end()
+    end = min(len(text), start + 1500)
+    blank = _BLANK_LINE.search(text, start, end)
+    if blank is not None and blank.start() > start + 40:
+        end = blank.start()
+    spans = []
+    for token in _CODE_TOKEN.finditer(text, start, end):
+        if _is_code(token.group(1)) and not text.startswith(REDACTED, token.start()):
+            spans.append(token.span(1))
+    # One code-like word after the phrase is prose (`stored in 1Password`); codes come as a list.
+    return spans if len(spans) >= 2 else []
+
+
+def _phrase_starts(phrases: dict[str, tuple[str, ...]]) -> Callable[[str], Iterator[int]]:
+    """Where one of `phrases` can start in lower-cased text, ascending: one Aho-Corasick pass
+    (an alternation of ~150 phrases tried at every position cost 10 s per MB). Keys: each
+    phrase as written and, when it is not ASCII, JSON-escaped at the usual depths (`contrase\\u00f1a`)."""
+    keys: set[str] = set()
+    for group in phrases.values():
+        for phrase in group:
+            keys.add(phrase)
+            if not phrase.isascii():
+                # JSON-escaped once, twice, three times (1, 2, 4 or 8 backslashes per letter).
+                for slashes in (1, 2, 4, 8):
+                    for form in {phrase, phrase.capitalize()}:
+                        keys.add("".join(char if char.isascii() else "\\" * slashes + f"u{ord(char):04x}" for char in form))
+
+    @cache
+    def automaton() -> ahocorasick.Automaton:
+        built = ahocorasick.Automaton()
+        for key in keys:
+            built.add_word(key, len(key))
+        built.make_automaton()
+        return built
+
+    def starts(lowered: str) -> Iterator[int]:
+        found = set()
+        for end, length in automaton().iter(lowered):
+            start = end - length + 1
+            while start > 0 and lowered[start - 1] == "\\":
+                start -= 1  # the backslashes of an escaped letter belong to the match
+            found.add(start)
+        return iter(sorted(found))
+
+    return starts
+
+
+def _hints(phrases: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(sorted({phrase.split(" ")[0] for group in phrases.values() for phrase in group}))
+
+
+PROSE_SHAPES: tuple[Rule, ...] = (
+    Rule(
+        "credential_phrase",
+        _phrase_pattern({language: PASSWORD_PHRASES[language] + CREDENTIAL_PHRASES[language] for language in PASSWORD_PHRASES}),
+        (REDACTED,),
+        # `\\u`: the non-ASCII words JSON-escaped (`escaped_form`).
+        (*_hints(PASSWORD_PHRASES), *_hints(CREDENTIAL_PHRASES), "\\u"),
+        case_insensitive=True,
+        locate=_locate_phrase_value,
+        starts=_phrase_starts({language: PASSWORD_PHRASES[language] + CREDENTIAL_PHRASES[language] for language in PASSWORD_PHRASES}),
+    ),
+    Rule(
+        "credential_argument",
+        # After a command word (`ngrok authtoken`), or ending a tool's name (`mega-login`).
+        r"(?:(?<=[\w.\-:]\s)(?<![\w\-])|(?<=[a-z0-9]-))(?:" + "|".join(re.escape(verb) for verb in _CREDENTIAL_VERBS) + r")(?![\w\-])",
+        (REDACTED,),
+        ("login", "log-in", "sign", "auth", "token", "install", "register", "unlock", "connect", "attach", "enroll", "activate", "join"),
+        case_insensitive=True,
+        locate_all=_locate_verb_arguments,
+        starts=_phrase_starts({"": _CREDENTIAL_VERBS}),
+    ),
+    Rule(
+        "recovery_codes",
+        _phrase_pattern(RECOVERY_PHRASES),
+        (REDACTED,),
+        (*_hints(RECOVERY_PHRASES), "\\u"),
+        case_insensitive=True,
+        locate_all=_locate_recovery_codes,
+        starts=_phrase_starts(RECOVERY_PHRASES),
+    ),
+)
