@@ -1,18 +1,36 @@
-"""Conflicts between memory entries: the same subject, opposite instructions; the newest wins.
+"""Conflicts between memory entries: a later statement on the same subject replaces an earlier one.
 
 Contract:
-- `find_conflicts(entries)` takes `DatedEntry`s (an entry's text, where it came from and when)
-  and returns one `Conflict` per pair that contradicts, with the winner (the newer entry: later
-  `updated_at`, then later position) and the loser. Each loser is named once, against the newest
-  entry it contradicts. Entries are compared only within one `group` (a working folder): two
-  projects may rightly follow opposite rules.
-- Two entries contradict when one asks for what the other forbids ("use requests" against "use
-  httpx, not requests"; 用 tab against 不要用 tab), when both ask for different members of one
-  family of alternatives ("use tabs" against "use spaces"; pnpm against npm), or when both set
-  one quantity to different values ("keep the line length at 100" against "... at 88").
+- `find_conflicts(entries)` takes `DatedEntry`s (an entry's text, its scope group, where it came
+  from and when the user said it) and returns one `Conflict` per replaced entry, with the winner
+  (the newer entry: later `updated_at`, the thread's time, then later `position`) and the loser.
+  Each loser is named once, against the newest entry that replaces it; an entry that lost replaces
+  nothing. Entries are compared only within one `group`: the caller decides what a group is (the
+  consolidators use the scope: one project key, or the user level; the read path uses everything
+  one session is served).
+- Two entries are about the same subject, and the newer one wins, when (any language where a
+  structure is language-independent, small multilingual cue lists where it is not):
+  - one asks for what the other forbids or replaces ("use httpx, not requests", "X instead of Y",
+    "Y ではなく X", "用 X 而不是 Y", "X en lugar de Y", "statt Y", "switch from Y to X");
+  - both ask for different members of one family of alternatives (pnpm / npm / bun; tabs /
+    spaces), whatever the verb's language ("use", "usa", "verwende", "utilise", "を使う", "用");
+  - both set one slot to different values. A slot is derived from the statement's structure, not
+    from a list of tools: a named version (`Node 18`, `python3.12`, `node@20`); an attribute cue
+    (port, profile, alias, region, version, package manager, in several languages) with its
+    value (the code-like token next to it: digits, `-_./@:`, backticks; a port only digits);
+    `KEY=value` (a key naming an attribute, `AWS_PROFILE=x`, is that attribute); "use X for Y"
+    (the slot is Y); "Y is X" / "Y: X" / "Y = X" with a code-like X; "keep Y at N".
+    A slot is qualified by its entity, the statement's other plain ASCII words (stop words and
+    scope words such as "every repository" removed): two statements set the same slot when
+    their entities overlap (for attribute cues, also when either names none: "ポートは 5433" and
+    "the port is 5432"); "use X for Y" and "Y is X" need most of Y's words in common.
+- A temporary entry (a typed entry with an `expires` date: a one-off or a short-lived rule, as
+  extraction marks it, `typed_entries`) never replaces a standing entry; a standing entry does
+  replace a temporary one.
 - The heuristic consolidator (`consolidate.heuristic.find_input_conflicts`) builds the entries
-  from `raw_memories.md` as it groups them (per cwd), and phase 2 lists the same conflicts in its
-  run artifact whichever consolidator runs.
+  from `raw_memories.md` (preferences and knowledge, grouped by scope), phase 2 lists the same
+  conflicts in its run artifact and in the model consolidator's prompt, and the read path
+  (`read.injection`) drops what lost among the lines one session is served.
 
 Pure: regular expressions over text, no I/O. Deterministic.
 """
@@ -25,7 +43,8 @@ from datetime import UTC, datetime
 
 from codex_memories.typed_entries import split_entry
 
-# Alternatives a project picks one of: asking for two of them is a contradiction.
+# Alternatives a project picks one of: asking for two of them is a contradiction. Only one
+# source of subjects among several (slots below need no list).
 _FAMILIES: tuple[frozenset[str], ...] = (
     frozenset({"tabs", "spaces"}),
     frozenset({"requests", "httpx", "aiohttp", "urllib3"}),
@@ -41,19 +60,99 @@ _FAMILIES: tuple[frozenset[str], ...] = (
 _SYNONYMS = {
     "tab": "tabs", "制表符": "tabs", "空格": "spaces", "space": "spaces",
     "single": "single-quotes", "double": "double-quotes", "merges": "merge", "rebasing": "rebase",
+    "node.js": "node", "nodejs": "node", "db": "database", "postgresql": "postgres",
 }
-_STOPWORDS = {"the", "a", "an", "our", "my", "your", "only", "always", "just", "it", "them", "this", "that"}
+_STOPWORDS = frozenset(
+    # English
+    "the a an our my your only always just it them this that these those is are was be been being to of in on at by "
+    "for from with and or but not no now here there then than as so if when while also please all any every each "
+    "use uses used using run runs running start starts set sets keep keeps make makes go goes do does should must "
+    "will would can could need needs want we you they he she i me us let lets via into onto per instead rather over "
+    "new old latest current default prefer prefers switch switched moved move migrate migrated anymore longer again "
+    "listen listens listening serve serves served point points live lives sits work works working our its their "
+    # Spanish, Portuguese, French, German, Italian function words and verbs for "use"
+    "el la los las un una unos unas de del al en y o es son que para por con sin su sus lo le les se ya ahora siempre "
+    "usa usar usamos usen utiliza utilizar utilizamos o os um uma da do das dos em no na nos nas com sem pra ao "
+    "le les des du un une et ou est sont pour avec sans sur dans au aux ce cette utilise utilisez utiliser toujours "
+    "der die das den dem des ein eine einen und oder ist sind mit ohne auf im zu zum zur für fur verwende verwenden "
+    "benutze benutzen nutze nutzen immer jetzt nicht mehr statt anstatt kein keine von".split()
+)
+# "for every repository", "en todos los repos": where a rule applies, not what it is about.
+_SCOPE_WORDS = frozenset(
+    "repo repos repository repositories project projects codebase codebases everywhere anywhere machine machines "
+    "todos todas cada repositorio repositorios proyecto proyectos projeto projetos repositório repositórios "
+    "tous toutes chaque dépôt projet projets alle allen jedes jedem projekt projekte überall".split()
+)
+# Attribute cues: an attribute is a slot whatever the entity it belongs to.
+_ATTRIBUTE_CUES: dict[str, str] = {
+    "port": r"\bports?\b|\bpuertos?\b|\bportas?\b|ポート|端口|порт\w*|포트",
+    "profile": r"\bprofiles?\b|\bperfil(?:es)?\b|\bprofil\b|プロファイル|配置文件|профил\w*|프로필",
+    "alias": r"\balias(?:es)?\b|エイリアス|别名|別名|псевдоним\w*|별칭",
+    "region": r"\bregions?\b|\bregión\b|\brégion\b|\bregião\b|リージョン|区域|регион\w*|리전",
+    "version": r"\bversions?\b|\bversión\b|\bversão\b|バージョン|版本|верси\w*|버전",
+    "package manager": (
+        r"package[ -]manager|gestor de paquetes|gerenciador de pacotes|gestionnaire de paquets|paketmanager"
+        r"|パッケージ(?:マネージャ|管理)\w*|包管理\w*|менеджер\w* пакетов|패키지 매니저"
+    ),
+}
+_CUE = {name: re.compile(pattern, re.I) for name, pattern in _ATTRIBUTE_CUES.items()}
+_CUE_WORDS = frozenset({"port", "ports", "profile", "profiles", "alias", "aliases", "region", "regions", "version", "versions",
+                        "package", "manager", "puerto", "perfil", "porta", "profil", "versión", "versão", "región"})
+_CUE_WINDOW = 40
 
-_WORD = r"`?([\w.+#/-]+|[\u4e00-\u9fff]{1,4})`?"
+# Python's `\w` is Unicode: "5433です" would be one token. Technical values are ASCII runs; a
+# Latin word is bounded by any Latin letter (so "índice" is not "ndice"), a run next to CJK text is
+# a word of its own ("開発DBの").
+_LATIN = "A-Za-z\u00c0-\u024f"
+_ASCII_TOKEN = re.compile(r"`([^`\n]{1,80})`|([A-Za-z0-9][A-Za-z0-9_.@/:+-]*[A-Za-z0-9_@/+-]|[A-Za-z0-9])")
+_PLAIN_WORD = re.compile(rf"(?<![{_LATIN}0-9_'-])[A-Za-z][A-Za-z'-]*[A-Za-z](?![{_LATIN}0-9_'-])")
+# A named version: `Node 18`, `python3.12`, `node@20`, `Go 1.22`, `Terraform v1.7`.
+_NAMED_VERSION = re.compile(r"(?<![A-Za-z0-9_.@/-])([A-Za-z][A-Za-z.+-]*[A-Za-z])\s?(?:@|v|\s)?\s?(\d+(?:\.(?:\d+|x)){0,2})(?![A-Za-z0-9_]|\.\d|[:/])")
+# Words a number follows without being their version ("issue 34", "line 100", "wait 30").
+_NOT_VERSIONED = frozenset(
+    "issue issues pr prs step steps task tasks line lines times minutes seconds hours days weeks months years top max min "
+    "chars characters columns items files retries attempts workers threads page pages ticket tickets at to in on of for by "
+    "and or is are was be the than about under below above over up down with from every each after before since port "
+    "ports puerto porta version versions the exit code codes sprint round rounds level phase stage http utf sha base".split()
+)
+_KEY_VALUE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{3,})\s*=\s*`?([A-Za-z0-9_.@/:+-]+)")
+_COPULA = re.compile(
+    r"(?P<subject>[^.;:!?。！？\n=]{1,60}?)\s*(?:\b(?:is|are|es|son|est|sont|ist|sind|é|são)(?:\s+(?:now|ahora|jetzt|maintenant|agora))?\b|[:=：→]|->|は|是|为|為)\s*(?P<value>`[^`\n]{1,80}`|[A-Za-z0-9][A-Za-z0-9_.@/:+-]*)",
+    re.I,
+)
+_USE_FOR = (
+    re.compile(r"\b(?:use|using|prefer|run)\s+(?P<value>`[^`\n]+`|[A-Za-z0-9_.@/:+-]+)\s+(?:for|to)\s+(?P<subject>[^.,;:!?()\n]{2,60})", re.I),
+    re.compile(r"\b(?:usa|usar|usamos|utiliza|utilizar|use)\s+(?P<value>`[^`\n]+`|[A-Za-z0-9_.@/:+-]+)\s+(?:para|pra)\s+(?P<subject>[^.,;:!?()\n]{2,60})", re.I),
+    re.compile(r"\b(?:verwende|verwenden|benutze|nutze)\s+(?P<value>`[^`\n]+`|[A-Za-z0-9_.@/:+-]+)\s+(?:für|fur)\s+(?P<subject>[^.,;:!?()\n]{2,60})", re.I),
+    re.compile(r"\b(?:utilise|utilisez|utiliser)\s+(?P<value>`[^`\n]+`|[A-Za-z0-9_.@/:+-]+)\s+pour\s+(?P<subject>[^.,;:!?()\n]{2,60})", re.I),
+)
+
+_WORD = r"`?([A-Za-z0-9_.+#/@-]+|[\u4e00-\u9fff]{1,4})`?"
+_ARTICLES = r"(?:(?:the|a|an|el|la|los|las|le|les|der|die|das|den|o|a|os|as)\s+)?"
 _NEGATED = (
-    re.compile(r"\b(?:don'?t|do not|never|stop|avoid|no longer)\s+(?:use|using|add|call)?\s*(?:the\s+|a\s+|an\s+)?" + _WORD, re.I),
-    re.compile(r",\s*not\s+(?:the\s+|a\s+)?" + _WORD, re.I),
-    re.compile(r"\b(?:instead of|rather than|over)\s+(?:the\s+|a\s+)?" + _WORD, re.I),
-    re.compile(r"(?:不要用|不要使用|别用|禁止使用|禁止用|不用|而不是|不要)\s*" + _WORD),
+    re.compile(r"\b(?:don'?t|do not|never|stop|avoid|no longer)\s+(?:use|using|add|call|run)?\s*" + _ARTICLES + _WORD, re.I),
+    re.compile(r",\s*not\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:instead of|rather than|over|in place of|replacing)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:en lugar de|en vez de|em vez de|ao invés de|no en|au lieu de|plutôt que|statt|anstatt|anstelle von|вместо)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:ya no (?:uses|usamos|usar)|no uses|não use|não usar|n'utilise plus|nicht mehr|kein(?:e|en)?|не используй\w*)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:switch(?:ed)?|mov(?:e|ed)|migrat(?:e|ed)|go|went|chang(?:e|ed))\s+(?:\w+\s+)?from\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:replace|replaced)\s+" + _ARTICLES + _WORD + r"\s+(?:with|by)\b", re.I),
+    re.compile(r"\b(?:cambia(?:mos)?|pasamos|migramos|wechsel\w*|passamos)\s+de\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\bvon\s+" + _WORD + r"\s+(?:auf|zu)\b", re.I),
+    re.compile(r"(?:不要用|不要使用|别用|禁止使用|禁止用|不用|不再用|而不是|不要|代替)\s*" + _WORD),
+    # Japanese and Korean put the replaced thing first: "npm ではなく pnpm", "npm 대신 pnpm".
+    re.compile(r"`?([A-Za-z0-9_.+#/@-]+)`?\s*(?:ではなく|じゃなくて|じゃなく|の代わりに|はもう使わない|대신)"),
 )
 _ASKED = (
-    re.compile(r"\b(?:use|using|prefer|switch to|stick to|stick with|indent with)\s+(?:the\s+|a\s+|an\s+|only\s+)?" + _WORD, re.I),
-    re.compile(r"(?:统一用|统一使用|优先用|优先使用|必须用|都用|改用|用)\s*" + _WORD),
+    re.compile(r"\b(?:use|using|prefer|switch to|switched to|stick to|stick with|indent with|move to|moved to|migrate to|migrated to)\s+" + _ARTICLES + r"(?:only\s+)?" + _WORD, re.I),
+    re.compile(r"\b(?:usa|usar|usamos|usen|utiliza|utilizar|utilizamos|prefiere|prefira|uso)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:verwende|verwenden|benutze|benutzen|nutze|nutzen)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:utilise|utilisez|utiliser|utilisons|passe à|passez à)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:de|from)\s+`?[\w.+#/@-]+`?\s+(?:a|para|to)\s+" + _WORD, re.I),
+    re.compile(r"\bvon\s+`?[\w.+#/@-]+`?\s+(?:auf|zu)\s+" + _WORD, re.I),
+    re.compile(r"\b(?:используй\w*|переходим на)\s+" + _WORD, re.I),
+    re.compile(r"(?:统一用|统一使用|优先用|优先使用|必须用|都用|改用|换成|用)\s*" + _WORD),
+    re.compile(r"`?([A-Za-z0-9_.+#/@-]+)`?\s*(?:を使|で統一|に統一|に変更|に切り替|를 사용|을 사용|로 통일|으로 통일|사용)"),
 )
 _SETTING = (
     re.compile(r"\b(?:keep|set|cap|limit)\s+(?:the\s+|each\s+|every\s+)?([a-z][\w -]{1,40}?)\s+(?:at|to|under|below)\s+([\w.%]+)", re.I),
@@ -82,21 +181,41 @@ class Conflict:
 
 
 @dataclass(frozen=True)
+class Slot:
+    """What a statement sets: an attribute (`port`, `version`, `for`, `is`, `KEY`), the entity it
+    belongs to (plain words), and the value."""
+
+    attribute: str
+    entity: frozenset[str]
+    value: str
+
+    @property
+    def label(self) -> str:
+        return " ".join([*sorted(self.entity), self.attribute]).strip()
+
+
+@dataclass(frozen=True)
 class _Claims:
     asked: frozenset[str]
     forbidden: frozenset[str]
     settings: dict[str, str]
+    slots: tuple[Slot, ...]
+    temporary: bool
+
+    @property
+    def values(self) -> frozenset[str]:
+        return self.asked | {slot.value for slot in self.slots}
 
 
 def find_conflicts(entries: list[DatedEntry]) -> list[Conflict]:
-    """Every contradiction, the newer entry winning (see the module docstring)."""
+    """Every replaced entry, the newer entry winning (see the module docstring)."""
     conflicts: list[Conflict] = []
     by_group: dict[str, list[DatedEntry]] = {}
     for entry in entries:
         by_group.setdefault(entry.group, []).append(entry)
     for group in sorted(by_group):
         newest_first = sorted(by_group[group], key=lambda entry: entry.order, reverse=True)
-        claims = [_claims(entry.text) for entry in newest_first]
+        claims = [statement_claims(entry.text) for entry in newest_first]
         lost: set[int] = set()
         for newer_index, newer in enumerate(newest_first):
             if newer_index in lost:
@@ -104,6 +223,8 @@ def find_conflicts(entries: list[DatedEntry]) -> list[Conflict]:
             for older_index in range(newer_index + 1, len(newest_first)):
                 if older_index in lost:
                     continue
+                if claims[newer_index].temporary and not claims[older_index].temporary:
+                    continue  # a one-off never replaces a standing rule
                 subject = _contradiction(claims[newer_index], claims[older_index])
                 if subject is not None:
                     lost.add(older_index)
@@ -117,7 +238,7 @@ def losers(conflicts: list[Conflict]) -> set[tuple[str, str, int]]:
 
 
 def _contradiction(newer: _Claims, older: _Claims) -> str | None:
-    for target in sorted(newer.forbidden & older.asked):
+    for target in sorted(newer.forbidden & older.values):
         return target
     for target in sorted(newer.asked & older.forbidden):
         return target
@@ -128,11 +249,31 @@ def _contradiction(newer: _Claims, older: _Claims) -> str | None:
     for subject in sorted(newer.settings.keys() & older.settings.keys()):
         if newer.settings[subject] != older.settings[subject]:
             return subject
+    for mine in newer.slots:
+        for theirs in older.slots:
+            if mine.attribute == theirs.attribute and mine.value != theirs.value and _same_entity(mine, theirs):
+                # The older value reappearing in the newer statement ("18 -> 20", "not 18 but
+                # 20") is the replacement said out loud, not a second value.
+                if mine.value in newer.values and theirs.value in newer.values and theirs.value not in newer.forbidden:
+                    continue
+                return mine.label
     return None
 
 
-def _claims(text: str) -> _Claims:
-    bare = split_entry(text)[0].strip().strip("\"'“”")
+def _same_entity(mine: Slot, theirs: Slot) -> bool:
+    if mine.attribute in _CUE:
+        if not mine.entity or not theirs.entity:
+            return True
+        return len(mine.entity & theirs.entity) * 2 >= min(len(mine.entity), len(theirs.entity))
+    if not mine.entity or not theirs.entity:
+        return False
+    return len(mine.entity & theirs.entity) * 2 >= len(mine.entity | theirs.entity)
+
+
+def statement_claims(text: str) -> _Claims:
+    """What one entry asks for, forbids and sets (see the module docstring)."""
+    bare, meta = split_entry(text)
+    bare = bare.strip().strip("\"'“”「」")
     forbidden = {_target(match.group(1)) for pattern in _NEGATED for match in pattern.finditer(bare)}
     # What a negation names is not also asked for ("use httpx, not requests" asks for httpx only).
     negated_spans = [match.span(1) for pattern in _NEGATED for match in pattern.finditer(bare)]
@@ -148,20 +289,100 @@ def _claims(text: str) -> _Claims:
         for pattern in _SETTING
         for match in pattern.finditer(bare)
     }
+    forbidden -= {""}
     return _Claims(
         asked=frozenset(asked - forbidden - {""}),
-        forbidden=frozenset(forbidden - {""}),
+        forbidden=frozenset(forbidden),
         settings=settings,
+        slots=tuple(slot for slot in _slots(bare) if slot.value not in forbidden),
+        temporary=meta is not None and meta.expires is not None,
     )
+
+
+def _slots(text: str) -> list[Slot]:
+    slots: list[Slot] = []
+    values: set[str] = set()
+    for name, cue in _CUE.items():
+        for match in cue.finditer(text):
+            value = _value_near(text, match.start(), match.end(), digits_only=name == "port")
+            if value:
+                slots.append(Slot(name, frozenset(), value))
+                values.add(value)
+    for match in _KEY_VALUE.finditer(text):
+        parts = match.group(1).lower().split("_")
+        attribute = next((part for part in parts if part in _CUE), match.group(1))
+        entity = frozenset(part for part in parts if part != attribute) if attribute in _CUE else frozenset()
+        value = _target(match.group(2))
+        slots.append(Slot(attribute, entity, value))
+        values.add(value)
+    for match in _NAMED_VERSION.finditer(text):
+        name = _SYNONYMS.get(match.group(1).lower(), match.group(1).lower())
+        if name in _NOT_VERSIONED or name in _STOPWORDS or match.group(2) in values:
+            continue
+        slots.append(Slot("version", frozenset({name}), match.group(2)))
+        values.add(match.group(2))
+    for pattern in _USE_FOR:
+        for match in pattern.finditer(text):
+            subject = _content_words(match.group("subject"))
+            if subject:
+                slots.append(Slot("for", subject, _target(match.group("value"))))
+    for match in _COPULA.finditer(text):
+        value = _target(match.group("value"))
+        subject = _content_words(match.group("subject")) - {value}
+        if subject and _code_like(match.group("value")) and not _CUE_WORDS & subject:
+            slots.append(Slot("is", frozenset(sorted(subject)[-4:]), value))
+    # Attribute slots are qualified by the statement's other words; computed last so that every
+    # value found above is left out of them.
+    entity = _content_words(text) - _CUE_WORDS - {value.lower() for value in values}
+    return [
+        Slot(slot.attribute, entity, slot.value) if slot.attribute in _CUE and not slot.entity else slot
+        for slot in slots
+    ]
+
+
+def _value_near(text: str, start: int, end: int, *, digits_only: bool) -> str:
+    """The value an attribute cue names: a code-like token right after the cue, else a plain one
+    after it, else the nearest code-like token before it."""
+    after = [match for match in _ASCII_TOKEN.finditer(text, end, min(len(text), end + _CUE_WINDOW))]
+    before = [match for match in _ASCII_TOKEN.finditer(text, max(0, start - _CUE_WINDOW), start)]
+
+    def usable(match: re.Match[str], *, plain_ok: bool) -> str:
+        token = match.group(1) or match.group(2)
+        cleaned = _target(token)
+        if not cleaned or cleaned in _CUE_WORDS or cleaned in _SCOPE_WORDS:
+            return ""
+        if digits_only:
+            return cleaned if re.fullmatch(r"\d{2,5}", cleaned) else ""
+        if match.group(1) or _code_like(token):
+            return cleaned
+        return cleaned if plain_ok and cleaned not in _STOPWORDS and not cleaned.isdigit() else ""
+
+    for candidates, plain_ok in ((after, False), (list(reversed(before)), False), (after, True)):
+        for match in candidates:
+            found = usable(match, plain_ok=plain_ok)
+            if found:
+                return found
+    return ""
+
+
+def _code_like(token: str) -> bool:
+    token = token.strip()
+    return token.startswith("`") or bool(re.search(r"\d|[-_./@:]\w", token))
+
+
+def _content_words(text: str) -> frozenset[str]:
+    words = {word.lower() for word in _PLAIN_WORD.findall(text)}
+    words = {_SYNONYMS.get(word, word) for word in words}
+    return frozenset(word for word in words if word not in _STOPWORDS and word not in _SCOPE_WORDS and len(word) > 1)
 
 
 def _negated_before(text: str, start: int) -> bool:
     before = text[max(0, start - 12) : start].lower()
-    return bool(re.search(r"(?:don'?t|do not|never|stop|avoid|not)\s*$|(?:不要|别|禁止|不)\s*$", before))
+    return bool(re.search(r"(?:don'?t|do not|never|stop|avoid|not|no|nicht|pas|не)\s*$|(?:不要|别|禁止|不)\s*$", before))
 
 
 def _target(word: str) -> str:
-    cleaned = word.strip("`'\".,;:()").lower()
+    cleaned = word.strip("`'\".,;:()「」").lower()
     if cleaned in _STOPWORDS:
         return ""
     return _SYNONYMS.get(cleaned, cleaned)

@@ -28,10 +28,11 @@ it ignores the prompt and runs `consolidate_heuristically`.
   forget); a "no longer" note is, because it states the current fact.
 - Typed entries (`typed_entries`): a bullet's `{memory: ...}` suffix (type, weight, reason,
   expiry) is kept, always last on the line, after the `[Task n]` citation; two wordings of one
-  entry merge on their text without the suffix, keeping the newest task's suffix. Preference
-  entries of one cwd that contradict each other (`conflicts.find_conflicts`) are resolved newest
-  first: the older entry is left out of both files, and `ConsolidationRun.conflicts` says which
-  won. Expired entries never get here: phase 2 removes them from the inputs first
+  entry merge on their text without the suffix, keeping the newest task's suffix. A preference
+  or knowledge entry that a later statement of the same scope replaces (`conflicts.find_conflicts`:
+  the same slot, family or target, in any folder of one project, or at the user level; the
+  thread's `updated_at` decides which is later, not the file order) is left out of both files, and
+  `ConsolidationRun.conflicts` says which won. A temporary entry never replaces a standing one. Expired entries never get here: phase 2 removes them from the inputs first
   (`forget.entry_expiry`).
 - Scopes (issue 15): a raw memory's `### Task` blocks carry `scope: user|project` and its front
   matter `project_key: <key>` (`extract.scope_tagging`; a memory without them is project-level,
@@ -73,7 +74,7 @@ from codex_memories.consolidate.heuristic.merge import (
     apply_notes,
     build_groups,
     merge_summaries,
-    preference_entries,
+    statement_entries,
     resolve_conflicts,
 )
 from codex_memories.consolidate.heuristic.parse import (
@@ -144,7 +145,7 @@ def consolidate_heuristically(root_dir: Path, *, now: datetime) -> Consolidation
     # 3. Apply ad-hoc notes: forget terms remove thread lines and earlier notes.
     stored_notes = apply_notes(threads, notes)
 
-    # 4. Resolve contradicting preference entries newest-first.
+    # 4. Retire what a later statement of the same scope replaced.
     conflicts = resolve_conflicts(threads)
 
     # 5. Group per cwd and render.
@@ -171,7 +172,7 @@ def find_input_conflicts(raw_memories_text: str) -> list[Conflict]:
     threads = parse_raw_memories(raw_memories_text)
     for thread in threads:
         thread.cwd = thread.cwd or UNKNOWN_CWD
-    return find_conflicts(preference_entries(threads))
+    return find_conflicts(statement_entries(threads))
 
 
 def _read_regular(folder: SandboxedFolder, path: str) -> str | None:
