@@ -164,3 +164,40 @@ def test_the_offline_consolidator_keeps_only_the_newer_value_across_folders_and_
     assert sorted(conflict.loser.text for conflict in find_input_conflicts(raw)) == sorted(
         conflict.loser.text for conflict in run.conflicts
     )
+
+
+# -- the model consolidator is told ------------------------------------------------------------
+
+
+def test_the_model_consolidation_request_names_the_replaced_entries(replaced_root: Path) -> None:
+    from openai import OpenAI
+
+    from codex_memories.consolidate.consolidators import AgentConsolidator
+    from tests.support.openai_server import ScriptedReply, running_openai_server
+
+    (replaced_root / paths.WORKSPACE_DIFF_FILE).write_text("# Memory Workspace Diff\n\n## Status\n- A raw_memories.md\n", encoding="utf-8")
+    with running_openai_server(lambda request: ScriptedReply(text="done")) as server:
+        client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        outcome = AgentConsolidator(client, "test-model", api_mode="responses", max_steps=2).consolidate(replaced_root)
+        requests = server.requests
+    assert outcome.completed
+    sent = requests[0].instructions + requests[0].input_text
+    section = sent.split("### Entries replaced by a later statement", 1)[1]
+    for replaced, replacement in (
+        ("Use pnpm for every repository.", "Usa bun en todos los repositorios."),
+        ("The dev database listens on port 5432.", "開発DBのポートは5433です。"),
+        ("Use Node 18 for this project.", "We are on Node 20 now."),
+    ):
+        line = next(line for line in section.split("\n") if f'replaced: "{replaced}"' in line)
+        assert f'by: "{replacement}"' in line and "thread `old-main`" in line
+    assert "Never push directly to main." not in section and "Node 16" not in section
+
+
+def test_without_replaced_entries_the_prompt_has_no_replaced_list(tmp_path: Path) -> None:
+    from codex_memories.consolidate.consolidators import build_consolidation_prompt
+
+    root = tmp_path / "memories"
+    rebuild_raw_memories(root.mkdir() or root, [
+        _output("only", "/home/u/app", [(PREFS, '"Use pnpm."', "project")], key=APP, updated=1_760_000_000),
+    ])
+    assert "Entries replaced by a later statement" not in build_consolidation_prompt(root).text

@@ -67,7 +67,7 @@ from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.consolidate.agent import AgentStopReason
-from codex_memories.consolidate.conflicts import Conflict, find_conflicts
+from codex_memories.consolidate.conflicts import Conflict, find_conflicts, render_replaced_entries
 from codex_memories.consolidate.consolidators import ConsolidationOutcome
 from codex_memories.consolidate.heuristic.merge import (
     UNKNOWN_CWD,
@@ -173,6 +173,13 @@ def find_input_conflicts(raw_memories_text: str) -> list[Conflict]:
     for thread in threads:
         thread.cwd = thread.cwd or UNKNOWN_CWD
     return find_conflicts(statement_entries(threads))
+
+
+def replaced_entries_block(root_dir: Path) -> str:
+    """The model consolidator's prompt block naming the entries of the synced `raw_memories.md`
+    that a later statement replaced (what this consolidator drops); "" when there are none."""
+    raw_text = _read_regular(SandboxedFolder(root_dir), paths.RAW_MEMORIES_FILE) or ""
+    return render_replaced_entries(find_input_conflicts(raw_text))
 
 
 def _read_regular(folder: SandboxedFolder, path: str) -> str | None:
