@@ -41,7 +41,6 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from codex_memories.redact import redact_secrets
 from codex_memories.typed_entries import split_entry
 
 # Alternatives a project picks one of: asking for two of them is a contradiction. Only one
@@ -231,41 +230,6 @@ def find_conflicts(entries: list[DatedEntry]) -> list[Conflict]:
                     lost.add(older_index)
                     conflicts.append(Conflict(subject=subject, winner=newer, loser=newest_first[older_index]))
     return conflicts
-
-
-MAX_LISTED_REPLACED = 100
-REPLACED_HEADING = "### Entries replaced by a later statement (found by code for this run)"
-
-
-def render_replaced_entries(conflicts: list[Conflict]) -> str:
-    """The model consolidator's list of replaced entries (`prompts/consolidation.md`): each loser
-    quoted with its thread, time and scope, and the newer statement that replaced it; "" when
-    nothing was replaced. At most `MAX_LISTED_REPLACED` lines, then a count of the rest. The
-    texts are evidence quoted from the inputs, redacted like everything sent to a model."""
-    if not conflicts:
-        return ""
-    lines = [
-        REPLACED_HEADING,
-        "",
-        "Each entry below was replaced by a later statement on the same subject in the same scope. "
-        "Do not carry it into `MEMORY.md`, `memory_summary.md` or a skill, and remove it where an "
-        "earlier run wrote it; keep the newer statement.",
-        "",
-    ]
-    for conflict in conflicts[:MAX_LISTED_REPLACED]:
-        lines.append(
-            f"- replaced: {_quoted(conflict.loser.text)} (thread `{conflict.loser.source}`, "
-            f"updated_at {conflict.loser.updated_at}, scope {conflict.loser.group}; subject: {conflict.subject}) "
-            f"-> by: {_quoted(conflict.winner.text)} (thread `{conflict.winner.source}`, updated_at {conflict.winner.updated_at})"
-        )
-    if len(conflicts) > MAX_LISTED_REPLACED:
-        lines.append(f"- ... and {len(conflicts) - MAX_LISTED_REPLACED} more replaced entries of the same kind in `raw_memories.md`")
-    return redact_secrets("\n".join(lines)) + "\n"
-
-
-def _quoted(text: str) -> str:
-    bare = " ".join(split_entry(text)[0].split()).strip("\"'“”")
-    return "\"" + bare.replace("`", "'") + "\""
 
 
 def losers(conflicts: list[Conflict]) -> set[tuple[str, str, int]]:

@@ -67,7 +67,7 @@ from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.consolidate.agent import AgentStopReason
-from codex_memories.consolidate.conflicts import Conflict, find_conflicts, render_replaced_entries
+from codex_memories.consolidate.conflicts import Conflict, find_conflicts
 from codex_memories.consolidate.consolidators import ConsolidationOutcome
 from codex_memories.consolidate.heuristic.merge import (
     UNKNOWN_CWD,
@@ -87,7 +87,9 @@ from codex_memories.consolidate.heuristic.parse import (
 from codex_memories.consolidate.heuristic.render import render_memory_file, render_memory_summary
 from codex_memories.llm.base import TokenUsage
 from codex_memories.prompts import RenderedPrompt
+from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
+from codex_memories.typed_entries import split_entry
 
 HEURISTIC_CONSOLIDATOR_NAME = "heuristic"
 
@@ -180,6 +182,41 @@ def replaced_entries_block(root_dir: Path) -> str:
     that a later statement replaced (what this consolidator drops); "" when there are none."""
     raw_text = _read_regular(SandboxedFolder(root_dir), paths.RAW_MEMORIES_FILE) or ""
     return render_replaced_entries(find_input_conflicts(raw_text))
+
+
+MAX_LISTED_REPLACED = 100
+REPLACED_HEADING = "### Entries replaced by a later statement (found by code for this run)"
+
+
+def render_replaced_entries(conflicts: list[Conflict]) -> str:
+    """The model consolidator's list of replaced entries (`prompts/consolidation.md`): each loser
+    quoted with its thread, time and scope, and the newer statement that replaced it; "" when
+    nothing was replaced. At most `MAX_LISTED_REPLACED` lines, then a count of the rest. The
+    texts are evidence quoted from the inputs, redacted like everything sent to a model."""
+    if not conflicts:
+        return ""
+    lines = [
+        REPLACED_HEADING,
+        "",
+        "Each entry below was replaced by a later statement on the same subject in the same scope. "
+        "Do not carry it into `MEMORY.md`, `memory_summary.md` or a skill, and remove it where an "
+        "earlier run wrote it; keep the newer statement.",
+        "",
+    ]
+    for conflict in conflicts[:MAX_LISTED_REPLACED]:
+        lines.append(
+            f"- replaced: {_quoted(conflict.loser.text)} (thread `{conflict.loser.source}`, "
+            f"updated_at {conflict.loser.updated_at}, scope {conflict.loser.group}; subject: {conflict.subject}) "
+            f"-> by: {_quoted(conflict.winner.text)} (thread `{conflict.winner.source}`, updated_at {conflict.winner.updated_at})"
+        )
+    if len(conflicts) > MAX_LISTED_REPLACED:
+        lines.append(f"- ... and {len(conflicts) - MAX_LISTED_REPLACED} more replaced entries of the same kind in `raw_memories.md`")
+    return redact_secrets("\n".join(lines)) + "\n"
+
+
+def _quoted(text: str) -> str:
+    bare = " ".join(split_entry(text)[0].split()).strip("\"'“”")
+    return "\"" + bare.replace("`", "'") + "\""
 
 
 def _read_regular(folder: SandboxedFolder, path: str) -> str | None:
