@@ -372,6 +372,28 @@ def replaced_entries(
     ]
 
 
+def replaced_for_session(
+    memory_root: Path, *, cwd: str | None, now: datetime | None = None, recorded_project_keys: Mapping[str, str] | None = None
+) -> list[LeftOut]:
+    """What a later statement replaced among what a session in `cwd` is served (`read_folder_memory`'s
+    `left_out` of reason `replaced`), for the other read paths (the prompt hook) to leave out too."""
+    session_key = project_key_for_directory(cwd, recorded=recorded_project_keys) if cwd else None
+    memory = read_folder_memory(Path(memory_root), cwd=cwd, session_key=session_key, now=now or datetime.now(UTC))
+    return [item for item in memory.left_out if item.reason == REPLACED]
+
+
+def holds_replaced(replaced: list[LeftOut], path: str, line_start: int, line_end: int, text: str) -> bool:
+    """Whether a piece of the folder (a recall chunk: its file, lines and text) is, or quotes, a
+    replaced entry."""
+    for item in replaced:
+        file, _, line = item.source.rpartition(":")
+        if file == path and line.isdigit() and line_start <= int(line) <= line_end:
+            return True
+        if normalise(item.text) and normalise(item.text) in normalise(_readable(text)):
+            return True
+    return False
+
+
 def _line_number(source: str) -> int:
     _, _, number = source.rpartition(":")
     return int(number) if number.isdigit() else 0
