@@ -30,7 +30,7 @@ from codex_memories.consolidate.heuristic.parse import (
 )
 from codex_memories.llm.heuristic import UNRESOLVED_COMMAND_LINE, VERIFIED_COMMAND_LINE
 from codex_memories.scopes import PROJECT_SCOPE, USER_LEVEL_LABEL, USER_SCOPE, project_marker
-from codex_memories.typed_entries import split_entry
+from codex_memories.typed_entries import normalise, split_entry
 
 UNKNOWN_CWD = "unknown"
 MAX_KEYWORDS = 12
@@ -118,7 +118,18 @@ def resolve_conflicts(threads: list[ThreadMemory]) -> list[Conflict]:
                     kept.append(line)
                 position += 1
             thread.lines[section] = kept
+    _rename_threads_named_after(threads, [conflict.loser.text for conflict in conflicts])
     return conflicts
+
+
+def _rename_threads_named_after(threads: list[ThreadMemory], replaced: list[str]) -> None:
+    """A session the extractor named after its first request ("In this repo use Node 18 ...")
+    would carry the replaced value into every index line about it: it is named by its id."""
+    quoted = [text for text in (normalise(split_entry(line)[0]) for line in replaced) if text]
+    for thread in threads:
+        description = normalise(thread.description)
+        if any(text in description for text in quoted):
+            thread.description = f"session {thread.thread_id}"
 
 
 def merge_summaries(threads: list[ThreadMemory], summaries: list[RolloutSummary]) -> list[ThreadMemory]:
