@@ -115,6 +115,7 @@ _NOT_VERSIONED = frozenset(
     "and or is are was be the than about under below above over up down with from every each after before since port "
     "ports puerto porta version versions the exit code codes sprint round rounds level phase stage http utf sha base".split()
 )
+_VERSION_NUMBER = re.compile(r"\d+(?:\.(?:\d+|x)){0,2}")
 _KEY_VALUE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{3,})\s*=\s*`?([A-Za-z0-9_.@/:+-]+)")
 _COPULA = re.compile(
     r"(?P<subject>[^.;:!?。！？\n=]{1,60}?)\s*(?:\b(?:is|are|es|son|est|sont|ist|sind|é|são)(?:\s+(?:now|ahora|jetzt|maintenant|agora))?\b|[:=：→]|->|は|是|为|為)\s*(?P<value>`[^`\n]{1,80}`|[A-Za-z0-9][A-Za-z0-9_.@/:+-]*)",
@@ -129,31 +130,45 @@ _USE_FOR = (
 
 _WORD = r"`?([A-Za-z0-9_.+#/@-]+|[\u4e00-\u9fff]{1,4})`?"
 _ARTICLES = r"(?:(?:the|a|an|el|la|los|las|le|les|der|die|das|den|o|a|os|as)\s+)?"
+# Prohibitions: they contradict an older request for the same thing.
 _NEGATED = (
-    re.compile(r"\b(?:don'?t|do not|never|stop|avoid|no longer)\s+(?:use|using|add|call|run)?\s*" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:don'?t|do not|never|stop|avoid)\s+(?:use|using|add|call|run)?\s*" + _ARTICLES + _WORD, re.I),
     re.compile(r",\s*not\s+" + _ARTICLES + _WORD, re.I),
-    re.compile(r"\b(?:instead of|rather than|over|in place of|replacing)\s+" + _ARTICLES + _WORD, re.I),
-    re.compile(r"\b(?:en lugar de|en vez de|em vez de|ao invés de|no en|au lieu de|plutôt que|statt|anstatt|anstelle von|вместо)\s+" + _ARTICLES + _WORD, re.I),
-    re.compile(r"\b(?:ya no (?:uses|usamos|usar)|no uses|não use|não usar|n'utilise plus|nicht mehr|kein(?:e|en)?|не используй\w*)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:rather than|over)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:no uses|não use|não usar|не используй\w*)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"(?:不要用|不要使用|别用|禁止使用|禁止用|不用|不要)\s*" + _WORD),
+)
+# Replacements: they say the thing was used before and is not any more, so an older statement
+# that merely mentions it ("format with black" after "we no longer use black") is replaced.
+_REPLACED = (
+    re.compile(r"\bno longer\s+(?:use|using|run|need)?\s*" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:instead of|in place of|replacing)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:en lugar de|en vez de|em vez de|ao invés de|au lieu de|plutôt que|statt|anstatt|anstelle von|вместо)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:ya no (?:uses|usamos|usar|se usa)|n'utilise plus|não usamos mais|nicht mehr)\s+" + _ARTICLES + _WORD, re.I),
     re.compile(r"\b(?:switch(?:ed)?|mov(?:e|ed)|migrat(?:e|ed)|go|went|chang(?:e|ed))\s+(?:\w+\s+)?from\s+" + _ARTICLES + _WORD, re.I),
     re.compile(r"\b(?:replace|replaced)\s+" + _ARTICLES + _WORD + r"\s+(?:with|by)\b", re.I),
-    re.compile(r"\b(?:cambia(?:mos)?|pasamos|migramos|wechsel\w*|passamos)\s+de\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:cambia(?:mos)?|pasamos|migramos|wechsel\w*|passamos|passé|passe)\s+de\s+" + _ARTICLES + _WORD, re.I),
     re.compile(r"\bvon\s+" + _WORD + r"\s+(?:auf|zu)\b", re.I),
-    re.compile(r"(?:不要用|不要使用|别用|禁止使用|禁止用|不用|不再用|而不是|不要|代替)\s*" + _WORD),
+    # "A -> B", "A → B", "A => B": language-independent.
+    re.compile(r"`?([A-Za-z0-9_.+#/@-]+)`?\s*(?:->|→|=>)\s*`?[A-Za-z0-9_.+#/@-]+"),
+    re.compile(r"(?:不再用|不再使用|而不是|代替)\s*" + _WORD),
     # Japanese and Korean put the replaced thing first: "npm ではなく pnpm", "npm 대신 pnpm".
     re.compile(r"`?([A-Za-z0-9_.+#/@-]+)`?\s*(?:ではなく|じゃなくて|じゃなく|の代わりに|はもう使わない|대신)"),
 )
 _ASKED = (
     re.compile(r"\b(?:use|using|prefer|switch to|switched to|stick to|stick with|indent with|move to|moved to|migrate to|migrated to)\s+" + _ARTICLES + r"(?:only\s+)?" + _WORD, re.I),
-    re.compile(r"\b(?:usa|usar|usamos|usen|utiliza|utilizar|utilizamos|prefiere|prefira|uso)\s+" + _ARTICLES + _WORD, re.I),
-    re.compile(r"\b(?:verwende|verwenden|benutze|benutzen|nutze|nutzen)\s+" + _ARTICLES + _WORD, re.I),
-    re.compile(r"\b(?:utilise|utilisez|utiliser|utilisons|passe à|passez à)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:usa|usar|usamos|usen|utiliza|utilizar|utilizamos|prefiero|prefiere|preferimos|prefira|prefiro|preferimos|uso)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"\b(?:verwende|verwenden|benutze|benutzen|nutze|nutzen|bevorzuge|bevorzugen)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"(?<![\w])(?:utilise|utilisez|utiliser|utilisons|préfère|préférons|preferez|préférez|passe à|passez à)\s+" + _ARTICLES + _WORD, re.I),
+    re.compile(r"`?[A-Za-z0-9_.+#/@-]+`?\s*(?:->|→|=>)\s*`?([A-Za-z0-9_.+#/@-]+)"),
     re.compile(r"\b(?:de|from)\s+`?[\w.+#/@-]+`?\s+(?:a|para|to)\s+" + _WORD, re.I),
     re.compile(r"\bvon\s+`?[\w.+#/@-]+`?\s+(?:auf|zu)\s+" + _WORD, re.I),
-    re.compile(r"\b(?:используй\w*|переходим на)\s+" + _WORD, re.I),
+    re.compile(r"\b(?:используй\w*|переходим на|предпочитаю|предпочитаем)\s+" + _WORD, re.I),
     re.compile(r"(?:统一用|统一使用|优先用|优先使用|必须用|都用|改用|换成|用)\s*" + _WORD),
     re.compile(r"`?([A-Za-z0-9_.+#/@-]+)`?\s*(?:を使|で統一|に統一|に変更|に切り替|를 사용|을 사용|로 통일|으로 통일|사용)"),
 )
+_TOOL_POSITION = re.compile(r"\b(?:with|via|using|through|con|mit|avec|com|через)\s+" + _ARTICLES + _WORD, re.I)
+_PURPOSE = re.compile(r"(?:\bto|\bfor|\bpara|\bpour|\bfür|\bum)\s+((?:[A-Za-z\u00c0-\u024f]+\s*){1,3})", re.I)
 _SETTING = (
     re.compile(r"\b(?:keep|set|cap|limit)\s+(?:the\s+|each\s+|every\s+)?([a-z][\w -]{1,40}?)\s+(?:at|to|under|below)\s+([\w.%]+)", re.I),
     re.compile(r"([\u4e00-\u9fff\w]{1,12}?)\s*(?:保持在|设为|不超过|控制在)\s*([\w.%]+)"),
@@ -201,6 +216,9 @@ class _Claims:
     settings: dict[str, str]
     slots: tuple[Slot, ...]
     temporary: bool
+    replaced: frozenset[str] = frozenset()  # what the statement says is no longer used
+    mentions: frozenset[str] = frozenset()  # the tools and code-like tokens it names
+    purpose: frozenset[str] = frozenset()  # "to deploy", "para desplegar": what it is for
 
     @property
     def values(self) -> frozenset[str]:
@@ -240,6 +258,8 @@ def losers(conflicts: list[Conflict]) -> set[tuple[str, str, int]]:
 def _contradiction(newer: _Claims, older: _Claims) -> str | None:
     for target in sorted(newer.forbidden & older.values):
         return target
+    for target in sorted(newer.replaced & older.mentions):
+        return target
     for target in sorted(newer.asked & older.forbidden):
         return target
     for family in _FAMILIES:
@@ -252,6 +272,8 @@ def _contradiction(newer: _Claims, older: _Claims) -> str | None:
     for mine in newer.slots:
         for theirs in older.slots:
             if mine.attribute == theirs.attribute and mine.value != theirs.value and _same_entity(mine, theirs):
+                if newer.purpose and older.purpose and not newer.purpose & older.purpose:
+                    continue  # one profile to read invoices, another to deploy: two subjects
                 # The older value reappearing in the newer statement ("18 -> 20", "not 18 but
                 # 20") is the replacement said out loud, not a second value.
                 if mine.value in newer.values and theirs.value in newer.values and theirs.value not in newer.forbidden:
@@ -274,9 +296,11 @@ def statement_claims(text: str) -> _Claims:
     """What one entry asks for, forbids and sets (see the module docstring)."""
     bare, meta = split_entry(text)
     bare = bare.strip().strip("\"'“”「」")
-    forbidden = {_target(match.group(1)) for pattern in _NEGATED for match in pattern.finditer(bare)}
+    prohibited = {_target(match.group(1)) for pattern in _NEGATED for match in pattern.finditer(bare)}
+    replaced = {_target(match.group(1)) for pattern in _REPLACED for match in pattern.finditer(bare)} - {""}
+    forbidden = prohibited | replaced
     # What a negation names is not also asked for ("use httpx, not requests" asks for httpx only).
-    negated_spans = [match.span(1) for pattern in _NEGATED for match in pattern.finditer(bare)]
+    negated_spans = [match.span(1) for pattern in (*_NEGATED, *_REPLACED) for match in pattern.finditer(bare)]
     asked = {
         _target(match.group(1))
         for pattern in _ASKED
@@ -290,12 +314,22 @@ def statement_claims(text: str) -> _Claims:
         for match in pattern.finditer(bare)
     }
     forbidden -= {""}
+    # What an older statement is about, for a later "no longer X": the tools it works with and
+    # its code-like tokens, not every word (a later "we no longer need the cache" must not retire
+    # "the cache lives in /var/cache/app").
+    mentions = {_target(match.group(1)) for match in _TOOL_POSITION.finditer(bare)} | {
+        _target(token) for match in _ASCII_TOKEN.finditer(bare) if _code_like(token := match.group(1) or match.group(2))
+    }
+    purpose = frozenset(word for match in _PURPOSE.finditer(bare) for word in _content_words(match.group(1)))
     return _Claims(
         asked=frozenset(asked - forbidden - {""}),
         forbidden=frozenset(forbidden),
         settings=settings,
         slots=tuple(slot for slot in _slots(bare) if slot.value not in forbidden),
         temporary=meta is not None and meta.expires is not None,
+        replaced=frozenset(target for target in replaced if len(target) > 2),
+        mentions=frozenset(mentions - {""}),
+        purpose=purpose,
     )
 
 
@@ -317,7 +351,7 @@ def _slots(text: str) -> list[Slot]:
         values.add(value)
     for match in _NAMED_VERSION.finditer(text):
         name = _SYNONYMS.get(match.group(1).lower(), match.group(1).lower())
-        if name in _NOT_VERSIONED or name in _STOPWORDS or match.group(2) in values:
+        if name in _NOT_VERSIONED or match.group(2) in values:
             continue
         slots.append(Slot("version", frozenset({name}), match.group(2)))
         values.add(match.group(2))
@@ -331,6 +365,11 @@ def _slots(text: str) -> list[Slot]:
         subject = _content_words(match.group("subject")) - {value}
         if subject and _code_like(match.group("value")) and not _CUE_WORDS & subject:
             slots.append(Slot("is", frozenset(sorted(subject)[-4:]), value))
+            named = _PLAIN_WORD.findall(match.group("subject"))
+            if _VERSION_NUMBER.fullmatch(value) and named and named[-1].lower() not in _NOT_VERSIONED | _STOPWORDS:
+                # "Local Postgres is 16 now": the version of the last thing named.
+                name = _SYNONYMS.get(named[-1].lower(), named[-1].lower())
+                slots.append(Slot("version", frozenset({name}), value))
     # Attribute slots are qualified by the statement's other words; computed last so that every
     # value found above is left out of them.
     entity = _content_words(text) - _CUE_WORDS - {value.lower() for value in values}
