@@ -43,6 +43,12 @@ REPLACEMENTS = [
     ("use X for Y slot", '"Use `make test` for the unit tests."', '"Use `just test` for the unit tests."'),
     ("French instead-of", '"Utilise poetry."', '"Utilise uv au lieu de poetry."'),
     ("switch from Y to X", '"Use mypy."', '"We switched from mypy to pyright."'),
+    ("no longer, the old statement only works with it", '"Format with black."', '"We no longer use black; format with ruff format."'),
+    ("no longer, Spanish", '"Los tests se corren con pytest-xdist."', '"Ya no usamos pytest-xdist, los tests van en serie."'),
+    ("arrow", '"Search reads the index alias products_v4."', '"Index alias products_v4 -> products_v5 (reindexed)."'),
+    ("preference verb, Spanish", '"Prefer yarn for installs."', '"Ahora preferimos pnpm."'),
+    ("Y is N sets Y's version", '"We run Postgres 15 locally."', '"Local Postgres is 16 now."'),
+    ("two-letter runtime, German", '"Ich nutze überall Go 1.21."', '"Überall jetzt Go 1.23, bitte."'),
 ]
 
 
@@ -72,6 +78,8 @@ HELD_APART = [
     ("agreeing statements", '"Use httpx, not requests."', '"Use httpx for async code."'),
     ("two runtimes", '"Use Node 20."', '"Use Python 3.12."'),
     ("a replacement that names the old value", '"Use Node 20."', '"Node 20 replaced Node 18 last year; keep it."'),
+    ("one attribute, two purposes", '"Use the AWS profile `billing-ro` to read invoices."', '"Use the AWS profile `deploy-rw` to deploy."'),
+    ("no longer needing a word is not replacing every line with it", '"The cache lives in /var/cache/app."', '"We no longer need the cache warmup step."'),
 ]
 
 
