@@ -394,6 +394,27 @@ def holds_replaced(replaced: list[LeftOut], path: str, line_start: int, line_end
     return False
 
 
+REPLACED_MARK = '  [replaced by a later statement: "{winner}"; not current]'
+
+
+def mark_replaced_lines(memory_root: Path, path: str, start_line: int, content: str, *, cwd: str | None) -> str:
+    """`content` (lines of `path` from `start_line`, as a memory tool read them) with every line
+    that holds an entry a later statement replaced marked as such, line numbers unchanged: the
+    file is shown as it is, and what is no longer current says so (the MCP read tool)."""
+    if path not in (paths.MEMORY_FILE, paths.MEMORY_SUMMARY_FILE) or not content:
+        return content
+    replaced = replaced_for_session(memory_root, cwd=cwd)
+    if not replaced:
+        return content
+    lines = content.split("\n")
+    for offset, line in enumerate(lines):
+        for item in replaced:
+            if _BULLET.match(line) and holds_replaced([item], path, start_line + offset, start_line + offset, line):
+                lines[offset] = line + REPLACED_MARK.format(winner=item.detail.replace('"', "'"))
+                break
+    return "\n".join(lines)
+
+
 def _line_number(source: str) -> int:
     _, _, number = source.rpartition(":")
     return int(number) if number.isdigit() else 0

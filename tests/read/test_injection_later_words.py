@@ -118,3 +118,30 @@ def test_a_prompt_about_the_subject_gets_the_newer_value_and_never_the_replaced_
     assert "Node 18" not in text
     text = memory_context_for_prompt(memory_root, "which package manager should I use for every repository, pnpm?", str(checkout), 400)
     assert "Use pnpm for every repository." not in text
+
+
+def test_the_mcp_read_of_the_handbook_marks_the_replaced_lines_and_only_them(memory_root: Path, checkout: Path) -> None:
+    import sys
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    async def read_handbook() -> str:
+        parameters = StdioServerParameters(
+            command=sys.executable, args=["-m", "codex_memories.read.mcp_server", "--memory-root", str(memory_root)], cwd=str(checkout),
+        )
+        async with stdio_client(parameters) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream) as session:
+                await session.initialize()
+                result = await session.call_tool("read", {"path": paths.MEMORY_FILE})
+        assert not result.is_error
+        return result.structured_content["content"]
+
+    content = anyio.run(read_handbook)
+    lines = content.split("\n")
+    marked = {line.split(" [Task 1]")[0].lstrip("- ") for line in lines if "[replaced by a later statement:" in line}
+    assert marked == {
+        "Use pnpm for every repository.", "Use Node 18 for this project.",
+        "The dev database listens on port 5432.", "The AWS profile is `staging-admin`.",
+    }
+    assert len(lines) == len(MEMORY.split("\n"))  # the file as it is, line for line
