@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import UTC, datetime
 
 from codex_memories.typed_entries import split_entry
@@ -117,10 +118,13 @@ _NOT_VERSIONED = frozenset(
 )
 _VERSION_NUMBER = re.compile(r"\d+(?:\.(?:\d+|x)){0,2}")
 _KEY_VALUE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{3,})\s*=\s*`?([A-Za-z0-9_.@/:+-]+)")
+# The copula and the value after it; the subject is the text before it (`_copula_subject`): a
+# lazy subject group in the pattern would be tried from every position of every statement.
 _COPULA = re.compile(
-    r"(?P<subject>[^.;:!?。！？\n=]{1,60}?)\s*(?:\b(?:is|are|es|son|est|sont|ist|sind|é|são)(?:\s+(?:now|ahora|jetzt|maintenant|agora))?\b|[:=：→]|->|は|是|为|為)\s*(?P<value>`[^`\n]{1,80}`|[A-Za-z0-9][A-Za-z0-9_.@/:+-]*)",
+    r"(?:\b(?:is|are|es|son|est|sont|ist|sind|é|são)(?:\s+(?:now|ahora|jetzt|maintenant|agora))?\b|[:=：→]|->|は|是|为|為)\s*(?P<value>`[^`\n]{1,80}`|[A-Za-z0-9][A-Za-z0-9_.@/:+-]*)",
     re.I,
 )
+_SUBJECT_END = re.compile(r"[.;:!?。！？\n=]")
 _USE_FOR = (
     re.compile(r"\b(?:use|using|prefer|run)\s+(?P<value>`[^`\n]+`|[A-Za-z0-9_.@/:+-]+)\s+(?:for|to)\s+(?P<subject>[^.,;:!?()\n]{2,60})", re.I),
     re.compile(r"\b(?:usa|usar|usamos|utiliza|utilizar|use)\s+(?P<value>`[^`\n]+`|[A-Za-z0-9_.@/:+-]+)\s+(?:para|pra)\s+(?P<subject>[^.,;:!?()\n]{2,60})", re.I),
@@ -155,6 +159,9 @@ _REPLACED = (
     # Japanese and Korean put the replaced thing first: "npm ではなく pnpm", "npm 대신 pnpm".
     re.compile(r"`?([A-Za-z0-9_.+#/@-]+)`?\s*(?:ではなく|じゃなくて|じゃなく|の代わりに|はもう使わない|대신)"),
 )
+# Literal text without which a pattern cannot match (its cost is paid only where it can).
+_SUFFIX_MARKERS = ("ではなく", "じゃな", "の代わりに", "使わない", "대신", "を使", "で統一", "に統一", "に変更", "に切り替", "사용", "통일")
+_ARROWS = ("->", "→", "=>")
 _ASKED = (
     re.compile(r"\b(?:use|using|prefer|switch to|switched to|stick to|stick with|indent with|move to|moved to|migrate to|migrated to)\s+" + _ARTICLES + r"(?:only\s+)?" + _WORD, re.I),
     re.compile(r"\b(?:usa|usar|usamos|usen|utiliza|utilizar|utilizamos|prefiero|prefiere|preferimos|prefira|prefiro|preferimos|uso)\s+" + _ARTICLES + _WORD, re.I),
@@ -168,6 +175,11 @@ _ASKED = (
     re.compile(r"`?([A-Za-z0-9_.+#/@-]+)`?\s*(?:を使|で統一|に統一|に変更|に切り替|를 사용|을 사용|로 통일|으로 통일|사용)"),
 )
 _TOOL_POSITION = re.compile(r"\b(?:with|via|using|through|con|mit|avec|com|через)\s+" + _ARTICLES + _WORD, re.I)
+_NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
+    pattern: (_ARROWS if "->" in pattern.pattern else _SUFFIX_MARKERS)
+    for pattern in (*_REPLACED, *_ASKED)
+    if pattern.pattern.startswith("`?[") or pattern.pattern.startswith("`?(")
+}
 _PURPOSE = re.compile(r"(?:\bto|\bfor|\bpara|\bpour|\bfür|\bum)\s+((?:[A-Za-z\u00c0-\u024f]+\s*){1,3})", re.I)
 _SETTING = (
     re.compile(r"\b(?:keep|set|cap|limit)\s+(?:the\s+|each\s+|every\s+)?([a-z][\w -]{1,40}?)\s+(?:at|to|under|below)\s+([\w.%]+)", re.I),
@@ -233,12 +245,22 @@ def find_conflicts(entries: list[DatedEntry]) -> list[Conflict]:
         by_group.setdefault(entry.group, []).append(entry)
     for group in sorted(by_group):
         newest_first = sorted(by_group[group], key=lambda entry: entry.order, reverse=True)
-        claims = [statement_claims(entry.text) for entry in newest_first]
+        claims = [_cached_claims(entry.text) for entry in newest_first]
+        # Only pairs that share something can contradict: an index from what an older entry
+        # offers to what a newer one asks keeps a month-sized folder (and the SessionStart hook)
+        # far from comparing every pair.
+        offered: dict[str, list[int]] = {}
+        for index, claim in enumerate(claims):
+            for key in _offered_keys(claim):
+                offered.setdefault(key, []).append(index)
         lost: set[int] = set()
         for newer_index, newer in enumerate(newest_first):
             if newer_index in lost:
                 continue  # an overruled entry overrules nothing
-            for older_index in range(newer_index + 1, len(newest_first)):
+            candidates = sorted({
+                index for key in _sought_keys(claims[newer_index]) for index in offered.get(key, ()) if index > newer_index
+            })
+            for older_index in candidates:
                 if older_index in lost:
                     continue
                 if claims[newer_index].temporary and not claims[older_index].temporary:
@@ -248,6 +270,35 @@ def find_conflicts(entries: list[DatedEntry]) -> list[Conflict]:
                     lost.add(older_index)
                     conflicts.append(Conflict(subject=subject, winner=newer, loser=newest_first[older_index]))
     return conflicts
+
+
+def _offered_keys(claim: _Claims) -> set[str]:
+    """What a newer entry can contradict this one through (`_contradiction`'s tests, as keys)."""
+    keys = {f"value:{value}" for value in claim.values} | {f"mention:{value}" for value in claim.mentions}
+    keys |= {f"forbidden:{value}" for value in claim.forbidden} | {f"setting:{name}" for name in claim.settings}
+    keys |= {f"family:{index}" for index, family in enumerate(_FAMILIES) if claim.asked & family}
+    return keys | {key for slot in claim.slots for key in _slot_keys(slot)}
+
+
+def _sought_keys(claim: _Claims) -> set[str]:
+    keys = {f"value:{value}" for value in claim.forbidden} | {f"mention:{value}" for value in claim.replaced}
+    keys |= {f"forbidden:{value}" for value in claim.asked} | {f"setting:{name}" for name in claim.settings}
+    keys |= {f"family:{index}" for index, family in enumerate(_FAMILIES) if claim.asked & family}
+    return keys | {key for slot in claim.slots for key in _slot_keys(slot)}
+
+
+def _slot_keys(slot: Slot) -> set[str]:
+    # An attribute cue matches any entity when either names none; the other slots need a word in
+    # common (`_same_entity`).
+    if slot.attribute in _CUE:
+        return {f"slot:{slot.attribute}"}
+    return {f"slot:{slot.attribute}:{word}" for word in slot.entity}
+
+
+@lru_cache(maxsize=4096)
+def _cached_claims(text: str) -> _Claims:
+    # The hooks ask for the same lines on every session; phase 2 for the same inputs on every run.
+    return statement_claims(text)
 
 
 def losers(conflicts: list[Conflict]) -> set[tuple[str, str, int]]:
@@ -296,15 +347,16 @@ def statement_claims(text: str) -> _Claims:
     """What one entry asks for, forbids and sets (see the module docstring)."""
     bare, meta = split_entry(text)
     bare = bare.strip().strip("\"'“”「」")
-    prohibited = {_target(match.group(1)) for pattern in _NEGATED for match in pattern.finditer(bare)}
-    replaced = {_target(match.group(1)) for pattern in _REPLACED for match in pattern.finditer(bare)} - {""}
+    prohibitions = _matches(_NEGATED, bare)
+    replacements = _matches(_REPLACED, bare)
+    prohibited = {_target(match.group(1)) for match in prohibitions}
+    replaced = {_target(match.group(1)) for match in replacements} - {""}
     forbidden = prohibited | replaced
     # What a negation names is not also asked for ("use httpx, not requests" asks for httpx only).
-    negated_spans = [match.span(1) for pattern in (*_NEGATED, *_REPLACED) for match in pattern.finditer(bare)]
+    negated_spans = [match.span(1) for match in (*prohibitions, *replacements)]
     asked = {
         _target(match.group(1))
-        for pattern in _ASKED
-        for match in pattern.finditer(bare)
+        for match in _matches(_ASKED, bare)
         if not any(start <= match.start(1) < end for start, end in negated_spans)
         and not _negated_before(bare, match.start())
     }
@@ -331,6 +383,16 @@ def statement_claims(text: str) -> _Claims:
         mentions=frozenset(mentions - {""}),
         purpose=purpose,
     )
+
+
+def _matches(patterns: tuple[re.Pattern[str], ...], text: str) -> list[re.Match[str]]:
+    found = []
+    for pattern in patterns:
+        needed = _NEEDS.get(pattern)
+        if needed is not None and not any(marker in text for marker in needed):
+            continue  # a pattern that starts with a token is tried at every position: only when it can match
+        found.extend(pattern.finditer(text))
+    return found
 
 
 def _slots(text: str) -> list[Slot]:
@@ -362,10 +424,12 @@ def _slots(text: str) -> list[Slot]:
                 slots.append(Slot("for", subject, _target(match.group("value"))))
     for match in _COPULA.finditer(text):
         value = _target(match.group("value"))
-        subject = _content_words(match.group("subject")) - {value}
+        before = text[max(0, match.start() - 60) : match.start()]
+        said = _SUBJECT_END.split(before)[-1]
+        subject = _content_words(said) - {value}
         if subject and _code_like(match.group("value")) and not _CUE_WORDS & subject:
             slots.append(Slot("is", frozenset(sorted(subject)[-4:]), value))
-            named = _PLAIN_WORD.findall(match.group("subject"))
+            named = _PLAIN_WORD.findall(said)
             if _VERSION_NUMBER.fullmatch(value) and named and named[-1].lower() not in _NOT_VERSIONED | _STOPWORDS:
                 # "Local Postgres is 16 now": the version of the last thing named.
                 name = _SYNONYMS.get(named[-1].lower(), named[-1].lower())
