@@ -117,11 +117,12 @@ _NOT_VERSIONED = frozenset(
     "ports puerto porta version versions the exit code codes sprint round rounds level phase stage http utf sha base".split()
 )
 _VERSION_NUMBER = re.compile(r"\d+(?:\.(?:\d+|x)){0,2}")
+_VERSION_AFTER = re.compile(r"`?\s*v?(\d+(?:\.(?:\d+|x)){0,2})\b")
 _KEY_VALUE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{3,})\s*=\s*`?([A-Za-z0-9_.@/:+-]+)")
 # The copula and the value after it; the subject is the text before it (`_copula_subject`): a
 # lazy subject group in the pattern would be tried from every position of every statement.
 _COPULA = re.compile(
-    r"(?:\b(?:is|are|es|son|est|sont|ist|sind|é|são)(?:\s+(?:now|ahora|jetzt|maintenant|agora))?\b|[:=：→]|->|は|是|为|為)\s*(?P<value>`[^`\n]{1,80}`|[A-Za-z0-9][A-Za-z0-9_.@/:+-]*)",
+    r"(?:\b(?:is|are|es|son|est|sont|ist|sind|é|são|should be|must be|has to be|needs to be|debe ser|deve ser|doit être|muss|soll)(?:\s+(?:now|ahora|jetzt|maintenant|agora))?\b|[:=：→]|->|は|是|为|為)\s*(?P<value>`[^`\n]{1,80}`|[A-Za-z0-9][A-Za-z0-9_.@/:+-]*)",
     re.I,
 )
 _SUBJECT_END = re.compile(r"[.;:!?。！？\n=]")
@@ -153,6 +154,9 @@ _REPLACED = (
     re.compile(r"\b(?:replace|replaced)\s+" + _ARTICLES + _WORD + r"\s+(?:with|by)\b", re.I),
     re.compile(r"\b(?:cambia(?:mos)?|pasamos|migramos|wechsel\w*|passamos|passé|passe)\s+de\s+" + _ARTICLES + _WORD, re.I),
     re.compile(r"\bvon\s+" + _WORD + r"\s+(?:auf|zu)\b", re.I),
+    # "not X but Y" in several languages: X was the old value.
+    re.compile(r"\b(?:not|no|não|pas|nicht|не)\s+" + _ARTICLES + _WORD + r"(?:\s+v?\d[\d.]*)?[\s,]+(?:but|sino|mas|mais|sondern|а)\b", re.I),
+    re.compile(r"(?:不是|不再是)\s*" + _WORD + r"\s*(?:了|，|,|而是)"),
     # "A -> B", "A → B", "A => B": language-independent.
     re.compile(r"`?([A-Za-z0-9_.+#/@-]+)`?\s*(?:->|→|=>)\s*`?[A-Za-z0-9_.+#/@-]+"),
     re.compile(r"(?:不再用|不再使用|而不是|代替)\s*" + _WORD),
@@ -174,7 +178,7 @@ _ASKED = (
     re.compile(r"(?:统一用|统一使用|优先用|优先使用|必须用|都用|改用|换成|用)\s*" + _WORD),
     re.compile(r"`?([A-Za-z0-9_.+#/@-]+)`?\s*(?:を使|で統一|に統一|に変更|に切り替|를 사용|을 사용|로 통일|으로 통일|사용)"),
 )
-_TOOL_POSITION = re.compile(r"\b(?:with|via|using|through|con|mit|avec|com|через)\s+" + _ARTICLES + _WORD, re.I)
+_TOOL_POSITION = re.compile(r"\b(?:with|via|using|through|con|mit|avec|com|par|por|über|через)\s+" + _ARTICLES + _WORD, re.I)
 _NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
     pattern: (_ARROWS if "->" in pattern.pattern else _SUFFIX_MARKERS)
     for pattern in (*_REPLACED, *_ASKED)
@@ -351,6 +355,10 @@ def statement_claims(text: str) -> _Claims:
     replacements = _matches(_REPLACED, bare)
     prohibited = {_target(match.group(1)) for match in prohibitions}
     replaced = {_target(match.group(1)) for match in replacements} - {""}
+    # "instead of Node 18", "not Java 17 but ...": the version said with the replaced name goes too.
+    replaced |= {
+        number.group(1) for match in replacements if (number := _VERSION_AFTER.match(bare, match.end(1)))
+    }
     forbidden = prohibited | replaced
     # What a negation names is not also asked for ("use httpx, not requests" asks for httpx only).
     negated_spans = [match.span(1) for match in (*prohibitions, *replacements)]
