@@ -125,7 +125,22 @@ _COPULA = re.compile(
     r"(?:\b(?:is|are|es|son|est|sont|ist|sind|é|são|should be|must be|has to be|needs to be|debe ser|deve ser|doit être|muss|soll)(?:\s+(?:now|ahora|jetzt|maintenant|agora))?\b|[:=：→]|->|は|是|为|為)\s*(?P<value>`[^`\n]{1,80}`|[A-Za-z0-9][A-Za-z0-9_.@/:+-]*)",
     re.I,
 )
+_CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]")
+_LOCAL_NAME = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]{2,12}$")
 _SUBJECT_END = re.compile(r"[.;:!?。！？\n=]")
+# "change Y to X", "cambiamos Y a X", "Y 换成 X": Y is the slot, X its new value.
+_CHANGE = (
+    re.compile(
+        r"\b(?:change[ds]?|changing|switch(?:ed)?|set|bump(?:ed)?|mov(?:e|ed)|updat(?:e|ed)|upgrad(?:e|ed)|point(?:ed)?"
+        r"|cambi[ao](?:mos)?|cambiar|trocamos|trocar|troca|mudamos|mudar|ändern|änderte|geändert|setz(?:e|en)?|stell(?:e|en|ten)"
+        r"|chang[eé]|changez|passé|passez|mets|mettez)\s+(?P<subject>[^.,;:!?()\n]{2,60}?)\s+"
+        r"(?:to|a|para|pra|pour|auf|zu|en|à|sur)\s+(?P<value>`[^`\n]+`|[A-Za-z0-9][A-Za-z0-9_.@/:+-]*)",
+        re.I,
+    ),
+    re.compile(r"(?P<subject>[\u3040-\u30ff\u4e00-\u9fff]{2,12}?)\s*(?:换成|改成|改为|变更为|切换到|换到|を|は)?\s*(?:换成|改成|改为|变更为|切换到|换到)\s*(?P<value>[A-Za-z0-9][A-Za-z0-9_.@/:+-]*)"),
+)
+# A configuration line: `timezone: UTC`, `region = us-west-2`, whatever the value looks like.
+_CONFIG_LINE = re.compile(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_.-]{1,40})\s*[:=]\s*`?(?P<value>[^\s`]{1,80})`?\s*$")
 _USE_FOR = (
     re.compile(r"\b(?:use|using|prefer|run)\s+(?P<value>`[^`\n]+`|[A-Za-z0-9_.@/:+-]+)\s+(?:for|to)\s+(?P<subject>[^.,;:!?()\n]{2,60})", re.I),
     re.compile(r"\b(?:usa|usar|usamos|utiliza|utilizar|use)\s+(?P<value>`[^`\n]+`|[A-Za-z0-9_.@/:+-]+)\s+(?:para|pra)\s+(?P<subject>[^.,;:!?()\n]{2,60})", re.I),
@@ -154,6 +169,7 @@ _REPLACED = (
     re.compile(r"\b(?:replace|replaced)\s+" + _ARTICLES + _WORD + r"\s+(?:with|by)\b", re.I),
     re.compile(r"\b(?:cambia(?:mos)?|pasamos|migramos|wechsel\w*|passamos|passé|passe)\s+de\s+" + _ARTICLES + _WORD, re.I),
     re.compile(r"\bvon\s+" + _WORD + r"\s+(?:auf|zu)\b", re.I),
+    re.compile(r"\bnot\s+" + _ARTICLES + _WORD + r"\s+(?:anymore|any more|any longer)\b", re.I),
     # "not X but Y" in several languages: X was the old value.
     re.compile(r"\b(?:not|no|não|pas|nicht|не)\s+" + _ARTICLES + _WORD + r"(?:\s+v?\d[\d.]*)?[\s,]+(?:but|sino|mas|mais|sondern|а)\b", re.I),
     re.compile(r"(?:不是|不再是)\s*" + _WORD + r"\s*(?:了|，|,|而是)"),
@@ -219,6 +235,9 @@ class Slot:
     attribute: str
     entity: frozenset[str]
     value: str
+    # The CJK name right before an attribute cue ("前端" in 前端端口): compared only when neither
+    # statement names an ASCII entity, so "開発DBのポート" still replaces "the dev database port".
+    local_name: str = ""
 
     @property
     def label(self) -> str:
@@ -339,6 +358,8 @@ def _contradiction(newer: _Claims, older: _Claims) -> str | None:
 
 def _same_entity(mine: Slot, theirs: Slot) -> bool:
     if mine.attribute in _CUE:
+        if not mine.entity and not theirs.entity and mine.local_name and theirs.local_name:
+            return mine.local_name == theirs.local_name
         if not mine.entity or not theirs.entity:
             return True
         return len(mine.entity & theirs.entity) * 2 >= min(len(mine.entity), len(theirs.entity))
@@ -410,7 +431,8 @@ def _slots(text: str) -> list[Slot]:
         for match in cue.finditer(text):
             value = _value_near(text, match.start(), match.end(), digits_only=name == "port")
             if value:
-                slots.append(Slot(name, frozenset(), value))
+                names = _LOCAL_NAME.findall(text[max(0, match.start() - 12) : match.start()])
+                slots.append(Slot(name, frozenset(), value, local_name=names[-1].strip("のはをが的") if names else ""))
                 values.add(value)
     for match in _KEY_VALUE.finditer(text):
         parts = match.group(1).lower().split("_")
@@ -434,19 +456,33 @@ def _slots(text: str) -> list[Slot]:
         value = _target(match.group("value"))
         before = text[max(0, match.start() - 60) : match.start()]
         said = _SUBJECT_END.split(before)[-1]
-        subject = _content_words(said) - {value}
-        if subject and _code_like(match.group("value")) and not _CUE_WORDS & subject:
+        subject = _subject_words(said) - {value}
+        # A plain word is a value when it is an ASCII name inside CJK text ("默认分支是 master").
+        technical = _code_like(match.group("value")) or bool(_CJK.search(text))
+        if subject and technical and not _CUE_WORDS & subject:
             slots.append(Slot("is", frozenset(sorted(subject)[-4:]), value))
             named = _PLAIN_WORD.findall(said)
             if _VERSION_NUMBER.fullmatch(value) and named and named[-1].lower() not in _NOT_VERSIONED | _STOPWORDS:
                 # "Local Postgres is 16 now": the version of the last thing named.
                 name = _SYNONYMS.get(named[-1].lower(), named[-1].lower())
                 slots.append(Slot("version", frozenset({name}), value))
+    for pattern in _CHANGE:
+        for match in pattern.finditer(text):
+            value = _target(match.group("value"))
+            subject = _subject_words(match.group("subject")) - {value}
+            if value and subject:
+                slots.append(Slot("is", subject, value))
+                named = _PLAIN_WORD.findall(match.group("subject"))
+                if _VERSION_NUMBER.fullmatch(value) and named and named[-1].lower() not in _NOT_VERSIONED | _STOPWORDS:
+                    slots.append(Slot("version", frozenset({_SYNONYMS.get(named[-1].lower(), named[-1].lower())}), value))
+    config = _CONFIG_LINE.match(text)
+    if config:
+        slots.append(Slot(f"key {config.group('key').lower()}", frozenset({config.group("key").lower()}), config.group("value").lower()))
     # Attribute slots are qualified by the statement's other words; computed last so that every
     # value found above is left out of them.
     entity = _content_words(text) - _CUE_WORDS - {value.lower() for value in values}
     return [
-        Slot(slot.attribute, entity, slot.value) if slot.attribute in _CUE and not slot.entity else slot
+        Slot(slot.attribute, entity, slot.value, slot.local_name) if slot.attribute in _CUE and not slot.entity else slot
         for slot in slots
     ]
 
@@ -479,6 +515,14 @@ def _value_near(text: str, start: int, end: int, *, digits_only: bool) -> str:
 def _code_like(token: str) -> bool:
     token = token.strip()
     return token.startswith("`") or bool(re.search(r"\d|[-_./@:]\w", token))
+
+
+def _subject_words(text: str) -> frozenset[str]:
+    """The words naming a slot: the plain ASCII words, and a CJK name written right before the
+    verb ("默认分支是 ...", "默认分支换成 ...": both `默认分支`)."""
+    cjk = re.findall(r"[\u3040-\u30ff\u4e00-\u9fff]{2,12}", text)
+    tail = cjk[-1].strip("のはをが的了") if cjk and text.rstrip().endswith(cjk[-1]) else ""
+    return _content_words(text) | ({tail} if len(tail) >= 2 else set())
 
 
 def _content_words(text: str) -> frozenset[str]:
