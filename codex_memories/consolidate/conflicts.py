@@ -10,20 +10,28 @@ Contract:
   one session is served).
 - Two entries are about the same subject, and the newer one wins, when (any language where a
   structure is language-independent, small multilingual cue lists where it is not):
-  - one asks for what the other forbids or replaces ("use httpx, not requests", "X instead of Y",
-    "Y ではなく X", "用 X 而不是 Y", "X en lugar de Y", "statt Y", "switch from Y to X");
+  - one asks for what the other forbids ("use httpx, not requests", "don't use Y", 不要用 Y);
+  - the newer one says a thing is no longer used ("X instead of Y", "Y ではなく X", "用 X 而不是
+    Y", "X en lugar de Y", "statt Y", "switch from Y to X", "no longer Y", "not Y anymore", "not Y
+    but X", "Y -> X") and the older one asked for it, set it, or works with it ("format with
+    black"; "con", "mit", "avec", "par", "через"; or a code-like token), the version said with
+    the name included ("instead of Node 18");
   - both ask for different members of one family of alternatives (pnpm / npm / bun; tabs /
     spaces), whatever the verb's language ("use", "usa", "verwende", "utilise", "を使う", "用");
   - both set one slot to different values. A slot is derived from the statement's structure, not
     from a list of tools: a named version (`Node 18`, `python3.12`, `node@20`); an attribute cue
     (port, profile, alias, region, version, package manager, in several languages) with its
     value (the code-like token next to it: digits, `-_./@:`, backticks; a port only digits);
-    `KEY=value` (a key naming an attribute, `AWS_PROFILE=x`, is that attribute); "use X for Y"
-    (the slot is Y); "Y is X" / "Y: X" / "Y = X" with a code-like X; "keep Y at N".
+    `KEY=value` (a key naming an attribute, `AWS_PROFILE=x`, is that attribute); a configuration
+    line `key: value`; "use X for Y" (the slot is Y); "Y is X" / "Y: X" / "Y should be X" with a
+    code-like X (or an ASCII name inside CJK text, "默认分支是 master"), and "Y is N" also sets
+    Y's version; "change / set / bump / cambiamos / trocamos Y to X", "Y 换成 X"; "keep Y at N".
     A slot is qualified by its entity, the statement's other plain ASCII words (stop words and
     scope words such as "every repository" removed): two statements set the same slot when
     their entities overlap (for attribute cues, also when either names none: "ポートは 5433" and
-    "the port is 5432"); "use X for Y" and "Y is X" need most of Y's words in common.
+    "the port is 5432", unless both name only a CJK thing before the cue and those differ:
+    前端端口 / 后端端口); "use X for Y" and "Y is X" need most of Y's words in common. Two
+    purposes ("to read invoices" / "to deploy") make two subjects.
 - A temporary entry (a typed entry with an `expires` date: a one-off or a short-lived rule, as
   extraction marks it, `typed_entries`) never replaces a standing entry; a standing entry does
   replace a temporary one.
@@ -32,7 +40,8 @@ Contract:
   conflicts in its run artifact and in the model consolidator's prompt, and the read path
   (`read.injection`) drops what lost among the lines one session is served.
 
-Pure: regular expressions over text, no I/O. Deterministic.
+Pure: regular expressions over text, no I/O. Deterministic. Only entries that share a key (a value,
+a name, a slot) are compared, so a large folder is not compared pair by pair.
 """
 
 from __future__ import annotations
