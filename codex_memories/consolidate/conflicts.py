@@ -106,6 +106,15 @@ _ATTRIBUTE_CUES: dict[str, str] = {
     ),
 }
 _CUE = {name: re.compile(pattern, re.I) for name, pattern in _ATTRIBUTE_CUES.items()}
+# Lower-case text each cue needs, checked before its pattern runs (most statements hold none).
+_CUE_STEMS = {
+    "port": ("port", "puert", "ポート", "端口", "порт", "포트"),
+    "profile": ("profil", "perfil", "プロファイル", "配置文件", "профил", "프로필"),
+    "alias": ("alias", "エイリアス", "别名", "別名", "псевдоним", "별칭"),
+    "region": ("region", "región", "région", "região", "リージョン", "区域", "регион", "리전"),
+    "version": ("version", "versión", "versão", "バージョン", "版本", "верси", "버전"),
+    "package manager": ("package", "paquet", "pacote", "paketmanager", "パッケージ", "包管理", "пакет", "패키지"),
+}
 _CUE_WORDS = frozenset({"port", "ports", "profile", "profiles", "alias", "aliases", "region", "regions", "version", "versions",
                         "package", "manager", "puerto", "perfil", "porta", "profil", "versión", "versão", "región"})
 _CUE_WINDOW = 40
@@ -436,7 +445,10 @@ def _matches(patterns: tuple[re.Pattern[str], ...], text: str) -> list[re.Match[
 def _slots(text: str) -> list[Slot]:
     slots: list[Slot] = []
     values: set[str] = set()
+    lowered = text.lower()
     for name, cue in _CUE.items():
+        if not any(stem in lowered for stem in _CUE_STEMS[name]):
+            continue
         for match in cue.finditer(text):
             value = _value_near(text, match.start(), match.end(), digits_only=name == "port")
             if value:
