@@ -333,9 +333,11 @@ def _entry_line(entry: ShownEntry) -> Text:
 def _not_shown(view: MemoryView, *, why: bool) -> list[Text]:
     other = [item for item in view.left_out if item.reason == "other_project"]
     expired = [item for item in view.left_out if item.reason == "expired"]
+    replaced = [item for item in view.left_out if item.reason == "replaced"]
     counts = [
         f"{len(other)} line(s) of other projects" if other else "",
         f"{len(expired)} expired" if expired else "",
+        f"{len(replaced)} replaced by a later statement" if replaced else "",
         f"{len(view.forgotten)} forgotten" if view.forgotten else "",
     ]
     said = [count for count in counts if count]
@@ -348,6 +350,8 @@ def _not_shown(view: MemoryView, *, why: bool) -> list[Text]:
         lines.append(Text(f"  - another project's ({item.detail}): {item.text}  ({item.source})"))
     for item in expired:
         lines.append(Text(f"  - expired after {item.detail}: {item.text}  ({item.source})"))
+    for item in replaced:
+        lines.append(Text(f"  - replaced by \"{item.detail}\": {item.text}  ({item.source})"))
     for forgotten in view.forgotten:
         lines.append(Text(f"  - {forgotten.kind} {when(forgotten.at)}: {forgotten.target} ({forgotten.reason})"))
     return lines

@@ -111,7 +111,12 @@ class AgentConsolidator:
 
 
 def build_consolidation_prompt(root_dir: Path) -> RenderedPrompt:
-    """The agent's prompt for this root; the extensions block only when `extensions/` exists."""
+    """The agent's prompt for this root; the extensions block only when `extensions/` exists; the
+    entries a later statement replaced (`conflicts.render_replaced_entries`), named explicitly."""
+    # Imported here: the heuristic consolidator imports this module for its outcome type, and it
+    # owns how `raw_memories.md` is read into entries (one reader for both consolidators).
+    from codex_memories.consolidate.heuristic import replaced_entries_block
+
     root = Path(root_dir)
     extensions = root / paths.EXTENSIONS_DIR
     has_extensions = extensions.is_dir() and not extensions.is_symlink()
@@ -121,5 +126,6 @@ def build_consolidation_prompt(root_dir: Path) -> RenderedPrompt:
         memory_root=str(root),
         workspace_diff_file=paths.WORKSPACE_DIFF_FILE,
         extensions_block=block,
+        replaced_entries_block=replaced_entries_block(root),
     )
 

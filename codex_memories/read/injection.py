@@ -36,6 +36,11 @@ Contract:
   `scopes.project_key_for_directory(cwd)`; without `cwd` only user-level memory is shown.
   `read_folder_memory` lists what it leaves out, another project's lines and the expired
   entries, in `FolderMemory.left_out` (what `codex-memories show` says is not shown, and why).
+- Later words win (issue 34): among the rules, knowledge and pending notes one session is
+  served (its project's and the user level's together), an entry a later statement replaced
+  (`conflicts.find_conflicts`: same slot, family or target, any language) is not served; it goes
+  to `left_out` as `replaced`, with the statement that replaced it, and index lines repeating it
+  are dropped. The folder's newer statement wins even where a model consolidation kept both.
 - Typed entries: the `{memory: ...}` suffix is not shown; its reason is (a rule keeps its why);
   an entry whose `expires` day has passed is left out.
 - Reads the memory folder (through `sandbox.SandboxedFolder`: a summary or handbook that is a
@@ -55,6 +60,7 @@ from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.codex_limits import codex_token_count
+from codex_memories.consolidate.conflicts import DatedEntry, find_conflicts
 from codex_memories.prompts import render_prompt
 from codex_memories.read.chunks import chunk_file
 from codex_memories.read.team_memory import TeamMemoryContext, team_memory_context
@@ -137,16 +143,18 @@ class SessionContext:
 
 OTHER_PROJECT = "other_project"
 EXPIRED = "expired"
+REPLACED = "replaced"
 
 
 @dataclass(frozen=True)
 class LeftOut:
     """A remembered line the folder holds that a session here does not get, and why: another
-    project's (`detail`: its scope or project key) or expired (`detail`: its last day)."""
+    project's (`detail`: its scope or project key), expired (`detail`: its last day) or replaced
+    by a later statement (`detail`: the statement that replaced it)."""
 
     text: str
     source: str
-    reason: str  # OTHER_PROJECT or EXPIRED
+    reason: str  # OTHER_PROJECT, EXPIRED or REPLACED
     detail: str = ""
 
 
@@ -311,7 +319,14 @@ def read_folder_memory(memory_root: Path, *, cwd: str | None, session_key: str |
     knowledge = [entry for entry in knowledge if normalise(entry.text) not in seen]
     handbook_status = folder.lstat(paths.MEMORY_FILE)
     notes = pending_notes(folder, after_ns=handbook_status.st_mtime_ns if handbook_status else None)
+    replaced = replaced_entries(project_rules, user_rules, knowledge, notes)
+    for entry, winner in replaced:
+        left_out.append(LeftOut(entry.text, entry.source, REPLACED, winner.text))
+    project_rules, user_rules, knowledge = (
+        [entry for entry in tier if entry not in {loser for loser, _ in replaced}] for tier in (project_rules, user_rules, knowledge)
+    )
     index = summary_index(summary, cwd=cwd, session_key=session_key, left_out=left_out)
+    index = _without_replaced_lines(index, [loser for loser, _ in replaced])
     # A rule of another project is met twice or more (the handbook, the summary's preferences
     # and its index): said once, where it is met first.
     said: set[str] = set()
@@ -321,6 +336,101 @@ def read_folder_memory(memory_root: Path, *, cwd: str | None, session_key: str |
             said.add(normalise(item.text))
             unique.append(item)
     return FolderMemory(project_rules, user_rules, notes, knowledge, index, unique)
+
+
+# A pending note was written after the handbook was consolidated: later than anything in it.
+_PENDING_NOTE_TIME = "9999-12-31"
+
+
+def replaced_entries(
+    project_rules: list[Entry], user_rules: list[Entry], knowledge: list[Entry], notes: list[Entry]
+) -> list[tuple[Entry, Entry]]:
+    """(replaced entry, the entry that replaced it) among everything one session is served
+    (`conflicts.find_conflicts` over one group: the session's project and the user level
+    together). A folder a model consolidated may still hold both statements; the session gets
+    the later one only. Later: the entry's date (its task group's newest `updated_at`; a pending
+    note is later than all), then its place in the handbook (a group lists its newest task
+    first)."""
+    dated: list[DatedEntry] = []
+    by_key: dict[tuple[str, int], Entry] = {}
+    candidates = [*project_rules, *user_rules, *knowledge]
+    for index, entry in enumerate([*candidates, *notes]):
+        is_note = index >= len(candidates)
+        position = -_line_number(entry.source) if not is_note else index
+        dated.append(
+            DatedEntry(
+                text=entry.text, group="session", source=entry.source,
+                updated_at=_PENDING_NOTE_TIME if is_note else (entry.date or ""), position=position,
+            )
+        )
+        by_key[(entry.source, position)] = entry
+    return [
+        (by_key[(conflict.loser.source, conflict.loser.position)], by_key[(conflict.winner.source, conflict.winner.position)])
+        for conflict in find_conflicts(dated)
+        # A note is the user's own words in the folder: shown as written, never hidden here.
+        if not conflict.loser.updated_at == _PENDING_NOTE_TIME
+    ]
+
+
+def replaced_for_session(
+    memory_root: Path, *, cwd: str | None, now: datetime | None = None, recorded_project_keys: Mapping[str, str] | None = None
+) -> list[LeftOut]:
+    """What a later statement replaced among what a session in `cwd` is served (`read_folder_memory`'s
+    `left_out` of reason `replaced`), for the other read paths (the prompt hook) to leave out too."""
+    session_key = project_key_for_directory(cwd, recorded=recorded_project_keys) if cwd else None
+    memory = read_folder_memory(Path(memory_root), cwd=cwd, session_key=session_key, now=now or datetime.now(UTC))
+    return [item for item in memory.left_out if item.reason == REPLACED]
+
+
+def holds_replaced(replaced: list[LeftOut], path: str, line_start: int, line_end: int, text: str) -> bool:
+    """Whether a piece of the folder (a recall chunk: its file, lines and text) is, or quotes, a
+    replaced entry."""
+    for item in replaced:
+        file, _, line = item.source.rpartition(":")
+        if file == path and line.isdigit() and line_start <= int(line) <= line_end:
+            return True
+        if normalise(item.text) and normalise(item.text) in normalise(_readable(text)):
+            return True
+    return False
+
+
+REPLACED_MARK = '  [replaced by a later statement: "{winner}"; not current]'
+
+
+def mark_replaced_lines(memory_root: Path, path: str, start_line: int, content: str, *, cwd: str | None) -> str:
+    """`content` (lines of `path` from `start_line`, as a memory tool read them) with every line
+    that holds an entry a later statement replaced marked as such, line numbers unchanged: the
+    file is shown as it is, and what is no longer current says so (the MCP read tool)."""
+    if path not in (paths.MEMORY_FILE, paths.MEMORY_SUMMARY_FILE) or not content:
+        return content
+    replaced = replaced_for_session(memory_root, cwd=cwd)
+    if not replaced:
+        return content
+    lines = content.split("\n")
+    for offset, line in enumerate(lines):
+        for item in replaced:
+            if _BULLET.match(line) and holds_replaced([item], path, start_line + offset, start_line + offset, line):
+                lines[offset] = line + REPLACED_MARK.format(winner=item.detail.replace('"', "'"))
+                break
+    return "\n".join(lines)
+
+
+def _line_number(source: str) -> int:
+    _, _, number = source.rpartition(":")
+    return int(number) if number.isdigit() else 0
+
+
+def _without_replaced_lines(index: str, replaced: list[Entry]) -> str:
+    """The index without the lines that repeat a replaced entry (a summary a model wrote may quote
+    it outside its preferences)."""
+    if not replaced or not index:
+        return index
+    gone = [normalise(entry.text) for entry in replaced]
+    kept = [
+        line for line in index.split("\n")
+        if not (_BULLET.match(line) and any(text and text in normalise(_readable(split_entry(_BULLET.sub("", line))[0])) for text in gone))
+    ]
+    return "\n".join(kept)
 
 
 def _read(folder: SandboxedFolder, relative: str) -> str:

@@ -14,6 +14,9 @@ Contract:
   `InvalidArgument`, naming each field and rule without quoting the value. Every size a tool
   accepts is bounded (`memory_tools`, `notes`). Anything else is a crash and reaches the client
   as the SDK's generic tool error, with the traceback in the server log.
+- `read` of `MEMORY.md` or `memory_summary.md` marks each line holding an entry a later statement
+  replaced (`injection.mark_replaced_lines`, for the project of the server's working folder, the
+  one Codex was launched in), so no read serves an old value as current.
 - `run_stdio(memory_root)` serves one client over stdin/stdout until it disconnects.
 - `python -m codex_memories.read.mcp_server --memory-root DIR [--no-notes]` does the same.
 """
@@ -32,6 +35,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from codex_memories.read import memory_tools, notes
+from codex_memories.read.injection import mark_replaced_lines
 
 SERVER_NAME = "codex-memories"
 SERVER_INSTRUCTIONS = (
@@ -88,6 +92,14 @@ class _MemoryToolsServer(MCPServer):
             raise
 
 
+def _with_replaced_marked(root: Path, result: memory_tools.ReadResult) -> memory_tools.ReadResult:
+    """A read of `MEMORY.md` or the summary with the entries a later statement replaced marked
+    (issue 34), for the project of this server's working folder (Codex starts it from the folder
+    it was launched in; elsewhere, the user-level replacements and that folder's project's)."""
+    marked = mark_replaced_lines(root, result.path, result.start_line_number, result.content, cwd=str(Path.cwd()))
+    return result if marked == result.content else result.model_copy(update={"content": marked})
+
+
 def _describe_invalid_arguments(error: ValidationError) -> str:
     """Each refused field with its rule (`max_results: Input should be a valid integer`); the
     value itself is never quoted back (it may be huge, or the user's text)."""
@@ -117,7 +129,7 @@ def build_server(memory_root: Path, *, notes_enabled: bool = True) -> MCPServer:
         line_offset: Annotated[int, Field(description="1-based line to start from.")] = 1,
         max_lines: Annotated[int | None, Field(description="Maximum number of lines to return.")] = None,
     ) -> Annotated[CallToolResult, memory_tools.ReadResult]:
-        return _call(lambda: memory_tools.read_file(root, path, line_offset=line_offset, max_lines=max_lines))
+        return _call(lambda: _with_replaced_marked(root, memory_tools.read_file(root, path, line_offset=line_offset, max_lines=max_lines)))
 
     def search_tool(
         query: Annotated[str, Field(description="Text to find, case-sensitive.")],

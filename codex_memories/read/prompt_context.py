@@ -22,6 +22,8 @@ Contract:
   (`estimate_tokens`; conservative for o200k English, where a token averages about 4 bytes). The
   exact tokenizer costs 0.5 s to load, too much for a hook that runs on every prompt. Entries are
   added best first while they fit; the first one is cut by lines if it alone is too long.
+- Never a replaced value (issue 34): a chunk that is, or quotes, an entry a later statement
+  replaced among what a session here is served (`injection.replaced_for_session`) is left out.
 - Reads the memory folder and may refresh the index (see `recall`); nothing else.
 """
 
@@ -31,6 +33,7 @@ from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.read.chunks import is_task_heading
+from codex_memories.read.injection import holds_replaced, replaced_for_session
 from codex_memories.read.recall import CURRENT_PROJECT, OTHER_PROJECT, ScoredChunk, recall_explained
 
 BLOCK_OPEN = "<recalled_memories>"
@@ -55,7 +58,24 @@ def memory_context_for_prompt(root: Path, prompt: str, cwd: str | None, token_bu
     # `recall_explained` leaves other projects out already; twice MAX_ENTRIES leaves room for the
     # rollout summaries `_choose` drops.
     found = recall_explained(Path(root), prompt, cwd=cwd, limit=2 * MAX_ENTRIES).shown
-    return render_block(_choose(found), token_budget)
+    return render_block(_choose(_without_replaced(Path(root), found, cwd)), token_budget)
+
+
+def _without_replaced(root: Path, found: list[ScoredChunk], cwd: str | None) -> list[ScoredChunk]:
+    """The chunks that are not, and do not quote, an entry a later statement replaced (issue 34:
+    the session start leaves it out, and so does every prompt)."""
+    if not found:
+        return found
+    try:
+        replaced = replaced_for_session(root, cwd=cwd)
+    except PermissionError:
+        # The session start refuses a linked MEMORY.md or summary; recall never indexes a link
+        # (`chunks.source_files`), so none of its lines can be among these chunks.
+        return found
+    return [
+        scored for scored in found
+        if not holds_replaced(replaced, scored.chunk.path, scored.chunk.line_start, scored.chunk.line_end, scored.chunk.text)
+    ]
 
 
 def estimate_tokens(text: str) -> int:

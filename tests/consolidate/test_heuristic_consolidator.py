@@ -488,7 +488,9 @@ def test_the_prompt_has_an_extensions_block_only_when_extensions_exist(tmp_path:
 def test_the_consolidation_templates_declare_exactly_our_placeholders() -> None:
     from codex_memories.prompts import load_template, template_placeholders
 
-    assert template_placeholders(load_template("consolidation")) == {"memory_root", "workspace_diff_file", "extensions_block"}
+    assert template_placeholders(load_template("consolidation")) == {
+        "memory_root", "workspace_diff_file", "extensions_block", "replaced_entries_block",
+    }
     assert template_placeholders(load_template("consolidation_extensions")) == set()
 
 

@@ -28,10 +28,11 @@ it ignores the prompt and runs `consolidate_heuristically`.
   forget); a "no longer" note is, because it states the current fact.
 - Typed entries (`typed_entries`): a bullet's `{memory: ...}` suffix (type, weight, reason,
   expiry) is kept, always last on the line, after the `[Task n]` citation; two wordings of one
-  entry merge on their text without the suffix, keeping the newest task's suffix. Preference
-  entries of one cwd that contradict each other (`conflicts.find_conflicts`) are resolved newest
-  first: the older entry is left out of both files, and `ConsolidationRun.conflicts` says which
-  won. Expired entries never get here: phase 2 removes them from the inputs first
+  entry merge on their text without the suffix, keeping the newest task's suffix. A preference
+  or knowledge entry that a later statement of the same scope replaces (`conflicts.find_conflicts`:
+  the same slot, family or target, in any folder of one project, or at the user level; the
+  thread's `updated_at` decides which is later, not the file order) is left out of both files, and
+  `ConsolidationRun.conflicts` says which won. A temporary entry never replaces a standing one. Expired entries never get here: phase 2 removes them from the inputs first
   (`forget.entry_expiry`).
 - Scopes (issue 15): a raw memory's `### Task` blocks carry `scope: user|project` and its front
   matter `project_key: <key>` (`extract.scope_tagging`; a memory without them is project-level,
@@ -73,7 +74,7 @@ from codex_memories.consolidate.heuristic.merge import (
     apply_notes,
     build_groups,
     merge_summaries,
-    preference_entries,
+    statement_entries,
     resolve_conflicts,
 )
 from codex_memories.consolidate.heuristic.parse import (
@@ -86,7 +87,9 @@ from codex_memories.consolidate.heuristic.parse import (
 from codex_memories.consolidate.heuristic.render import render_memory_file, render_memory_summary
 from codex_memories.llm.base import TokenUsage
 from codex_memories.prompts import RenderedPrompt
+from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
+from codex_memories.typed_entries import split_entry
 
 HEURISTIC_CONSOLIDATOR_NAME = "heuristic"
 
@@ -144,7 +147,7 @@ def consolidate_heuristically(root_dir: Path, *, now: datetime) -> Consolidation
     # 3. Apply ad-hoc notes: forget terms remove thread lines and earlier notes.
     stored_notes = apply_notes(threads, notes)
 
-    # 4. Resolve contradicting preference entries newest-first.
+    # 4. Retire what a later statement of the same scope replaced.
     conflicts = resolve_conflicts(threads)
 
     # 5. Group per cwd and render.
@@ -171,7 +174,49 @@ def find_input_conflicts(raw_memories_text: str) -> list[Conflict]:
     threads = parse_raw_memories(raw_memories_text)
     for thread in threads:
         thread.cwd = thread.cwd or UNKNOWN_CWD
-    return find_conflicts(preference_entries(threads))
+    return find_conflicts(statement_entries(threads))
+
+
+def replaced_entries_block(root_dir: Path) -> str:
+    """The model consolidator's prompt block naming the entries of the synced `raw_memories.md`
+    that a later statement replaced (what this consolidator drops); "" when there are none."""
+    raw_text = _read_regular(SandboxedFolder(root_dir), paths.RAW_MEMORIES_FILE) or ""
+    return render_replaced_entries(find_input_conflicts(raw_text))
+
+
+MAX_LISTED_REPLACED = 100
+REPLACED_HEADING = "### Entries replaced by a later statement (found by code for this run)"
+
+
+def render_replaced_entries(conflicts: list[Conflict]) -> str:
+    """The model consolidator's list of replaced entries (`prompts/consolidation.md`): each loser
+    quoted with its thread, time and scope, and the newer statement that replaced it; "" when
+    nothing was replaced. At most `MAX_LISTED_REPLACED` lines, then a count of the rest. The
+    texts are evidence quoted from the inputs, redacted like everything sent to a model."""
+    if not conflicts:
+        return ""
+    lines = [
+        REPLACED_HEADING,
+        "",
+        "Each entry below was replaced by a later statement on the same subject in the same scope. "
+        "Do not carry it into `MEMORY.md`, `memory_summary.md` or a skill, and remove it where an "
+        "earlier run wrote it; keep the newer statement.",
+        "",
+    ]
+    for conflict in conflicts[:MAX_LISTED_REPLACED]:
+        lines.append(
+            f"- replaced: {_quoted(conflict.loser.text)} (thread `{conflict.loser.source}`, "
+            f"updated_at {conflict.loser.updated_at}, scope {conflict.loser.group}; subject: {conflict.subject}) "
+            f"-> by: {_quoted(conflict.winner.text)} (thread `{conflict.winner.source}`, updated_at {conflict.winner.updated_at})"
+        )
+    if len(conflicts) > MAX_LISTED_REPLACED:
+        lines.append(f"- ... and {len(conflicts) - MAX_LISTED_REPLACED} more replaced entries of the same kind in `raw_memories.md`")
+    return redact_secrets("\n".join(lines)) + "\n"
+
+
+def _quoted(text: str) -> str:
+    bare = " ".join(split_entry(text)[0].split()).strip("\"'“”")
+    return "\"" + bare.replace("`", "'") + "\""
 
 
 def _read_regular(folder: SandboxedFolder, path: str) -> str | None:

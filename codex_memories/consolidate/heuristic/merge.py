@@ -3,8 +3,9 @@
 - `merge_summaries`: rollout summaries add branch metadata, and summary-only threads; every
   thread gets a description, a cwd (`UNKNOWN_CWD` when none) and a project key.
 - `apply_notes`: each note's forget term removes thread lines and earlier notes; the notes kept.
-- `resolve_conflicts`: contradicting preference entries of one cwd, newest first; the older entry
-  leaves its thread (`conflicts.find_conflicts`).
+- `resolve_conflicts`: a preference or knowledge entry replaced by a later one of the same scope
+  (one project key: every folder of a repository; or the user level) leaves its thread, the
+  thread's time deciding which is later (`conflicts.find_conflicts`).
 - `build_groups`: one user-level group, one group per project key (per cwd without one), newest
   first; a line supported by several tasks is merged on its text without the typed-entry suffix,
   and a command keeps only its newest verdict (`keep_newest_command_verdicts`).
@@ -29,7 +30,7 @@ from codex_memories.consolidate.heuristic.parse import (
 )
 from codex_memories.llm.heuristic import UNRESOLVED_COMMAND_LINE, VERIFIED_COMMAND_LINE
 from codex_memories.scopes import PROJECT_SCOPE, USER_LEVEL_LABEL, USER_SCOPE, project_marker
-from codex_memories.typed_entries import split_entry
+from codex_memories.typed_entries import normalise, split_entry
 
 UNKNOWN_CWD = "unknown"
 MAX_KEYWORDS = 12
@@ -75,33 +76,60 @@ class Group:
         return dedupe(keyword for task in self.tasks for keyword in task.thread.keywords)[:MAX_KEYWORDS]
 
 
-def preference_entries(threads: list[ThreadMemory]) -> list[DatedEntry]:
-    """Every thread's preference lines as dated entries, grouped by cwd, in input order."""
+# What a later statement can replace: the user's rules and the facts about their environment
+# (a port, a profile, a version is knowledge as often as a preference). Failures are history.
+REPLACEABLE_SECTIONS = (PREFERENCES, KNOWLEDGE)
+
+
+def scope_group(thread: ThreadMemory) -> str:
+    """The scope a thread's statements replace each other in: the user level, or one project
+    (its key: every folder of one repository; its cwd for a memory from before scopes)."""
+    if thread.scope == USER_SCOPE:
+        return USER_SCOPE
+    return f"{PROJECT_SCOPE}={thread.project_key or (thread.cwd.rstrip('/') or '/' if thread.cwd else UNKNOWN_CWD)}"
+
+
+def statement_entries(threads: list[ThreadMemory]) -> list[DatedEntry]:
+    """Every thread's preference and knowledge lines as dated entries (the thread's time), grouped
+    by scope, in input order."""
     entries: list[DatedEntry] = []
     for thread in threads:
-        for line in thread.lines[PREFERENCES]:
-            entries.append(
-                DatedEntry(
-                    text=line, group=thread.cwd or UNKNOWN_CWD, source=thread.thread_id,
-                    updated_at=thread.updated_at, position=len(entries),
+        for section in REPLACEABLE_SECTIONS:
+            for line in thread.lines[section]:
+                entries.append(
+                    DatedEntry(
+                        text=line, group=scope_group(thread), source=thread.thread_id,
+                        updated_at=thread.updated_at, position=len(entries),
+                    )
                 )
-            )
     return entries
 
 
 def resolve_conflicts(threads: list[ThreadMemory]) -> list[Conflict]:
-    """Find contradicting preference entries and drop each older one from its thread."""
-    conflicts = find_conflicts(preference_entries(threads))
+    """Find replaced entries and drop each from its thread (the newer statement stays)."""
+    conflicts = find_conflicts(statement_entries(threads))
     dropped = losers(conflicts)
     position = 0
     for thread in threads:
-        kept = []
-        for line in thread.lines[PREFERENCES]:
-            if (thread.cwd or UNKNOWN_CWD, thread.thread_id, position) not in dropped:
-                kept.append(line)
-            position += 1
-        thread.lines[PREFERENCES] = kept
+        for section in REPLACEABLE_SECTIONS:
+            kept = []
+            for line in thread.lines[section]:
+                if (scope_group(thread), thread.thread_id, position) not in dropped:
+                    kept.append(line)
+                position += 1
+            thread.lines[section] = kept
+    _rename_threads_named_after(threads, [conflict.loser.text for conflict in conflicts])
     return conflicts
+
+
+def _rename_threads_named_after(threads: list[ThreadMemory], replaced: list[str]) -> None:
+    """A session the extractor named after its first request ("In this repo use Node 18 ...")
+    would carry the replaced value into every index line about it: it is named by its id."""
+    quoted = [text for text in (normalise(split_entry(line)[0]) for line in replaced) if text]
+    for thread in threads:
+        description = normalise(thread.description)
+        if any(text in description for text in quoted):
+            thread.description = f"session {thread.thread_id}"
 
 
 def merge_summaries(threads: list[ThreadMemory], summaries: list[RolloutSummary]) -> list[ThreadMemory]:
