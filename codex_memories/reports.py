@@ -412,6 +412,26 @@ _REVIEW_REFUSED = frozenset({Outcome.skipped_review_rejected, Outcome.skipped_re
 _SUCCEEDED = frozenset({Outcome.succeeded.value, Outcome.succeeded_no_output.value})
 
 
+class RunNotDone(Exception):
+    """The data of the final state of a run that did not do its job (failed or cancelled).
+
+    A deployment's run ends by raising its final state's data when that state is not Completed;
+    Prefect can raise only an exception (any other data became a `TypeError` whose message dumped
+    the whole report, with a traceback). This one says the verdict in one line and carries the
+    report for the caller that reads it back (`flows.flow_runs.report_of`); the run-log filter
+    (`flows.log_filters`) logs it as that one line, without a traceback."""
+
+    def __init__(self, verdict: RunVerdict, report: Any) -> None:
+        super().__init__(f"{verdict.name}: {verdict.message}")
+        self.verdict = verdict
+        self.report = report
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled with the flow run's result (cloudpickle): the default would rebuild it from
+        # its message alone.
+        return (RunNotDone, (self.verdict, self.report))
+
+
 @dataclass(frozen=True)
 class RunVerdict:
     """Did the run do its job: the type of its final state (`completed`, `failed`, `cancelled`),

@@ -11,7 +11,9 @@ Orchestration only (flows layer):
   Retry, or `set_state` to AwaitingRetry), else None. The claims take back what the earlier
   attempt left (`MemoryStore.resume_stage1_claims`, `try_claim_global_phase2_job`).
 - `final_state` / `report_of`: the library's `RunVerdict` as the Prefect state the flow returns,
-  carrying the run's report, and the report back from that state (`docs/prefect.md`).
+  carrying the run's report, and the report back from that state (`docs/prefect.md`). A state
+  that is not Completed carries it inside a `RunNotDone`: Prefect raises that state's data when
+  a deployment's run ends, and only an exception can be raised with a one-line message.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from prefect import get_client
 from prefect.context import FlowRunContext
 from prefect.states import Cancelled, Completed, Failed, State
 
-from codex_memories.reports import RunVerdict
+from codex_memories.reports import RunNotDone, RunVerdict
 from codex_memories.settings import SettingsOverrides
 
 OVERRIDES_PARAMETER = "overrides"
@@ -57,14 +59,18 @@ _STATES = {"completed": Completed, "failed": Failed, "cancelled": Cancelled}
 
 
 def final_state(verdict: RunVerdict, report: Any) -> State[Any]:
-    """The state a flow returns: the verdict's type, name and message, with the report as data."""
-    return _STATES[verdict.state](name=verdict.name, message=verdict.message, data=report)
+    """The state a flow returns: the verdict's type, name and message, with the report as data
+    (inside a `RunNotDone` when the run did not do its job)."""
+    data = report if verdict.state == "completed" else RunNotDone(verdict, report)
+    return _STATES[verdict.state](name=verdict.name, message=verdict.message, data=data)
 
 
 def report_of(state: State[Any]) -> Any:
     """The report a flow run's final state carries (failed and cancelled runs included); an
     error the flow raised is raised here."""
     result = state.result(raise_on_failure=False)
+    if isinstance(result, RunNotDone):
+        return result.report
     if isinstance(result, BaseException):
         raise result
     return result

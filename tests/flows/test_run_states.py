@@ -17,7 +17,14 @@ from prefect import get_client
 from prefect.flow_runs import resume_flow_run
 
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import Phase1Report, Phase2Report, backfill_verdict, phase1_verdict, phase2_verdict
+from codex_memories.reports import (
+    Phase1Report,
+    Phase2Report,
+    RunNotDone,
+    backfill_verdict,
+    phase1_verdict,
+    phase2_verdict,
+)
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.backfill import backfill
 from codex_memories_flows.phase1 import phase1
@@ -96,6 +103,37 @@ def test_a_phase1_run_with_some_failures_ends_failed_named_partial(tmp_path: Pat
     )
 
 
+def test_a_failed_run_ends_with_its_verdict_in_one_line_and_no_traceback(tmp_path: Path, monkeypatch, caplog) -> None:
+    """As a deployment's run ends: Prefect's engine raises the final state's data and logs it on
+    the flow-run logger (`error_logger`)."""
+    from prefect.flow_engine import run_flow
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    codex_home = sessions(tmp_path, ["alpha", "beta"])
+    with running_openai_server(lambda request: ScriptedReply.http_error(500, "down")) as server:
+        parameters = {"overrides": overrides(tmp_path, codex_home, server.base_url)}
+        with caplog.at_level(logging.INFO, logger="prefect.flow_runs"), pytest.raises(RunNotDone) as raised:
+            run_flow(phase1, parameters=parameters, error_logger=logging.getLogger("prefect.flow_runs"))
+    assert str(raised.value) == "Failed: every extraction failed (failed_model_request=2)"
+    assert isinstance(raised.value.report, Phase1Report)
+    ended = [record for record in caplog.records if "Engine execution" in record.getMessage() or "Run ended" in record.getMessage()]
+    assert [(record.levelname, record.getMessage(), record.exc_info) for record in ended] == [
+        ("ERROR", "Run ended Failed: every extraction failed (failed_model_request=2) (its report is this flow run's artifact)", None)
+    ]
+    assert not any("cannot be resolved into an exception" in record.getMessage() for record in caplog.records)
+
+
+def test_the_run_report_is_an_artifact_of_the_flow_run_not_of_a_task_run(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    codex_home = sessions(tmp_path, ["alpha"])
+    with running_openai_server() as server:
+        state = phase1(overrides=overrides(tmp_path, codex_home, server.base_url), return_state=True)
+    with get_client(sync_client=True) as client:
+        reports = [artifact for artifact in client.read_artifacts() if artifact.key == "memories-phase1"]
+    run_id = state.state_details.flow_run_id
+    assert [(artifact.flow_run_id, artifact.task_run_id) for artifact in reports if artifact.flow_run_id == run_id] == [(run_id, None)]
+
+
 def test_a_phase1_run_that_did_its_job_or_had_nothing_to_do_is_completed(tmp_path: Path, monkeypatch, caplog) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     codex_home = sessions(tmp_path, ["alpha"])
@@ -107,6 +145,7 @@ def test_a_phase1_run_that_did_its_job_or_had_nothing_to_do_is_completed(tmp_pat
     # The extraction's task run says what came of it, not only "Finished in state Completed()".
     said = [record.getMessage() for record in caplog.records if record.name == "prefect.task_runs"]
     assert any(line.startswith("succeeded; ") and "transcript tokens sent (budget 150000); openai model" in line for line in said), said
+    assert not any(line.startswith("Finished in state Completed(") for line in said), said
 
 
 def test_a_failed_consolidation_ends_failed_with_its_outcome_and_reason(home: Home) -> None:
