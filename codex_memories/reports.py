@@ -405,6 +405,7 @@ def _fenced_diff(diff: str) -> str:
 PARTIAL = "Partial"
 AWAITING_REVIEW = "AwaitingReview"
 REJECTED = "Rejected"
+BACKING_OFF = "BackingOff"
 
 # The phase-2 outcomes that end a run waiting for, or refused by, a reviewer.
 _REVIEW_WAITING = frozenset({Outcome.proposed_awaiting_review, Outcome.skipped_review_pending})
@@ -460,7 +461,8 @@ def phase1_verdict(report: Phase1Report) -> RunVerdict:
 
 
 def phase2_verdict(report: Phase2Report) -> RunVerdict:
-    """Failed on a `failed_*` outcome; `AwaitingReview` (completed) while a proposal waits for a
+    """Failed on a `failed_*` outcome, and named `BackingOff` while a failure's backoff holds
+    phase 2 back (`skipped_retry_unavailable`); `AwaitingReview` (completed) while a proposal waits for a
     decision; `Rejected` (cancelled) when the reviewer said no or did not answer in time;
     Completed otherwise, skips included (a skip is a decision of the DB lease, the cooldown or
     the rate-limit guard, not a fault)."""
@@ -469,6 +471,10 @@ def phase2_verdict(report: Phase2Report) -> RunVerdict:
     message = f"{text}: {report.reason}" if report.reason else text
     if outcome is None or outcome.is_failure:
         return RunVerdict("failed", "Failed", message)
+    if outcome is Outcome.skipped_retry_unavailable:
+        # Not a success: the memory folder stays behind its inputs until the failure's cause is
+        # fixed; the message says which failure, until when, and what lifts it.
+        return RunVerdict("failed", BACKING_OFF, message)
     if outcome in _REVIEW_WAITING:
         return RunVerdict("completed", AWAITING_REVIEW, message)
     if outcome in _REVIEW_REFUSED:

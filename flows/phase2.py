@@ -68,7 +68,8 @@ def phase2(overrides: SettingsOverrides | None = None, force: bool = False, from
         overrides: settings for this run on top of the deployment's default overrides, the
             worker's environment, our TOML file and the defaults (Codex home, state DB, memory
             root, provider, model, review, ...); a field given replaces that field only.
-        force: skip the cooldown since the last success (never the lease).
+        force: skip the cooldown since the last success and lift the backoff after a failure
+            (never the lease).
         from_scratch: rebuild: consolidate into a fresh folder (only the extensions and the recall
             index kept from the old one) instead of on top of the last consolidation; the live
             folder serves the old one until the rebuilt one is published.
@@ -105,7 +106,7 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool =
             publish_phase2_report(report)  # `stage_step` logged the failure with its outcome code
             return report
         if claim.outcome is not Phase2ClaimOutcome.claimed:
-            report.outcome = Outcome(claim.outcome.value)
+            report.outcome, report.reason = Outcome(claim.outcome.value), claim.reason
             publish_phase2_report(report)
             return report
         lease = Phase2Lease(claim.ownership_token or "", claim.input_watermark or 0, worker)

@@ -162,6 +162,29 @@ def test_a_failed_consolidation_ends_failed_with_its_outcome_and_reason(home: Ho
     assert (kind, name) == ("FAILED", "Failed") and message.startswith("failed_"), message
 
 
+def test_a_backoff_after_a_failed_consolidation_says_why_and_until_when_and_force_or_other_settings_lift_it(home: Home) -> None:
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    with running_openai_server(lambda request: ScriptedReply.http_error(400, "bad request")) as server:
+        failing = SettingsOverrides(
+            codex_home=str(home.codex_home), db_url=home.db_url, memory_root=str(home.root),
+            provider="openai", base_url=server.base_url,
+        )
+        failed = phase2(overrides=failing, force=True, return_state=True)
+        failure = api_state(failed)[2]
+        held = phase2(overrides=failing, return_state=True)
+        kind, name, message = api_state(held)
+        assert (kind, name) == ("FAILED", "BackingOff")
+        assert message.startswith("skipped_retry_unavailable: backing off after the last consolidation failed at ")
+        assert f"({failure}) until " in message and "UTC" in message and "--force" in message
+        assert "[settings " not in message
+        # --force lifts the backoff: the run consolidates (and fails again, the endpoint is still down).
+        forced = phase2(overrides=failing, force=True, return_state=True)
+        assert api_state(forced)[:2] == ("FAILED", "Failed")
+    # Another provider is other settings: the failure's backoff does not hold it back.
+    other = phase2(overrides=_review_overrides(home).with_values(review="auto"), return_state=True)
+    assert api_state(other) == ("COMPLETED", "Completed", "succeeded")
+
+
 def test_a_proposal_waiting_for_review_is_awaiting_review_and_says_how_to_decide(consolidated_once: Home) -> None:
     state = phase2(overrides=_review_overrides(consolidated_once), force=True, return_state=True)
     kind, name, message = api_state(state)
@@ -234,6 +257,7 @@ def test_phase1_verdicts(report: Phase1Report, expected: tuple[str, str, str]) -
         (Outcome.succeeded_no_workspace_changes, ("completed", "Completed")),
         (Outcome.skipped_cooldown, ("completed", "Completed")),
         (Outcome.skipped_running, ("completed", "Completed")),
+        (Outcome.skipped_retry_unavailable, ("failed", "BackingOff")),
         (Outcome.failed_agent, ("failed", "Failed")),
         (Outcome.failed_injection_gate, ("failed", "Failed")),
         (Outcome.proposed_awaiting_review, ("completed", "AwaitingReview")),
