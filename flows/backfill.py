@@ -25,9 +25,9 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from codex_memories.ingest.backfill import BackfillReport, day_window, older_than_selection_window, resolve_source
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import ExtractionLine, backfill_verdict
+from codex_memories.reports import ExtractionLine, backfill_verdict, model_endpoint
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
-from codex_memories_flows.flow_runs import final_state, run_overrides
+from codex_memories_flows.flow_runs import final_state, run_overrides, tag_this_run
 from codex_memories_flows.phase1 import MAX_EXTRACTION_WORKERS, extract_claims, take_back_claims
 from codex_memories_flows.phase2 import run_phase2
 from codex_memories_tasks.backfill_report import (
@@ -64,7 +64,9 @@ def backfill(
             worker's environment, our TOML file and the defaults (Codex home, state DB, memory
             root, provider, models, batch size, ...); a field given replaces that field only.
     """
-    report = run_backfill(run_overrides(overrides).load(), source=source, since=since, until=until)
+    config = run_overrides(overrides).load()
+    tag_this_run("backfill", provider=config.provider_name)
+    report = run_backfill(config, source=source, since=since, until=until)
     return final_state(backfill_verdict(report.phase1, report.phase2_outcome, report.phase2_reason), report)
 
 
@@ -77,6 +79,8 @@ def run_backfill(
     report.phase1.provider, report.phase1.model = config.provider_name, config.extract_model
     report.phase1.token_budget = config.settings.rollout_token_budget
     report.phase1.provider_reason = config.provider_reason
+    report.phase1.concurrency = config.settings.concurrency
+    report.phase1.endpoint = model_endpoint(config.provider_name, config.settings.base_url)
 
     # 1. Gate: generate_memories, as for phase 1.
     report.phase1.gate = check_phase1_gates(config)

@@ -95,9 +95,14 @@ BACKOFF_ADVICE = (
 )
 
 
+def failure_without_settings(last_error: str) -> str:
+    """A stored failure as a person reads it: without the settings tag."""
+    return _SETTINGS_TAG_PATTERN.sub("", last_error)
+
+
 def describe_backoff(last_error: str | None, finished_at: int | None, retry_at: int) -> str:
     """Why phase 2 waits and until when, as a run's state message says it."""
-    failure = _SETTINGS_TAG_PATTERN.sub("", last_error or "unknown failure")
+    failure = failure_without_settings(last_error or "unknown failure")
     when = f" at {_utc(finished_at)}" if finished_at is not None else ""
     return f"backing off after the last consolidation failed{when} ({failure}) until {_utc(retry_at)}"
 

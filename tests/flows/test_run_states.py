@@ -76,6 +76,14 @@ def overrides(tmp_path: Path, codex_home: Path, base_url: str) -> SettingsOverri
     )
 
 
+def after_outage(server: Any) -> str:
+    """What a run whose model requests failed says after its counts: the endpoint and the next step."""
+    return (
+        f": the model at {server.base_url} did not answer; fix it, then Retry this run "
+        "(only the failed extractions run again, nothing answered is paid twice)"
+    )
+
+
 def failing_for(*words: str):
     def handler(request: RecordedRequest) -> ScriptedReply:
         if any(word in request.input_text for word in words):
@@ -90,7 +98,7 @@ def test_a_phase1_run_whose_every_extraction_failed_ends_failed_with_the_counts(
     codex_home = sessions(tmp_path, ["alpha", "beta"])
     with running_openai_server(lambda request: ScriptedReply.http_error(500, "down")) as server:
         state = phase1(overrides=overrides(tmp_path, codex_home, server.base_url), return_state=True)
-    assert api_state(state) == ("FAILED", "Failed", "every extraction failed (failed_model_request=2)")
+    assert api_state(state) == ("FAILED", "Failed", f"every extraction failed (failed_model_request=2){after_outage(server)}")
 
 
 def test_a_phase1_run_with_some_failures_ends_failed_named_partial(tmp_path: Path, monkeypatch) -> None:
@@ -99,7 +107,7 @@ def test_a_phase1_run_with_some_failures_ends_failed_named_partial(tmp_path: Pat
     with running_openai_server(failing_for("beta")) as server:
         state = phase1(overrides=overrides(tmp_path, codex_home, server.base_url), return_state=True)
     assert api_state(state) == (
-        "FAILED", "Partial", "partial: 1 of 3 extractions failed (failed_model_request=1, succeeded=2)"
+        "FAILED", "Partial", f"partial: 1 of 3 extractions failed (failed_model_request=1, succeeded=2){after_outage(server)}"
     )
 
 
@@ -114,16 +122,17 @@ def test_a_failed_run_ends_with_its_verdict_in_one_line_and_no_traceback(tmp_pat
         parameters = {"overrides": overrides(tmp_path, codex_home, server.base_url)}
         with caplog.at_level(logging.INFO, logger="prefect.flow_runs"), pytest.raises(RunNotDone) as raised:
             run_flow(phase1, parameters=parameters, error_logger=logging.getLogger("prefect.flow_runs"))
-    assert str(raised.value) == "Failed: every extraction failed (failed_model_request=2)"
+    verdict = f"every extraction failed (failed_model_request=2){after_outage(server)}"
+    assert str(raised.value) == f"Failed: {verdict}"
     assert isinstance(raised.value.report, Phase1Report)
     ended = [record for record in caplog.records if "Engine execution" in record.getMessage() or "Run ended" in record.getMessage()]
     assert [(record.levelname, record.getMessage(), record.exc_info) for record in ended] == [
-        ("ERROR", "Run ended Failed: every extraction failed (failed_model_request=2) (its report is this flow run's artifact)", None)
+        ("ERROR", f"Run ended Failed: {verdict} (its report is this flow run's artifact)", None)
     ]
     assert not any("cannot be resolved into an exception" in record.getMessage() for record in caplog.records)
 
 
-def test_the_run_report_is_an_artifact_of_the_flow_run_not_of_a_task_run(tmp_path: Path, monkeypatch) -> None:
+def test_the_run_report_is_an_artifact_of_the_flow_run_and_the_run_is_tagged(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     codex_home = sessions(tmp_path, ["alpha"])
     with running_openai_server() as server:
@@ -132,6 +141,9 @@ def test_the_run_report_is_an_artifact_of_the_flow_run_not_of_a_task_run(tmp_pat
         reports = [artifact for artifact in client.read_artifacts() if artifact.key == "memories-phase1"]
     run_id = state.state_details.flow_run_id
     assert [(artifact.flow_run_id, artifact.task_run_id) for artifact in reports if artifact.flow_run_id == run_id] == [(run_id, None)]
+    # And the run carries the tags the UI filters by: the product, the phase, the provider.
+    with get_client(sync_client=True) as client:
+        assert set(client.read_flow_run(run_id).tags) >= {"codex-memories", "phase1", "provider:openai"}
 
 
 def test_a_phase1_run_that_did_its_job_or_had_nothing_to_do_is_completed(tmp_path: Path, monkeypatch, caplog) -> None:
@@ -198,7 +210,7 @@ def test_a_rejected_review_ends_cancelled_named_rejected(consolidated_once: Home
     thread, results = review_tests._paused_run(consolidated_once, monkeypatch)
     try:
         run_id = review_tests._wait_until_paused(consolidated_once)
-        resume_flow_run(run_id, run_input={"approve": False, "comment": "not this one"})
+        resume_flow_run(run_id, run_input={"decision": "reject", "comment": "not this one"})
     finally:
         thread.join(180)
     with get_client(sync_client=True) as client:
@@ -214,7 +226,7 @@ def test_a_backfill_whose_extractions_failed_ends_failed(tmp_path: Path, monkeyp
         state = backfill(overrides=overrides(tmp_path, codex_home, server.base_url), return_state=True)
     kind, name, message = api_state(state)
     assert (kind, name) == ("FAILED", "Partial")
-    assert message.startswith("extractions: partial: 1 of 2 extractions failed (failed_model_request=1, succeeded=1); phase 2: ")
+    assert message.startswith(f"extractions: partial: 1 of 2 extractions failed (failed_model_request=1, succeeded=1){after_outage(server)}; phase 2: ")
 
 
 def _review_overrides(home: Home) -> SettingsOverrides:
