@@ -83,7 +83,7 @@ class Phase1Report:
         counts: Counter[str] = Counter(line.outcome.value for line in self.extractions)
         if self.gate is not None:
             counts[self.gate.value] += 1
-        elif not self.claimed:
+        elif not self.claimed and not self.extractions:  # threads skipped at their claim were candidates
             counts[Outcome.skipped_no_candidates.value] += 1
         return counts
 
@@ -431,6 +431,7 @@ PARTIAL = "Partial"
 AWAITING_REVIEW = "AwaitingReview"
 REJECTED = "Rejected"
 BACKING_OFF = "BackingOff"
+INCOMPLETE = "Incomplete"
 
 # The phase-2 outcomes that end a run waiting for, or refused by, a reviewer.
 _REVIEW_WAITING = frozenset({Outcome.proposed_awaiting_review, Outcome.skipped_review_pending})
@@ -470,7 +471,9 @@ class RunVerdict:
 
 def phase1_verdict(report: Phase1Report) -> RunVerdict:
     """Failed when claimed extractions failed: named `Partial` when others succeeded, `Failed`
-    when none did. Completed otherwise (nothing to do, a gate, a rate-limit stop included); a
+    when none did; named `Incomplete` when threads another run held were left unextracted
+    (`skipped_running`: a backfill's wait ran out, or a retried run could not take a claim
+    back). Completed otherwise (nothing to do, a gate, a rate-limit stop included); a
     run the rate-limit guard stopped half way says "partial" in its message."""
     counts = report.outcome_counts()
     text = format_counts(counts)
@@ -481,6 +484,13 @@ def phase1_verdict(report: Phase1Report) -> RunVerdict:
         if succeeded:
             return RunVerdict("failed", PARTIAL, f"partial: {failed} of {failed + succeeded} extractions failed ({text}){next_step}")
         return RunVerdict("failed", "Failed", f"every extraction failed ({text}){next_step}")
+    held = counts[Outcome.skipped_running.value]
+    if held:
+        # Threads another run held past the run's wait: not extracted, so not a success.
+        return RunVerdict(
+            "failed", INCOMPLETE, f"incomplete: {held} thread(s) held by another run were not extracted ({text}); "
+            "a later run or a Retry of this one takes them"
+        )
     if counts[Outcome.skipped_rate_limited.value] and report.claimed:
         return RunVerdict("completed", "Completed", f"partial, stopped by the rate-limit guard ({text})")
     return RunVerdict("completed", "Completed", text)

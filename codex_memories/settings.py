@@ -291,6 +291,16 @@ class Settings(BaseSettings):
     backfill_batch_size: int = Field(
         default=32, ge=1, le=1024, description="Backfill: threads claimed and extracted per batch."
     )
+    backfill_held_wait_seconds: float = Field(
+        default=900.0,
+        ge=0,
+        le=86_400,
+        description=(
+            "Backfill: how long a run waits for the threads another run holds (its lease, or the "
+            "team-wide cap of running extractions) to be claimable again, before it ends Failed "
+            "(Incomplete) naming them."
+        ),
+    )
     ignore_age_windows: bool = Field(
         default=False,
         description="Claim regardless of the idle and age windows (backfill, the bundled example).",
