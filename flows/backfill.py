@@ -6,8 +6,10 @@ idle and age windows do not apply; the source and memory-mode rules do. Batches 
 `concurrency` extractions at once). Resumable: threads already extracted at their version are not
 candidates, so a re-run continues, and a finished backfill re-run extracts nothing; a retried
 flow run (the UI's Retry) works through its own candidates and batches again, taking back its
-claims as phase 1 does. Ends with one phase 2, which skips the cooldown (a backfill is an
-explicit request; never the lease). The run ends Failed when extractions or the phase 2 failed
+claims as phase 1 does. Threads another run holds (its lease, or the team-wide cap of running
+extractions) are claimed again as they free up, for a bounded wait (step 6b). Ends with one
+phase 2, which skips the cooldown (a backfill is an explicit request; never the lease). The run
+ends Failed when extractions or the phase 2 failed, named Incomplete when held threads were left
 (`codex_memories.reports.backfill_verdict`).
 
 Parameters are settings overrides and the source; none is secret (object-store credentials come
@@ -143,6 +145,7 @@ def run_backfill(
             break
         batch = claim_backfill(config, candidates[start : start + batch_size])
         claims, not_taken_back = take_back_claims(config, batch.claims)
+        report.batches += 1
         lines, held_here = _extract_batch(config, report, claims, not_taken_back + _skip_lines(batch), guard, discovery.kept_lines())
         held += held_here
         done = min(start + batch_size, len(candidates))
@@ -193,19 +196,20 @@ def _extract_batch(
     """Phase 1's extract / quality / finalize steps on one batch's claims, into the report (the
     lines added are returned); the threads another run held (`skipped_running`) are returned,
     not reported: step 6b takes them."""
-    extracted = extract_claims(claims, config, guard, kept_lines=kept_lines)
-    report.phase1.rate_limit = extracted.rate_limit or report.phase1.rate_limit
-    report.batches += 1
-    report.phase1.claimed += len(claims)
-    lines = extracted.lines + [line for line in skipped if line.outcome is not Outcome.skipped_running]
+    lines = [line for line in skipped if line.outcome is not Outcome.skipped_running]
+    if claims:
+        extracted = extract_claims(claims, config, guard, kept_lines=kept_lines)
+        report.phase1.rate_limit = extracted.rate_limit or report.phase1.rate_limit
+        report.phase1.claimed += len(claims)
+        lines = extracted.lines + lines
+        report.phase1.quality += extracted.quality
+        report.phase1.usage += Counter(extracted.usage)
     report.phase1.extractions += lines
-    report.phase1.quality += extracted.quality
-    report.phase1.usage += Counter(extracted.usage)
     return lines, [line.thread_id for line in skipped if line.outcome is Outcome.skipped_running]
 
 
 # How often a backfill waiting for held threads asks the state DB again when none was claimable.
-HELD_POLL_SECONDS = 5.0
+HELD_POLL_SECONDS = 10.0
 
 
 def _wait_for_held_threads(
