@@ -163,11 +163,13 @@ def run_backfill(
     # 6b. Threads another run held (its lease, or the team-wide cap of running extractions) are
     #     never a success: claimed again as they free up, for up to `backfill_held_wait_seconds`;
     #     those still held then stay `skipped_running` and the run ends Incomplete, naming them.
-    if held and not stopped:
+    if held:
         by_id = {thread.id: thread for thread in candidates}
-        still_held = _wait_for_held_threads(config, report, [by_id[thread_id] for thread_id in held], discovery.kept_lines())
+        held_threads = [by_id[thread_id] for thread_id in held]
+        still_held = held_threads if stopped else _wait_for_held_threads(config, report, held_threads, discovery.kept_lines())
         report.phase1.extractions += [
-            ExtractionLine(thread.id, Outcome.skipped_running, reason=_held_reason(config)) for thread in still_held
+            ExtractionLine(thread.id, Outcome.skipped_running, reason=_held_reason(config, stopped=bool(report.phase1.rate_limit)))
+            for thread in still_held
         ]
 
     # 7. One phase 2 for everything the batches produced.
@@ -242,8 +244,12 @@ def _wait_for_held_threads(
     return queue
 
 
-def _held_reason(config: RuntimeConfig) -> str:
+def _held_reason(config: RuntimeConfig, *, stopped: bool) -> str:
+    waited = (
+        "the rate-limit guard stopped the run before it could take it" if stopped
+        else f"for the whole wait of {config.settings.backfill_held_wait_seconds:.0f} s"
+    )
     return (
-        f"held by another run (its lease, or the team-wide cap of running extractions) for the whole wait of "
-        f"{config.settings.backfill_held_wait_seconds:.0f} s: a later backfill or a Retry of this run takes it"
+        f"held by another run (its lease, or the team-wide cap of running extractions); {waited}: "
+        "a later backfill or a Retry of this run takes it"
     )
