@@ -74,17 +74,34 @@ class Phase1Report:
     usage_reused: Counter[str] = field(default_factory=Counter)
     # `rollout_token_budget`: what a transcript may send (the truncation section says it).
     token_budget: int | None = None
+    # Where the model requests went (`model_endpoint`), for the message of a run they failed in.
+    endpoint: str | None = None
+    # `concurrency`: extractions in flight at once (the run's own limit, not a Prefect limit).
+    concurrency: int | None = None
 
     def outcome_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter(line.outcome.value for line in self.extractions)
         if self.gate is not None:
             counts[self.gate.value] += 1
-        elif not self.claimed:
+        elif not self.claimed and not self.extractions:  # threads skipped at their claim were candidates
             counts[Outcome.skipped_no_candidates.value] += 1
         return counts
 
     def failures(self) -> list[ExtractionLine]:
         return [line for line in self.extractions if line.outcome.is_failure]
+
+
+# Where the openai client sends requests when no base_url is set.
+OPENAI_DEFAULT_ENDPOINT = "https://api.openai.com/v1"
+
+
+def model_endpoint(provider: str | None, base_url: str | None) -> str | None:
+    """The model endpoint a provider's requests go to, as a person names it (None: no model)."""
+    if provider == "openai":
+        return base_url or OPENAI_DEFAULT_ENDPOINT
+    if provider == "codex":
+        return "the Codex CLI (`codex exec`) and its model provider"
+    return None
 
 
 def render_phase1_markdown(report: Phase1Report) -> str:
@@ -99,6 +116,8 @@ def render_phase1_markdown(report: Phase1Report) -> str:
         if report.provider_reason:
             lines.append(f"Provider choice: {report.provider_reason}.")
         lines.append("")
+    if report.concurrency:
+        lines += [f"Extractions at once: at most {report.concurrency} (setting `concurrency`).", ""]
     if report.rate_limit:
         lines += [f"Rate-limit guard: `skipped_rate_limited`: {report.rate_limit}.", ""]
     lines += ["## Outcomes", "", "| outcome | count |", "|---|---|"]
@@ -200,6 +219,12 @@ class Phase2Report:
     work_left: bool = False
     # Contradicting memory entries in the inputs, each with the newer one that won (issue 15).
     conflicts: list[Conflict] = field(default_factory=list)
+
+    def folder_changes(self) -> list[str]:
+        """Every file this run changed in the folder (or its proposal): the inputs it synced and
+        the files the consolidator wrote or deleted."""
+        synced = {status.split(" ", 1)[-1] for status in self.diff_status}
+        return sorted(synced | set(self.files_changed))
 
     def record_consolidation(self, outcome: ConsolidationOutcome) -> None:
         """What the report keeps of the consolidation (`consolidate.consolidators.ConsolidationOutcome`).
@@ -384,12 +409,12 @@ def render_review_artifact(diff: str, *, proposal_path: str, outputs: int, pausa
 
 
 def render_review_form(diff: str, *, outputs: int) -> str:
-    """The decision form's description (markdown above the approve toggle): what approving
-    applies, the diff itself, shortened when long."""
+    """The decision form's description (markdown above the decision): what approving applies,
+    the diff itself, shortened when long."""
     shown = diff if len(diff) <= REVIEW_FORM_DIFF_CHARS else diff[:REVIEW_FORM_DIFF_CHARS] + "\n[shortened here: the full diff is the run's review artifact]\n"
     return (
-        f"Approve to apply this consolidation of {outputs} stage-1 outputs to the memory folder; reject to "
-        f"discard it (its inputs stay for the next run). The diff against the live folder (redacted):\n\n{_fenced_diff(shown)}"
+        f"Choose a decision: approve to apply this consolidation of {outputs} stage-1 outputs to the memory folder, "
+        f"or reject to discard it (its inputs stay for the next run). The diff against the live folder (redacted):\n\n{_fenced_diff(shown)}"
     )
 
 
@@ -405,11 +430,33 @@ def _fenced_diff(diff: str) -> str:
 PARTIAL = "Partial"
 AWAITING_REVIEW = "AwaitingReview"
 REJECTED = "Rejected"
+BACKING_OFF = "BackingOff"
+INCOMPLETE = "Incomplete"
 
 # The phase-2 outcomes that end a run waiting for, or refused by, a reviewer.
 _REVIEW_WAITING = frozenset({Outcome.proposed_awaiting_review, Outcome.skipped_review_pending})
 _REVIEW_REFUSED = frozenset({Outcome.skipped_review_rejected, Outcome.skipped_review_timeout})
 _SUCCEEDED = frozenset({Outcome.succeeded.value, Outcome.succeeded_no_output.value})
+
+
+class RunNotDone(Exception):
+    """The data of the final state of a run that did not do its job (failed or cancelled).
+
+    A deployment's run ends by raising its final state's data when that state is not Completed;
+    Prefect can raise only an exception (any other data became a `TypeError` whose message dumped
+    the whole report, with a traceback). This one says the verdict in one line and carries the
+    report for the caller that reads it back (`flows.flow_runs.report_of`); the run-log filter
+    (`flows.log_filters`) logs it as that one line, without a traceback."""
+
+    def __init__(self, verdict: RunVerdict, report: Any) -> None:
+        super().__init__(f"{verdict.name}: {verdict.message}")
+        self.verdict = verdict
+        self.report = report
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled with the flow run's result (cloudpickle): the default would rebuild it from
+        # its message alone.
+        return (RunNotDone, (self.verdict, self.report))
 
 
 @dataclass(frozen=True)
@@ -424,23 +471,45 @@ class RunVerdict:
 
 def phase1_verdict(report: Phase1Report) -> RunVerdict:
     """Failed when claimed extractions failed: named `Partial` when others succeeded, `Failed`
-    when none did. Completed otherwise (nothing to do, a gate, a rate-limit stop included); a
+    when none did; named `Incomplete` when threads another run held were left unextracted
+    (`skipped_running`: a backfill's wait ran out, or a retried run could not take a claim
+    back). Completed otherwise (nothing to do, a gate, a rate-limit stop included); a
     run the rate-limit guard stopped half way says "partial" in its message."""
     counts = report.outcome_counts()
     text = format_counts(counts)
     failed = sum(count for outcome, count in counts.items() if Outcome(outcome).is_failure)
     if failed:
         succeeded = sum(counts[outcome] for outcome in _SUCCEEDED)
+        next_step = _after_model_failures(report, counts)
         if succeeded:
-            return RunVerdict("failed", PARTIAL, f"partial: {failed} of {failed + succeeded} extractions failed ({text})")
-        return RunVerdict("failed", "Failed", f"every extraction failed ({text})")
+            return RunVerdict("failed", PARTIAL, f"partial: {failed} of {failed + succeeded} extractions failed ({text}){next_step}")
+        return RunVerdict("failed", "Failed", f"every extraction failed ({text}){next_step}")
+    held = counts[Outcome.skipped_running.value]
+    if held:
+        # Threads another run held past the run's wait: not extracted, so not a success.
+        return RunVerdict(
+            "failed", INCOMPLETE, f"incomplete: {held} thread(s) held by another run were not extracted ({text}); "
+            "a later run or a Retry of this one takes them"
+        )
     if counts[Outcome.skipped_rate_limited.value] and report.claimed:
         return RunVerdict("completed", "Completed", f"partial, stopped by the rate-limit guard ({text})")
     return RunVerdict("completed", "Completed", text)
 
 
+def _after_model_failures(report: Phase1Report, counts: Counter[str]) -> str:
+    """What a run whose model requests failed says next: the endpoint and the next step."""
+    if not counts[Outcome.failed_model_request.value]:
+        return ""
+    where = f" at {report.endpoint}" if report.endpoint else ""
+    return (
+        f": the model{where} did not answer; fix it, then Retry this run "
+        "(only the failed extractions run again, nothing answered is paid twice)"
+    )
+
+
 def phase2_verdict(report: Phase2Report) -> RunVerdict:
-    """Failed on a `failed_*` outcome; `AwaitingReview` (completed) while a proposal waits for a
+    """Failed on a `failed_*` outcome, and named `BackingOff` while a failure's backoff holds
+    phase 2 back (`skipped_retry_unavailable`); `AwaitingReview` (completed) while a proposal waits for a
     decision; `Rejected` (cancelled) when the reviewer said no or did not answer in time;
     Completed otherwise, skips included (a skip is a decision of the DB lease, the cooldown or
     the rate-limit guard, not a fault)."""
@@ -449,6 +518,10 @@ def phase2_verdict(report: Phase2Report) -> RunVerdict:
     message = f"{text}: {report.reason}" if report.reason else text
     if outcome is None or outcome.is_failure:
         return RunVerdict("failed", "Failed", message)
+    if outcome is Outcome.skipped_retry_unavailable:
+        # Not a success: the memory folder stays behind its inputs until the failure's cause is
+        # fixed; the message says which failure, until when, and what lifts it.
+        return RunVerdict("failed", BACKING_OFF, message)
     if outcome in _REVIEW_WAITING:
         return RunVerdict("completed", AWAITING_REVIEW, message)
     if outcome in _REVIEW_REFUSED:

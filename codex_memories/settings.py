@@ -26,9 +26,9 @@ import threading
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, WithJsonSchema, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -291,6 +291,16 @@ class Settings(BaseSettings):
     backfill_batch_size: int = Field(
         default=32, ge=1, le=1024, description="Backfill: threads claimed and extracted per batch."
     )
+    backfill_held_wait_seconds: float = Field(
+        default=900.0,
+        ge=0,
+        le=86_400,
+        description=(
+            "Backfill: how long a run waits for the threads another run holds (its lease, or the "
+            "team-wide cap of running extractions) to be claimable again, before it ends Failed "
+            "(Incomplete) naming them."
+        ),
+    )
     ignore_age_windows: bool = Field(
         default=False,
         description="Claim regardless of the idle and age windows (backfill, the bundled example).",
@@ -442,6 +452,23 @@ _OVERRIDABLE = (
 )
 
 
+def _select(choices: Any) -> WithJsonSchema:
+    """The form field of an optional choice (`Literal[...] | None`): a plain select of the choices.
+    Pydantic's `anyOf [enum, null]` showed as an empty dropdown in Prefect's V1 UI; a select left
+    empty is not sent, which is "not given" (None) here."""
+    return WithJsonSchema({"type": "string", "enum": list(get_args(choices))})
+
+
+def _no_form_default(schema: dict[str, Any]) -> None:
+    # Not given is no value at all, not a `null` the form would send for a `string` field.
+    schema.pop("default", None)
+
+
+_Provider = Literal["auto", "openai", "codex", "heuristic"]
+_ApiMode = Literal["responses", "chat"]
+_Review = Literal["auto", "ask"]
+
+
 class SettingsOverrides(BaseModel):
     """What one caller sets on top of the environment, our TOML file and the defaults.
 
@@ -457,9 +484,13 @@ class SettingsOverrides(BaseModel):
     codex_home: str | None = Field(default=None, description="Codex home to read (sessions/, config.toml).")
     db_url: str | None = Field(default=None, description="SQLAlchemy URL of the state DB.")
     memory_root: str | None = Field(default=None, description="Memory folder: a path or s3://bucket/prefix.")
-    provider: Literal["auto", "openai", "codex", "heuristic"] | None = Field(default=None, description="Model provider.")
+    provider: Annotated[_Provider | None, _select(_Provider)] = Field(
+        default=None, title="Provider", description="Model provider: auto, openai, codex or heuristic.", json_schema_extra=_no_form_default
+    )
     base_url: str | None = Field(default=None, description="An OpenAI-compatible server's URL.")
-    api_mode: Literal["responses", "chat"] | None = Field(default=None, description="responses or chat.")
+    api_mode: Annotated[_ApiMode | None, _select(_ApiMode)] = Field(
+        default=None, title="API mode", description="responses or chat.", json_schema_extra=_no_form_default
+    )
     config_file: str | None = Field(default=None, description="Our own TOML settings file.")
     extract_model: str | None = Field(default=None, description="The phase-1 model.")
     consolidation_model: str | None = Field(default=None, description="The phase-2 model.")
@@ -467,7 +498,9 @@ class SettingsOverrides(BaseModel):
     max_rollouts_per_startup: int | None = Field(default=None, description="Threads claimed per run (1..128).")
     ignore_age_windows: bool | None = Field(default=None, description="Claim regardless of the idle and age windows.")
     backfill_batch_size: int | None = Field(default=None, description="Backfill: threads per batch (1..1024).")
-    review: Literal["auto", "ask"] | None = Field(default=None, description="auto, or ask: consolidations wait for approval.")
+    review: Annotated[_Review | None, _select(_Review)] = Field(
+        default=None, title="Review", description="auto, or ask: consolidations wait for approval.", json_schema_extra=_no_form_default
+    )
     review_timeout_seconds: int | None = Field(default=None, description="Seconds a paused ask-mode run waits (a reject after).")
 
     @classmethod

@@ -1,12 +1,19 @@
 """`codex-memories review`: the decision on a consolidation that waits for approval (`review = ask`).
 
 Without `--approve`/`--reject` it prints the waiting proposal (when it was made, how many
-stage-1 outputs it consolidates) and its redacted diff against the live folder. A decision goes
-to the flow run that waits for it when one is paused (resumed with the same input its Prefect
-UI form sends, on the server of PREFECT_API_URL or of the `serve` of the same data); otherwise the library applies (`approve_proposal`: atomically, as a successful
-phase 2) or discards (`reject_proposal`) the proposal on disk. A proposal made from another
-baseline than the live one, or one whose live folder changed since, is refused: one line on
-stderr, exit 2, nothing changed. No proposal waiting is exit 1.
+stage-1 outputs it consolidates) and its redacted diff against the live folder.
+
+A decision on a proposal whose flow run paused for it goes to that run (resumed with the same
+input its Prefect UI form sends, on the server of PREFECT_API_URL or of the `serve` of the same
+data), and only there: when the run cannot be reached (no server known, the server does not
+answer or does not know the run, the run is not paused) the decision is refused with the reason,
+exit 2, and nothing changes, since deciding on disk would leave the run paused and make its own
+decision fail later. `--on-disk` decides on disk anyway, for a run whose server is gone for good.
+A proposal whose run has ended (crashed, cancelled), or that no run waits for (a run that could
+not pause), is decided here: the library applies (`approve_proposal`: atomically, as a successful
+phase 2) or discards (`reject_proposal`) it. A proposal made from another baseline than the live
+one, or one whose live folder changed since, is refused: one line on stderr, exit 2, nothing
+changed. No proposal waiting is exit 1.
 """
 
 from __future__ import annotations
@@ -33,6 +40,13 @@ def review(
     approve: Annotated[bool, typer.Option("--approve", help="Apply the waiting proposal to the memory folder.")] = False,
     reject: Annotated[bool, typer.Option("--reject", help="Discard the waiting proposal (its inputs stay for the next run).")] = False,
     comment: Annotated[str, typer.Option("--comment", help="Why; sent with the decision to a paused run.")] = "",
+    on_disk: Annotated[
+        bool,
+        typer.Option(
+            "--on-disk",
+            help="Decide on disk even when the paused run cannot be reached (its Prefect server is gone for good).",
+        ),
+    ] = False,
 ) -> None:
     """Show the consolidation waiting for review (review = ask), or --approve / --reject it."""
     from codex_memories.consolidate.review import ReviewRefused, load_proposal, proposal_diff
@@ -52,9 +66,14 @@ def review(
         print(f"proposal made {proposal.created_at} from {len(proposal.selection)} stage-1 output(s){waiting}")
         print(proposal_diff(proposal), end="")
         return
-    if proposal.flow_run_id and _resume_paused_run(config, proposal.flow_run_id, approve=approve, comment=comment):
-        print(f"{'approved' if approve else 'rejected'}: flow run {proposal.flow_run_id} resumed with the decision")
-        return
+    if proposal.flow_run_id and not on_disk:
+        try:
+            delivered = _resume_paused_run(config, proposal.flow_run_id, approve=approve, comment=comment)
+        except DecisionNotDelivered as error:
+            fail(str(error), EXIT_REFUSED)
+        if delivered:
+            print(f"{'approved' if approve else 'rejected'}: flow run {proposal.flow_run_id} resumed with the decision")
+            return
     try:
         if approve:
             print(_approve(config, root))
@@ -85,10 +104,15 @@ def _approve(config: RuntimeConfig, root: Path) -> str:
     return f"approved: applied {len(approval.proposal.selection)} stage-1 output(s) to {root}{left}"
 
 
+class DecisionNotDelivered(Exception):
+    """The paused run waiting for the decision could not be reached; the message says why and
+    what to do."""
+
+
 def _resume_paused_run(config: RuntimeConfig, flow_run_id: str, *, approve: bool, comment: str) -> bool:
-    """Resume the paused flow run with the decision; False when no paused run can be reached
-    (it ended, or it is on no server this command knows: neither PREFECT_API_URL nor the server
-    of the `serve` of the same data), so the proposal is decided on disk."""
+    """Resume the paused flow run with the decision: True when it got it; False when the run has
+    ended (crashed, cancelled, ...), so the proposal it left is decided on disk. Raises
+    `DecisionNotDelivered` when the run may still be waiting but cannot be reached."""
     from uuid import UUID
 
     import httpx
@@ -99,19 +123,36 @@ def _resume_paused_run(config: RuntimeConfig, flow_run_id: str, *, approve: bool
 
     from codex_memories_cli.prefect_server import choose_prefect_server
 
+    from codex_memories_flows.phase2_review import decision_input
+
+    elsewhere = "decide in the run's form in the Prefect UI, or give --on-disk if that server is gone for good"
     api_url = choose_prefect_server(config).api_url
     if api_url is None:
-        return False  # a temporary server of this command could not know the run
+        raise DecisionNotDelivered(
+            f"flow run {flow_run_id} is paused for this decision on a Prefect server this command does not know: "
+            f"PREFECT_API_URL is unset and no `codex-memories serve` of the same data is running; set PREFECT_API_URL "
+            f"to that server, or {elsewhere}"
+        )
     with temporary_settings(updates={PREFECT_API_URL: api_url}):
         try:
             with get_client(sync_client=True) as client:
                 run = client.read_flow_run(UUID(flow_run_id))
-                if run.state is None or not run.state.is_paused():
+                state = run.state
+                if state is not None and state.is_final():
                     return False
+                if state is None or not state.is_paused():
+                    raise DecisionNotDelivered(
+                        f"flow run {flow_run_id} is {state.name if state else 'without a state'}, not paused for a decision; "
+                        "run `codex-memories review` again once it is paused"
+                    )
                 _wait_for_the_form(client, run)
-        except (ObjectNotFound, httpx.HTTPError, ValueError):
-            return False
-        resume_flow_run(UUID(flow_run_id), run_input={"approve": approve, "comment": comment})
+        except ObjectNotFound:
+            raise DecisionNotDelivered(f"flow run {flow_run_id} is not on the Prefect server at {api_url}; {elsewhere}") from None
+        except httpx.HTTPError as error:
+            raise DecisionNotDelivered(
+                f"the Prefect server at {api_url} did not answer ({type(error).__name__}: {error}); {elsewhere}"
+            ) from None
+        resume_flow_run(UUID(flow_run_id), run_input=decision_input(approve=approve, comment=comment))
     return True
 
 

@@ -196,7 +196,11 @@ def consolidation_sentence(job: JobRecord | None, cooldown_seconds: int, *, now:
         return f"interrupted (started {when(job.started_at)}); the next run takes it over"
     if job.last_error:
         retry = f"; the next attempt after {when(job.retry_at)}" if job.retry_at and job.retry_at > moment else ""
-        return f"last attempt {when(job.finished_at)} ended {job.last_error.replace('_', ' ')}{retry}"
+        from codex_memories.state.phase2 import failure_without_settings
+
+        # The outcome code in words; the detail as written (it names files such as memory_summary.md).
+        code, separator, detail = failure_without_settings(job.last_error).partition(": ")
+        return f"last attempt {when(job.finished_at)} ended {code.replace('_', ' ')}{separator}{detail}{retry}"
     if job.finished_at is None:
         if job.last_success_watermark:  # it succeeded, and memories arrived while it ran
             return "new memories arrived during the last one; the next run consolidates them"

@@ -1,5 +1,5 @@
 """Prefect flows: orchestration only, each reads as numbered task calls (installed as `codex_memories_flows`)."""
 
-from codex_memories_flows.log_filters import install_disk_full_filter
+from codex_memories_flows.log_filters import install_run_log_filters
 
-install_disk_full_filter()
+install_run_log_filters()

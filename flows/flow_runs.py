@@ -10,8 +10,13 @@ Orchestration only (flows layer):
 - `retried_flow_run`: the flow run's id when it runs again after an earlier attempt (the UI's
   Retry, or `set_state` to AwaitingRetry), else None. The claims take back what the earlier
   attempt left (`MemoryStore.resume_stage1_claims`, `try_claim_global_phase2_job`).
+- `deployment_tags` / `tag_this_run`: the tags a Prefect user filters runs by: the product, the
+  phase and the deployment (on the deployment, which its runs inherit), and the provider (added
+  by each run once its settings are resolved, since a run's overrides may change it).
 - `final_state` / `report_of`: the library's `RunVerdict` as the Prefect state the flow returns,
-  carrying the run's report, and the report back from that state (`docs/prefect.md`).
+  carrying the run's report, and the report back from that state (`docs/prefect.md`). A state
+  that is not Completed carries it inside a `RunNotDone`: Prefect raises that state's data when
+  a deployment's run ends, and only an exception can be raised with a one-line message.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from prefect import get_client
 from prefect.context import FlowRunContext
 from prefect.states import Cancelled, Completed, Failed, State
 
-from codex_memories.reports import RunVerdict
+from codex_memories.reports import RunNotDone, RunVerdict
 from codex_memories.settings import SettingsOverrides
 
 OVERRIDES_PARAMETER = "overrides"
@@ -53,18 +58,46 @@ def retried_flow_run() -> str | None:
     return str(context.flow_run.id)
 
 
+PRODUCT_TAG = "codex-memories"
+
+
+def deployment_tags(deployment_name: str) -> list[str]:
+    """`codex-memories`, the phase (`memories-phase1` -> `phase1`) and `deployment:<name>`, as
+    `prefect.yaml` declares them."""
+    return [PRODUCT_TAG, deployment_name.removeprefix("memories-"), f"deployment:{deployment_name}"]
+
+
+def tag_this_run(phase: str, *, provider: str | None = None) -> None:
+    """Add the product, the phase and the provider to this flow run's tags (kept: those it has,
+    a deployment's included). Nothing outside a flow run."""
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        return
+    wanted = [PRODUCT_TAG, phase, *([f"provider:{provider}"] if provider else [])]
+    tags = list(dict.fromkeys([*(context.flow_run.tags or []), *wanted]))
+    if tags == list(context.flow_run.tags or []):
+        return
+    with get_client(sync_client=True) as client:
+        client.update_flow_run(context.flow_run.id, tags=tags)
+    context.flow_run.tags = tags
+
+
 _STATES = {"completed": Completed, "failed": Failed, "cancelled": Cancelled}
 
 
 def final_state(verdict: RunVerdict, report: Any) -> State[Any]:
-    """The state a flow returns: the verdict's type, name and message, with the report as data."""
-    return _STATES[verdict.state](name=verdict.name, message=verdict.message, data=report)
+    """The state a flow returns: the verdict's type, name and message, with the report as data
+    (inside a `RunNotDone` when the run did not do its job)."""
+    data = report if verdict.state == "completed" else RunNotDone(verdict, report)
+    return _STATES[verdict.state](name=verdict.name, message=verdict.message, data=data)
 
 
 def report_of(state: State[Any]) -> Any:
     """The report a flow run's final state carries (failed and cancelled runs included); an
     error the flow raised is raised here."""
     result = state.result(raise_on_failure=False)
+    if isinstance(result, RunNotDone):
+        return result.report
     if isinstance(result, BaseException):
         raise result
     return result

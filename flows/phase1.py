@@ -31,10 +31,10 @@ from codex_memories.extract.waves import WaveGuard
 from codex_memories.ingest.transcript import KeptLines
 from codex_memories.outcomes import Outcome
 from codex_memories.ratelimit import GuardDecision
-from codex_memories.reports import ExtractionLine, Phase1Report, phase1_verdict
+from codex_memories.reports import ExtractionLine, Phase1Report, model_endpoint, phase1_verdict
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim
-from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_overrides
+from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_overrides, tag_this_run
 from codex_memories_tasks.audit_pollution import audit_polluted_threads
 from codex_memories_tasks.claim import claim_stage1_jobs, given_back_if_interrupted, resume_claims
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
@@ -70,7 +70,9 @@ def phase1(overrides: SettingsOverrides | None = None) -> State[Phase1Report]:
             worker's environment, our TOML file and the defaults (Codex home, state DB, memory
             root, provider, model, concurrency, ...); a field given replaces that field only.
     """
-    report = run_phase1(run_overrides(overrides).load())
+    config = run_overrides(overrides).load()
+    tag_this_run("phase1", provider=config.provider_name)
+    report = run_phase1(config)
     return final_state(phase1_verdict(report), report)
 
 
@@ -78,7 +80,8 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     """The numbered steps of phase 1, callable from any flow (phase1, run, backfill)."""
     report = Phase1Report(
         provider=config.provider_name, model=config.extract_model, provider_reason=config.provider_reason,
-        token_budget=config.settings.rollout_token_budget,
+        token_budget=config.settings.rollout_token_budget, concurrency=config.settings.concurrency,
+        endpoint=model_endpoint(config.provider_name, config.settings.base_url),
     )
     audit_start = mark_forget_audit(config)
     logger = get_run_logger()
@@ -126,7 +129,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     claims, not_taken_back = take_back_claims(config, claim_stage1_jobs(config))
     report.claimed = len(claims)
     logger.info(
-        "claimed %d thread(s) (%s)", report.claimed,
+        "claimed %d thread(s), at most %d extraction(s) at once (%s)", report.claimed, config.settings.concurrency,
         "offline heuristic extractor, no model" if report.provider == "heuristic" else f"provider {report.provider}, model {report.model}",
     )
 

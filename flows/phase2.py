@@ -27,7 +27,7 @@ from codex_memories.reports import Phase2Report, phase2_verdict
 from codex_memories.runtime import Phase2Context, phase2_context
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Phase2ClaimOutcome
-from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_overrides
+from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_overrides, tag_this_run
 from codex_memories_flows.phase2_review import review_proposal
 from codex_memories_flows.phase2_support import prefect_singleton_slot, stage_step
 from codex_memories_tasks.audit_manual_changes import audit_manual_changes
@@ -68,12 +68,15 @@ def phase2(overrides: SettingsOverrides | None = None, force: bool = False, from
         overrides: settings for this run on top of the deployment's default overrides, the
             worker's environment, our TOML file and the defaults (Codex home, state DB, memory
             root, provider, model, review, ...); a field given replaces that field only.
-        force: skip the cooldown since the last success (never the lease).
+        force: skip the cooldown since the last success and lift the backoff after a failure
+            (never the lease).
         from_scratch: rebuild: consolidate into a fresh folder (only the extensions and the recall
             index kept from the old one) instead of on top of the last consolidation; the live
             folder serves the old one until the rebuilt one is published.
     """
-    report = run_phase2(run_overrides(overrides).load(), force=force, from_scratch=from_scratch)
+    config = run_overrides(overrides).load()
+    tag_this_run("phase2", provider=config.provider_name)
+    report = run_phase2(config, force=force, from_scratch=from_scratch)
     return final_state(phase2_verdict(report), report)
 
 
@@ -105,7 +108,7 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool =
             publish_phase2_report(report)  # `stage_step` logged the failure with its outcome code
             return report
         if claim.outcome is not Phase2ClaimOutcome.claimed:
-            report.outcome = Outcome(claim.outcome.value)
+            report.outcome, report.reason = Outcome(claim.outcome.value), claim.reason
             publish_phase2_report(report)
             return report
         lease = Phase2Lease(claim.ownership_token or "", claim.input_watermark or 0, worker)
@@ -121,11 +124,11 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool =
     report.forget_audit = collect_forget_audit(config, audit_start)
     publish_phase2_report(report)
     get_run_logger().info(
-        "phase 2: %s%s; selected %d; files changed %d; token usage: %s",
+        "phase 2: %s%s; selected %d; files changed %d (%d input(s) synced, %d written by the consolidator); token usage: %s",
         report.outcome.value if report.outcome else "unknown",
         f" ({report.reason})" if report.reason else "",
         report.selected,
-        len(report.files_changed),
+        len(report.folder_changes()), len(report.diff_status), len(report.files_changed),
         {key: value for key, value in report.usage.items() if value} or "none",
     )
     return report

@@ -8,9 +8,9 @@ only: the proposal itself is `codex_memories.consolidate.review`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from prefect import get_client
+from prefect import get_client, get_run_logger
 from prefect.context import FlowRunContext
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
@@ -34,10 +34,22 @@ from codex_memories_tasks.review import discard_proposal, propose
 
 
 class ReviewDecision(RunInput):
-    """The form a paused ask-mode run shows in the Prefect UI."""
+    """The form a paused ask-mode run shows in the Prefect UI. The decision has no default: the
+    reviewer picks approve or reject (a toggle that starts off would reject by default)."""
 
-    approve: bool = Field(description="Apply the proposed change to the memory folder.")
-    comment: str = Field(default="", description="Why (kept in the run's logs).")
+    decision: Literal["approve", "reject"] = Field(
+        title="Decision", description="approve: apply the proposed change to the memory folder; reject: discard it."
+    )
+    comment: str = Field(default="", title="Comment", description="Why (written to the run's logs).")
+
+    @property
+    def approve(self) -> bool:
+        return self.decision == "approve"
+
+
+def decision_input(*, approve: bool, comment: str) -> dict[str, str]:
+    """The run input a decision sends, as the form does (`codex-memories review --approve/--reject`)."""
+    return ReviewDecision(decision="approve" if approve else "reject", comment=comment).model_dump(include={"decision", "comment"})
 
 
 # How often a paused run asks the server whether it was resumed.
@@ -71,6 +83,11 @@ def review_proposal(context: Phase2Context, report: Phase2Report, diff: Workspac
         return False
     form = render_review_form(proposal_diff(proposal), outputs=len(proposal.selection))
     decision = wait_for_decision(context, form)
+    if decision is not None:
+        get_run_logger().info(
+            "review: %s%s", "approved" if decision.approve else "rejected",
+            redact_secrets(f": {decision.comment}") if decision.comment else " (no comment)",
+        )
     if decision is not None and decision.approve:
         forget_proposal_metadata(workspace.path)
         workspace.kept = False  # this run's copy again: published below, or discarded

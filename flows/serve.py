@@ -25,7 +25,7 @@ from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
 from codex_memories.reports import Phase1Report, Phase2Report
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.backfill import backfill
-from codex_memories_flows.flow_runs import report_of
+from codex_memories_flows.flow_runs import deployment_tags, report_of
 from codex_memories_flows.forget import forget
 from codex_memories_flows.phase1 import phase1
 from codex_memories_flows.phase2 import phase2
@@ -38,8 +38,14 @@ class ServedDeployment:
     cron: str | None = None
     concurrency_limit: int | None = None
 
+    @property
+    def tags(self) -> list[str]:
+        """What its runs are filtered by in the UI (they inherit a deployment's tags): the
+        product, the phase, the deployment. The provider is added by each run (`tag_this_run`)."""
+        return deployment_tags(self.name)
 
-# Names, schedules and limits as in prefect.yaml (tests/deploy/test_serve.py compares them).
+
+# Names, schedules, limits and tags as in prefect.yaml (tests/deploy/test_serve.py compares them).
 SERVED = (
     ServedDeployment(phase1, "memories-phase1", cron="0 * * * *"),
     # One phase 2 at a time; a run that finds the slot taken is Cancelled, as in prefect.yaml.
@@ -63,6 +69,7 @@ def served_deployments(overrides: SettingsOverrides) -> list[RunnerDeployment]:
                 else None
             ),
             parameters=parameters,
+            tags=served.tags,
             # By module, not by file: the flows are found wherever the package is installed.
             entrypoint_type=EntrypointType.MODULE_PATH,
         )

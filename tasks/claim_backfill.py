@@ -1,7 +1,8 @@
 """Tasks: the backfill candidates of a source, and one batch's claims (`codex_memories.ingest.backfill`).
 
 Inputs: the discovered thread ids and the day window, then a batch of threads. Outputs: the
-candidate records; the batch's claims and the skipped threads with their outcome. Side effect:
+candidate records; the batch's claims and the skipped threads with their outcome; the same for
+threads another run held, claimed again (`claim_held_threads`, never cached). Side effect:
 `jobs` rows leased (no idle/age windows: a backfill is an explicit request). Both are persisted
 per flow run (the batch's by its threads), so a retried flow run works through the same batches
 with the same claims, which the flow then takes back (`codex_memories_tasks.claim.resume_claims`).
@@ -42,6 +43,17 @@ def list_backfill_candidates(config: RuntimeConfig, thread_ids: list[str], windo
 
 @task(name="claim-backfill-batch", cache_key_fn=_batch_key, persist_result=True)
 def claim_backfill(config: RuntimeConfig, threads: list[ThreadRecord]) -> BatchClaim:
+    return _claim(config, threads)
+
+
+@task(name="claim-held-backfill-threads", cache_policy=None)
+def claim_held_threads(config: RuntimeConfig, threads: list[ThreadRecord]) -> BatchClaim:
+    """Threads another run held when their batch was claimed, claimed again now. Never cached:
+    a retried flow run asks the DB again instead of replaying the skip."""
+    return _claim(config, threads)
+
+
+def _claim(config: RuntimeConfig, threads: list[ThreadRecord]) -> BatchClaim:
     settings = config.settings
     return claim_backfill_batch(
         open_store(settings.resolved_db_url),

@@ -1,18 +1,20 @@
 """Task: phase 2 step 1, claim the global consolidation lease (`consolidate.steps.claim_global_lock`).
 
-Input: the configuration, `force` (skips the cooldown, never the lease) and, in a retried flow
-run, its id (the backoff or lease an earlier attempt of it left does not apply). Output: the
-claim result and this worker's id. Side effect: the global `jobs` row leased when claimed.
+Input: the configuration, `force` (skips the cooldown and lifts a failure's backoff, never the
+lease) and, in a retried flow run, its id (the backoff or lease an earlier attempt of it left does
+not apply). A backoff left by a failure that ran with other settings is lifted too
+(`MemoryStore.lift_global_phase2_backoff`). Output: the claim result and this worker's id. Side
+effect: the global `jobs` row leased when claimed; a lifted backoff is logged.
 """
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from prefect import task
+from prefect import get_run_logger, task
 
 from codex_memories.consolidate.steps import claim_global_lock
 from codex_memories.runtime import Phase2Context, open_store
-from codex_memories.settings import RuntimeConfig
+from codex_memories.settings import RuntimeConfig, config_fingerprint
 from codex_memories.state.records import Phase2ClaimResult
 from codex_memories_tasks.claim import worker_id
 
@@ -21,8 +23,12 @@ from codex_memories_tasks.claim import worker_id
 def claim_lock(config: RuntimeConfig, force: bool, retried_flow_run: str | None = None) -> tuple[Phase2ClaimResult, str]:
     worker = worker_id()
     settings = config.settings
+    store = open_store(settings.resolved_db_url)
+    lifted = store.lift_global_phase2_backoff(force=force, settings_fingerprint=settings_fingerprint(config))
+    if lifted is not None:
+        get_run_logger().info("%s", lifted)
     result = claim_global_lock(
-        open_store(settings.resolved_db_url),
+        store,
         worker_id=worker,
         lease_seconds=settings.phase2_lease_seconds,
         cooldown_seconds=settings.phase2_cooldown_seconds,
@@ -44,3 +50,9 @@ def lease_given_back_if_interrupted(context: Phase2Context) -> Iterator[None]:
         if not isinstance(error, Exception):  # an interruption, Prefect's termination signal, an exit
             context.store.release_global_phase2_job(ownership_token=context.lease.ownership_token)
         raise
+
+
+def settings_fingerprint(config: RuntimeConfig) -> str:
+    """The settings a phase-2 pass runs with, short: a failure's backoff holds back only a run
+    with the same ones (`codex_memories.state.phase2.tag_failure_with_settings`)."""
+    return config_fingerprint(config)[:12]

@@ -8,7 +8,9 @@ Part of `MemoryStore` (see `store.py` for the transaction and clock contract).
 from __future__ import annotations
 
 import json
+import re
 import uuid
+from datetime import UTC, datetime
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -70,6 +72,45 @@ PHASE2_RANKING = (
     outputs_table.c.thread_id.desc(),
 )
 
+# A failure's `last_error` ends with the settings it ran with (`tag_failure_with_settings`): a
+# run with other settings (another provider, model, endpoint, ...) is not held back by it.
+_SETTINGS_TAG = " [settings {}]"
+_SETTINGS_TAG_PATTERN = re.compile(r" \[settings ([0-9a-f]+)\]$")
+
+
+def tag_failure_with_settings(reason: str, settings_fingerprint: str) -> str:
+    """The failure reason stored on the global job, ending with the settings it ran with."""
+    return reason + _SETTINGS_TAG.format(settings_fingerprint)
+
+
+def settings_of_failure(last_error: str | None) -> str | None:
+    """The settings fingerprint a stored failure ran with (None: untagged, e.g. Codex's own)."""
+    match = _SETTINGS_TAG_PATTERN.search(last_error or "")
+    return match.group(1) if match else None
+
+
+BACKOFF_ADVICE = (
+    "fix the cause, then run `codex-memories phase2 --force` (or the deployment with force), "
+    "or change the provider or settings"
+)
+
+
+def failure_without_settings(last_error: str) -> str:
+    """A stored failure as a person reads it: without the settings tag."""
+    return _SETTINGS_TAG_PATTERN.sub("", last_error)
+
+
+def describe_backoff(last_error: str | None, finished_at: int | None, retry_at: int) -> str:
+    """Why phase 2 waits and until when, as a run's state message says it."""
+    failure = failure_without_settings(last_error or "unknown failure")
+    when = f" at {_utc(finished_at)}" if finished_at is not None else ""
+    return f"backing off after the last consolidation failed{when} ({failure}) until {_utc(retry_at)}"
+
+
+def _utc(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 # What counts as an empty phase-1 payload: Rust's `trim()` strips all of these.
 _BLANK_CHARACTERS = " \t\n\r"
 
@@ -102,7 +143,9 @@ class Phase2Store(StoreBase):
         """Query behaviour (spec 2.4, one locked transaction):
         - no row: insert `running` (`input_watermark=0`) → `claimed` (unless stage-1 jobs are
           in flight, below);
-        - `retry_at > now` → `skipped_retry_unavailable`;
+        - `retry_at > now` → `skipped_retry_unavailable`, its reason the failure and the end of
+          the backoff (`describe_backoff`); `lift_global_phase2_backoff`, called first, clears
+          it for `--force` or other settings;
         - running under a live lease → `skipped_running`;
         - ours, `retried_flow_run` (a flow run retried from the Prefect UI): the two checks above
           do not apply to a row whose `worker_id` names that flow run (`<host>:<pid>:<flow run
@@ -132,6 +175,37 @@ class Phase2Store(StoreBase):
                 ),
                 "global phase-2 job",
             )
+
+        return self._write(run, locks=(JobKind.consolidate_global,))
+
+    def lift_global_phase2_backoff(self, *, force: bool, settings_fingerprint: str) -> str | None:
+        """Query behaviour (one locked transaction), before the claim:
+        - the global job is not running and its `retry_at > now` (a failure's backoff), and
+          either `force` (the user's explicit request to try now) or the failure ran with other
+          settings than `settings_fingerprint` (`settings_of_failure`: another provider, model,
+          endpoint, ...): `retry_at` is cleared (`last_error` and `retry_remaining` are kept) and
+          the backoff lifted is returned, described (`describe_backoff`);
+        - otherwise nothing changes → None (an untagged failure is lifted by `force` only).
+        """
+
+        def run(conn: Connection) -> str | None:
+            now = self._now()
+            job = global_job_row(conn)
+            if job is None or job.status == JobStatus.running or job.retry_at is None or job.retry_at <= now:
+                return None
+            failed_with = settings_of_failure(job.last_error)
+            other_settings = failed_with is not None and failed_with != settings_fingerprint
+            if not (force or other_settings):
+                return None
+            lifted = conn.execute(
+                update(jobs_table)
+                .where(jobs_table.c.kind == JobKind.consolidate_global.value, jobs_table.c.job_key == GLOBAL_JOB_KEY, *unchanged_job(job))
+                .values(retry_at=None)
+            ).rowcount
+            if lifted != 1:
+                return None
+            why = "--force" if force else "the settings changed since that failure"
+            return f"{describe_backoff(job.last_error, job.finished_at, job.retry_at)}: lifted ({why})"
 
         return self._write(run, locks=(JobKind.consolidate_global,))
 
@@ -416,7 +490,10 @@ class Phase2Store(StoreBase):
             )
         left_by_earlier_attempt = retried_flow_run is not None and (job.worker_id or "").endswith(f":{retried_flow_run}")
         if job.retry_at is not None and job.retry_at > now and not left_by_earlier_attempt:
-            return Phase2ClaimResult(outcome=Phase2ClaimOutcome.skipped_retry_unavailable)
+            return Phase2ClaimResult(
+                outcome=Phase2ClaimOutcome.skipped_retry_unavailable,
+                reason=f"{describe_backoff(job.last_error, job.finished_at, job.retry_at)}: {BACKOFF_ADVICE}",
+            )
         if job.status == JobStatus.running and job.lease_until is not None and (
             job.lease_until > now
         ) and not left_by_earlier_attempt:

@@ -174,6 +174,8 @@ class Phase2ClaimResult(_Record):
     outcome: Phase2ClaimOutcome
     ownership_token: str | None = None
     input_watermark: int | None = None
+    # Why a skip (`skipped_retry_unavailable`: the failure backed off from and until when).
+    reason: str | None = None
 
 
 class JobRecord(_Record):

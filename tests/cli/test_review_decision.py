@@ -1,5 +1,7 @@
-"""`review --approve/--reject` on a run Prefect shows Paused before it has stored the form of the
-input: the decision waits for the form instead of being refused ("Run input schema not found")."""
+"""`review --approve/--reject` and the paused run: the decision reaches the run or is refused with
+the reason (never decided on disk while the run may still wait), and on a run Prefect shows Paused
+before it has stored the form of the input, the decision waits for the form instead of being
+refused ("Run input schema not found")."""
 
 from __future__ import annotations
 
@@ -55,3 +57,77 @@ def test_a_server_error_is_not_waited_on(monkeypatch: pytest.MonkeyPatch) -> Non
     client = _FormStoredLate(missing=10**6, status=500)
     review._wait_for_the_form(client, _paused_run())
     assert len(client.reads) == 1
+
+
+class _Client:
+    """A Prefect client that knows one run, in `state`."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def __enter__(self) -> _Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def read_flow_run(self, flow_run_id: Any) -> Any:
+        return SimpleNamespace(id=flow_run_id, state=self.state)
+
+
+def _server(monkeypatch: pytest.MonkeyPatch, api_url: str | None, state: Any = None) -> None:
+    monkeypatch.setattr(
+        "codex_memories_cli.prefect_server.choose_prefect_server", lambda config: SimpleNamespace(api_url=api_url)
+    )
+    monkeypatch.setattr("prefect.get_client", lambda sync_client=True: _Client(state))
+
+
+def test_a_decision_for_a_run_on_no_known_server_is_refused_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    _server(monkeypatch, None)
+    run_id = str(uuid4())
+    with pytest.raises(review.DecisionNotDelivered) as refused:
+        review._resume_paused_run(SimpleNamespace(), run_id, approve=True, comment="")
+    assert run_id in str(refused.value) and "PREFECT_API_URL is unset" in str(refused.value) and "--on-disk" in str(refused.value)
+
+
+def test_a_decision_for_a_run_that_is_not_paused_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.states import Running
+
+    _server(monkeypatch, "http://127.0.0.1:1/api", Running())
+    with pytest.raises(review.DecisionNotDelivered, match="is Running, not paused"):
+        review._resume_paused_run(SimpleNamespace(), str(uuid4()), approve=False, comment="")
+
+
+@pytest.mark.parametrize("ended", ["Crashed", "Cancelled", "Completed", "Failed"])
+def test_a_proposal_whose_run_has_ended_is_decided_on_disk(monkeypatch: pytest.MonkeyPatch, ended: str) -> None:
+    import prefect.states
+
+    _server(monkeypatch, "http://127.0.0.1:1/api", getattr(prefect.states, ended)())
+    assert review._resume_paused_run(SimpleNamespace(), str(uuid4()), approve=True, comment="") is False
+
+
+def test_a_server_that_does_not_answer_refuses_the_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Unreachable(_Client):
+        def read_flow_run(self, flow_run_id: Any) -> Any:
+            raise httpx.ConnectError("connection refused")
+
+    monkeypatch.setattr(
+        "codex_memories_cli.prefect_server.choose_prefect_server", lambda config: SimpleNamespace(api_url="http://127.0.0.1:1/api")
+    )
+    monkeypatch.setattr("prefect.get_client", lambda sync_client=True: Unreachable(None))
+    with pytest.raises(review.DecisionNotDelivered, match="did not answer"):
+        review._resume_paused_run(SimpleNamespace(), str(uuid4()), approve=True, comment="")
+
+
+def test_the_decision_form_has_no_default_and_sends_what_the_cli_sends() -> None:
+    from pydantic import ValidationError
+
+    from codex_memories_flows.phase2_review import ReviewDecision, decision_input
+
+    schema = ReviewDecision.model_json_schema()
+    assert "decision" in schema["required"] and "default" not in schema["properties"]["decision"]
+    assert schema["properties"]["decision"]["enum"] == ["approve", "reject"]
+    with pytest.raises(ValidationError):
+        ReviewDecision(comment="no decision")
+    assert ReviewDecision(**decision_input(approve=False, comment="why")).approve is False
+    assert ReviewDecision(**decision_input(approve=True, comment="")).approve is True

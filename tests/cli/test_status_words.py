@@ -31,12 +31,14 @@ def job(**values) -> JobRecord:
         (job(status="running", started_at=T - 2 * HOUR, lease_until=T - HOUR), f"interrupted (started {when(T - 2 * HOUR)}); the next run takes it over"),
         (job(status="error", finished_at=T - HOUR, last_error="failed_agent", retry_at=T + HOUR),
          f"last attempt {when(T - HOUR)} ended failed agent; the next attempt after {when(T + HOUR)}"),
+        (job(status="error", finished_at=T - HOUR, last_error="failed_invalid_artifacts: memory_summary.md missing [settings 0123456789ab]"),
+         f"last attempt {when(T - HOUR)} ended failed invalid artifacts: memory_summary.md missing"),
         (job(finished_at=T - HOUR), f"last {when(T - HOUR)}; the next not before {when(T + 5 * HOUR)} (cooldown; `codex-memories phase2 --force` skips it)"),
         (job(finished_at=T - 7 * HOUR), f"last {when(T - 7 * HOUR)}"),
         (job(status="pending", finished_at=T - 7 * HOUR, input_watermark=5, last_success_watermark=4), f"last {when(T - 7 * HOUR)}; new memories wait for it"),
         (job(status="pending", input_watermark=5, last_success_watermark=4), "new memories arrived during the last one; the next run consolidates them"),
     ],
-    ids=["none", "enqueued", "running", "interrupted", "failed", "cooldown", "ready", "dirty", "dirty-after-success"],
+    ids=["none", "enqueued", "running", "interrupted", "failed", "failed-naming-a-file", "cooldown", "ready", "dirty", "dirty-after-success"],
 )
 def test_the_last_consolidation_reads_as_a_sentence(record: JobRecord | None, expected: str) -> None:
     sentence = consolidation_sentence(record, 6 * HOUR, now=NOW)

@@ -36,8 +36,9 @@ def test_served_deployments_match_prefect_yaml() -> None:
             schedules[0]["cron"] if schedules else None,
             limit["limit"] if limit else None,
             item["entrypoint"].split(":")[1],
+            item.get("tags"),
         )
-    served = {spec.name: (spec.cron, spec.concurrency_limit, spec.flow.fn.__name__) for spec in SERVED}
+    served = {spec.name: (spec.cron, spec.concurrency_limit, spec.flow.fn.__name__, spec.tags) for spec in SERVED}
     assert served == declared
 
 

@@ -126,7 +126,8 @@ def test_a_failed_phase1_run_retried_after_the_model_recovers_extracts_the_rest_
         flow_run = _run(client, "memories-phase1", {"overrides": {"max_rollouts_per_startup": 8}})
         failed = wait_terminal(client, flow_run.id, timeout=240)
         assert (failed.state.type.value, failed.state.name) == ("FAILED", "Partial"), failed.state
-        assert failed.state.message == "partial: 1 of 3 extractions failed (failed_model_request=1, succeeded=2)"
+        assert failed.state.message.startswith("partial: 1 of 3 extractions failed (failed_model_request=1, succeeded=2): the model at ")
+        assert failed.state.message.endswith("did not answer; fix it, then Retry this run (only the failed extractions run again, nothing answered is paid twice)")
         assert _extractions(model, TOPICS) == {"alpha": 1, "bravo": 1 + MODEL_RETRIES, "charlie": 1}
 
         model.set_handler(default_handler)  # the cause is fixed

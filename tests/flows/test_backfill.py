@@ -179,3 +179,63 @@ def test_a_bad_source_or_day_fails_before_any_work(home: MemoryHome, tmp_path: P
         backfill(home, source=str(tmp_path / "nowhere"))
     with pytest.raises(BackfillSourceError, match="YYYY-MM-DD"):
         backfill(home, since="last tuesday")
+
+
+# ---- threads another run holds: never a success ------------------------------------------------
+
+
+def _hold_the_running_cap(home: MemoryHome) -> str:
+    """Another run's live extraction, with a running cap of 1 (`backfill_batch_size` and
+    `max_rollouts_per_startup` 1): every claim of this backfill is `skipped_running`. Returns its
+    ownership token."""
+    held = home.store.try_claim_stage1_job(
+        thread_id="another-runs-thread", worker_id="host:1:another-run", source_updated_at=1, lease_seconds=3600, max_running_jobs=1
+    )
+    assert held.ownership_token is not None
+    return held.ownership_token
+
+
+def test_threads_held_by_another_run_past_the_wait_end_the_backfill_incomplete_not_completed(home: MemoryHome, monkeypatch) -> None:
+    from codex_memories_flows.backfill import backfill as backfill_flow
+
+    monkeypatch.setenv("CODEX_MEMORIES_BACKFILL_HELD_WAIT_SECONDS", "1")
+    monkeypatch.setenv("CODEX_MEMORIES_PHASE2_STAGE1_WAIT_SECONDS", "0")  # its phase 2 does not wait for the other run
+    first, second = archived(home, PNPM, days_ago=3), archived(home, DEPLOY, days_ago=2)
+    _hold_the_running_cap(home)
+    settings = SettingsOverrides(
+        codex_home=str(home.codex_home), db_url=home.db_url, memory_root=str(home.memory_root), provider="heuristic",
+        backfill_batch_size=1, max_rollouts_per_startup=1,
+    )
+
+    state = backfill_flow(overrides=settings, return_state=True)
+
+    assert (state.type.value, state.name) == ("FAILED", "Incomplete")
+    assert state.message.startswith("extractions: incomplete: 2 thread(s) held by another run were not extracted (skipped_running=2)")
+    from codex_memories_flows.flow_runs import report_of
+
+    report = report_of(state)
+    assert extracted(report) == {first: "skipped_running", second: "skipped_running"}
+    assert all("held by another run" in (line.reason or "") for line in report.phase1.extractions)
+    assert home.store.get_stage1_output(first) is None
+
+
+def test_a_backfill_waits_for_threads_another_run_holds_and_takes_them_when_they_free_up(home: MemoryHome, monkeypatch) -> None:
+    import threading
+
+    import codex_memories_flows.backfill as backfill_module
+
+    monkeypatch.setenv("CODEX_MEMORIES_BACKFILL_HELD_WAIT_SECONDS", "120")
+    monkeypatch.setattr(backfill_module, "HELD_POLL_SECONDS", 0.2)
+    first, second = archived(home, PNPM, days_ago=3), archived(home, DEPLOY, days_ago=2)
+    token = _hold_the_running_cap(home)
+    # The other run finishes a few seconds in: its slot frees up while this backfill waits.
+    release = threading.Timer(3.0, lambda: home.store.release_stage1_claims([("another-runs-thread", token)]))
+    release.start()
+    try:
+        report = backfill(home, backfill_batch_size=1, max_rollouts_per_startup=1)
+    finally:
+        release.cancel()
+
+    assert extracted(report) == {first: "succeeded", second: "succeeded"}
+    assert report.phase2_outcome == "succeeded"
+    assert "pnpm" in home.memory_text() and "make ship" in home.memory_text()

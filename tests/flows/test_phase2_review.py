@@ -7,6 +7,7 @@ with `resume_flow_run`, as the Prefect UI's form does.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import threading
@@ -177,12 +178,18 @@ def _wait_until_paused(home: Home) -> str:
 
 
 @pytest.mark.parametrize("approve", [True, False])
-def test_a_paused_run_resumed_with_the_decision_applies_or_discards(consolidated_once: Home, monkeypatch, approve: bool) -> None:
+def test_a_paused_run_resumed_with_the_decision_applies_or_discards(consolidated_once: Home, monkeypatch, caplog, approve: bool) -> None:
     home = consolidated_once
     before, flags_before = whole_tree(home.root), selected(home)
+    caplog.set_level(logging.INFO, logger="prefect.flow_runs")
     thread, results = _paused_run(home, monkeypatch)
     try:
         run_id = _wait_until_paused(home)
+        # The CLI cannot reach this run (no PREFECT_API_URL, no serve): it refuses, and decides nothing.
+        refused = review_cli(home, "--approve" if approve else "--reject")
+        assert refused.returncode == 2, refused.stdout
+        assert "PREFECT_API_URL is unset" in refused.stderr and run_id in refused.stderr
+        assert proposal_path(home.root).exists() and whole_tree(home.root) == before
         assert whole_tree(home.root) == before  # the read path never sees the proposal
         with get_client(sync_client=True) as client:
             artifacts = client.read_artifacts()
@@ -190,11 +197,13 @@ def test_a_paused_run_resumed_with_the_decision_applies_or_discards(consolidated
             paused = client.read_flow_run(run_id)
             form = client.read_flow_run_input(run_id, keyset_from_paused_state(paused.state)["description"])
         assert any("make lint" in str(artifact.data) for artifact in artifacts if artifact.key == "codex-memories-review")
-        assert "+" in form and "make lint" in form and "Approve to apply" in form
-        resume_flow_run(run_id, run_input={"approve": approve, "comment": "checked"})
+        assert "+" in form and "make lint" in form and "approve to apply" in form
+        resume_flow_run(run_id, run_input={"decision": "approve" if approve else "reject", "comment": "checked"})
     finally:
         thread.join(180)
     [report] = results
+    said = [record.getMessage() for record in caplog.records if record.name == "prefect.flow_runs"]
+    assert f"review: {'approved' if approve else 'rejected'}: checked" in said, said
     if approve:
         assert report.outcome is Outcome.succeeded, report.reason
         assert "make lint" in (home.root / "MEMORY.md").read_text(encoding="utf-8")

@@ -17,7 +17,14 @@ from prefect import get_client
 from prefect.flow_runs import resume_flow_run
 
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import Phase1Report, Phase2Report, backfill_verdict, phase1_verdict, phase2_verdict
+from codex_memories.reports import (
+    Phase1Report,
+    Phase2Report,
+    RunNotDone,
+    backfill_verdict,
+    phase1_verdict,
+    phase2_verdict,
+)
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.backfill import backfill
 from codex_memories_flows.phase1 import phase1
@@ -69,6 +76,14 @@ def overrides(tmp_path: Path, codex_home: Path, base_url: str) -> SettingsOverri
     )
 
 
+def after_outage(server: Any) -> str:
+    """What a run whose model requests failed says after its counts: the endpoint and the next step."""
+    return (
+        f": the model at {server.base_url} did not answer; fix it, then Retry this run "
+        "(only the failed extractions run again, nothing answered is paid twice)"
+    )
+
+
 def failing_for(*words: str):
     def handler(request: RecordedRequest) -> ScriptedReply:
         if any(word in request.input_text for word in words):
@@ -83,7 +98,7 @@ def test_a_phase1_run_whose_every_extraction_failed_ends_failed_with_the_counts(
     codex_home = sessions(tmp_path, ["alpha", "beta"])
     with running_openai_server(lambda request: ScriptedReply.http_error(500, "down")) as server:
         state = phase1(overrides=overrides(tmp_path, codex_home, server.base_url), return_state=True)
-    assert api_state(state) == ("FAILED", "Failed", "every extraction failed (failed_model_request=2)")
+    assert api_state(state) == ("FAILED", "Failed", f"every extraction failed (failed_model_request=2){after_outage(server)}")
 
 
 def test_a_phase1_run_with_some_failures_ends_failed_named_partial(tmp_path: Path, monkeypatch) -> None:
@@ -92,8 +107,43 @@ def test_a_phase1_run_with_some_failures_ends_failed_named_partial(tmp_path: Pat
     with running_openai_server(failing_for("beta")) as server:
         state = phase1(overrides=overrides(tmp_path, codex_home, server.base_url), return_state=True)
     assert api_state(state) == (
-        "FAILED", "Partial", "partial: 1 of 3 extractions failed (failed_model_request=1, succeeded=2)"
+        "FAILED", "Partial", f"partial: 1 of 3 extractions failed (failed_model_request=1, succeeded=2){after_outage(server)}"
     )
+
+
+def test_a_failed_run_ends_with_its_verdict_in_one_line_and_no_traceback(tmp_path: Path, monkeypatch, caplog) -> None:
+    """As a deployment's run ends: Prefect's engine raises the final state's data and logs it on
+    the flow-run logger (`error_logger`)."""
+    from prefect.flow_engine import run_flow
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    codex_home = sessions(tmp_path, ["alpha", "beta"])
+    with running_openai_server(lambda request: ScriptedReply.http_error(500, "down")) as server:
+        parameters = {"overrides": overrides(tmp_path, codex_home, server.base_url)}
+        with caplog.at_level(logging.INFO, logger="prefect.flow_runs"), pytest.raises(RunNotDone) as raised:
+            run_flow(phase1, parameters=parameters, error_logger=logging.getLogger("prefect.flow_runs"))
+    verdict = f"every extraction failed (failed_model_request=2){after_outage(server)}"
+    assert str(raised.value) == f"Failed: {verdict}"
+    assert isinstance(raised.value.report, Phase1Report)
+    ended = [record for record in caplog.records if "Engine execution" in record.getMessage() or "Run ended" in record.getMessage()]
+    assert [(record.levelname, record.getMessage(), record.exc_info) for record in ended] == [
+        ("ERROR", f"Run ended Failed: {verdict} (its report is this flow run's artifact)", None)
+    ]
+    assert not any("cannot be resolved into an exception" in record.getMessage() for record in caplog.records)
+
+
+def test_the_run_report_is_an_artifact_of_the_flow_run_and_the_run_is_tagged(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    codex_home = sessions(tmp_path, ["alpha"])
+    with running_openai_server() as server:
+        state = phase1(overrides=overrides(tmp_path, codex_home, server.base_url), return_state=True)
+    with get_client(sync_client=True) as client:
+        reports = [artifact for artifact in client.read_artifacts() if artifact.key == "memories-phase1"]
+    run_id = state.state_details.flow_run_id
+    assert [(artifact.flow_run_id, artifact.task_run_id) for artifact in reports if artifact.flow_run_id == run_id] == [(run_id, None)]
+    # And the run carries the tags the UI filters by: the product, the phase, the provider.
+    with get_client(sync_client=True) as client:
+        assert set(client.read_flow_run(run_id).tags) >= {"codex-memories", "phase1", "provider:openai"}
 
 
 def test_a_phase1_run_that_did_its_job_or_had_nothing_to_do_is_completed(tmp_path: Path, monkeypatch, caplog) -> None:
@@ -107,6 +157,7 @@ def test_a_phase1_run_that_did_its_job_or_had_nothing_to_do_is_completed(tmp_pat
     # The extraction's task run says what came of it, not only "Finished in state Completed()".
     said = [record.getMessage() for record in caplog.records if record.name == "prefect.task_runs"]
     assert any(line.startswith("succeeded; ") and "transcript tokens sent (budget 150000); openai model" in line for line in said), said
+    assert not any(line.startswith("Finished in state Completed(") for line in said), said
 
 
 def test_a_failed_consolidation_ends_failed_with_its_outcome_and_reason(home: Home) -> None:
@@ -123,6 +174,29 @@ def test_a_failed_consolidation_ends_failed_with_its_outcome_and_reason(home: Ho
     assert (kind, name) == ("FAILED", "Failed") and message.startswith("failed_"), message
 
 
+def test_a_backoff_after_a_failed_consolidation_says_why_and_until_when_and_force_or_other_settings_lift_it(home: Home) -> None:
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    with running_openai_server(lambda request: ScriptedReply.http_error(400, "bad request")) as server:
+        failing = SettingsOverrides(
+            codex_home=str(home.codex_home), db_url=home.db_url, memory_root=str(home.root),
+            provider="openai", base_url=server.base_url,
+        )
+        failed = phase2(overrides=failing, force=True, return_state=True)
+        failure = api_state(failed)[2]
+        held = phase2(overrides=failing, return_state=True)
+        kind, name, message = api_state(held)
+        assert (kind, name) == ("FAILED", "BackingOff")
+        assert message.startswith("skipped_retry_unavailable: backing off after the last consolidation failed at ")
+        assert f"({failure}) until " in message and "UTC" in message and "--force" in message
+        assert "[settings " not in message
+        # --force lifts the backoff: the run consolidates (and fails again, the endpoint is still down).
+        forced = phase2(overrides=failing, force=True, return_state=True)
+        assert api_state(forced)[:2] == ("FAILED", "Failed")
+    # Another provider is other settings: the failure's backoff does not hold it back.
+    other = phase2(overrides=_review_overrides(home).with_values(review="auto"), return_state=True)
+    assert api_state(other) == ("COMPLETED", "Completed", "succeeded")
+
+
 def test_a_proposal_waiting_for_review_is_awaiting_review_and_says_how_to_decide(consolidated_once: Home) -> None:
     state = phase2(overrides=_review_overrides(consolidated_once), force=True, return_state=True)
     kind, name, message = api_state(state)
@@ -136,7 +210,7 @@ def test_a_rejected_review_ends_cancelled_named_rejected(consolidated_once: Home
     thread, results = review_tests._paused_run(consolidated_once, monkeypatch)
     try:
         run_id = review_tests._wait_until_paused(consolidated_once)
-        resume_flow_run(run_id, run_input={"approve": False, "comment": "not this one"})
+        resume_flow_run(run_id, run_input={"decision": "reject", "comment": "not this one"})
     finally:
         thread.join(180)
     with get_client(sync_client=True) as client:
@@ -152,7 +226,7 @@ def test_a_backfill_whose_extractions_failed_ends_failed(tmp_path: Path, monkeyp
         state = backfill(overrides=overrides(tmp_path, codex_home, server.base_url), return_state=True)
     kind, name, message = api_state(state)
     assert (kind, name) == ("FAILED", "Partial")
-    assert message.startswith("extractions: partial: 1 of 2 extractions failed (failed_model_request=1, succeeded=1); phase 2: ")
+    assert message.startswith(f"extractions: partial: 1 of 2 extractions failed (failed_model_request=1, succeeded=1){after_outage(server)}; phase 2: ")
 
 
 def _review_overrides(home: Home) -> SettingsOverrides:
@@ -195,6 +269,7 @@ def test_phase1_verdicts(report: Phase1Report, expected: tuple[str, str, str]) -
         (Outcome.succeeded_no_workspace_changes, ("completed", "Completed")),
         (Outcome.skipped_cooldown, ("completed", "Completed")),
         (Outcome.skipped_running, ("completed", "Completed")),
+        (Outcome.skipped_retry_unavailable, ("failed", "BackingOff")),
         (Outcome.failed_agent, ("failed", "Failed")),
         (Outcome.failed_injection_gate, ("failed", "Failed")),
         (Outcome.proposed_awaiting_review, ("completed", "AwaitingReview")),
