@@ -6,10 +6,11 @@ Contract:
   `codex-memories mcp`, which the launcher sends here without loading the CLI) does the same.
 - Fast start (issue 35.7): Codex gives an MCP server 10 s to start, and the SDK with its pydantic
   models takes about 35 times a bare `python -c pass` to import (8.8 s on a loaded machine). So this
-  module imports only the standard library; it answers `initialize` itself at once, from
-  `initialize_result` (the same result the SDK gives: the SDK's own answer is compared and a
-  difference said on stderr), while the SDK and the memory tools load in a background thread. The
-  requests after it wait for the SDK, in order (benchmarks/mcp_start.py measures both).
+  module imports only the standard library; it answers `initialize` and the first `tools/list`
+  itself at once (`early_answer`: the SDK's own results, the tool list stored in
+  `mcp_tools_listing.json`; the SDK still gets both messages, its answers are compared and a
+  difference said on stderr), while the SDK and the memory tools load in a background thread.
+  Tool calls wait for the SDK, in order (benchmarks/mcp_start.py measures both).
 - Strict (issue 36.6): every line that is not one valid JSON-RPC 2.0 message gets a JSON-RPC error,
   never silence (the SDK drops them without a word): `-32700` for a line that is not JSON, `-32600`
   for a batch (MCP has none since 2025-06-18), a value that is not an object, a wrong or missing
@@ -48,6 +49,11 @@ CAPABILITIES = {
     "resources": {"listChanged": False, "subscribe": False},
     "tools": {"listChanged": False},
 }
+
+# The SDK's own `tools/list` result for our tools, as it sends it (tests/read/test_mcp_malformed.py
+# compares the two and rewrites this file with UPDATE_MCP_TOOLS_LISTING=1).
+TOOLS_LISTING_FILE = Path(__file__).with_name("mcp_tools_listing.json")
+NOTE_TOOL = "add_ad_hoc_note"
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -118,6 +124,29 @@ def server_version() -> str:
         return "unknown"
 
 
+def tools_list_result(*, notes_enabled: bool) -> dict[str, Any]:
+    """What the SDK answers to `tools/list` (first page, which is all of them)."""
+    listing = json.loads(TOOLS_LISTING_FILE.read_text(encoding="utf-8"))
+    if not notes_enabled:
+        listing["tools"] = [tool for tool in listing["tools"] if tool.get("name") != NOTE_TOOL]
+    return listing
+
+
+def early_answer(message: dict[str, Any], *, notes_enabled: bool) -> dict[str, Any] | None:
+    """The answer the front gives at once (before the SDK has loaded) to `initialize` and to a
+    first-page `tools/list`: what a client waits for while it starts the server. None otherwise."""
+    if "id" not in message:
+        return None
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    if message.get("method") == "initialize":
+        result = initialize_result(params)
+    elif message.get("method") == "tools/list" and not params.get("cursor"):
+        result = tools_list_result(notes_enabled=notes_enabled)
+    else:
+        return None
+    return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
 # -- serving --------------------------------------------------------------------------------------
 
 
@@ -144,17 +173,16 @@ def run_stdio(memory_root: Path, *, notes_enabled: bool = True) -> None:
     serve(Path(memory_root), stdin, stdout, notes_enabled=notes_enabled)
 
 
-def serve(memory_root: Path, stdin: Any, stdout: Any, *, notes_enabled: bool = True) -> None:
-    """The loop of `run_stdio` over any text streams (tests pass pipes)."""
+def serve(memory_root: Path, stdin: Any, stdout: Any, *, notes_enabled: bool = True, answer_early: bool = True) -> None:
+    """The loop of `run_stdio` over any text streams (tests pass pipes). `answer_early=False`
+    leaves every answer to the SDK (how the tests read the SDK's own)."""
     import queue
 
     out = _Lines(stdout)
     inbox: queue.Queue[str | None] = queue.Queue()
-    early_initialize_ids: set[Any] = set()
     early_answers: dict[Any, dict[str, Any]] = {}
     sdk = threading.Thread(
-        target=_run_sdk, args=(memory_root, notes_enabled, inbox, out, early_initialize_ids, early_answers),
-        name="mcp-sdk", daemon=True,
+        target=_run_sdk, args=(memory_root, notes_enabled, inbox, out, early_answers), name="mcp-sdk", daemon=True,
     )
     sdk.start()
     for line in stdin:
@@ -164,29 +192,23 @@ def serve(memory_root: Path, stdin: Any, stdout: Any, *, notes_enabled: bool = T
         if screened.error is not None:
             out.write(screened.error)
             continue
-        message = screened.message or {}
-        if message.get("method") == "initialize" and "id" in message:
-            answer = {"jsonrpc": "2.0", "id": message["id"], "result": initialize_result(message.get("params"))}
-            early_answers[message["id"]] = answer
-            early_initialize_ids.add(message["id"])
+        answer = early_answer(screened.message or {}, notes_enabled=notes_enabled) if answer_early else None
+        if answer is not None:
+            early_answers[answer["id"]] = answer
             out.write(answer)
-        inbox.put(line)
+        inbox.put(line)  # the SDK sees every message, these too (it must know it was initialized)
     inbox.put(None)
     sdk.join()
 
 
-def _run_sdk(
-    memory_root: Path, notes_enabled: bool, inbox: Any, out: _Lines, early_ids: set[Any], early_answers: dict[Any, dict[str, Any]]
-) -> None:
+def _run_sdk(memory_root: Path, notes_enabled: bool, inbox: Any, out: _Lines, early_answers: dict[Any, dict[str, Any]]) -> None:
     """Load the SDK and the tools, then run the SDK's server over the screened lines."""
     import anyio
 
-    anyio.run(_serve_sdk, memory_root, notes_enabled, inbox, out, early_ids, early_answers)
+    anyio.run(_serve_sdk, memory_root, notes_enabled, inbox, out, early_answers)
 
 
-async def _serve_sdk(
-    memory_root: Path, notes_enabled: bool, inbox: Any, out: _Lines, early_ids: set[Any], early_answers: dict[Any, dict[str, Any]]
-) -> None:
+async def _serve_sdk(memory_root: Path, notes_enabled: bool, inbox: Any, out: _Lines, early_answers: dict[Any, dict[str, Any]]) -> None:
     import anyio
     import mcp_types as types
     from mcp.shared._context_streams import create_context_streams
@@ -219,13 +241,10 @@ async def _serve_sdk(
                 text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
                 answered = json.loads(text)
                 request_id = answered.get("id")
-                if request_id in early_ids and "result" in answered and "protocolVersion" in answered["result"]:
-                    early_ids.discard(request_id)  # the front answered it already
-                    if answered != early_answers.get(request_id):
-                        sys.stderr.write(
-                            f"codex-memories mcp: the early initialize answer differs from the SDK's: "
-                            f"{early_answers.get(request_id)} != {answered}\n"
-                        )
+                if request_id in early_answers and ("result" in answered or "error" in answered):
+                    early = early_answers.pop(request_id)  # the front answered it already
+                    if answered != early:
+                        sys.stderr.write(f"codex-memories mcp: the early answer differs from the SDK's: {early} != {answered}\n")
                     continue
                 out.write(text)
 

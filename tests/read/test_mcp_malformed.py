@@ -4,6 +4,7 @@ handshake is answered before the SDK loads and agrees with the SDK; tool results
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,36 @@ def test_read_and_search_results_are_redacted_even_when_the_file_holds_a_secret(
         assert not result.is_error
         text = json.dumps(result.structured_content) + "".join(part.text for part in result.content)
         assert GITHUB_TOKEN not in text and REDACTED in text
+
+
+def _sdk_answers(root: Path, lines: list[str], *, notes_enabled: bool = True) -> list[dict]:
+    """What the SDK alone answers to these lines (the front's early answers off)."""
+    import io
+    import threading
+
+    from codex_memories.read.mcp_server import serve
+
+    reader, writer = os.pipe()
+    with os.fdopen(writer, "w", encoding="utf-8") as feed:
+        feed.write("\n".join(lines) + "\n")
+    out = io.StringIO()
+    with os.fdopen(reader, encoding="utf-8") as source:
+        done = threading.Thread(target=serve, args=(root, source, out), kwargs={"notes_enabled": notes_enabled, "answer_early": False})
+        done.start()
+        done.join(120)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+@pytest.mark.parametrize("notes_enabled", [True, False])
+def test_the_stored_tool_list_is_what_the_sdk_answers(tmp_path: Path, notes_enabled: bool) -> None:
+    from codex_memories.read.mcp_server import TOOLS_LISTING_FILE, tools_list_result
+
+    lines = [json.dumps(INITIALIZE), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+             json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": {"progressToken": 0}}})]
+    answers = _sdk_answers(tmp_path, lines, notes_enabled=notes_enabled)
+    [listed] = [answer["result"] for answer in answers if answer.get("id") == 2]
+    if notes_enabled and os.environ.get("UPDATE_MCP_TOOLS_LISTING") == "1":
+        TOOLS_LISTING_FILE.write_text(json.dumps(listed, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert tools_list_result(notes_enabled=notes_enabled) == listed
+    [initialized] = [answer["result"] for answer in answers if answer.get("id") == 1]
+    assert initialize_result(INITIALIZE["params"]) == initialized
