@@ -184,7 +184,8 @@ def serve(memory_root: Path, stdin: Any, stdout: Any, *, notes_enabled: bool = T
     sdk = threading.Thread(
         target=_run_sdk, args=(memory_root, notes_enabled, inbox, out, early_answers), name="mcp-sdk", daemon=True,
     )
-    sdk.start()
+    # Started once the first line is answered or handed on, not before: the SDK's import holds
+    # the GIL for seconds, and the handshake's answers would wait for their share of it.
     for line in stdin:
         if not line.strip():
             continue
@@ -197,8 +198,11 @@ def serve(memory_root: Path, stdin: Any, stdout: Any, *, notes_enabled: bool = T
             early_answers[answer["id"]] = answer
             out.write(answer)
         inbox.put(line)  # the SDK sees every message, these too (it must know it was initialized)
+        if sdk.ident is None:
+            sdk.start()
     inbox.put(None)
-    sdk.join()
+    if sdk.ident is not None:
+        sdk.join()
 
 
 def _run_sdk(memory_root: Path, notes_enabled: bool, inbox: Any, out: _Lines, early_answers: dict[Any, dict[str, Any]]) -> None:
