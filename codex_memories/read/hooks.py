@@ -202,13 +202,14 @@ class SessionText:
 
 
 def read_session_text(
-    memory_root: Path, *, cwd: str | None, budget_tokens: int, recorded_project_keys: Any = None
+    memory_root: Path, *, cwd: str | None, budget_tokens: int, recorded_project_keys: Any = None, redaction_cache: Path | None = None
 ) -> SessionText:
     """The one builder of session-start text, for the hooks and `codex-memories inject`: the
     repository's switch first (off: nothing; user-only: built as for a session outside any
     project, so only user-level memories), then `read.injection.build_session_context`, then
     redaction (issue 36.6: a folder written by hand, by Codex or by an older version never
-    reaches the model unredacted). Raises what `build_session_context` raises."""
+    reaches the model unredacted). Raises what `build_session_context` raises. `redaction_cache`:
+    a folder that keeps the redacted form of texts seen before (`redacted_once`)."""
     import dataclasses
 
     from codex_memories.read.injection import build_session_context
@@ -226,15 +227,59 @@ def read_session_text(
     )
     if context is None:
         return SessionText(None, switch)
-    from codex_memories.redact import redact_secrets
+    return SessionText(dataclasses.replace(context, text=redacted_once(context.text, redaction_cache)), switch)
 
-    return SessionText(dataclasses.replace(context, text=redact_secrets(context.text)), switch)
+
+REDACTION_CACHE_DIR = "redacted"
+REDACTION_CACHE_ENTRIES = 32
+
+
+def redaction_cache_dir(codex_home: Path) -> Path:
+    return Path(codex_home) / HOOK_LOG_DIR / REDACTION_CACHE_DIR
+
+
+def redacted_once(text: str, cache: Path | None) -> str:
+    """`redact.redact_secrets(text)`, kept in `cache` by the text's hash and the redactor's own
+    files (name, size, mtime: an upgraded redactor never reuses an old answer). The detector's
+    first call in a process costs seconds on a busy machine (its rules are compiled then), and a
+    session start, its sub-agents and the next sessions in the folder ask for the same text: on a
+    2-core machine at load 16 the SubagentStart hook, paying it again, ran past Codex's 10 s.
+    A cache that cannot be read or written is only slower, never wrong."""
+    import hashlib
+
+    from codex_memories import redact
+
+    if cache is None:
+        return redact.redact_secrets(text)
+    fingerprint = hashlib.sha256()
+    for source in sorted(Path(redact.__file__).parent.glob("*.py")):
+        stat = source.stat()
+        fingerprint.update(f"{source.name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    fingerprint.update(text.encode("utf-8", "surrogatepass"))
+    entry = cache / fingerprint.hexdigest()
+    try:
+        return entry.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass  # not seen yet (or unreadable): redact it now
+    redacted = redact.redact_secrets(text)
+    try:
+        from codex_memories.local_files import write_text_atomically
+
+        cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_text_atomically(entry, redacted, mode=0o600)
+        kept = sorted(cache.iterdir(), key=lambda path: path.stat().st_mtime_ns, reverse=True)
+        for old in kept[REDACTION_CACHE_ENTRIES:]:
+            old.unlink(missing_ok=True)
+    except OSError as error:
+        sys.stderr.write(f"codex-memories hook: cannot keep the redacted text in {cache}: {error}\n")
+    return redacted
 
 
 def _session_start(event: str, payload: dict[str, Any], options: HookOptions) -> HookResult:
     try:
         session = read_session_text(
-            options.memory_root, cwd=_string_field(payload, "cwd"), budget_tokens=options.summary_budget_tokens
+            options.memory_root, cwd=_string_field(payload, "cwd"), budget_tokens=options.summary_budget_tokens,
+            redaction_cache=redaction_cache_dir(options.codex_home),
         )
     except (OSError, UnicodeDecodeError) as error:
         return HookResult(event, HookOutcome.failed_memory_root_unreadable, detail=f"{options.memory_root}: {error}")

@@ -346,3 +346,27 @@ def test_a_repository_that_says_user_only_gets_the_user_level_rules_and_not_its_
     assert "PELICAN-7731" in texts["on"] and "KITE-2024" in texts["on"] and "WREN-4410" in texts["on"]
     assert "KITE-2024" in texts["user-only"]
     assert "PELICAN-7731" not in texts["user-only"] and "WREN-4410" not in texts["user-only"]
+
+
+def test_a_sub_agent_reuses_the_redaction_of_its_sessions_text_and_a_changed_text_is_redacted_anew(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codex_memories import redact
+    from codex_memories.read.hooks import redaction_cache_dir
+
+    calls: list[str] = []
+    real = redact.redact_secrets
+    monkeypatch.setattr(redact, "redact_secrets", lambda text: calls.append(text) or real(text))
+
+    first = handle_hook("SessionStart", payload("SessionStart", source="startup"), options(home))
+    again = handle_hook("SubagentStart", payload("SubagentStart", agent_id="a1"), options(home))
+    assert len(calls) == 1
+    (home / "memories" / "memory_summary.md").write_text(SUMMARY + f"- deploy token {GITHUB_TOKEN}\n", encoding="utf-8")
+    changed = handle_hook("SessionStart", payload("SessionStart", source="resume"), options(home))
+
+    assert len(calls) == 2
+    text = lambda result: json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]  # noqa: E731
+    assert text(first) == text(again)
+    assert GITHUB_TOKEN not in text(changed) and REDACTED in text(changed)
+    assert all(GITHUB_TOKEN not in entry.read_text(encoding="utf-8") for entry in redaction_cache_dir(home).iterdir())
+    assert all(entry.stat().st_mode & 0o077 == 0 for entry in redaction_cache_dir(home).iterdir())
