@@ -9,7 +9,8 @@ Contract:
   1. writes the hook launcher `$CODEX_HOME/codex-memories/codex-memories-hook` (`hook_launcher`:
      it runs this installation's interpreter, falls back to `codex-memories-hook` on PATH, and
      prints `{}` with a log line when neither is there);
-  2. merges our three hooks (SessionStart, UserPromptSubmit, Stop), each `<launcher> <Event>`,
+  2. merges our four hooks (SessionStart without a matcher, so every session source;
+     SubagentStart; UserPromptSubmit; Stop), each `<launcher> <Event>`,
      into `$CODEX_HOME/hooks.json`, keeping every hook the user already has where it is (Codex
      records hook trust by file, event and position, so ours take the place they had, else go
      last). The SessionStart handler carries `additionalContextLimit` when the
@@ -79,7 +80,7 @@ from codex_memories.hook_launcher import (
     read_launcher,
 )
 from codex_memories.local_files import write_text_atomically
-from codex_memories.read.hooks import HOOK_EVENTS, hook_log_path
+from codex_memories.read.hooks import HOOK_EVENTS, SESSION_EVENTS, hook_log_path
 from codex_memories.settings_sources import (
     DEFAULT_CODEX_HOME,
     REINSTALL_COMMAND,
@@ -97,7 +98,12 @@ MCP_SERVER_NAME = "codex-memories"
 HOOK_EXECUTABLE = "codex-memories-hook"
 CLI_EXECUTABLE = "codex-memories"
 HOOK_TIMEOUT_SECONDS = 10
-SESSION_START_MATCHER = "startup|resume|clear"
+# No matcher: every way a session starts gets the rules. Codex 0.147 and 0.171 start sessions
+# with `source` startup, resume, clear and compact (0.171 also fork); after a compaction the first
+# text is gone from the history, and a matcher that listed only some sources lost the rules
+# there (issue 35.2, tests/codex/test_real_codex_session_sources.py). None also covers a source a
+# later version adds.
+SESSION_START_MATCHER: str | None = None
 BACKUP_SUFFIX = ".bak-"
 CODEX_TIMEOUT_SECONDS = 30
 TRUST_COMMAND = "codex-memories install --trust"
@@ -192,10 +198,11 @@ def our_hook_groups(launcher: Path, session_start_limit: int | None) -> dict[str
     for event in HOOK_EVENTS:
         handler: dict[str, Any] = {"type": "command", "command": hook_command(launcher, event), "timeout": HOOK_TIMEOUT_SECONDS}
         group: dict[str, Any] = {"hooks": [handler]}
-        if event == "SessionStart":
+        if event in SESSION_EVENTS:  # SessionStart and SubagentStart print the same text
             if session_start_limit is not None:
                 handler[ADDITIONAL_CONTEXT_LIMIT_KEY] = session_start_limit
-            group = {"matcher": SESSION_START_MATCHER, **group}
+            if SESSION_START_MATCHER is not None:
+                group = {"matcher": SESSION_START_MATCHER, **group}
         groups[event] = group
     return groups
 
@@ -405,7 +412,7 @@ def install(
     path = hooks_path(codex_home)
     before = read_hooks_file(path)
     after = with_our_hooks(before, our_hook_groups(launcher, session_start_context_limit(session_start_budget_tokens)))
-    _apply_hooks(path, before, after, report, f"write our SessionStart, UserPromptSubmit and Stop hooks to {path}")
+    _apply_hooks(path, before, after, report, f"write our SessionStart, SubagentStart, UserPromptSubmit and Stop hooks to {path}")
     _install_mcp_server(codex_home, memory_root, command, codex_binary, report)
     wanted = our_trust_entries(path, after)
     if trust:

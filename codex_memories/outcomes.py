@@ -25,6 +25,10 @@ class Outcome(StrEnum):
     # Stage-1 results.
     succeeded = "succeeded"
     succeeded_no_output = "succeeded_no_output"
+    # The session's repository says "off" or "user-only" in its `.codex-memories.toml`
+    # (`scopes.repository_switch`): no model call; stored as a no-output success, so the thread is
+    # not claimed again until it changes and what it taught before goes (as for an empty output).
+    skipped_repository_opted_out = "skipped_repository_opted_out"
     failed_rollout_unreadable = "failed_rollout_unreadable"
     # One rollout file that cannot be read as one (`ingest.rollout_files`): in discovery a file
     # outcome (counted in the run report), in extraction the job's failure.

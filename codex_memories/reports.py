@@ -436,7 +436,7 @@ INCOMPLETE = "Incomplete"
 # The phase-2 outcomes that end a run waiting for, or refused by, a reviewer.
 _REVIEW_WAITING = frozenset({Outcome.proposed_awaiting_review, Outcome.skipped_review_pending})
 _REVIEW_REFUSED = frozenset({Outcome.skipped_review_rejected, Outcome.skipped_review_timeout})
-_SUCCEEDED = frozenset({Outcome.succeeded.value, Outcome.succeeded_no_output.value})
+_SUCCEEDED = frozenset({Outcome.succeeded.value, Outcome.succeeded_no_output.value, Outcome.skipped_repository_opted_out.value})
 
 
 class RunNotDone(Exception):

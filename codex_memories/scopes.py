@@ -18,6 +18,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, unquote
@@ -305,3 +306,98 @@ def text_is_for_other_project(text: str, session_key: str | None) -> bool:
     """True when `text` carries a project marker naming a project other than the session's."""
     key = marked_project_key(text)
     return key is not None and not project_keys_match(key, session_key)
+
+
+# -- the repository's switch ------------------------------------------------------------------------
+#
+# A repository says what codex-memories may do with its sessions in a file it can commit,
+# `.codex-memories.toml` (REPOSITORY_SWITCH_FILE), found in the session's folder or the nearest
+# parent up to the repository root:
+#
+#     memories = "off"        # nothing extracted from sessions here, nothing injected here
+#     memories = "user-only"  # nothing extracted from sessions here; only user-level memories injected
+#     memories = "on"         # the default, as without the file
+#
+# Both restricting values stop extraction: a session in a repository that keeps its own memories
+# out must not teach the memory anything (its lines could carry the repository's code, names or
+# secrets into a user-level rule). A file that cannot be read or holds another value counts as
+# "off": the repository asked for something, and we do not guess the less careful reading.
+
+REPOSITORY_SWITCH_FILE = ".codex-memories.toml"
+REPOSITORY_SWITCH_KEY = "memories"
+MEMORIES_ON = "on"
+MEMORIES_OFF = "off"
+MEMORIES_USER_ONLY = "user-only"
+REPOSITORY_SWITCH_VALUES = (MEMORIES_ON, MEMORIES_OFF, MEMORIES_USER_ONLY)
+
+
+@dataclass(frozen=True)
+class RepositorySwitch:
+    """What the repository around a folder allows: `mode` is one of REPOSITORY_SWITCH_VALUES;
+    `path` is the switch file (None without one); `problem` says why a file counted as "off"."""
+
+    mode: str = MEMORIES_ON
+    path: Path | None = None
+    problem: str | None = None
+
+    @property
+    def extraction_allowed(self) -> bool:
+        return self.mode == MEMORIES_ON
+
+    @property
+    def injection_allowed(self) -> bool:
+        return self.mode != MEMORIES_OFF
+
+    @property
+    def project_memories_allowed(self) -> bool:
+        return self.mode == MEMORIES_ON
+
+    def describe(self) -> str:
+        """One sentence for `show`, `status` and the hook log."""
+        if self.path is None:
+            return "no repository switch: memories on"
+        said = {
+            MEMORIES_ON: "memories on",
+            MEMORIES_OFF: "memories off: nothing extracted from sessions here, nothing injected here",
+            MEMORIES_USER_ONLY: "user-level memories only: nothing extracted from sessions here, only user-level memories injected",
+        }[self.mode]
+        return f"{self.path} says {said}" + (f" ({self.problem})" if self.problem else "")
+
+
+def repository_switch(directory: str | Path | None) -> RepositorySwitch:
+    """The switch that applies to a session in `directory`: the nearest `.codex-memories.toml` in
+    it or a parent, up to its repository root (the folder alone outside a repository). A relative
+    or missing folder has no switch (phase 1 and the hooks see absolute session folders)."""
+    if not directory or not str(directory).strip():
+        return RepositorySwitch()
+    start = Path(directory).expanduser()
+    if not start.is_absolute():
+        return RepositorySwitch()
+    root = _repository_root(start)
+    candidates = [start] if root is None else [start, *[parent for parent in start.parents if root in parent.parents or parent == root]]
+    for folder in candidates:
+        path = folder / REPOSITORY_SWITCH_FILE
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        except NotADirectoryError:
+            continue
+        except (OSError, UnicodeDecodeError) as error:
+            return RepositorySwitch(MEMORIES_OFF, path, f"unreadable, counted as off: {error}")
+        return _parse_switch(path, text)
+    return RepositorySwitch()
+
+
+def _parse_switch(path: Path, text: str) -> RepositorySwitch:
+    import tomllib  # only a folder with a switch file pays for the parser
+
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        return RepositorySwitch(MEMORIES_OFF, path, f"not TOML, counted as off: {error}")
+    value = document.get(REPOSITORY_SWITCH_KEY, MEMORIES_ON)
+    if value not in REPOSITORY_SWITCH_VALUES:
+        allowed = ", ".join(f'"{mode}"' for mode in REPOSITORY_SWITCH_VALUES)
+        return RepositorySwitch(MEMORIES_OFF, path, f"{REPOSITORY_SWITCH_KEY} = {value!r} is not one of {allowed}, counted as off")
+    return RepositorySwitch(value, path)

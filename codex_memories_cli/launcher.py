@@ -11,6 +11,8 @@ Contract:
   `settings_sources.resolve_hook_settings`, the one light resolver the hooks use too, with the
   settings tree's precedence. The command itself is `recall_command.run_recall`,
   the same function the typer command calls, so both ways print the same.
+- `main()` answers `codex-memories mcp [--memory-root DIR] [--codex-home DIR] [--no-notes]`
+  the same short way, under the same conditions, with `codex_memories.read.mcp_server`.
 - Anything else (help, another command, an unknown or repeated option, an object-store root)
   goes to `codex_memories_cli.main.main`, unchanged.
 """
@@ -33,6 +35,14 @@ LOCATION_VARIABLES = ("CODEX_MEMORIES_MEMORY_ROOT", "CODEX_MEMORIES_CODEX_HOME",
 
 
 def main() -> None:
+    mcp_arguments = fast_mcp_arguments(sys.argv[1:], os.environ)
+    if mcp_arguments is not None:
+        # Codex gives an MCP server 10 s to start: `mcp` skips typer and the settings tree too
+        # (codex_memories.read.mcp_server; benchmarks/mcp_start.py).
+        from codex_memories.read.mcp_server import main as mcp_main
+
+        mcp_main(mcp_arguments)
+        return
     request = fast_recall_request(sys.argv[1:], os.environ)
     if request is None:
         from codex_memories_cli.main import main as full_main
@@ -40,6 +50,37 @@ def main() -> None:
         full_main()
         return
     sys.exit(run_recall(request))
+
+
+def fast_mcp_arguments(argv: list[str], environment: os._Environ[str] | dict[str, str]) -> list[str] | None:
+    """`codex-memories mcp --memory-root DIR [--no-notes]` (what `install` registers) as the MCP
+    server's own arguments, when the memory folder resolves as the settings tree would resolve it
+    (`memory_root`); None otherwise (the full CLI then serves it)."""
+    if not argv or argv[0] != "mcp":
+        return None
+    values: dict[str, str] = {}
+    no_notes = False
+    position = 1
+    while position < len(argv):
+        name, equals, inline = argv[position].partition("=")
+        if name == "--no-notes" and not equals and not no_notes:
+            no_notes = True
+            position += 1
+        elif name in ("--memory-root", "--codex-home") and name not in values:
+            if equals:
+                values[name] = inline
+                position += 1
+            elif position + 1 < len(argv):
+                values[name] = argv[position + 1]
+                position += 2
+            else:
+                return None
+        else:
+            return None
+    root = memory_root(values, environment)
+    if root is None:
+        return None
+    return ["--memory-root", str(root), *(["--no-notes"] if no_notes else [])]
 
 
 def fast_recall_request(argv: list[str], environment: os._Environ[str] | dict[str, str]) -> RecallRequest | None:

@@ -87,14 +87,15 @@ def inject(
     ] = None,
     cwd: Annotated[Optional[str], typer.Option("--cwd", help="The session's project folder (default: the current folder).")] = None,
 ) -> None:
-    """Print what a new session gets: the summary instructions and the repository's team memory."""
-    from codex_memories.read.injection import build_session_context
+    """Print what a new session gets: the summary instructions and the repository's team memory
+    (exactly the SessionStart hook's text: the repository's switch applies, secrets redacted)."""
+    from codex_memories.read.hooks import read_session_text
     from codex_memories_cli.views import recorded_project_keys
 
     config = overrides.load()
     root = local_memory_root(config, "inject")
     try:
-        context = build_session_context(
+        session = read_session_text(
             root,
             budget_tokens=budget or config.settings.session_start_budget_tokens,
             cwd=cwd if cwd is not None else str(Path.cwd()),
@@ -102,6 +103,9 @@ def inject(
         )
     except (OSError, UnicodeDecodeError) as error:
         _fail(f"cannot read the memory summary under {root} or the team memory: {error}")
+    if not session.switch.injection_allowed:
+        sys.stderr.write(f"Nothing is injected here: {session.switch.describe()}.\n")  # stdout stays the exact text
+    context = session.context
     if context:
         sys.stdout.write(context.text if context.text.endswith("\n") else context.text + "\n")
 

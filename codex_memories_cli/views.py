@@ -101,6 +101,7 @@ def status_lines(
         f"state DB:       {shown_url}",
         f"memory folder:  {root}" + ("" if (local_root := local_memory_folder(root)) is None or local_root.is_dir() else "  (not made yet)"),
         "Codex's own memory feature: " + ("ON (see `codex-memories doctor`)" if config.memories.feature_enabled else "off"),
+        f"this folder:    {_repository_switch_line()}",
         *([f"warning: {home_problem} ({CODEX_HOME_HINT})"] if home_problem else []),
         "",
     ]
@@ -175,6 +176,13 @@ def coverage_lines(coverage: SessionCoverage) -> list[str]:
         for source, count in sorted(coverage.not_interactive_by_source.items())
     ]
     return [first + (";" if left_out else ""), *[f"                {part}" for part in left_out]]
+
+
+def _repository_switch_line() -> str:
+    """What the repository around the current folder allows (its `.codex-memories.toml`)."""
+    from codex_memories.scopes import repository_switch
+
+    return repository_switch(Path.cwd()).describe()
 
 
 def _job_counts(by_status: dict[str, int]) -> str:
@@ -270,9 +278,21 @@ def show(
         )
     except (OSError, UnicodeDecodeError) as error:
         fail(f"cannot read the memory folder {root}: {error}")
+    from codex_memories.scopes import repository_switch
+
+    switch = repository_switch(folder)
     if as_json:
-        print(json.dumps(view.as_json(), indent=2, ensure_ascii=False))
+        shown = view.as_json()
+        shown["repository_switch"] = {"mode": switch.mode, "path": str(switch.path) if switch.path else None, "problem": switch.problem}
+        print(json.dumps(shown, indent=2, ensure_ascii=False))
         return
+    if switch.path is not None:
+        # What the hooks will do here overrides the view below (issue 35.6).
+        console.print(f"Repository switch: {switch.describe()}", markup=False, soft_wrap=True)
+        if not switch.injection_allowed:
+            console.print("Sessions here get none of what follows.", markup=False, soft_wrap=True)
+        elif not switch.project_memories_allowed:
+            console.print("Sessions here get only the user-level lines of what follows.", markup=False, soft_wrap=True)
     for line in render_view(view, why=why):
         console.print(line, soft_wrap=True)
 

@@ -41,6 +41,7 @@ from codex_memories.llm.base import (
 )
 from codex_memories.llm.schema import typed_raw_memory
 from codex_memories.outcomes import Outcome, failure_reason
+from codex_memories.scopes import repository_switch
 from codex_memories.prompts import render_stage_one_prompts
 from codex_memories.redact import redact_secrets
 from codex_memories.scopes import normalise_git_origin, project_key, project_key_for_directory
@@ -116,6 +117,11 @@ def extract_memory(
         "provider": provider.name,
         "model": model,
     }
+    switch = repository_switch(claim.cwd)
+    if not switch.extraction_allowed:
+        # The repository keeps its sessions out of the memory (issue 35.6): checked at every claim,
+        # so a switch committed after the session was discovered still holds.
+        return ExtractionResult(**base, outcome=Outcome.skipped_repository_opted_out, reason=switch.describe())
     try:
         if transcript is None:
             transcript = build_memory_transcript(Path(claim.rollout_path), token_budget=token_budget)
@@ -313,7 +319,7 @@ def finalize_extraction(
             scope=result.scope,
             project_key=result.project_key,
         )
-    elif outcome is Outcome.succeeded_no_output:
+    elif outcome in (Outcome.succeeded_no_output, Outcome.skipped_repository_opted_out):
         previous = store.get_stage1_output(result.thread_id)
         written = store.mark_stage1_job_succeeded_no_output(
             thread_id=result.thread_id,

@@ -9,10 +9,20 @@ Contract:
     repository's team memory, a short how-to and the index, within the budget as Codex counts it
     (under the limit at which Codex cuts a hook's context); `{}` when there is nothing. Other
     projects' lines are left out: the session's project is `project_key_for_directory(cwd)`.
+    Installed without a matcher, so every `source` gets it: `startup`, `resume`, `clear`,
+    `compact` (after Codex compacted the history, which drops the first text) and `fork`.
+  * `SubagentStart`: the same text for the sub-agent's cwd (a sub-agent starts with a fresh
+    history: without it the project's rules would not reach it).
+  * Both go through `read_session_text` (also `codex-memories inject`): the repository's switch
+    (`scopes.repository_switch`: `off` -> `skipped_repository_switch_off`, `{}`; `user-only` ->
+    user-level memories only), then the text, then `redact.redact_secrets` over it.
   * `UserPromptSubmit`: the memory passages relevant to the prompt and cwd
     (`read.prompt_context.memory_context_for_prompt`: hybrid recall with a relevance gate, the
     current project and user-level memories first), labelled as memory with file and line
-    numbers; `{}` when nothing is relevant.
+    numbers, redacted; `{}` when nothing is relevant. It never builds the recall index (a build
+    can take minutes, Codex waits 10 s): without a current one it prints `{}` and logs
+    `skipped_recall_index_missing` / `skipped_recall_index_stale` / `failed_recall_index_damaged`.
+    The repository's switch applies as for SessionStart.
   * `Stop`: harvests the citations of that one transcript (`transcript_path`) into usage counts
     with `harvest.harvest_citations`, which keeps a byte offset per rollout, so the Stop hook and
     the phase-1 harvest never count one block twice. Prints `{}`. With
@@ -57,7 +67,10 @@ from typing import Any
 
 from codex_memories.settings_sources import PROMPT_RECALL_BUDGET, SESSION_START_BUDGET
 
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+# SubagentStart: Codex 0.147 and 0.171 both fire it when an agent spawns a sub-agent, with the
+# sub-agent's cwd, and put its `additionalContext` into the sub-agent's own input (tests/codex).
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStart")
+SESSION_EVENTS = ("SessionStart", "SubagentStart")  # both get the session's rules
 HOOK_LOG_DIR = "codex-memories"
 HOOK_LOG_FILE = "hooks.log"
 LOG_ROTATE_BYTES = 1_000_000
@@ -84,6 +97,13 @@ class HookOutcome(StrEnum):
     failed_transcript_unreadable = "failed_transcript_unreadable"
     failed_start_background_harvest = "failed_start_background_harvest"
     failed_unexpected = "failed_unexpected"
+    # The repository's `.codex-memories.toml` says "off" (scopes.repository_switch): nothing injected.
+    skipped_repository_switch_off = "skipped_repository_switch_off"
+    # The prompt hook never builds the recall index (phase 2 and forget do): without a current
+    # one it injects nothing and says which (scopes of index.IndexNotReady).
+    skipped_recall_index_missing = "skipped_recall_index_missing"
+    skipped_recall_index_stale = "skipped_recall_index_stale"
+    failed_recall_index_damaged = "failed_recall_index_damaged"
     # Written by the hook launcher's shell code, not here: its recorded Python environment is
     # gone and no `codex-memories-hook` on PATH could stand in (codex_memories.hook_launcher).
     failed_hook_environment_missing = "failed_hook_environment_missing"
@@ -146,8 +166,8 @@ def _dispatch(event_name: str, stdin_text: str, options: HookOptions) -> HookRes
     if event_name not in HOOK_EVENTS:
         return HookResult(event_name, HookOutcome.failed_unknown_event, detail=f"not one of {', '.join(HOOK_EVENTS)}")
     payload = parse_hook_input(stdin_text)
-    if event_name == "SessionStart":
-        return _session_start(payload, options)
+    if event_name in SESSION_EVENTS:
+        return _session_start(event_name, payload, options)
     if event_name == "UserPromptSubmit":
         return _user_prompt_submit(payload, options)
     return _stop(payload, options)
@@ -172,19 +192,103 @@ def additional_context_output(event_name: str, text: str) -> str:
     return json.dumps({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}, ensure_ascii=False)
 
 
-# -- SessionStart --------------------------------------------------------------------------------
+# -- SessionStart and SubagentStart ----------------------------------------------------------------
 
 
-def _session_start(payload: dict[str, Any], options: HookOptions) -> HookResult:
+@dataclass(frozen=True)
+class SessionText:
+    """What a session (or sub-agent) in `cwd` gets at its start: `context` is None when nothing
+    (an empty folder, or the repository's switch says off); its text is already redacted."""
+
+    context: Any  # read.injection.SessionContext | None (imported lazily: the hook's start time)
+    switch: Any  # scopes.RepositorySwitch
+
+
+def read_session_text(
+    memory_root: Path, *, cwd: str | None, budget_tokens: int, recorded_project_keys: Any = None, redaction_cache: Path | None = None
+) -> SessionText:
+    """The one builder of session-start text, for the hooks and `codex-memories inject`: the
+    repository's switch first (off: nothing; user-only: built as for a session outside any
+    project, so only user-level memories), then `read.injection.build_session_context`, then
+    redaction (issue 36.6: a folder written by hand, by Codex or by an older version never
+    reaches the model unredacted). Raises what `build_session_context` raises. `redaction_cache`:
+    a folder that keeps the redacted form of texts seen before (`redacted_once`)."""
+    import dataclasses
+
     from codex_memories.read.injection import build_session_context
+    from codex_memories.scopes import repository_switch
 
-    event = "SessionStart"
+    switch = repository_switch(cwd)
+    if not switch.injection_allowed:
+        return SessionText(None, switch)
+    # user-only: read as for a session outside any project (only user-level memories; sections
+    # and lines marked for any project are left out). Unmarked summary sections are shown to
+    # every session alike, this one included (injection's scope rule).
+    scoped_cwd = cwd if switch.project_memories_allowed else None
+    context = build_session_context(
+        memory_root, budget_tokens=budget_tokens, cwd=scoped_cwd, recorded_project_keys=recorded_project_keys
+    )
+    if context is None:
+        return SessionText(None, switch)
+    return SessionText(dataclasses.replace(context, text=redacted_once(context.text, redaction_cache)), switch)
+
+
+REDACTION_CACHE_DIR = "redacted"
+REDACTION_CACHE_ENTRIES = 32
+
+
+def redaction_cache_dir(codex_home: Path) -> Path:
+    return Path(codex_home) / HOOK_LOG_DIR / REDACTION_CACHE_DIR
+
+
+def redacted_once(text: str, cache: Path | None) -> str:
+    """`redact.redact_secrets(text)`, kept in `cache` by the text's hash and the redactor's own
+    files (name, size, mtime: an upgraded redactor never reuses an old answer). The detector's
+    first call in a process costs seconds on a busy machine (its rules are compiled then), and a
+    session start, its sub-agents and the next sessions in the folder ask for the same text: on a
+    2-core machine at load 16 the SubagentStart hook, paying it again, ran past Codex's 10 s.
+    A cache that cannot be read or written is only slower, never wrong."""
+    import hashlib
+
+    from codex_memories import redact
+
+    if cache is None:
+        return redact.redact_secrets(text)
+    fingerprint = hashlib.sha256()
+    for source in sorted(Path(redact.__file__).parent.glob("*.py")):
+        stat = source.stat()
+        fingerprint.update(f"{source.name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    fingerprint.update(text.encode("utf-8", "surrogatepass"))
+    entry = cache / fingerprint.hexdigest()
     try:
-        context = build_session_context(
-            options.memory_root, budget_tokens=options.summary_budget_tokens, cwd=_string_field(payload, "cwd")
+        return entry.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass  # not seen yet (or unreadable): redact it now
+    redacted = redact.redact_secrets(text)
+    try:
+        from codex_memories.local_files import write_text_atomically
+
+        cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_text_atomically(entry, redacted, mode=0o600)
+        kept = sorted(cache.iterdir(), key=lambda path: path.stat().st_mtime_ns, reverse=True)
+        for old in kept[REDACTION_CACHE_ENTRIES:]:
+            old.unlink(missing_ok=True)
+    except OSError as error:
+        sys.stderr.write(f"codex-memories hook: cannot keep the redacted text in {cache}: {error}\n")
+    return redacted
+
+
+def _session_start(event: str, payload: dict[str, Any], options: HookOptions) -> HookResult:
+    try:
+        session = read_session_text(
+            options.memory_root, cwd=_string_field(payload, "cwd"), budget_tokens=options.summary_budget_tokens,
+            redaction_cache=redaction_cache_dir(options.codex_home),
         )
     except (OSError, UnicodeDecodeError) as error:
         return HookResult(event, HookOutcome.failed_memory_root_unreadable, detail=f"{options.memory_root}: {error}")
+    context, switch = session.context, session.switch
+    if not switch.injection_allowed:
+        return HookResult(event, HookOutcome.skipped_repository_switch_off, detail=switch.describe())
     if context is None:
         return HookResult(event, HookOutcome.skipped_no_memory_summary, detail=str(options.memory_root))
     details: dict[str, Any] = {"chars": len(context.text), "codex_tokens": context.codex_tokens}
@@ -192,6 +296,11 @@ def _session_start(payload: dict[str, Any], options: HookOptions) -> HookResult:
     if omitted:
         details["omitted"] = omitted
     detail = f"{context.codex_tokens} tokens" + (f", over the budget: {omitted}" if omitted else "")
+    source = _string_field(payload, "source")
+    if source is not None:
+        detail = f"source {source}; {detail}"
+    if not switch.project_memories_allowed:
+        detail += f"; {switch.describe()}"
     if context.team_memory is not None:
         team = context.team_memory
         details |= {"team_memory_lines": team.lines_injected, "team_memory_dropped": len(team.dropped)}
@@ -207,20 +316,39 @@ def _session_start(payload: dict[str, Any], options: HookOptions) -> HookResult:
 
 # -- UserPromptSubmit ------------------------------------------------------------------------------
 
+RECALL_INDEX_OUTCOMES = {
+    "missing": HookOutcome.skipped_recall_index_missing,
+    "stale": HookOutcome.skipped_recall_index_stale,
+    "damaged": HookOutcome.failed_recall_index_damaged,
+}
+RECALL_INDEX_FIX = "the next phase 2 (or `codex-memories recall --query ...`) builds it"
+
 
 def _user_prompt_submit(payload: dict[str, Any], options: HookOptions) -> HookResult:
     event = "UserPromptSubmit"
     prompt = _string_field(payload, "prompt")
     if prompt is None:
         return HookResult(event, HookOutcome.skipped_nothing_relevant, detail="no prompt text")
+    from codex_memories.scopes import repository_switch
+
+    cwd = _string_field(payload, "cwd")
+    switch = repository_switch(cwd)
+    if not switch.injection_allowed:
+        return HookResult(event, HookOutcome.skipped_repository_switch_off, detail=switch.describe())
     # Imported here: only this event pays for the recall index (numpy and the static embeddings).
     import sqlite3
 
     from codex_memories.read.embedding import EmbedderUnavailable
+    from codex_memories.read.index import IndexNotReady
     from codex_memories.read.prompt_context import memory_context_for_prompt
 
     try:
-        context = memory_context_for_prompt(options.memory_root, prompt, _string_field(payload, "cwd"), options.prompt_budget_tokens)
+        context = memory_context_for_prompt(
+            options.memory_root, prompt, cwd, options.prompt_budget_tokens,
+            user_level_only=not switch.project_memories_allowed,
+        )
+    except IndexNotReady as error:
+        return HookResult(event, RECALL_INDEX_OUTCOMES[error.reason], detail=f"{error}; nothing injected; {RECALL_INDEX_FIX}")
     except (OSError, UnicodeDecodeError, sqlite3.Error) as error:
         return HookResult(event, HookOutcome.failed_memory_root_unreadable, detail=f"{options.memory_root}: {error}")
     except EmbedderUnavailable as error:

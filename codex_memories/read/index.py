@@ -14,11 +14,12 @@ Contract:
   unicode61 tokenizer keeps a run of Chinese or Japanese characters as one token, so without
   the overlapping character pairs a Chinese question could only match a whole run verbatim.
   Returns `IndexStats`. Phase 2 calls it at its end; anyone may call it at any time.
-- `open_index(root)` is the readers' entry: None when the memory folder does not exist;
+- `open_index(root, rebuild=True)` is the readers' entry: None when the memory folder does not exist;
   otherwise an `Index` that matches the files on disk now. The index is rebuilt first when it is
   missing, damaged (not SQLite, a missing table, a wrong format or embedder id, vector rows that
   do not match the chunks), or stale: any source file added, removed, or changed in size or
-  mtime since the build. So a folder written by hand or by Codex works without phase 2.
+  mtime since the build. So a folder written by hand or by Codex works without phase 2. With
+  `rebuild=False` (the prompt hook) it never builds: `IndexNotReady` says missing, damaged or stale.
 - File stats are taken before a file is read, so an edit racing a build makes the next reader
   rebuild rather than serve the old text under the new stats.
 - Concurrent builders each write their own temp file; the last rename wins and both are whole.
@@ -163,18 +164,35 @@ def build_index(root: Path) -> IndexStats:
     )
 
 
-def open_index(root: Path) -> Index | None:
-    """The index of `root`, rebuilt first when missing, damaged or stale; None without a folder."""
+class IndexNotReady(Exception):
+    """`open_index(root, rebuild=False)` found no index it may use: `reason` is `missing`,
+    `damaged` or `stale` (a source file changed since the build)."""
+
+    def __init__(self, reason: str, path: Path, detail: str = "") -> None:
+        super().__init__(f"recall index {reason}: {path}" + (f" ({detail})" if detail else ""))
+        self.reason = reason
+
+
+def open_index(root: Path, *, rebuild: bool = True) -> Index | None:
+    """The index of `root`, rebuilt first when missing, damaged or stale; None without a folder.
+
+    `rebuild=False` (the prompt hook: a build can take minutes, Codex gives a hook 10 s) never
+    builds: a missing, damaged or stale index raises `IndexNotReady` instead."""
     root = Path(root)
     if not root.is_dir():
         return None
     current = current_file_stats(root)
     try:
         index = _open_verified(index_file(root), current)
-    except IndexDamaged:
+    except IndexDamaged as error:
+        if not rebuild:
+            reason = "missing" if not index_file(root).is_file() else "damaged"
+            raise IndexNotReady(reason, index_file(root), str(error)) from error
         index = None
     if index is not None:
         return index
+    if not rebuild:
+        raise IndexNotReady("stale", index_file(root), "a memory file changed since it was built")
     build_index(root)
     try:
         return _open_verified(index_file(root), None)

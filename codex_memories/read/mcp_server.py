@@ -1,41 +1,37 @@
-"""The memories MCP server: `codex_memories.read.memory_tools` over stdio (spec 5.5, 7.1).
+"""The memories MCP server over stdio: a fast, strict front for `mcp_tools_server` (spec 5.5, 7.1).
 
 Contract:
-- `build_server(memory_root, notes_enabled=True)` returns an `MCPServer` (the official MCP Python
-  SDK, 2.x) with the tools `list`, `read` and `search` (annotated read-only) and, when notes are
-  enabled, `add_ad_hoc_note` (the only tool that writes, and only new files under
-  `extensions/ad_hoc/notes/`).
-- Every success is a structured JSON result (the pydantic models of `memory_tools`, also echoed as
-  JSON text for clients that ignore structured content).
-- Every anticipated failure is a tool error (`is_error`), with one line of text `<Kind>: <message>`
-  and structured content `{"error": <Kind>, "message": …}`, where `<Kind>` is the stable error code
-  (`InvalidPath`, `NotFile`, `InvalidCursor`, `NoteAlreadyExists`, `NoteTooLong`, …). Arguments
-  the tool's schema refuses (a string where a number belongs, an unknown mode) are
-  `InvalidArgument`, naming each field and rule without quoting the value. Every size a tool
-  accepts is bounded (`memory_tools`, `notes`). Anything else is a crash and reaches the client
-  as the SDK's generic tool error, with the traceback in the server log.
-- `read` of `MEMORY.md` or `memory_summary.md` marks each line holding an entry a later statement
-  replaced (`injection.mark_replaced_lines`, for the project of the server's working folder, the
-  one Codex was launched in), so no read serves an old value as current.
-- `run_stdio(memory_root)` serves one client over stdin/stdout until it disconnects.
-- `python -m codex_memories.read.mcp_server --memory-root DIR [--no-notes]` does the same.
+- `run_stdio(memory_root, notes_enabled=True)` serves one client over stdin/stdout until it
+  disconnects; `python -m codex_memories.read.mcp_server --memory-root DIR [--no-notes]` (and
+  `codex-memories mcp`, which the launcher sends here without loading the CLI) does the same.
+- Fast start (issue 35.7): Codex gives an MCP server 10 s to start, and the SDK with its pydantic
+  models takes about 35 times a bare `python -c pass` to import (8.8 s on a loaded machine). So this
+  module imports only the standard library; it answers `initialize` and the first `tools/list`
+  itself at once (`early_answer`: the SDK's own results, the tool list stored in
+  `mcp_tools_listing.json`; the SDK still gets both messages, its answers are compared and a
+  difference said on stderr), while the SDK and the memory tools load in a background thread.
+  Tool calls wait for the SDK, in order (benchmarks/mcp_start.py measures both).
+- Strict (issue 36.6): every line that is not one valid JSON-RPC 2.0 message gets a JSON-RPC error,
+  never silence (the SDK drops them without a word): `-32700` for a line that is not JSON, `-32600`
+  for a batch (MCP has none since 2025-06-18), a value that is not an object, a wrong or missing
+  `jsonrpc`, an id that is not a string or an integer, a message with neither a method nor a
+  result/error, or one the SDK's schema refuses; the error carries the request's id when it had a
+  usable one, else `null`. Unknown methods get the SDK's `-32601`. `screen_message(line)` is that
+  decision, pure.
+- Writes one whole line per message to stdout (a lock keeps the front's answers and the SDK's
+  apart); logs go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Sequence
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
-
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
-
-from codex_memories.read import memory_tools, notes
-from codex_memories.read.injection import mark_replaced_lines
+from typing import Any
 
 SERVER_NAME = "codex-memories"
 SERVER_INSTRUCTIONS = (
@@ -44,143 +40,227 @@ SERVER_INSTRUCTIONS = (
     "one new note and must only be used when the user explicitly asks to remember, forget or "
     "update something."
 )
+# What the SDK negotiates through `initialize` (mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS;
+# importing that package costs as much as the SDK): the client's version when listed, else the last.
+HANDSHAKE_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+# The capabilities the SDK's MCPServer announces (it registers prompt and resource handlers too).
+CAPABILITIES = {
+    "prompts": {"listChanged": False},
+    "resources": {"listChanged": False, "subscribe": False},
+    "tools": {"listChanged": False},
+}
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-APPEND_ONLY = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+# The SDK's own `tools/list` result for our tools, as it sends it (tests/read/test_mcp_malformed.py
+# compares the two and rewrites this file with UPDATE_MCP_TOOLS_LISTING=1).
+TOOLS_LISTING_FILE = Path(__file__).with_name("mcp_tools_listing.json")
+NOTE_TOOL = "add_ad_hoc_note"
 
-LIST_DESCRIPTION = (
-    "List the files and folders directly inside a memory folder (not recursive), sorted by name. "
-    "Pass next_cursor back as cursor to get the next page."
-)
-READ_DESCRIPTION = (
-    "Read a memory file as text, starting at line_offset (1-based) and returning at most max_lines "
-    "lines. Very long content is shortened in the middle; truncated tells you whether anything was left out."
-)
-SEARCH_DESCRIPTION = (
-    "Find lines containing query (exact, case-sensitive substring) in one memory file or every file "
-    "under a memory folder. Results are sorted by path and line; context_lines adds surrounding lines. "
-    "Pages are bounded (at most 200 matches, 256 KiB, long lines cut); pass next_cursor back as cursor for more. "
-    "With mode=semantic, query is a question in plain words: the answer is the memory passages relevant "
-    "to it, best first, each with its line range and score, even when worded differently; none means "
-    "memory holds nothing relevant. Give cwd (the session's working directory) with mode=semantic so that "
-    "project's memories come first and other projects' are left out."
-)
-NOTE_DESCRIPTION = (
-    "Record one new ad-hoc memory note. Use only after the user explicitly asks you to remember, "
-    "forget or change something. Notes are append-only: an existing note is never overwritten. "
-    "Give filename as YYYY-MM-DDTHH-MM-SS-<slug>.md (UTC time, slug of a-z, 0-9 and -), or omit it "
-    "and optionally give slug to have the current time used."
-)
-
-PathArgument = Annotated[str | None, Field(description="Path relative to the memory root; omit for the root.")]
-CursorArgument = Annotated[str | None, Field(description="next_cursor from the previous page.")]
-
-ErrorTypes = (memory_tools.MemoryToolError, notes.NoteError)
-INVALID_ARGUMENT = "InvalidArgument"
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 
 
-class _MemoryToolsServer(MCPServer):
-    """The SDK's server, with arguments the schema refuses answered as our own one-line error
-    instead of pydantic's multi-line report."""
+@dataclass(frozen=True)
+class Screened:
+    """One input line judged: `error` is the JSON-RPC error response to send (the line goes no
+    further), else `message` is the parsed message for the SDK."""
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None):  # type: ignore[override]
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as error:
-            if isinstance(error.__cause__, ValidationError):
-                return _error_result(INVALID_ARGUMENT, _describe_invalid_arguments(error.__cause__))
-            raise
+    message: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
 
 
-def _with_replaced_marked(root: Path, result: memory_tools.ReadResult) -> memory_tools.ReadResult:
-    """A read of `MEMORY.md` or the summary with the entries a later statement replaced marked
-    (issue 34), for the project of this server's working folder (Codex starts it from the folder
-    it was launched in; elsewhere, the user-level replacements and that folder's project's)."""
-    marked = mark_replaced_lines(root, result.path, result.start_line_number, result.content, cwd=str(Path.cwd()))
-    return result if marked == result.content else result.model_copy(update={"content": marked})
+def error_response(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def _describe_invalid_arguments(error: ValidationError) -> str:
-    """Each refused field with its rule (`max_results: Input should be a valid integer`); the
-    value itself is never quoted back (it may be huge, or the user's text)."""
-    problems = []
-    for detail in error.errors(include_url=False, include_input=False, include_context=False):
-        field = ".".join(str(part) for part in detail["loc"]) or "arguments"
-        problems.append(f"{field}: {detail['msg']}")
-    return "; ".join(sorted(problems))
+def _usable_id(message: dict[str, Any]) -> Any:
+    value = message.get("id")
+    # bool is an int in Python, never a JSON-RPC id.
+    return value if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)) else None
 
 
-def build_server(memory_root: Path, *, notes_enabled: bool = True) -> MCPServer:
-    """An MCP server whose tools work on `memory_root`; nothing is read until a tool is called."""
-    root = Path(memory_root)
-    server = _MemoryToolsServer(name=SERVER_NAME, instructions=SERVER_INSTRUCTIONS)
+def screen_message(line: str) -> Screened:
+    """The decision for one line of stdin (module contract); blank lines are skipped by the caller."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError) as error:
+        return Screened(error=error_response(None, PARSE_ERROR, f"Parse error: not JSON ({error})"))
+    if isinstance(message, list):
+        return Screened(error=error_response(None, INVALID_REQUEST, "Invalid Request: batches are not supported; send one message per line"))
+    if not isinstance(message, dict):
+        return Screened(error=error_response(None, INVALID_REQUEST, f"Invalid Request: a JSON {type(message).__name__}, not an object"))
+    request_id = _usable_id(message)
+    if message.get("jsonrpc") != "2.0":
+        return Screened(error=error_response(request_id, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"'))
+    if "id" in message and request_id is None:
+        return Screened(error=error_response(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer"))
+    has_method = isinstance(message.get("method"), str)
+    is_response = "id" in message and ("result" in message or "error" in message)
+    if not has_method and not is_response:
+        return Screened(error=error_response(request_id, INVALID_REQUEST, 'Invalid Request: no "method" (and not a response)'))
+    if has_method and "params" in message and not isinstance(message["params"], dict):
+        return Screened(error=error_response(request_id, INVALID_REQUEST, 'Invalid Request: "params" must be an object'))
+    return Screened(message=message)
 
-    def list_tool(
-        path: PathArgument = None,
-        cursor: CursorArgument = None,
-        max_results: Annotated[
-            int, Field(description=f"Page size, at most {memory_tools.MAX_LIST_RESULTS}.")
-        ] = memory_tools.DEFAULT_LIST_MAX_RESULTS,
-    ) -> Annotated[CallToolResult, memory_tools.ListResult]:
-        return _call(lambda: memory_tools.list_entries(root, path=path, cursor=cursor, max_results=max_results))
 
-    def read_tool(
-        path: Annotated[str, Field(description="File path relative to the memory root.")],
-        line_offset: Annotated[int, Field(description="1-based line to start from.")] = 1,
-        max_lines: Annotated[int | None, Field(description="Maximum number of lines to return.")] = None,
-    ) -> Annotated[CallToolResult, memory_tools.ReadResult]:
-        return _call(lambda: _with_replaced_marked(root, memory_tools.read_file(root, path, line_offset=line_offset, max_lines=max_lines)))
+def initialize_result(params: Any) -> dict[str, Any]:
+    """What the SDK answers to `initialize` with these params (see HANDSHAKE_PROTOCOL_VERSIONS)."""
+    requested = params.get("protocolVersion") if isinstance(params, dict) else None
+    version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else HANDSHAKE_PROTOCOL_VERSIONS[-1]
+    return {
+        "protocolVersion": version,
+        "capabilities": CAPABILITIES,
+        "serverInfo": {"name": SERVER_NAME, "version": server_version()},
+        "instructions": SERVER_INSTRUCTIONS,
+    }
 
-    def search_tool(
-        query: Annotated[str, Field(description="Text to find, case-sensitive.")],
-        path: Annotated[
-            str | None, Field(description="File or folder to search, relative to the memory root; omit for all.")
-        ] = None,
-        cursor: CursorArgument = None,
-        context_lines: Annotated[
-            int, Field(description=f"Lines of context before and after each match, at most {memory_tools.MAX_CONTEXT_LINES}.")
-        ] = 0,
-        max_results: Annotated[
-            int, Field(description=f"Page size, at most {memory_tools.MAX_SEARCH_RESULTS}.")
-        ] = memory_tools.DEFAULT_SEARCH_MAX_RESULTS,
-        mode: Annotated[
-            memory_tools.SearchMode,
-            Field(description="literal (default): exact substring per line. semantic: passages relevant to a question."),
-        ] = "literal",
-        cwd: Annotated[
-            str | None,
-            Field(description="semantic mode: the session's working directory (absolute); its project's memories first, other projects' left out."),
-        ] = None,
-    ) -> Annotated[CallToolResult, memory_tools.SearchResult]:
-        return _call(
-            lambda: memory_tools.search(
-                root, query, path=path, cursor=cursor, context_lines=context_lines, max_results=max_results, mode=mode,
-                cwd=cwd,
-            )
-        )
 
-    def add_ad_hoc_note_tool(
-        note: Annotated[str, Field(description="The note, written as given with secrets redacted. Must not be blank.")],
-        filename: Annotated[
-            str | None, Field(description="YYYY-MM-DDTHH-MM-SS-<slug>.md, 24 to 128 characters; omit to use the current UTC time.")
-        ] = None,
-        slug: Annotated[
-            str | None, Field(description="Only without filename: a-z, 0-9 and -, at most 80 characters; derived from the note if omitted.")
-        ] = None,
-    ) -> Annotated[CallToolResult, memory_tools.NoteAdded]:
-        return _call(lambda: memory_tools.add_ad_hoc_note(root, note, filename=filename, slug=slug))
+def server_version() -> str:
+    """Our distribution's version (metadata, no import of anything heavy); the SDK server gets it too."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    server.add_tool(list_tool, name="list", description=LIST_DESCRIPTION, annotations=READ_ONLY)
-    server.add_tool(read_tool, name="read", description=READ_DESCRIPTION, annotations=READ_ONLY)
-    server.add_tool(search_tool, name="search", description=SEARCH_DESCRIPTION, annotations=READ_ONLY)
-    if notes_enabled:
-        server.add_tool(add_ad_hoc_note_tool, name="add_ad_hoc_note", description=NOTE_DESCRIPTION, annotations=APPEND_ONLY)
-    return server
+    try:
+        return version("codex-memories")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def tools_list_result(*, notes_enabled: bool) -> dict[str, Any]:
+    """What the SDK answers to `tools/list` (first page, which is all of them)."""
+    listing = json.loads(TOOLS_LISTING_FILE.read_text(encoding="utf-8"))
+    if not notes_enabled:
+        listing["tools"] = [tool for tool in listing["tools"] if tool.get("name") != NOTE_TOOL]
+    return listing
+
+
+def early_answer(message: dict[str, Any], *, notes_enabled: bool) -> dict[str, Any] | None:
+    """The answer the front gives at once (before the SDK has loaded) to `initialize` and to a
+    first-page `tools/list`: what a client waits for while it starts the server. None otherwise."""
+    if "id" not in message:
+        return None
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    if message.get("method") == "initialize":
+        result = initialize_result(params)
+    elif message.get("method") == "tools/list" and not params.get("cursor"):
+        result = tools_list_result(notes_enabled=notes_enabled)
+    else:
+        return None
+    return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
+# -- serving --------------------------------------------------------------------------------------
+
+
+class _Lines:
+    """stdout, one whole line per message, from any thread."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def write(self, payload: dict[str, Any] | str) -> None:
+        text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            self._stream.write(text + "\n")
+            self._stream.flush()
 
 
 def run_stdio(memory_root: Path, *, notes_enabled: bool = True) -> None:
     """Serve the memory tools over stdin/stdout until the client disconnects."""
-    build_server(memory_root, notes_enabled=notes_enabled).run("stdio")
+    stdin = open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - lives as long as the process
+    stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    # Anything else that prints (a library's warning) must not land on the wire.
+    sys.stdout = sys.stderr
+    serve(Path(memory_root), stdin, stdout, notes_enabled=notes_enabled)
+
+
+def serve(memory_root: Path, stdin: Any, stdout: Any, *, notes_enabled: bool = True, answer_early: bool = True) -> None:
+    """The loop of `run_stdio` over any text streams (tests pass pipes). `answer_early=False`
+    leaves every answer to the SDK (how the tests read the SDK's own)."""
+    import queue
+
+    out = _Lines(stdout)
+    inbox: queue.Queue[str | None] = queue.Queue()
+    early_answers: dict[Any, dict[str, Any]] = {}
+    sdk = threading.Thread(
+        target=_run_sdk, args=(memory_root, notes_enabled, inbox, out, early_answers), name="mcp-sdk", daemon=True,
+    )
+    # Started once the first line is answered or handed on, not before: the SDK's import holds
+    # the GIL for seconds, and the handshake's answers would wait for their share of it.
+    for line in stdin:
+        if not line.strip():
+            continue
+        screened = screen_message(line)
+        if screened.error is not None:
+            out.write(screened.error)
+            continue
+        answer = early_answer(screened.message or {}, notes_enabled=notes_enabled) if answer_early else None
+        if answer is not None:
+            early_answers[answer["id"]] = answer
+            out.write(answer)
+        inbox.put(line)  # the SDK sees every message, these too (it must know it was initialized)
+        if sdk.ident is None:
+            sdk.start()
+    inbox.put(None)
+    if sdk.ident is not None:
+        sdk.join()
+
+
+def _run_sdk(memory_root: Path, notes_enabled: bool, inbox: Any, out: _Lines, early_answers: dict[Any, dict[str, Any]]) -> None:
+    """Load the SDK and the tools, then run the SDK's server over the screened lines."""
+    import anyio
+
+    anyio.run(_serve_sdk, memory_root, notes_enabled, inbox, out, early_answers)
+
+
+async def _serve_sdk(memory_root: Path, notes_enabled: bool, inbox: Any, out: _Lines, early_answers: dict[Any, dict[str, Any]]) -> None:
+    import anyio
+    import mcp_types as types
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
+    from codex_memories.read.mcp_tools_server import build_server
+
+    server = build_server(memory_root, notes_enabled=notes_enabled)
+    lowlevel = server._lowlevel_server  # noqa: SLF001 - what MCPServer.run_stdio_async runs, on our streams
+    read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
+    write_stream, write_reader = create_context_streams[SessionMessage](0)
+
+    async def feed() -> None:
+        async with read_writer:
+            while True:
+                line = await anyio.to_thread.run_sync(inbox.get)
+                if line is None:
+                    return
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except Exception as error:  # noqa: BLE001 - the SDK's schema refused it: a JSON-RPC error, named
+                    request_id = _usable_id(json.loads(line))
+                    out.write(error_response(request_id, INVALID_REQUEST, f"Invalid Request: {_first_line(error)}"))
+                    continue
+                await read_writer.send(SessionMessage(message))
+
+    async def drain() -> None:
+        async with write_reader:
+            async for session_message in write_reader:
+                text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                answered = json.loads(text)
+                request_id = answered.get("id")
+                if request_id in early_answers and ("result" in answered or "error" in answered):
+                    early = early_answers.pop(request_id)  # the front answered it already
+                    if answered != early:
+                        sys.stderr.write(f"codex-memories mcp: the early answer differs from the SDK's: {early} != {answered}\n")
+                    continue
+                out.write(text)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(feed)
+        group.start_soon(drain)
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        group.cancel_scope.cancel()
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().split("\n", 1)[0][:300]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -189,23 +269,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-notes", action="store_true", help="Do not offer the add_ad_hoc_note tool.")
     arguments = parser.parse_args(argv)
     run_stdio(arguments.memory_root.expanduser(), notes_enabled=not arguments.no_notes)
-
-
-def _call(operation: Callable[[], BaseModel]) -> CallToolResult:
-    try:
-        result = operation()
-    except ErrorTypes as error:
-        return _error_result(error.kind, str(error))
-    payload = result.model_dump(mode="json")
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))], structured_content=payload)
-
-
-def _error_result(kind: str, message: str) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=f"{kind}: {message}")],
-        structured_content={"error": kind, "message": message},
-        is_error=True,
-    )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,10 @@ Contract:
   added best first while they fit; the first one is cut by lines if it alone is too long.
 - Never a replaced value (issue 34): a chunk that is, or quotes, an entry a later statement
   replaced among what a session here is served (`injection.replaced_for_session`) is left out.
-- Reads the memory folder and may refresh the index (see `recall`); nothing else.
+- Reads the memory folder and its recall index; never builds the index (a build can take minutes,
+  past Codex's 10 s hook limit): without a current one it raises `index.IndexNotReady`.
+- The block is redacted (`codex_memories.redact.redact_secrets`) before it is returned.
+- `user_level_only` (the repository's switch says "user-only"): the current project's results go too.
 """
 
 from __future__ import annotations
@@ -49,16 +52,29 @@ BYTES_PER_TOKEN = 3
 ROLLOUT_SUMMARIES_PREFIX = paths.ROLLOUT_SUMMARIES_DIR + "/"
 
 
-def memory_context_for_prompt(root: Path, prompt: str, cwd: str | None, token_budget: int = DEFAULT_TOKEN_BUDGET) -> str:
-    """The block to inject before `prompt`, or "" when memory holds nothing relevant to it."""
+def memory_context_for_prompt(
+    root: Path, prompt: str, cwd: str | None, token_budget: int = DEFAULT_TOKEN_BUDGET, *, user_level_only: bool = False
+) -> str:
+    """The block to inject before `prompt`, or "" when memory holds nothing relevant to it.
+    `user_level_only`: the repository's switch allows only user-level memories here.
+
+    Never builds the recall index (phase 2 and `forget` do): a missing, damaged or stale one
+    raises `index.IndexNotReady`, which the hook logs. The block is redacted as it leaves."""
     if token_budget < 1:
         raise ValueError("token_budget must be at least 1")
     if not prompt.strip():
         return ""
     # `recall_explained` leaves other projects out already; twice MAX_ENTRIES leaves room for the
     # rollout summaries `_choose` drops.
-    found = recall_explained(Path(root), prompt, cwd=cwd, limit=2 * MAX_ENTRIES).shown
-    return render_block(_choose(_without_replaced(Path(root), found, cwd)), token_budget)
+    found = recall_explained(Path(root), prompt, cwd=cwd, limit=2 * MAX_ENTRIES, rebuild_index=False).shown
+    block = render_block(_choose(_without_replaced(Path(root), found, cwd), user_level_only=user_level_only), token_budget)
+    if not block:
+        return ""
+    from codex_memories.redact import redact_secrets  # the only caller that pays for the detector
+
+    # The memory folder is redacted when written; this is the second wall (issue 36.6): a file
+    # written by hand, by Codex or by an older version reaches the model only through here.
+    return redact_secrets(block)
 
 
 def _without_replaced(root: Path, found: list[ScoredChunk], cwd: str | None) -> list[ScoredChunk]:
@@ -82,13 +98,14 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text.encode("utf-8")) // BYTES_PER_TOKEN)
 
 
-def _choose(found: list[ScoredChunk]) -> list[ScoredChunk]:
+def _choose(found: list[ScoredChunk], *, user_level_only: bool = False) -> list[ScoredChunk]:
     # `recall_explained` already leaves other projects out; checked again so no caller's option can
     # ever put one into a prompt.
+    refused = {OTHER_PROJECT, CURRENT_PROJECT} if user_level_only else {OTHER_PROJECT}
     return [
         scored
         for scored in found
-        if scored.scope_class != OTHER_PROJECT
+        if scored.scope_class not in refused
         and not scored.chunk.path.startswith(ROLLOUT_SUMMARIES_PREFIX)
         and not is_task_heading(scored.chunk.text)
     ][:MAX_ENTRIES]

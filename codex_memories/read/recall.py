@@ -187,20 +187,22 @@ def recall_explained(
     limit: int = 5,
     tuning: Tuning = DEFAULT_TUNING,
     include_other_projects: bool = False,
+    rebuild_index: bool = True,
 ) -> Recalled:
-    """`recall` with the ranking details and the reasons kept (`Recalled`)."""
+    """`recall` with the ranking details and the reasons kept (`Recalled`). `rebuild_index=False`
+    (the prompt hook) never builds the index: `index.IndexNotReady` when it is not usable as it is."""
     query = checked_request(query, limit)
     # Loaded up front (once per process): a missing encoder must fail every query the same way,
     # an empty folder included.
     contextual.require()
     for attempt in (1, 2):
-        index = open_index(Path(root))
+        index = open_index(Path(root), rebuild=rebuild_index)
         if index is None:
             return Recalled(shown=[], threshold=tuning.gate_model.threshold)
         try:
             ranked = rank(index, query, cwd=cwd, tuning=tuning, include_other_projects=include_other_projects)
         except sqlite3.DatabaseError:
-            if attempt == 2:
+            if attempt == 2 or not rebuild_index:
                 raise
             build_index(Path(root))  # Damage that verification could not see; one rebuild, then fail loudly.
             continue

@@ -103,7 +103,9 @@ def test_install_keeps_the_users_hooks_first_and_a_second_install_changes_nothin
     [ours] = document["hooks"]["Stop"][1]["hooks"]
     # The command names the launcher and the event, nothing that changes with the environment.
     assert ours["command"] == f"{launcher_path(home)} Stop"
-    assert document["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear"
+    # No matcher: every session source (startup, resume, clear, compact, fork) gets the rules.
+    assert "matcher" not in document["hooks"]["SessionStart"][0]
+    assert document["hooks"]["SubagentStart"][0]["hooks"][0]["command"] == f"{launcher_path(home)} SubagentStart"
     assert first.backup is not None and json.loads(first.backup.read_text(encoding="utf-8")) == USER_HOOKS
     assert any("[mcp_servers.codex-memories]" in note for note in first.notes)  # no codex: the TOML to add
     assert not second.changed and hooks_path(home).read_text(encoding="utf-8") == written
@@ -215,7 +217,7 @@ def test_install_trust_records_exactly_our_handlers_and_keeps_the_users_file_as_
     expected = {entry.key: entry.trusted_hash for entry in our_trust_entries(hooks_path(home), document)}
     table = trust_table(home)
     assert {key: value["trusted_hash"] for key, value in table.items() if key.startswith(str(home))} == expected
-    assert sorted(key.split(":", 1)[1] for key in expected) == ["session_start:0:0", "stop:1:0", "user_prompt_submit:0:0"]
+    assert sorted(key.split(":", 1)[1] for key in expected) == ["session_start:0:0", "stop:1:0", "subagent_start:0:0", "user_prompt_submit:0:0"]
     assert table["/somewhere/else/hooks.json:stop:0:0"] == {"trusted_hash": "sha256:0000"}
     assert report.config_backup is not None and report.config_backup.read_text(encoding="utf-8") == USER_CONFIG
     assert not any("codex exec" in note for note in report.notes)
@@ -227,21 +229,22 @@ def test_install_trust_records_exactly_our_handlers_and_keeps_the_users_file_as_
 def test_install_trust_on_a_home_without_config_toml_creates_it_with_only_our_records(home: Path, command: Path, tmp_path: Path) -> None:
     installed(home, command, tmp_path, trust=True)
     assert set(tomllib.loads(config_path(home).read_text(encoding="utf-8"))) == {"hooks"}
-    assert len(trust_table(home)) == 3
+    assert len(trust_table(home)) == 4  # SessionStart, SubagentStart, UserPromptSubmit, Stop
 
 
 def test_stale_records_of_ours_are_replaced_and_foreign_ones_kept(home: Path, command: Path, tmp_path: Path) -> None:
     config_path(home).write_text(USER_CONFIG, encoding="utf-8")
     installed(home, command, tmp_path, trust=True)
     old = dict(trust_table(home))
-    session_start_key = next(key for key in old if ":session_start:" in key)
+    session_start_keys = {key for key in old if ":session_start:" in key or ":subagent_start:" in key}
 
-    # Our SessionStart handler changes (a larger budget: a context limit), so its hash does too.
+    # Our SessionStart and SubagentStart handlers change (a larger budget: a context limit, for
+    # the one text both print), so their hashes do too.
     installed(home, command, tmp_path, trust=True, session_start_budget_tokens=9_000)
     new = trust_table(home)
     assert set(new) == set(old)
-    assert new[session_start_key] != old[session_start_key]
-    assert all(new[key] == old[key] for key in old if key != session_start_key)
+    assert all(new[key] != old[key] for key in session_start_keys)
+    assert all(new[key] == old[key] for key in old if key not in session_start_keys)
 
     # The user adds a group before ours: our Stop handler moves to index 1, its old record goes.
     document = json.loads(hooks_path(home).read_text(encoding="utf-8"))
@@ -249,7 +252,7 @@ def test_stale_records_of_ours_are_replaced_and_foreign_ones_kept(home: Path, co
     hooks_path(home).write_text(json.dumps(document), encoding="utf-8")
     installed(home, command, tmp_path, trust=True, session_start_budget_tokens=9_000)
     keys = {key.split(":", 1)[1] for key in trust_table(home) if key.startswith(str(home))}
-    assert keys == {"session_start:0:0", "user_prompt_submit:0:0", "stop:1:0"}
+    assert keys == {"session_start:0:0", "subagent_start:0:0", "user_prompt_submit:0:0", "stop:1:0"}
     assert trust_table(home)["/somewhere/else/hooks.json:stop:0:0"] == {"trusted_hash": "sha256:0000"}
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories.read.hooks import hook_log_path
+from codex_memories.read.index import build_index
 from tests.codex.test_real_codex_hooks import HOOK_BYPASS, codex_memories
 from tests.support.codex_cli import (
     CODEX_VERSIONS,
@@ -112,6 +113,7 @@ def test_a_paraphrase_gets_its_fact_and_an_unanswerable_ask_gets_no_memory_block
     project.mkdir()
     other.mkdir()
     write_memory_folder(codex_home.memories_dir, project, other)
+    build_index(codex_home.memories_dir)  # what phase 2 leaves: the prompt hook never builds one
     installed = codex_memories(codex_home, "install")
     assert installed.returncode == 0, installed.stderr
 

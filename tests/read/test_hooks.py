@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories.read.harvest import harvest_citations
+from codex_memories.read.index import build_index, index_file
 from codex_memories.read.hooks import (
     HookOptions,
     HookOutcome,
@@ -22,6 +23,7 @@ from codex_memories.read.hooks import (
     run,
 )
 from codex_memories.read.injection import build_session_context
+from codex_memories.redact import REDACTED
 from codex_memories.settings_sources import SESSION_START_BUDGET
 from codex_memories.state.store import MemoryStore
 from tests.support.memory_home import remember
@@ -48,6 +50,7 @@ def home(tmp_path: Path) -> Path:
     (root / "memory_summary.md").write_text(SUMMARY, encoding="utf-8")
     (root / "MEMORY.md").write_text(HANDBOOK, encoding="utf-8")
     (root / "rollout_summaries" / "2026-03-02-atlas.md").write_text("thread_id: x\n\nThe user set up pnpm workspaces.\n", encoding="utf-8")
+    build_index(root)  # what phase 2 leaves behind: the prompt hook never builds one
     return codex_home
 
 
@@ -243,3 +246,127 @@ def test_the_hook_console_script_runs_openblas_on_one_thread_unless_the_user_cho
     assert completed.returncode == 0, completed.stderr
     assert "PELICAN-7731" in completed.stdout
     assert completed.stderr.strip().splitlines()[-1] == expected
+
+
+# -- every session source, sub-agents, the repository's switch, redaction, no index built (issues 35, 36) --
+
+
+@pytest.mark.parametrize("source", ["startup", "resume", "clear", "compact", "fork", None])
+def test_every_session_source_gets_the_same_rules(home: Path, source: str | None) -> None:
+    fields = {"source": source} if source else {}
+    result = handle_hook("SessionStart", payload("SessionStart", **fields), options(home))
+    assert result.outcome == HookOutcome.injected_memory_summary
+    assert "PELICAN-7731" in json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_sub_agent_gets_the_text_a_session_in_its_folder_gets(home: Path) -> None:
+    session = handle_hook("SessionStart", payload("SessionStart", source="startup"), options(home))
+    sub_agent = handle_hook(
+        "SubagentStart", payload("SubagentStart", agent_id="a1", agent_type="default", turn_id="t"), options(home)
+    )
+    output = json.loads(sub_agent.stdout)["hookSpecificOutput"]
+    assert sub_agent.outcome == HookOutcome.injected_memory_summary
+    assert output["hookEventName"] == "SubagentStart"
+    assert output["additionalContext"] == json.loads(session.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+GITHUB_TOKEN = "ghp_" + "R8fK2mQz7LxW4vNc9TbY3pHs6JdA1gEuVo5i"
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "SubagentStart", "UserPromptSubmit"])
+def test_a_secret_written_into_the_memory_folder_by_hand_never_leaves_a_hook(home: Path, event: str) -> None:
+    root = home / "memories"
+    handbook = HANDBOOK.replace(
+        "- the CI runner is called heron\n", f"- the CI runner is called heron; deploy atlas with token {GITHUB_TOKEN}\n"
+    )
+    (root / "MEMORY.md").write_text(handbook, encoding="utf-8")
+    (root / "memory_summary.md").write_text(SUMMARY + f"- heron deploys atlas with token {GITHUB_TOKEN}\n", encoding="utf-8")
+    build_index(root)
+    fields = {"prompt": "which CI runner deploys atlas, and with what token?"} if event == "UserPromptSubmit" else {}
+    result = handle_hook(event, payload(event, **fields), options(home))
+    assert result.outcome in (HookOutcome.injected_memory_summary, HookOutcome.injected_relevant_memory)
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "heron" in context and REDACTED in context
+    assert GITHUB_TOKEN not in context and "R8fK2mQz7LxW4vNc9TbY3pHs6JdA1gEuVo5i" not in context
+
+
+def test_without_a_recall_index_the_prompt_hook_injects_nothing_builds_nothing_and_says_why(home: Path) -> None:
+    index_file(home / "memories").unlink()
+    result = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="How do I build atlas?"), options(home))
+    assert (result.outcome, result.stdout) == (HookOutcome.skipped_recall_index_missing, "{}")
+    assert not index_file(home / "memories").exists()
+    assert "skipped_recall_index_missing" in hook_log_path(home).read_text(encoding="utf-8")
+
+
+def test_with_a_stale_recall_index_the_prompt_hook_injects_nothing_and_leaves_it_as_it_is(home: Path) -> None:
+    before = index_file(home / "memories").read_bytes()
+    (home / "memories" / "MEMORY.md").write_text(HANDBOOK + "- a line added by hand\n", encoding="utf-8")
+    result = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="How do I build atlas?"), options(home))
+    assert (result.outcome, result.stdout) == (HookOutcome.skipped_recall_index_stale, "{}")
+    assert index_file(home / "memories").read_bytes() == before
+
+
+def _project(tmp_path: Path, switch: str | None) -> Path:
+    project = tmp_path / "work" / "atlas"
+    (project / ".git").mkdir(parents=True)
+    (project / "src").mkdir()
+    if switch is not None:
+        (project / ".codex-memories.toml").write_text(switch, encoding="utf-8")
+    return project
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "SubagentStart", "UserPromptSubmit"])
+@pytest.mark.parametrize("switch", ['memories = "off"\n', 'memories = "of"\n', "memories = [\n"])
+def test_a_repository_that_says_off_gets_nothing_from_any_hook(home: Path, tmp_path: Path, event: str, switch: str) -> None:
+    project = _project(tmp_path, switch)
+    fields = {"prompt": "How do I build atlas?"} if event == "UserPromptSubmit" else {}
+    stdin = json.dumps({"session_id": "s", "hook_event_name": event, "cwd": str(project / "src"), **fields})
+    result = handle_hook(event, stdin, options(home))
+    assert (result.outcome, result.stdout) == (HookOutcome.skipped_repository_switch_off, "{}")
+    assert str(project / ".codex-memories.toml") in hook_log_path(home).read_text(encoding="utf-8")
+
+
+def test_a_repository_that_says_user_only_gets_the_user_level_rules_and_not_its_own(home: Path, tmp_path: Path) -> None:
+    root = home / "memories"
+    texts = {}
+    for name, switch in (("on", None), ("user-only", 'memories = "user-only"\n')):
+        project = _project(tmp_path / name, switch)
+        (root / "MEMORY.md").write_text(
+            "# Task Group: user-level (every project)\nscope: user-level\napplies_to: cwd=any\n\n"
+            "## User preferences\n- answer in English (KITE-2024) [Task 1]\n\n"
+            f"# Task Group: atlas\nscope: atlas\napplies_to: cwd={project}; project={project}\n\n"
+            "## User preferences\n- build atlas with make -j8 (PELICAN-7731) [Task 1]\n",
+            encoding="utf-8",
+        )
+        summary = f"# Memory summary\n\n## What's in Memory\n\n### project={project}\n- atlas ships on Fridays (WREN-4410)\n"
+        (root / "memory_summary.md").write_text(summary, encoding="utf-8")
+        stdin = json.dumps({"session_id": "s", "hook_event_name": "SessionStart", "cwd": str(project)})
+        result = handle_hook("SessionStart", stdin, options(home))
+        texts[name] = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "PELICAN-7731" in texts["on"] and "KITE-2024" in texts["on"] and "WREN-4410" in texts["on"]
+    assert "KITE-2024" in texts["user-only"]
+    assert "PELICAN-7731" not in texts["user-only"] and "WREN-4410" not in texts["user-only"]
+
+
+def test_a_sub_agent_reuses_the_redaction_of_its_sessions_text_and_a_changed_text_is_redacted_anew(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codex_memories import redact
+    from codex_memories.read.hooks import redaction_cache_dir
+
+    calls: list[str] = []
+    real = redact.redact_secrets
+    monkeypatch.setattr(redact, "redact_secrets", lambda text: calls.append(text) or real(text))
+
+    first = handle_hook("SessionStart", payload("SessionStart", source="startup"), options(home))
+    again = handle_hook("SubagentStart", payload("SubagentStart", agent_id="a1"), options(home))
+    assert len(calls) == 1
+    (home / "memories" / "memory_summary.md").write_text(SUMMARY + f"- deploy token {GITHUB_TOKEN}\n", encoding="utf-8")
+    changed = handle_hook("SessionStart", payload("SessionStart", source="resume"), options(home))
+
+    assert len(calls) == 2
+    text = lambda result: json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]  # noqa: E731
+    assert text(first) == text(again)
+    assert GITHUB_TOKEN not in text(changed) and REDACTED in text(changed)
+    assert all(GITHUB_TOKEN not in entry.read_text(encoding="utf-8") for entry in redaction_cache_dir(home).iterdir())
+    assert all(entry.stat().st_mode & 0o077 == 0 for entry in redaction_cache_dir(home).iterdir())
