@@ -291,6 +291,12 @@ class Settings(BaseSettings):
     backfill_batch_size: int = Field(
         default=32, ge=1, le=1024, description="Backfill: threads claimed and extracted per batch."
     )
+    fresh_memory: bool | None = Field(
+        default=None,
+        description="Extract and consolidate a session right after it ends (SessionEnd, or 2 minutes idle), "
+        "so the next session has it; unset: on for the offline heuristic provider (no quota), off for a "
+        "model provider (each ended session would spend a phase-1 and a phase-2 request).",
+    )
     ignore_age_windows: bool = Field(
         default=False,
         description="Claim regardless of the idle and age windows (backfill, the bundled example).",
