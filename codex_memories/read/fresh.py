@@ -12,9 +12,10 @@ Contract:
 - `fresh_pass(...)` (the detached process): skips when the rollout is unchanged since the last
   fresh pass of it (so `SessionEnd` and the idle waiter of 0.171 do not both spend a pass), when
   `fresh_memory` is off (settings tree; default: on for the offline `heuristic` provider, which
-  costs no quota, off for a model provider), else runs `codex-memories run --local --force
+  costs no quota, off for a model provider), else runs `codex-memories run --force
   --ignore-age-windows` (phase 1 regardless of the idle window, under its rate-limit guard;
-  phase 2 without the cooldown, never without its lease). One pass at a time: a machine-wide
+  phase 2 without the cooldown, never without its lease; handed to `codex-memories serve` when
+  one serves the same data, else with the command's own temporary Prefect server). One pass at a time: a machine-wide
   lock file (`flock`); a pass that finds one running waits for it, then runs (the running one
   may have read the rollout before it ended).
 - Every outcome is one line in `hooks.log` (event `Fresh`, codes in `read.hooks.HookOutcome`).
@@ -140,7 +141,7 @@ def run_command(codex_home: Path, memory_root: Path) -> list[str]:
     """The fresh pass: the CLI's `run` in this interpreter, in this process's environment (the
     DB URL and the pinned settings travel there, never on the command line)."""
     return [
-        sys.executable, "-P", "-m", "codex_memories_cli.main", "run", "--local", "--force", "--ignore-age-windows",
+        sys.executable, "-P", "-m", "codex_memories_cli.main", "run", "--force", "--ignore-age-windows",
         "--codex-home", str(codex_home), "--memory-root", str(memory_root),
     ]
 
@@ -150,6 +151,9 @@ def fresh_pass(mode: str, rollout: Path, codex_home: Path, memory_root: Path, id
     folder = fresh_dir(codex_home)
     folder.mkdir(parents=True, exist_ok=True)
     if mode == "idle":
+        skipped = _off(codex_home, memory_root)
+        if skipped is not None:  # asked now, not after the wait: no process sleeps for nothing
+            return skipped
         with (folder / f"wait-{_rollout_tag(rollout)}.lock").open("w") as waiter:
             try:
                 fcntl.flock(waiter, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -165,6 +169,17 @@ def fresh_pass(mode: str, rollout: Path, codex_home: Path, memory_root: Path, id
     return _pass_once(mode, rollout, codex_home, memory_root)
 
 
+def _off(codex_home: Path, memory_root: Path) -> HookResult | None:
+    """The outcome when no pass may run (fresh memory off, bad settings); None when one may."""
+    from codex_memories.settings_sources import SettingsError
+
+    try:
+        enabled, why = fresh_memory_enabled(codex_home, memory_root)
+    except SettingsError as error:
+        return HookResult(EVENT, HookOutcome.failed_settings, detail=str(error))
+    return None if enabled else HookResult(EVENT, HookOutcome.skipped_fresh_memory_off, detail=why)
+
+
 def _pass_once(mode: str, rollout: Path, codex_home: Path, memory_root: Path) -> HookResult:
     try:
         signature = _signature(rollout)
@@ -172,14 +187,9 @@ def _pass_once(mode: str, rollout: Path, codex_home: Path, memory_root: Path) ->
         return HookResult(EVENT, HookOutcome.failed_transcript_unreadable, detail=f"{rollout}: {error}")
     if _done(codex_home).get(str(rollout)) == signature:
         return HookResult(EVENT, HookOutcome.skipped_already_fresh, detail=f"{mode}, {rollout.name} unchanged since its last pass")
-    from codex_memories.settings_sources import SettingsError
-
-    try:
-        enabled, why = fresh_memory_enabled(codex_home, memory_root)
-    except SettingsError as error:
-        return HookResult(EVENT, HookOutcome.failed_settings, detail=str(error))
-    if not enabled:
-        return HookResult(EVENT, HookOutcome.skipped_fresh_memory_off, detail=why)
+    skipped = _off(codex_home, memory_root)
+    if skipped is not None:
+        return skipped
     with (fresh_dir(codex_home) / PASS_LOCK).open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one pass at a time; a second waits, then runs
         try:

@@ -28,7 +28,8 @@ Contract:
   session (`hook_notices.session_answer`), which Codex's TUI shows. Every call appends one line to
   `$CODEX_HOME/codex-memories/hooks.log` (outcome, event, duration, detail); the log is rotated
   once it passes `LOG_ROTATE_BYTES`.
-- Never writes the memory folder. The Stop hook writes the state DB only.
+- Never writes the memory folder. The Stop hook writes the state DB only. The fresh pass that
+  Stop and SessionEnd may start (`read.fresh`) is a detached `codex-memories run`, not the hook.
 - Fast start: this module imports only the standard library and `settings_sources` (standard
   library too) at import time. SessionStart imports `read.injection` (prompts, tokenizer),
   UserPromptSubmit `read.prompt_context` (the recall index: sqlite3, numpy, the packaged static
