@@ -36,6 +36,9 @@ def hook(home: MemoryHome, event: str, payload: dict[str, object]) -> str:
     """One call of the hook console script, as Codex makes it (no settings of ours in the environment)."""
     environment = {key: value for key, value in os.environ.items() if not key.startswith(("CODEX_MEMORIES_", "CODEX_HOME", "OPENAI_"))}
     environment["HOME"] = str(home.root / "user-home")
+    # As Codex started with CODEX_HOME set: the session's project is found through that home's
+    # recorded project keys (scopes.py reads the environment's home, not our flag).
+    environment["CODEX_HOME"] = str(home.codex_home)
     command = [*HOOK, event, "--codex-home", str(home.codex_home), "--memory-root", str(home.memory_root), "--db-url", home.db_url]
     done = subprocess.run(command, input=json.dumps(payload), capture_output=True, text=True, env=environment, timeout=60, check=True)
     return done.stdout
