@@ -9,8 +9,9 @@ Contract:
   1. writes the hook launcher `$CODEX_HOME/codex-memories/codex-memories-hook` (`hook_launcher`:
      it runs this installation's interpreter, falls back to `codex-memories-hook` on PATH, and
      prints `{}` with a log line when neither is there);
-  2. merges our four hooks (SessionStart without a matcher, so every session source;
-     SubagentStart; UserPromptSubmit; Stop), each `<launcher> <Event>`,
+  2. merges our five hooks (SessionStart without a matcher, so every session source;
+     SubagentStart; UserPromptSubmit; Stop; SessionEnd: a version without it
+     reads the entry and never fires it), each `<launcher> <Event>`,
      into `$CODEX_HOME/hooks.json`, keeping every hook the user already has where it is (Codex
      records hook trust by file, event and position, so ours take the place they had, else go
      last). The SessionStart handler carries `additionalContextLimit` when the
@@ -412,7 +413,7 @@ def install(
     path = hooks_path(codex_home)
     before = read_hooks_file(path)
     after = with_our_hooks(before, our_hook_groups(launcher, session_start_context_limit(session_start_budget_tokens)))
-    _apply_hooks(path, before, after, report, f"write our SessionStart, SubagentStart, UserPromptSubmit and Stop hooks to {path}")
+    _apply_hooks(path, before, after, report, f"write our {', '.join(HOOK_EVENTS)} hooks to {path}")
     _install_mcp_server(codex_home, memory_root, command, codex_binary, report)
     wanted = our_trust_entries(path, after)
     if trust:

@@ -301,6 +301,12 @@ class Settings(BaseSettings):
             "(Incomplete) naming them."
         ),
     )
+    fresh_memory: bool = Field(
+        default=False,
+        description="Extract and consolidate a session right after it ends (SessionEnd, or 2 minutes idle), "
+        "so the next session has it. Opt-in: each pass runs phase 1 and phase 2 in the background (a "
+        "Prefect server start, and with a model provider a phase-1 and a phase-2 request on your quota).",
+    )
     ignore_age_windows: bool = Field(
         default=False,
         description="Claim regardless of the idle and age windows (backfill, the bundled example).",

@@ -27,7 +27,10 @@ Contract:
     with `harvest.harvest_citations`, which keeps a byte offset per rollout, so the Stop hook and
     the phase-1 harvest never count one block twice. Prints `{}`. With
     `harvest_in_background` (the console script's default) the harvest runs in a detached child
-    process (`... Stop --inline`) and the hook returns at once (`started_background_harvest`).
+    process (`... Stop --inline`) and the hook returns at once (`started_background_harvest`);
+    it also arms the fresh-memory idle waiter of that rollout (`read.fresh`, mode `idle`).
+  * `SessionEnd` (Codex 0.171 sends it; 0.147 does not): starts the fresh pass of that rollout
+    in a detached process (`read.fresh`, mode `end`) and prints `{}` at once.
 - Never blocks or breaks the session: bad JSON, an unknown event, a missing memory folder, a DB
   outage or any other error is a named `HookOutcome` (a `failed_*` code), `{}` on stdout and exit
   code 0. When the session cannot have its memory (invalid settings, a memory folder missing or
@@ -35,7 +38,8 @@ Contract:
   session (`hook_notices.session_answer`), which Codex's TUI shows. Every call appends one line to
   `$CODEX_HOME/codex-memories/hooks.log` (outcome, event, duration, detail); the log is rotated
   once it passes `LOG_ROTATE_BYTES`.
-- Never writes the memory folder. The Stop hook writes the state DB only.
+- Never writes the memory folder. The Stop hook writes the state DB only. The fresh pass that
+  Stop and SessionEnd may start (`read.fresh`) is a detached `codex-memories run`, not the hook.
 - Fast start: this module imports only the standard library and `settings_sources` (standard
   library too) at import time. SessionStart imports `read.injection` (prompts, tokenizer),
   UserPromptSubmit `read.prompt_context` (the recall index: sqlite3, numpy, the packaged static
@@ -69,7 +73,7 @@ from codex_memories.settings_sources import PROMPT_RECALL_BUDGET, SESSION_START_
 
 # SubagentStart: Codex 0.147 and 0.171 both fire it when an agent spawns a sub-agent, with the
 # sub-agent's cwd, and put its `additionalContext` into the sub-agent's own input (tests/codex).
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStart")
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStart", "SessionEnd")
 SESSION_EVENTS = ("SessionStart", "SubagentStart")  # both get the session's rules
 HOOK_LOG_DIR = "codex-memories"
 HOOK_LOG_FILE = "hooks.log"
@@ -104,6 +108,14 @@ class HookOutcome(StrEnum):
     skipped_recall_index_missing = "skipped_recall_index_missing"
     skipped_recall_index_stale = "skipped_recall_index_stale"
     failed_recall_index_damaged = "failed_recall_index_damaged"
+    # Fresh memory (read.fresh): the hook started its detached process, which logs as `Fresh`.
+    started_fresh_pass = "started_fresh_pass"
+    fresh_pass_done = "fresh_pass_done"
+    skipped_already_fresh = "skipped_already_fresh"
+    skipped_fresh_memory_off = "skipped_fresh_memory_off"
+    skipped_fresh_waiter_running = "skipped_fresh_waiter_running"
+    failed_start_fresh_pass = "failed_start_fresh_pass"
+    failed_fresh_pass = "failed_fresh_pass"
     # Written by the hook launcher's shell code, not here: its recorded Python environment is
     # gone and no `codex-memories-hook` on PATH could stand in (codex_memories.hook_launcher).
     failed_hook_environment_missing = "failed_hook_environment_missing"
@@ -170,6 +182,8 @@ def _dispatch(event_name: str, stdin_text: str, options: HookOptions) -> HookRes
         return _session_start(event_name, payload, options)
     if event_name == "UserPromptSubmit":
         return _user_prompt_submit(payload, options)
+    if event_name == "SessionEnd":
+        return _session_end(payload, options)
     return _stop(payload, options)
 
 
@@ -374,6 +388,7 @@ def _stop(payload: dict[str, Any], options: HookOptions) -> HookResult:
     if not Path(key).is_file():
         return HookResult(event, HookOutcome.failed_transcript_unreadable, detail=f"{key}: no such file")
     if options.harvest_in_background:
+        _arm_fresh_waiter(Path(key), options)
         return _start_background_harvest(payload, options)
     from codex_memories.settings_sources import SettingsError
 
@@ -402,6 +417,33 @@ def _stop(payload: dict[str, Any], options: HookOptions) -> HookResult:
         detail=f"{report.citation_blocks} block(s), {report.usage_recorded} use(s) recorded",
         details={"blocks": report.citation_blocks, "usage_recorded": report.usage_recorded, "problems": len(report.problems)},
     )
+
+
+def _arm_fresh_waiter(rollout: Path, options: HookOptions) -> None:
+    """Codex 0.147 sends no SessionEnd: a detached waiter passes the session once it stays idle
+    (read.fresh; one per rollout). Only from the console script's Stop (`harvest_in_background`):
+    the `--inline` child it starts must not arm a second one. Its start is logged on its own line."""
+    from codex_memories.read.fresh import start_fresh
+
+    started = time.monotonic()
+    write_log_line(options.log_path, start_fresh("idle", rollout, options), time.monotonic() - started)
+
+
+# -- SessionEnd (Codex 0.171) ---------------------------------------------------------------------
+
+
+def _session_end(payload: dict[str, Any], options: HookOptions) -> HookResult:
+    """Start the fresh pass of the session that ended (read.fresh) and return at once; prints `{}`."""
+    transcript = _string_field(payload, "transcript_path")
+    if transcript is None:
+        return HookResult("SessionEnd", HookOutcome.skipped_no_transcript, detail="no transcript_path (an ephemeral session?)")
+    key = Path(harvest_key(options.codex_home, Path(transcript)))
+    if not key.is_file():
+        return HookResult("SessionEnd", HookOutcome.failed_transcript_unreadable, detail=f"{key}: no such file")
+    from codex_memories.read.fresh import start_fresh
+
+    started = start_fresh("end", key, options)
+    return HookResult("SessionEnd", started.outcome, detail=started.detail)
 
 
 def _start_background_harvest(payload: dict[str, Any], options: HookOptions) -> HookResult:
@@ -482,7 +524,7 @@ OPTION_FIELDS = {
     "--prompt-budget": "prompt_recall_budget_tokens",
 }
 USAGE = (
-    "usage: codex-memories-hook <SessionStart|UserPromptSubmit|Stop> [--codex-home DIR] [--memory-root DIR] "
+    "usage: codex-memories-hook <SessionStart|UserPromptSubmit|Stop|SessionEnd> [--codex-home DIR] [--memory-root DIR] "
     "[--config-file FILE] [--db-url URL] [--budget N] [--prompt-budget N] [--inline]"
 )
 

@@ -217,7 +217,7 @@ def test_install_trust_records_exactly_our_handlers_and_keeps_the_users_file_as_
     expected = {entry.key: entry.trusted_hash for entry in our_trust_entries(hooks_path(home), document)}
     table = trust_table(home)
     assert {key: value["trusted_hash"] for key, value in table.items() if key.startswith(str(home))} == expected
-    assert sorted(key.split(":", 1)[1] for key in expected) == ["session_start:0:0", "stop:1:0", "subagent_start:0:0", "user_prompt_submit:0:0"]
+    assert sorted(key.split(":", 1)[1] for key in expected) == ["session_end:0:0", "session_start:0:0", "stop:1:0", "subagent_start:0:0", "user_prompt_submit:0:0"]
     assert table["/somewhere/else/hooks.json:stop:0:0"] == {"trusted_hash": "sha256:0000"}
     assert report.config_backup is not None and report.config_backup.read_text(encoding="utf-8") == USER_CONFIG
     assert not any("codex exec" in note for note in report.notes)
@@ -229,7 +229,7 @@ def test_install_trust_records_exactly_our_handlers_and_keeps_the_users_file_as_
 def test_install_trust_on_a_home_without_config_toml_creates_it_with_only_our_records(home: Path, command: Path, tmp_path: Path) -> None:
     installed(home, command, tmp_path, trust=True)
     assert set(tomllib.loads(config_path(home).read_text(encoding="utf-8"))) == {"hooks"}
-    assert len(trust_table(home)) == 4  # SessionStart, SubagentStart, UserPromptSubmit, Stop
+    assert len(trust_table(home)) == 5  # SessionStart, SubagentStart, UserPromptSubmit, Stop, SessionEnd
 
 
 def test_stale_records_of_ours_are_replaced_and_foreign_ones_kept(home: Path, command: Path, tmp_path: Path) -> None:
@@ -252,7 +252,7 @@ def test_stale_records_of_ours_are_replaced_and_foreign_ones_kept(home: Path, co
     hooks_path(home).write_text(json.dumps(document), encoding="utf-8")
     installed(home, command, tmp_path, trust=True, session_start_budget_tokens=9_000)
     keys = {key.split(":", 1)[1] for key in trust_table(home) if key.startswith(str(home))}
-    assert keys == {"session_start:0:0", "subagent_start:0:0", "user_prompt_submit:0:0", "stop:1:0"}
+    assert keys == {"session_start:0:0", "subagent_start:0:0", "user_prompt_submit:0:0", "stop:1:0", "session_end:0:0"}
     assert trust_table(home)["/somewhere/else/hooks.json:stop:0:0"] == {"trusted_hash": "sha256:0000"}
 
 
