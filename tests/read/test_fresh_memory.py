@@ -93,7 +93,7 @@ def test_fresh_memory_off_in_our_settings_passes_nothing(home: MemoryHome) -> No
     result = fresh.fresh_pass("end", rollout, home.codex_home, home.memory_root)
 
     assert result.outcome is HookOutcome.skipped_fresh_memory_off
-    assert "fresh_memory = false" in result.detail
+    assert "fresh_memory is off" in result.detail
     assert not home.memory_root.exists()
 
 
