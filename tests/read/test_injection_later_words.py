@@ -112,8 +112,10 @@ def test_without_a_project_the_user_level_replacement_still_wins(memory_root: Pa
 
 
 def test_a_prompt_about_the_subject_gets_the_newer_value_and_never_the_replaced_one(memory_root: Path, checkout: Path) -> None:
+    from codex_memories.read.index import build_index
     from codex_memories.read.prompt_context import memory_context_for_prompt
 
+    build_index(memory_root)  # as phase 2 leaves it: the prompt hook never builds one
     text = memory_context_for_prompt(memory_root, "Which Node version does this project use?", str(checkout), 400)
     assert "Node 18" not in text
     text = memory_context_for_prompt(memory_root, "which package manager should I use for every repository, pnpm?", str(checkout), 400)
