@@ -46,7 +46,17 @@ from typing import Any
 
 from codex_memories import paths
 from codex_memories.consolidate.injection_gate import MAX_GATED_FILE_BYTES, GatedFile, excerpt, gated_files
-from codex_memories.extract.provenance import MIN_UNITS, Attribution, MemoryLine, memory_lines, units, without_lines
+from codex_memories.extract.provenance import (
+    MIN_UNITS,
+    TRUSTED_ORIGINS,
+    Attribution,
+    MemoryLine,
+    memory_lines,
+    session_texts,
+    units,
+    without_lines,
+)
+from codex_memories.extract.user_claims import ClaimCheck, is_user_claim, rule_section_lines
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.ingest.transcript import ItemOrigin, iter_kept_items
 from codex_memories.memory_folder.workspace import baseline_texts
@@ -56,6 +66,7 @@ from codex_memories.state.store import MemoryStore
 
 SOURCE_SHARE = 0.5
 REMOVAL_REASON = "its words came from tool output in the session(s) it was traced to, not from the user or the agent's actions"
+UNBACKED_CLAIM_REASON = "it speaks for the user, but no user turn of the session(s) it was traced to says it"
 
 ReadItems = Callable[[Path], Iterable[dict[str, Any]]]
 
@@ -65,6 +76,7 @@ class DerivedLine:
     path: str
     line: MemoryLine
     thread_ids: tuple[str, ...]
+    reason: str = REMOVAL_REASON
 
 
 @dataclass
@@ -106,22 +118,31 @@ def find_tool_derived_lines(
     wanted = sorted({thread_id for _, threads in traced for thread_id in threads})
     readable: set[str] = set()
     attribution = Attribution([line.line.comparable for line, _ in traced])
+    claims = ClaimCheck()
     for extension_text in _extension_texts(root_dir):
         attribution.feed(ItemOrigin.user, extension_text)
+        claims.add(ItemOrigin.user, extension_text)
     for thread_id in wanted:
         rollout_path = by_thread[thread_id].rollout_path
         if not rollout_path:
             continue
         try:
-            attribution.feed_session(read_items(Path(rollout_path)))
+            for origin, text in session_texts(read_items(Path(rollout_path))):
+                attribution.feed(origin, text, whole_short_text=origin in TRUSTED_ORIGINS)
+                claims.add(origin, text)
         except OSError:
             continue  # deleted or moved since: the lines it supports cannot be judged
         readable.add(thread_id)
+    in_rules = {gated.path: rule_section_lines(gated.text or "") for gated in files}
     for index, (line, threads) in enumerate(traced):
         if not set(threads) <= readable:
             findings.unverified += 1
         elif attribution.support(index).tool_derived:
             findings.derived.append(DerivedLine(line.path, line.line, threads))
+        elif is_user_claim(line.line.text, in_rule_section=line.line.first in in_rules[line.path]) and not claims.check(
+            line.line.comparable
+        ).backed:
+            findings.derived.append(DerivedLine(line.path, line.line, threads, UNBACKED_CLAIM_REASON))
     return findings
 
 
@@ -176,7 +197,7 @@ def remove_tool_derived_lines(root_dir: Path, findings: ProvenanceFindings) -> l
             ForgetAction(
                 route=ForgetRoute.tool_output_provenance,
                 target=path,
-                reason=REMOVAL_REASON,
+                reason=item.reason,
                 removed={"line": item.line.first + 1, "text": excerpt(item.line.text), "threads": list(item.thread_ids)},
             )
             for item in derived
