@@ -20,7 +20,8 @@ Contract:
   that holds across inflections: commit / commits / committed) when at least three long and not
   a function word (`_FUNCTION_WORDS`); Han, kana and Hangul, which do not separate words, as
   character bigrams. The attribution lead-in ("The user wants", "用户要求") is not a term:
-  every claim has one.
+  every claim has one (in Japanese and Korean, the sentence-final verb of wanting or saying:
+  `_TRAILING_ATTRIBUTION`).
 - `ClaimCheck(session_texts)` holds one session's texts by origin (`extract.provenance.
   session_texts`); `check(text)` gives a `ClaimSupport`: `user_share`, the largest share of the
   claim's terms found in one user turn, and `elsewhere_share`, the share found in the tool output
@@ -95,6 +96,13 @@ _LEAD_IN = re.compile(
     re.IGNORECASE,
 )
 
+# Japanese and Korean put the verb of wanting or saying last ("...ことを希望している",
+# "...기를 원한다"): that end of the sentence is the attribution too.
+_TRAILING_ATTRIBUTION = re.compile(
+    r"(?:(?:する|した)?こと)?(?:を|が)?(?:希望して|望んで|求めて|要望して|好んで)(?:いる|います|いた|おり)?[。.]?\s*$"
+    r"|と(?:言って|述べて|話して|指示して)(?:いる|いた|います)?[。.]?\s*$|(?:して)?ほしい(?:と(?:考えて|思って)いる)?[。.]?\s*$"
+    r"|(?:기를|을|를|하기를)?\s*(?:원한다|원합니다|원함|선호한다|선호합니다|요청했다|요청함|말했다)[.]?\s*$"
+)
 # Han (with extensions and compatibility forms), kana and Hangul: compared as character bigrams.
 _SPACELESS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f"
 _SPACELESS_RUN = re.compile(rf"[{_SPACELESS}]+")
@@ -155,7 +163,7 @@ def claim_terms(text: str, *, drop_attribution: bool = True) -> set[str]:
     """The comparable terms of a text (see the contract)."""
     folded = _normalised(_SUFFIX_MARKUP.sub(" ", split_entry(text.strip())[0]))
     if drop_attribution:
-        folded = _LEAD_IN.sub(" ", folded)
+        folded = _TRAILING_ATTRIBUTION.sub(" ", _LEAD_IN.sub(" ", folded))
     terms: set[str] = set()
 
     def take_name(run: re.Match[str]) -> str:
