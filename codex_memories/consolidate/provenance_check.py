@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from codex_memories import paths
-from codex_memories.consolidate.injection_gate import MAX_GATED_FILE_BYTES, GatedFile, excerpt, gated_files
+from codex_memories.consolidate.injection_gate import MAX_GATED_FILE_BYTES, GatedFile, excerpt, gated_files, is_held_note
 from codex_memories.extract.provenance import (
     MIN_UNITS,
     TRUSTED_ORIGINS,
@@ -174,12 +174,13 @@ def _sources(new_lines: Sequence[_NewLine], outputs: Sequence[Stage1Output]) -> 
 
 
 def _extension_texts(root_dir: Path) -> Iterator[str]:
-    """The user's own input in the folder: ad-hoc notes and extension resources (regular files)."""
+    """The user's own input in the folder: ad-hoc notes and extension resources (regular files);
+    not the notes held back (an agent's pending notes are not the user's words)."""
     folder = SandboxedFolder(root_dir)
     if folder.kind(paths.EXTENSIONS_DIR) != "dir":
         return
     for entry in folder.walk(paths.EXTENSIONS_DIR):
-        if entry.kind == "file" and entry.size <= MAX_GATED_FILE_BYTES:
+        if entry.kind == "file" and entry.size <= MAX_GATED_FILE_BYTES and not is_held_note(entry.path):
             yield folder.read_bytes(entry.path).decode("utf-8", "replace")
 
 
