@@ -68,7 +68,7 @@ def run(label: str) -> tuple[int, int, int, int]:
 
 
 def main() -> None:
-    with prefect_test_harness(server_startup_timeout=120):
+    with prefect_test_harness(server_startup_timeout=600):
         shipped = (user_claims.ClaimSupport.backed, user_claims.ClaimSupport.laundered)
         user_claims.ClaimSupport.backed = property(lambda self: True)  # type: ignore[method-assign]
         user_claims.ClaimSupport.laundered = property(lambda self: False)  # type: ignore[method-assign]

@@ -221,11 +221,43 @@ def show(
         )
     except (OSError, UnicodeDecodeError) as error:
         fail(f"cannot read the memory folder {root}: {error}")
+    held = held_notes(root)
     if as_json:
-        print(json.dumps(view.as_json(), indent=2, ensure_ascii=False))
+        print(json.dumps({**view.as_json(), "held_notes": [_held_json(note) for note in held]}, indent=2, ensure_ascii=False))
         return
-    for line in render_view(view, why=why):
+    for line in [*render_view(view, why=why), *render_held_notes(held)]:
         console.print(line, soft_wrap=True)
+
+
+def held_notes(root: Path) -> list:
+    """Notes no session gets: an agent's, waiting for the user, and those phase 2 quarantined."""
+    from codex_memories.read.notes import list_held_notes
+
+    return list_held_notes(root)
+
+
+def _held_json(note) -> dict:
+    return {"name": note.name, "status": note.status, "text": note.text, "origin": note.origin, "reasons": list(note.reasons)}
+
+
+def render_held_notes(held: list) -> list[Text]:
+    """`show`'s list of the held notes, each with the command that decides it."""
+    if not held:
+        return []
+    lines = [Text(""), Text("Notes held back (no session gets them)", style="bold")]
+    for note in held:
+        name = note.name.removesuffix(".md")
+        why = f" [flagged: {', '.join(note.reasons)}]" if note.reasons else ""
+        if note.status == "pending":
+            decide = f"`codex-memories note --accept {name}` or `--drop {name}`"
+            origin = "written by an agent, pending"
+        else:
+            decide = f"`codex-memories note --drop {name}`"
+            origin = "quarantined by phase 2's injection gate"
+        line = Text(f"  - {note.text}")
+        line.append(f"  ({origin}{why}; {decide})", style="yellow")
+        lines.append(line)
+    return lines
 
 
 def recorded_project_keys(config: RuntimeConfig) -> dict[str, str]:
