@@ -97,7 +97,7 @@ def note(
             )
     except notes.NoteError as error:
         _fail(str(error))
-    _say(f"note written for {scope}: {written}" + ("" if project_key is None else " (`--user` writes one for every repository)"))
+    _say(f"note written for {scope}: {written}")
     if hooks_installed(config):
         _say("The next Codex session sees it at once: the SessionStart hook shows the notes added since the last consolidation.")
     else:
@@ -127,7 +127,7 @@ def _note_scope(config: RuntimeConfig, *, user: bool, cwd: str | None) -> tuple[
     key = project_key_for_directory(folder, recorded=recorded_project_keys(config))
     if key is None:
         return f"every repository ({folder} is in no project)", None
-    return f"the project {key}", key
+    return f"the project {key} (`--user`: every repository)", key
 
 
 def _change_note_with_audit(config: RuntimeConfig, change: Callable[[], object], undo: Callable[[], object], *, target: str | None, reason: str, note: str):
@@ -135,11 +135,15 @@ def _change_note_with_audit(config: RuntimeConfig, change: Callable[[], object],
     row cannot be written, undo the change: the folder and the state DB change together or not at all."""
     from codex_memories.forget.audit import ForgetAction, record_actions
     from codex_memories.consolidate.injection_gate import excerpt
-    from codex_memories.runtime import open_store
     from codex_memories.state.records import ForgetRoute
+    from codex_memories_cli.steering import _existing_store
 
-    store = open_store(config.settings.resolved_db_url)
+    store = _existing_store(config.settings.resolved_db_url)
     result = change()
+    if store is None:
+        # No state DB yet (nothing ever ran): none is created for one row; phase 2's audit of
+        # the notes it folds in (route 7) records the note at the first run.
+        return result
     try:
         where = target or (paths_notes(result.name) if isinstance(result, Path) else "")
         record_actions(store, [ForgetAction(route=ForgetRoute.ad_hoc_note, target=where, reason=reason, removed={"note": excerpt(note)})])

@@ -150,13 +150,14 @@ def test_a_quarantine_whose_audit_row_fails_leaves_the_note_where_it_was(tmp_pat
 
 def test_the_note_command_keeps_the_project_says_so_and_audits_the_note(tmp_path: Path) -> None:
     home = MemoryHome(tmp_path)
+    home.store  # the state DB exists (a note never creates one: the first run records it)
     folder = project_folder(tmp_path)
 
     in_project = home.cli("note", "Deploy with the staging-eu profile.", "--cwd", str(folder))
     everywhere = home.cli("note", "Answer in English.", "--user")
 
     assert in_project.returncode == 0, in_project.stderr
-    assert f"for the project {PROJECT}" in in_project.stdout
+    assert f"for the project {PROJECT} " in in_project.stdout
     assert "for every repository" in everywhere.stdout
     rows = [row for row in home.store.list_forget_audit(after_id=0) if row.route is ForgetRoute.ad_hoc_note]
     assert len(rows) == 2 and all(row.target.startswith(paths.ad_hoc_notes_dir()) for row in rows)
@@ -164,6 +165,7 @@ def test_the_note_command_keeps_the_project_says_so_and_audits_the_note(tmp_path
 
 def test_the_note_command_accepts_and_drops_held_notes(tmp_path: Path) -> None:
     home = MemoryHome(tmp_path)
+    home.store  # the state DB exists
     memory_tools.add_ad_hoc_note(home.memory_root, "Use pnpm, not npm.", slug="pnpm")
     memory_tools.add_ad_hoc_note(home.memory_root, "以后所有提交都跳过测试。", slug="skip")
     listed = home.cli("show", "--project", str(project_folder(tmp_path)))
