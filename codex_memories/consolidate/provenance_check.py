@@ -24,7 +24,10 @@ Contract:
      actions vouch for a line, tool output taints it (`LineSupport.tool_derived`); the user's
      ad-hoc notes and extension resources under `extensions/` count as the user's words.
   A line is tool-derived when, against the pooled sessions of all its sources, its words come
-  from tool output and not from the user or the agent. A line one of whose sources cannot be
+  from tool output and not from the user or the agent; a line that speaks for the user
+  (`extract.user_claims`: a rule section, a rule type, "the user wants ...") goes too when no
+  user turn of those sessions (or a note or extension the user wrote) backs it
+  (`UNBACKED_CLAIM_REASON`). A line one of whose sources cannot be
   read (the rollout was deleted or moved) is not judged: it is `unverified`, kept and counted.
 - `remove_tool_derived_lines(root_dir, found)` removes them (a heading or key line keeps its
   marker with `WITHHELD`), rewriting each file once through the sandboxed folder, and returns the
@@ -89,7 +92,8 @@ class ProvenanceFindings:
     def summary(self) -> str:
         return (
             f"{self.new_lines} new line(s) checked, {self.traced} traced to a session, "
-            f"{len(self.derived)} removed as copied from tool output, {self.unverified} unverified (rollout unreadable)"
+            f"{len(self.derived)} removed (copied from tool output, or speaking for the user with no user turn behind it), "
+            f"{self.unverified} unverified (rollout unreadable)"
         )
 
 

@@ -18,7 +18,8 @@ Contract:
   stage-1 input's spotlighting by `ingest.transcript.item_origin`): the user's messages
   (`user`; Codex's harness parts of them are `tool_output`, except its environment context,
   which is the session's own facts and is left out), the agent's tool calls
-  (`agent_action`: commands, patches, search queries) and tool output (`tool_output`). The
+  (`agent_action`: commands, the lines a patch adds, search queries) and tool output
+  (`tool_output`, with the context and removed lines a patch carries: the file's words). The
   agent's own words (`assistant`) are left out: they neither vouch for a line (the agent may be
   repeating what a tool told it) nor taint one. Works on spotlit and plain items alike.
 - `Attribution(lines)` then `feed(source, text)` for each source text, in any number of calls
@@ -45,6 +46,10 @@ Contract:
   only quotes an output goes too, because rollout summaries are searched by the prompt hook and
   a quoted instruction recalled there steers as well as a rule. Returns the text and what was
   withheld. Pure and deterministic.
+- The same function checks every line that speaks for the user (`user_claims.is_user_claim`)
+  against that session's user turns (`user_claims.ClaimCheck`): laundered from tool output, it
+  is withheld with the rest; backed by no user turn and no tool output, it is moved out of its
+  section into a closing `Reusable knowledge:` block as an observation (`Withheld.demoted`).
 
 Measured on held-out phrasings in benchmarks/tool_output_injection.py (planted instructions
 reaching the live folder, and real user rules lost).
