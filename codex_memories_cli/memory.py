@@ -53,21 +53,51 @@ def _say(message: str) -> None:
 @with_common_options
 def note(
     overrides: SettingsOverrides,
-    text: Annotated[str, typer.Argument(help="The note: what to remember, forget or update.", show_default=False)],
+    text: Annotated[Optional[str], typer.Argument(help="The note: what to remember, forget or update.", show_default=False)] = None,
     slug: Annotated[Optional[str], typer.Option("--slug", help="File-name slug (a-z, 0-9, -); derived from the text if omitted.")] = None,
+    user: Annotated[bool, typer.Option("--user", help="For every repository (default: the current folder's project).")] = False,
+    cwd: Annotated[Optional[str], typer.Option("--cwd", help="The project folder the note is for (default: the current folder).")] = None,
+    accept: Annotated[
+        Optional[str], typer.Option("--accept", help="Make a pending note (one an agent wrote through MCP) live: its name from `show`.")
+    ] = None,
+    drop: Annotated[Optional[str], typer.Option("--drop", help="Delete a pending or quarantined note: its name from `show`.")] = None,
     now: Now = False,
 ) -> None:
-    """Write an ad-hoc note: the next session sees it at once, the next phase 2 folds it into MEMORY.md."""
-    from codex_memories.read.notes import NoteError, add_ad_hoc_note
+    """Write an ad-hoc note for this project (or, with --user, every project), or accept or drop a
+    held one: the next session sees it at once, the next phase 2 folds it into MEMORY.md."""
+    from codex_memories.read import notes
     from codex_memories_cli.steering import hooks_installed, next_phase2
 
+    if sum(option is not None for option in (text, accept, drop)) != 1:
+        _fail("give the note's text, or --accept NAME, or --drop NAME (one of them)")
     config = overrides.load()
     root = local_memory_root(config, "note")
+    scope, project_key = _note_scope(config, user=user, cwd=cwd)
     try:
-        written = add_ad_hoc_note(root, text, slug=slug)
-    except NoteError as error:
+        if drop is not None:
+            held = notes.find_held_note(root, drop)
+            _change_note_with_audit(config, lambda: notes.remove_held_note(root, held), lambda: notes.restore_held_note(root, held),
+                                    target=held.record_path, reason=f"{held.status} note dropped by the user", note=held.text)
+            _say(f"dropped the {held.status} note {held.name}: it never reaches a session")
+            return
+        if accept is not None:
+            held = notes.find_held_note(root, accept)
+            written = _change_note_with_audit(
+                config, lambda: notes.accept_held_note(root, held, project_key=project_key),
+                lambda: (Path(root, paths_notes(held.name)).unlink(missing_ok=True), notes.restore_held_note(root, held)),
+                target=paths_notes(held.name), reason=f"pending note accepted by the user, {scope}", note=held.text,
+            )
+        else:
+            assert text is not None  # one of the three, checked above
+            holder: dict[str, Path] = {}
+            written = _change_note_with_audit(
+                config, lambda: holder.setdefault("path", notes.add_ad_hoc_note(root, text, slug=slug, project_key=project_key)),
+                lambda: holder["path"].unlink(missing_ok=True) if "path" in holder else None,
+                target=None, reason=f"note added by the user, {scope}", note=text,
+            )
+    except notes.NoteError as error:
         _fail(str(error))
-    _say(f"note written: {written}")
+    _say(f"note written for {scope}: {written}")
     if hooks_installed(config):
         _say("The next Codex session sees it at once: the SessionStart hook shows the notes added since the last consolidation.")
     else:
@@ -76,6 +106,51 @@ def note(
         _consolidate_now(overrides, config)
         return
     _say(f"Phase 2 folds it into MEMORY.md {next_phase2(config)}; `codex-memories phase2 --force` (or `note --now`) does it now.")
+
+
+def paths_notes(name: str) -> str:
+    from codex_memories import paths
+
+    return f"{paths.ad_hoc_notes_dir()}/{name}"
+
+
+def _note_scope(config: RuntimeConfig, *, user: bool, cwd: str | None) -> tuple[str, str | None]:
+    """(how the reply names the note's scope, the project key or None for every project): the
+    current folder's project as the hooks key it (`scopes.project_key_for_directory`), unless
+    `--user`."""
+    from codex_memories.scopes import project_key_for_directory
+    from codex_memories_cli.views import recorded_project_keys
+
+    if user:
+        return "every repository (--user)", None
+    folder = cwd if cwd is not None else str(Path.cwd())
+    key = project_key_for_directory(folder, recorded=recorded_project_keys(config))
+    if key is None:
+        return f"every repository ({folder} is in no project)", None
+    return f"the project {key} (`--user`: every repository)", key
+
+
+def _change_note_with_audit(config: RuntimeConfig, change: Callable[[], object], undo: Callable[[], object], *, target: str | None, reason: str, note: str):
+    """Make a note's change in the folder, then write its audit row (route `ad_hoc_note`); when the
+    row cannot be written, undo the change: the folder and the state DB change together or not at all."""
+    from codex_memories.forget.audit import ForgetAction, record_actions
+    from codex_memories.consolidate.injection_gate import excerpt
+    from codex_memories.state.records import ForgetRoute
+    from codex_memories_cli.steering import _existing_store
+
+    store = _existing_store(config.settings.resolved_db_url)
+    result = change()
+    if store is None:
+        # No state DB yet (nothing ever ran): none is created for one row; phase 2's audit of
+        # the notes it folds in (route 7) records the note at the first run.
+        return result
+    try:
+        where = target or (paths_notes(result.name) if isinstance(result, Path) else "")
+        record_actions(store, [ForgetAction(route=ForgetRoute.ad_hoc_note, target=where, reason=reason, removed={"note": excerpt(note)})])
+    except Exception as error:
+        undo()
+        _fail(f"the note's audit row could not be written to the state DB ({type(error).__name__}: {error}); the note was left as it was")
+    return result
 
 
 @memory_app.command()

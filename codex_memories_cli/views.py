@@ -281,8 +281,9 @@ def show(
     from codex_memories.scopes import repository_switch
 
     switch = repository_switch(folder)
+    held = held_notes(root)
     if as_json:
-        shown = view.as_json()
+        shown = {**view.as_json(), "held_notes": [_held_json(note) for note in held]}
         shown["repository_switch"] = {"mode": switch.mode, "path": str(switch.path) if switch.path else None, "problem": switch.problem}
         print(json.dumps(shown, indent=2, ensure_ascii=False))
         return
@@ -293,8 +294,39 @@ def show(
             console.print("Sessions here get none of what follows.", markup=False, soft_wrap=True)
         elif not switch.project_memories_allowed:
             console.print("Sessions here get only the user-level lines of what follows.", markup=False, soft_wrap=True)
-    for line in render_view(view, why=why):
+    for line in [*render_view(view, why=why), *render_held_notes(held)]:
         console.print(line, soft_wrap=True)
+
+
+def held_notes(root: Path) -> list:
+    """Notes no session gets: an agent's, waiting for the user, and those phase 2 quarantined."""
+    from codex_memories.read.notes import list_held_notes
+
+    return list_held_notes(root)
+
+
+def _held_json(note) -> dict:
+    return {"name": note.name, "status": note.status, "text": note.text, "origin": note.origin, "reasons": list(note.reasons)}
+
+
+def render_held_notes(held: list) -> list[Text]:
+    """`show`'s list of the held notes, each with the command that decides it."""
+    if not held:
+        return []
+    lines = [Text(""), Text("Notes held back (no session gets them)", style="bold")]
+    for note in held:
+        name = note.name.removesuffix(".md")
+        why = f" [flagged: {', '.join(note.reasons)}]" if note.reasons else ""
+        if note.status == "pending":
+            decide = f"`codex-memories note --accept {name}` or `--drop {name}`"
+            origin = "written by an agent, pending"
+        else:
+            decide = f"`codex-memories note --drop {name}`"
+            origin = "quarantined by phase 2's injection gate"
+        line = Text(f"  - {note.text}")
+        line.append(f"  ({origin}{why}; {decide})", style="yellow")
+        lines.append(line)
+    return lines
 
 
 def recorded_project_keys(config: RuntimeConfig) -> dict[str, str]:

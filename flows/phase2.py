@@ -40,7 +40,7 @@ from codex_memories_tasks.consolidate import consolidate
 from codex_memories_tasks.expire_typed_entries import expire_typed_entries
 from codex_memories_tasks.find_entry_conflicts import find_entry_conflicts
 from codex_memories_tasks.git_diff import git_diff, write_workspace_diff
-from codex_memories_tasks.injection_gate import injection_gate, quarantine_injection_sources
+from codex_memories_tasks.injection_gate import injection_gate, quarantine_injection_sources, quarantine_refused_notes
 from codex_memories_tasks.mark_failed import mark_failed
 from codex_memories_tasks.mark_succeeded import mark_succeeded
 from codex_memories_tasks.measure_storage import measure_storage
@@ -152,6 +152,9 @@ def _consolidate(context: Phase2Context, report: Phase2Report) -> None:
     # 4. Prepare the workspace (the copy this pass writes): layout, symlink hygiene, ad-hoc seed,
     #    git baseline.
     stage_step(Outcome.failed_prepare_workspace, prepare_workspace, context)
+    # 4a. A live note the injection gate refuses goes to the quarantine (audited), so the rest
+    #     consolidates instead of every run failing on it while it is served.
+    stage_step(Outcome.failed_injection_gate, quarantine_refused_notes, context)
     # 5. Select the top-N stage-1 outputs.
     selection = stage_step(Outcome.failed_load_stage1_outputs, select, context)
     report.selected = len(selection.refs)

@@ -20,7 +20,8 @@ Contract:
 - `gated_files(root_dir)` is the I/O that feeds it: every regular file a session can read that
   the consolidator may have written: `memory_summary.md`, `MEMORY.md`, everything under `skills/`,
   any other file outside the workspace machinery (`.git/`, `.codex-memories/`), the diff file
-  and `extensions/` (the user's own input, audited by forgetting route 7); `raw_memories.md` and
+  and `extensions/` (the user's own input, audited by forgetting route 7) but for the held notes
+  (`HELD_NOTE_DIRS`: pending and quarantined, never memory); `raw_memories.md` and
   `rollout_summaries/` only where they are not what the input sync wrote
   (`inputs.files_changed_since_sync`): a stage-1 memory is evidence of a session, gated when a
   consolidation copies it into what a session is told. Symlinks are never followed
@@ -471,6 +472,16 @@ _UNGATED_TOP_LEVEL = frozenset({paths.GIT_DIR, paths.WORKSPACE_STATE_DIR, paths.
 _SYNCED_INPUTS = (paths.RAW_MEMORIES_FILE, paths.ROLLOUT_SUMMARIES_DIR)
 
 
+# Notes held back from the memory (`read.notes`): an agent's notes waiting for the user, and
+# notes this gate refused. Their records hold the text base64-encoded and are never read as
+# memory; the gate (and its redaction pass, which would corrupt the encoding) leaves them alone.
+HELD_NOTE_DIRS = (f"{paths.EXTENSIONS_DIR}/{paths.AD_HOC_EXTENSION}/pending", f"{paths.EXTENSIONS_DIR}/{paths.AD_HOC_EXTENSION}/quarantine")
+
+
+def is_held_note(relative: str) -> bool:
+    return any(relative == folder or relative.startswith(folder + "/") for folder in HELD_NOTE_DIRS)
+
+
 def gated_files(root_dir: Path) -> list[GatedFile]:
     """The files the gate reads: the two always-loaded files first, then every other file a
     session can read that the consolidator may have written, in path order."""
@@ -484,7 +495,7 @@ def gated_files(root_dir: Path) -> list[GatedFile]:
         subdirectories.sort()
         for name in sorted(names):
             relative = name if relative_dir == "." else f"{relative_dir}/{name}"
-            if relative in relative_paths or relative.split("/", 1)[0] in _UNGATED_TOP_LEVEL:
+            if relative in relative_paths or relative.split("/", 1)[0] in _UNGATED_TOP_LEVEL or is_held_note(relative):
                 continue
             if relative.split("/", 1)[0] in _SYNCED_INPUTS and changed_inputs is not None and relative not in changed_inputs:
                 continue

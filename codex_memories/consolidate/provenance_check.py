@@ -24,7 +24,10 @@ Contract:
      actions vouch for a line, tool output taints it (`LineSupport.tool_derived`); the user's
      ad-hoc notes and extension resources under `extensions/` count as the user's words.
   A line is tool-derived when, against the pooled sessions of all its sources, its words come
-  from tool output and not from the user or the agent. A line one of whose sources cannot be
+  from tool output and not from the user or the agent; a line that speaks for the user
+  (`extract.user_claims`: a rule section, a rule type, "the user wants ...") goes too when no
+  user turn of those sessions (or a note or extension the user wrote) backs it
+  (`UNBACKED_CLAIM_REASON`). A line one of whose sources cannot be
   read (the rollout was deleted or moved) is not judged: it is `unverified`, kept and counted.
 - `remove_tool_derived_lines(root_dir, found)` removes them (a heading or key line keeps its
   marker with `WITHHELD`), rewriting each file once through the sandboxed folder, and returns the
@@ -45,8 +48,18 @@ from pathlib import Path
 from typing import Any
 
 from codex_memories import paths
-from codex_memories.consolidate.injection_gate import MAX_GATED_FILE_BYTES, GatedFile, excerpt, gated_files
-from codex_memories.extract.provenance import MIN_UNITS, Attribution, MemoryLine, memory_lines, units, without_lines
+from codex_memories.consolidate.injection_gate import MAX_GATED_FILE_BYTES, GatedFile, excerpt, gated_files, is_held_note
+from codex_memories.extract.provenance import (
+    MIN_UNITS,
+    TRUSTED_ORIGINS,
+    Attribution,
+    MemoryLine,
+    memory_lines,
+    session_texts,
+    units,
+    without_lines,
+)
+from codex_memories.extract.user_claims import ClaimCheck, is_user_claim, rule_section_lines
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.ingest.transcript import ItemOrigin, iter_kept_items
 from codex_memories.memory_folder.workspace import baseline_texts
@@ -56,6 +69,7 @@ from codex_memories.state.store import MemoryStore
 
 SOURCE_SHARE = 0.5
 REMOVAL_REASON = "its words came from tool output in the session(s) it was traced to, not from the user or the agent's actions"
+UNBACKED_CLAIM_REASON = "it speaks for the user, but no user turn of the session(s) it was traced to says it"
 
 ReadItems = Callable[[Path], Iterable[dict[str, Any]]]
 
@@ -65,6 +79,7 @@ class DerivedLine:
     path: str
     line: MemoryLine
     thread_ids: tuple[str, ...]
+    reason: str = REMOVAL_REASON
 
 
 @dataclass
@@ -77,7 +92,8 @@ class ProvenanceFindings:
     def summary(self) -> str:
         return (
             f"{self.new_lines} new line(s) checked, {self.traced} traced to a session, "
-            f"{len(self.derived)} removed as copied from tool output, {self.unverified} unverified (rollout unreadable)"
+            f"{len(self.derived)} removed (copied from tool output, or speaking for the user with no user turn behind it), "
+            f"{self.unverified} unverified (rollout unreadable)"
         )
 
 
@@ -106,22 +122,31 @@ def find_tool_derived_lines(
     wanted = sorted({thread_id for _, threads in traced for thread_id in threads})
     readable: set[str] = set()
     attribution = Attribution([line.line.comparable for line, _ in traced])
+    claims = ClaimCheck()
     for extension_text in _extension_texts(root_dir):
         attribution.feed(ItemOrigin.user, extension_text)
+        claims.add(ItemOrigin.user, extension_text)
     for thread_id in wanted:
         rollout_path = by_thread[thread_id].rollout_path
         if not rollout_path:
             continue
         try:
-            attribution.feed_session(read_items(Path(rollout_path)))
+            for origin, text in session_texts(read_items(Path(rollout_path))):
+                attribution.feed(origin, text, whole_short_text=origin in TRUSTED_ORIGINS)
+                claims.add(origin, text)
         except OSError:
             continue  # deleted or moved since: the lines it supports cannot be judged
         readable.add(thread_id)
+    in_rules = {gated.path: rule_section_lines(gated.text or "") for gated in files}
     for index, (line, threads) in enumerate(traced):
         if not set(threads) <= readable:
             findings.unverified += 1
         elif attribution.support(index).tool_derived:
             findings.derived.append(DerivedLine(line.path, line.line, threads))
+        elif is_user_claim(line.line.text, in_rule_section=line.line.first in in_rules[line.path]) and not claims.check(
+            line.line.comparable
+        ).backed:
+            findings.derived.append(DerivedLine(line.path, line.line, threads, UNBACKED_CLAIM_REASON))
     return findings
 
 
@@ -153,12 +178,13 @@ def _sources(new_lines: Sequence[_NewLine], outputs: Sequence[Stage1Output]) -> 
 
 
 def _extension_texts(root_dir: Path) -> Iterator[str]:
-    """The user's own input in the folder: ad-hoc notes and extension resources (regular files)."""
+    """The user's own input in the folder: ad-hoc notes and extension resources (regular files);
+    not the notes held back (an agent's pending notes are not the user's words)."""
     folder = SandboxedFolder(root_dir)
     if folder.kind(paths.EXTENSIONS_DIR) != "dir":
         return
     for entry in folder.walk(paths.EXTENSIONS_DIR):
-        if entry.kind == "file" and entry.size <= MAX_GATED_FILE_BYTES:
+        if entry.kind == "file" and entry.size <= MAX_GATED_FILE_BYTES and not is_held_note(entry.path):
             yield folder.read_bytes(entry.path).decode("utf-8", "replace")
 
 
@@ -176,7 +202,7 @@ def remove_tool_derived_lines(root_dir: Path, findings: ProvenanceFindings) -> l
             ForgetAction(
                 route=ForgetRoute.tool_output_provenance,
                 target=path,
-                reason=REMOVAL_REASON,
+                reason=item.reason,
                 removed={"line": item.line.first + 1, "text": excerpt(item.line.text), "threads": list(item.thread_ids)},
             )
             for item in derived

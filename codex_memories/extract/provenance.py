@@ -18,7 +18,8 @@ Contract:
   stage-1 input's spotlighting by `ingest.transcript.item_origin`): the user's messages
   (`user`; Codex's harness parts of them are `tool_output`, except its environment context,
   which is the session's own facts and is left out), the agent's tool calls
-  (`agent_action`: commands, patches, search queries) and tool output (`tool_output`). The
+  (`agent_action`: commands, the lines a patch adds, search queries) and tool output
+  (`tool_output`, with the context and removed lines a patch carries: the file's words). The
   agent's own words (`assistant`) are left out: they neither vouch for a line (the agent may be
   repeating what a tool told it) nor taint one. Works on spotlit and plain items alike.
 - `Attribution(lines)` then `feed(source, text)` for each source text, in any number of calls
@@ -45,6 +46,10 @@ Contract:
   only quotes an output goes too, because rollout summaries are searched by the prompt hook and
   a quoted instruction recalled there steers as well as a rule. Returns the text and what was
   withheld. Pure and deterministic.
+- The same function checks every line that speaks for the user (`user_claims.is_user_claim`)
+  against that session's user turns (`user_claims.ClaimCheck`): laundered from tool output, it
+  is withheld with the rest; backed by no user turn and no tool output, it is moved out of its
+  section into a closing `Reusable knowledge:` block as an observation (`Withheld.demoted`).
 
 Measured on held-out phrasings in benchmarks/tool_output_injection.py (planted instructions
 reaching the live folder, and real user rules lost).
@@ -56,10 +61,11 @@ import json
 import re
 import unicodedata
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from codex_memories.consolidate.injection_gate import logical_lines
+from codex_memories.extract.user_claims import ClaimCheck, as_observation, is_user_claim, rule_section_lines
 from codex_memories.ingest.transcript import DATAMARK, ItemOrigin, is_harness_text, item_origin, unspotlight_item
 
 SHINGLE_UNITS = 3
@@ -67,6 +73,8 @@ MIN_UNITS = 4
 TOOL_SHARE = 0.5
 TRUSTED_SHARE = 0.3
 WITHHELD = "(withheld: copied from tool output)"
+# Where phase 1 keeps a claim about the user that no user turn backs (`user_claims`).
+OBSERVATIONS_SECTION = "Reusable knowledge:"
 
 # The origins that vouch for a line.
 TRUSTED_ORIGINS = (ItemOrigin.user, ItemOrigin.agent_action)
@@ -118,7 +126,7 @@ def session_texts(items: Iterable[dict[str, Any]]) -> Iterator[tuple[ItemOrigin,
                 yield (ItemOrigin.tool_output if is_harness_text(text) else ItemOrigin.user), text
         elif origin is ItemOrigin.agent_action:
             for text in _string_leaves(_action_payload(plain)):
-                yield ItemOrigin.agent_action, text
+                yield from _patch_parts(text)
         elif origin is ItemOrigin.tool_output:
             for text in _string_leaves({key: value for key, value in plain.items() if key not in _IDENTIFIER_KEYS}):
                 for decoded in _decoded(text):
@@ -145,6 +153,33 @@ def _action_payload(item: dict[str, Any]) -> Any:
         except (ValueError, RecursionError):
             pass  # not JSON: compared as the text it is
     return payload
+
+
+def _patch_parts(text: str) -> Iterator[tuple[ItemOrigin, str]]:
+    """A tool call's text by origin. A patch (`apply_patch`'s `*** Begin Patch`, or a unified
+    diff) carries the file's own lines as context and as removed lines: those are the file's
+    words, read like tool output (a comment planted in the file is not the agent's doing); only
+    the added lines are the agent's. Any other text is the agent's action whole."""
+    if not _PATCH_START.search(text):
+        yield ItemOrigin.agent_action, text
+        return
+    added, carried = [], []
+    for line in text.splitlines():
+        if line.startswith(("*** ", "@@", "+++", "---", "diff --git", "index ")):
+            continue
+        if line.startswith("+"):
+            added.append(line[1:])
+        elif line.startswith(("-", " ")):
+            carried.append(line[1:])
+        else:
+            carried.append(line)
+    if added:
+        yield ItemOrigin.agent_action, "\n".join(added)
+    if carried:
+        yield ItemOrigin.tool_output, "\n".join(carried)
+
+
+_PATCH_START = re.compile(r"^(?:\*\*\* Begin Patch|@@ |diff --git )", re.MULTILINE)
 
 
 def _decoded(text: str) -> Iterator[str]:
@@ -283,6 +318,9 @@ class MemoryLine:
 class Withheld:
     text: str
     lines: list[str]  # the logical lines withheld, as they were
+    # Lines that spoke for the user with no user turn behind them and no tool's words in them:
+    # kept as observations (`user_claims.as_observation`), as they were.
+    demoted: list[str] = field(default_factory=list)
 
 
 _FORMAT_MARKUP = re.compile(
@@ -325,16 +363,35 @@ def without_lines(text: str, lines: Iterable[MemoryLine]) -> str:
 
 def withhold_tool_derived(text: str, items: Sequence[dict[str, Any]]) -> Withheld:
     """Phase 1: `text` (a stage-1 `raw_memory` or `rollout_summary`) without the lines whose words
-    came from that session's tool output."""
+    came from that session's tool output, and with every line that speaks for the user checked
+    against the user's own turns (`user_claims`): laundered from tool output, it goes; backed by
+    nothing, it stays only as an observation, out of any rule section."""
     if not text.strip():
         return Withheld(text, [])
     candidates = memory_lines(text)
     attribution = Attribution([line.comparable for line in candidates])
     attribution.feed_session(items)
     derived = [line for index, line in enumerate(candidates) if attribution.support(index).tool_derived]
-    if not derived:
+    claims = ClaimCheck(session_texts(items))
+    in_rules = rule_section_lines(text)
+    demoted: list[MemoryLine] = []
+    for line in candidates:
+        if line in derived or not is_user_claim(line.text, in_rule_section=line.first in in_rules):
+            continue
+        support = claims.check(line.comparable)
+        if support.laundered:
+            derived.append(line)
+        elif not support.backed:
+            demoted.append(line)
+    if not derived and not demoted:
         return Withheld(text, [])
-    return Withheld(without_lines(text, derived), [line.text for line in derived])
+    kept = without_lines(text, sorted([*derived, *demoted], key=lambda line: line.first))
+    if demoted:
+        # Out of the rule section it sat in (a consolidator reads that section as the user's
+        # rules), into a knowledge block of its own at the end.
+        observations = [as_observation(" ".join(line.text.split())) for line in demoted]
+        kept = kept.rstrip("\n") + "\n\n" + OBSERVATIONS_SECTION + "\n" + "\n".join(observations) + "\n"
+    return Withheld(kept, [line.text for line in sorted(derived, key=lambda line: line.first)], [line.text for line in demoted])
 
 
 def _withheld_form(line: str) -> str | None:

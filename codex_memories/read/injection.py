@@ -100,7 +100,12 @@ RULE_TYPES = frozenset({"constraint", "preference"})
 _HEADING = re.compile(r"^(?P<marks>#{1,6})\s+(?P<title>.*?)\s*$")
 _BULLET = re.compile(r"^\s{0,3}[-*+]\s+")
 _TASK_SECTION = re.compile(r"^##\s+Task\s+\d+\s*:", re.IGNORECASE)
-_CITATION = re.compile(r"\s*\[(?:Task \d+(?:,\s*)?)+\]|\s*\[ad-hoc note\]", re.IGNORECASE)
+_CITATION = re.compile(
+    r"\s*\[(?:Task \d+(?:,\s*)?)+\]|\s*\[ad-hoc note\]|\s*\(extensions/ad_hoc/notes/[^()\s]+\.md\)", re.IGNORECASE
+)
+# The index's entry for an ad-hoc note (`- <text>: ad-hoc note` and its `desc:` line), said once
+# as a rule already.
+_INDEX_NOTE = re.compile(r"^- (?P<text>.+): ad-hoc note\s*$")
 # `(project=<key>; cwd=...)`, `(all projects)`, `(user-level)`: the heading above says it.
 _SCOPE_NOTE = re.compile(r"\s*\((?:project=[^()]*|all projects|user-level[^()]*|every project)\)", re.IGNORECASE)
 _INDEX_SECTION = re.compile(r"^##\s+What['’]s in Memory\s*$", re.IGNORECASE)
@@ -318,14 +323,16 @@ def read_folder_memory(memory_root: Path, *, cwd: str | None, session_key: str |
         (user_rules if user_level else project_rules).append(entry)
     knowledge = [entry for entry in knowledge if normalise(entry.text) not in seen]
     handbook_status = folder.lstat(paths.MEMORY_FILE)
-    notes = pending_notes(folder, after_ns=handbook_status.st_mtime_ns if handbook_status else None)
+    notes = pending_notes(folder, after_ns=handbook_status.st_mtime_ns if handbook_status else None, session_key=session_key)
+    # A note already folded into the handbook or the summary is said once, where it is a rule.
+    notes = [entry for entry in notes if normalise(_readable(entry.text)) not in seen]
     replaced = replaced_entries(project_rules, user_rules, knowledge, notes)
     for entry, winner in replaced:
         left_out.append(LeftOut(entry.text, entry.source, REPLACED, winner.text))
     project_rules, user_rules, knowledge = (
         [entry for entry in tier if entry not in {loser for loser, _ in replaced}] for tier in (project_rules, user_rules, knowledge)
     )
-    index = summary_index(summary, cwd=cwd, session_key=session_key, left_out=left_out)
+    index = _without_notes_said(summary_index(summary, cwd=cwd, session_key=session_key, left_out=left_out), seen)
     index = _without_replaced_lines(index, [loser for loser, _ in replaced])
     # A rule of another project is met twice or more (the handbook, the summary's preferences
     # and its index): said once, where it is met first.
@@ -430,6 +437,21 @@ def _without_replaced_lines(index: str, replaced: list[Entry]) -> str:
         line for line in index.split("\n")
         if not (_BULLET.match(line) and any(text and text in normalise(_readable(split_entry(_BULLET.sub("", line))[0])) for text in gone))
     ]
+    return "\n".join(kept)
+
+
+def _without_notes_said(index: str, said: set[str]) -> str:
+    """The index without the entries of ad-hoc notes already shown as rules (a note appears once)."""
+    kept: list[str] = []
+    skipping = False
+    for line in index.split("\n"):
+        entry = _INDEX_NOTE.match(line)
+        if entry:
+            skipping = normalise(_readable(entry.group("text"))) in said
+        elif not line.startswith("  "):
+            skipping = False
+        if not skipping:
+            kept.append(line)
     return "\n".join(kept)
 
 
@@ -566,7 +588,7 @@ def _scope_is_current(scope: str, cwd: str | None, project_key: str | None) -> b
     return bool(cwd) and scope_matches_cwd(scope, cwd or "")
 
 
-def pending_notes(folder: SandboxedFolder, *, after_ns: int | None) -> list[Entry]:
+def pending_notes(folder: SandboxedFolder, *, after_ns: int | None, session_key: str | None = None) -> list[Entry]:
     """Ad-hoc notes changed after `after_ns` (`MEMORY.md`'s mtime; every note when there is no
     handbook), newest first. A note is the user's own request ("remember that ...", "forget
     ..."); phase 2 folds it in later, and until then the session reads it here."""
@@ -585,6 +607,9 @@ def pending_notes(folder: SandboxedFolder, *, after_ns: int | None) -> list[Entr
         except (OSError, UnsafePathError):
             continue  # changed under us or not a plain file: the next session sees it
         body = " ".join(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+        if text_is_for_other_project(body, session_key):
+            continue  # another project's note (its `(project=<key>)` line, `read.notes`)
+        body = _SCOPE_NOTE.sub("", body).strip()
         if body:
             entries.append(Entry(body, item.path, item.name[:10]))
     return entries

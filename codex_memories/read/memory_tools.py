@@ -45,8 +45,9 @@ Contract:
   - Reading and searching stop after `ANSWER_TIME_BUDGET_SECONDS`: a search page that has matches
     is returned `truncated` with a cursor to continue from; otherwise the call fails with
     `AnswerTimedOut`, which says to narrow the path or the query.
-- `add_ad_hoc_note` is the one writing tool: one new note file under `extensions/ad_hoc/notes/`
-  (see `codex_memories.read.notes`, which redacts secrets first).
+- `add_ad_hoc_note` is the one writing tool: one new pending note record under
+  `extensions/ad_hoc/pending/` (`notes.hold_agent_note`: screened like tool output, hidden markup
+  stripped, secrets redacted), never live until the user accepts it (issue 36.3).
 - Results are pydantic models (the MCP server returns them as structured JSON). Failures are
   `MemoryToolError` subclasses whose `kind` is the class name; nothing is swallowed.
 - Pure reads apart from `add_ad_hoc_note`; results depend only on the files at call time.
@@ -248,6 +249,9 @@ class SearchResult(_Result):
 
 class NoteAdded(_Result):
     path: str
+    # A note from the MCP tool was written by an agent: it waits for the user (`notes.PENDING`).
+    status: str = notes.PENDING
+    message: str = ""
 
 
 def list_entries(
@@ -425,14 +429,22 @@ def add_ad_hoc_note(
     slug: str | None = None,
     now: datetime | None = None,
 ) -> NoteAdded:
-    """Write one new ad-hoc note, named by `filename`, or by `now` and `slug` (derived if omitted)."""
+    """Hold one new ad-hoc note for the user's decision, named by `filename`, or by `now` and
+    `slug` (derived if omitted). The tool is called by an agent, which a web page or a tool
+    output may have steered: the note is screened, stripped of hidden markup and kept pending
+    (`notes.hold_agent_note`); it goes live only when the user accepts it."""
     if filename is not None and slug is not None:
         raise notes.InvalidNoteFilename("give either filename or slug, not both")
-    if filename is not None:
-        written = notes.write_ad_hoc_note(Path(root), filename, note)
-    else:
-        written = notes.add_ad_hoc_note(Path(root), note, slug=slug, now=now)
-    return NoteAdded(path=f"{paths.ad_hoc_notes_dir()}/{written.name}")
+    held = notes.hold_agent_note(Path(root), note, filename=filename, slug=slug, now=now)
+    flagged = f" It was flagged: {', '.join(held.reasons)}." if held.reasons else ""
+    return NoteAdded(
+        path=held.record_path,
+        status=held.status,
+        message=(
+            f"The note is pending: the user sees it in `codex-memories show` and makes it a memory with "
+            f"`codex-memories note --accept {held.name.removesuffix(notes.NOTE_SUFFIX)}` (or drops it).{flagged}"
+        ),
+    )
 
 
 # -- paths (policy: hidden names, error codes; the folder does the resolving) -------------------

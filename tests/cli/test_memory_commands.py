@@ -80,11 +80,11 @@ def notes_in(home: MemoryHome) -> list[Path]:
 
 
 def test_note_writes_one_new_note_file(home: MemoryHome) -> None:
-    result = home.cli("note", "Prefer pnpm over npm.", "--slug", "prefer-pnpm")
+    result = home.cli("note", "Prefer pnpm over npm.", "--slug", "prefer-pnpm", "--user")
     assert result.returncode == 0, result.stderr
     [note] = notes_in(home)
     assert note.name.endswith("-prefer-pnpm.md")
-    assert note.read_text() == "Prefer pnpm over npm."
+    assert note.read_text() == "Prefer pnpm over npm."  # --user: no project line
     assert str(note) in result.stdout
 
 

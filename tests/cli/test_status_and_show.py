@@ -118,7 +118,8 @@ def test_show_lists_a_new_note_at_once_and_a_forget_without_its_text(world, tmp_
 
     forgot = ok(home.cli("forget", "--match", "make lint"))
     assert "forgot" in forgot
-    ok(home.cli("note", "Remember that the staging DB is read-only.", "--slug", "staging"))
+    # A note is for the project of the folder it is written for (issue 34.6): here repo B.
+    ok(home.cli("note", "Remember that the staging DB is read-only.", "--slug", "staging", "--cwd", str(repo_b)))
 
     shown = ok(home.cli("show", "--project", str(repo_b), "--why"))
 

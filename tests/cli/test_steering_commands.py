@@ -48,7 +48,7 @@ def test_a_note_says_the_next_session_sees_it_now_and_when_phase_2_folds_it_in(h
 
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("note written: ") and lines[0].endswith("-remember-that-the-staging-db-is-read-only.md")
+    assert lines[0].startswith("note written for the project ") and lines[0].endswith("-remember-that-the-staging-db-is-read-only.md")
     assert lines[1] == (
         "The next Codex session sees it at once: the SessionStart hook shows the notes added since the last consolidation."
     )

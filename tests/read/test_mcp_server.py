@@ -9,6 +9,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from codex_memories import paths
+from codex_memories.read import notes
 
 NOTE_NAME = "2025-10-14T09-30-00-prefer-pnpm.md"
 
@@ -74,9 +75,12 @@ def test_server_offers_the_memory_tools_and_answers_with_structured_json(tmp_pat
         ("MEMORY.md", 2),
         ("rollout_summaries/a.jsonl", 1),
     ]
-    assert added.structured_content == {"path": f"{paths.ad_hoc_notes_dir()}/{NOTE_NAME}"}
-    assert (tmp_path / paths.ad_hoc_notes_dir() / NOTE_NAME).read_text(encoding="utf-8") == "Prefer pnpm."
-    assert added_by_slug.structured_content["path"].endswith("-forget-deploy-script.md")
+    # An agent's note waits for the user (issue 36.3): pending, never a live note file.
+    assert added.structured_content["status"] == "pending"
+    assert added.structured_content["path"] == f"{notes.PENDING_DIR}/{NOTE_NAME.removesuffix('.md')}.json"
+    assert not (tmp_path / paths.ad_hoc_notes_dir() / NOTE_NAME).exists()
+    assert [held.text for held in notes.list_held_notes(tmp_path)][0] == "Prefer pnpm."
+    assert added_by_slug.structured_content["path"].endswith("-forget-deploy-script.json")
 
 
 def test_failures_are_tool_errors_named_by_kind(tmp_path):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.read import memory_tools
+from codex_memories.read import memory_tools, notes
 from codex_memories.read.memory_tools import (
     MAX_ANSWER_BYTES,
     MAX_CURSOR_DIGITS,
@@ -252,8 +252,9 @@ def test_arguments_past_their_bound_or_not_unicode_are_one_named_error(tmp_path:
 
 
 def test_a_note_of_exactly_the_bound_is_written(tmp_path: Path) -> None:
-    added = add_ad_hoc_note(tmp_path, "é" * (NOTE_MAX_BYTES // 2))
-    assert len((tmp_path / added.path).read_bytes()) == NOTE_MAX_BYTES
+    add_ad_hoc_note(tmp_path, "é" * (NOTE_MAX_BYTES // 2))
+    [held] = notes.list_held_notes(tmp_path)
+    assert len(held.text.encode("utf-8")) == NOTE_MAX_BYTES
 
 
 def test_a_file_the_system_refuses_to_read_is_file_unreadable(tmp_path: Path, monkeypatch) -> None:

@@ -18,6 +18,13 @@ def written_notes(root: Path) -> list[Path]:
     return sorted((root / paths.ad_hoc_notes_dir()).glob("*.md"))
 
 
+def stored_notes(root: Path) -> list[tuple[str, str]]:
+    """(file name, every text stored) of the live notes and the held ones (record and decoded text)."""
+    live = [(note.name, note.read_text()) for note in written_notes(root)]
+    held = [(held.record_path, (root / held.record_path).read_text() + held.text) for held in notes.list_held_notes(root)]
+    return live + held
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_secret_in_a_note_is_redacted_before_it_is_written(tmp_path: Path, kind: str) -> None:
     notes.add_ad_hoc_note(tmp_path, f"Remember: {PLANTED_SECRETS[kind]}", slug="creds")
@@ -35,8 +42,9 @@ def test_a_derived_slug_never_carries_the_secret_into_the_file_name(tmp_path: Pa
 
 def test_the_mcp_note_tool_redacts_too(tmp_path: Path) -> None:
     memory_tools.add_ad_hoc_note(tmp_path, PLANTED_SECRETS["aws_secret_access_key"], filename="2026-01-02T03-04-05-aws.md")
-    [note] = written_notes(tmp_path)
-    assert SECRET_VALUES["aws_secret_access_key"] not in note.read_text()
+    [held] = notes.list_held_notes(tmp_path)
+    assert SECRET_VALUES["aws_secret_access_key"] not in held.text
+    assert SECRET_VALUES["aws_secret_access_key"] not in (tmp_path / held.record_path).read_text()
 
 
 def test_a_note_without_secrets_is_written_verbatim(tmp_path: Path) -> None:
@@ -70,18 +78,18 @@ def note_paths(tmp_path: Path) -> dict[str, object]:
 @pytest.mark.parametrize("snippet", sorted(ASSIGNED_SECRETS))
 def test_hugging_face_tokens_and_database_passwords_in_assignments_are_redacted(tmp_path: Path, route: str, snippet: str) -> None:
     note_paths(tmp_path)[route](f"Remember: {snippet}")
-    [note] = written_notes(tmp_path)
-    assert ASSIGNED_SECRETS[snippet] not in note.read_text()
-    assert ASSIGNED_SECRETS[snippet] not in note.name
-    assert "[REDACTED_SECRET]" in note.read_text()
+    [(name, text)] = stored_notes(tmp_path)
+    assert ASSIGNED_SECRETS[snippet] not in text
+    assert ASSIGNED_SECRETS[snippet] not in name
+    assert "[REDACTED_SECRET]" in text
 
 
 @pytest.mark.parametrize("route", ["library", "mcp"])
 @pytest.mark.parametrize("snippet", sorted(BARE_SECRETS))
 def test_bare_hugging_face_tokens_and_pgpassword_are_redacted(tmp_path: Path, route: str, snippet: str) -> None:
     note_paths(tmp_path)[route](f"Remember: {snippet}")
-    [note] = written_notes(tmp_path)
-    assert BARE_SECRETS[snippet] not in note.read_text()
+    [(_, text)] = stored_notes(tmp_path)
+    assert BARE_SECRETS[snippet] not in text
 
 
 def test_the_cli_note_command_redacts(tmp_path: Path) -> None:
