@@ -45,19 +45,32 @@ app = typer.Typer(
 # (run through `runs`: handed to `serve` when one listens, else here)
 
 
+RebuildState = Annotated[
+    bool,
+    typer.Option(
+        "--rebuild-state",
+        help="Use this state DB although the memory folder was built with another one (a new machine, a lost DB): "
+        "its state is rebuilt from the sessions; what the folder's forget ledger names stays forgotten.",
+    ),
+]
+
+
 def _print_where(config: RuntimeConfig) -> None:
+    from codex_memories.state.db import shown_db_url
+
     console.print(f"codex home:  {config.settings.codex_home_path}", markup=False, highlight=False)
-    console.print(f"state DB:    {config.settings.resolved_db_url}", markup=False, highlight=False)
+    console.print(f"state DB:    {shown_db_url(config.settings.resolved_db_url)}", markup=False, highlight=False)
     console.print(f"memory root: {config.settings.resolved_memory_root}", markup=False, highlight=False)
     console.print(f"provider:    {config.provider_name}", markup=False, highlight=False)
 
 
 @app.command()
 @with_common_options
-def phase1(overrides: SettingsOverrides, local: Local = False, verbose: Verbose = False) -> None:
+def phase1(overrides: SettingsOverrides, local: Local = False, verbose: Verbose = False, rebuild_state: RebuildState = False) -> None:
     """Run phase 1 now: discover rollouts, claim, extract stage-1 memories."""
     config = overrides.load()
     require_codex_home(config)
+    _check_memory_folder(config, rebuild=rebuild_state)
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text
 
@@ -95,10 +108,12 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="Phase 2 skips the cooldown (never the lease).")] = False,
     local: Local = False,
     verbose: Verbose = False,
+    rebuild_state: RebuildState = False,
 ) -> None:
     """The main job: phase 1, then phase 2, then a short report of both."""
     config = overrides.load()
     require_codex_home(config)
+    _check_memory_folder(config, rebuild=rebuild_state)
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text, render_phase2_text
 
@@ -111,6 +126,27 @@ def run(
     _print_memory_folder(config)
     if report.outcome is not None and report.outcome.is_failure:
         raise typer.Exit(EXIT_USER_ERROR)
+
+
+def _check_memory_folder(config: RuntimeConfig, *, rebuild: bool) -> None:
+    """Before a run: the memory folder takes writes and was built with this state DB; else one
+    line and exit 2, nothing extracted (`memory_folder.identity`)."""
+    from codex_memories.memory_folder.identity import BindingOutcome, StateDbMismatch, check_memory_folder
+    from codex_memories.runtime import memory_root, open_store
+    from codex_memories.state.db import StateDbUnavailable, shown_db_url
+    from codex_memories.storage import MemoryRootNotWritable
+
+    url = config.settings.resolved_db_url
+    try:
+        outcome = check_memory_folder(open_store(url), memory_root(config), rebuild=rebuild, db_shown=shown_db_url(url))
+    except (StateDbMismatch, MemoryRootNotWritable, StateDbUnavailable) as error:
+        say_error(str(error))
+        raise typer.Exit(EXIT_BAD_SETTING) from None
+    if outcome is BindingOutcome.rebound:
+        console.print(
+            f"state DB:    {shown_db_url(url)} now writes this memory folder (--rebuild-state); its forget ledger still applies",
+            markup=False, highlight=False, soft_wrap=True,
+        )
 
 
 @app.command()

@@ -35,7 +35,8 @@ headings left empty, the names carrying it) is applied to every copy of the memo
   `describe()` lists exactly what will change: each line with its number and text, each heading
   left empty, each rename, each stage-1 output's lines and slug, the baseline, the leftovers.
 - `forget_match(store, root, text)` refuses while phase 2 holds its lease (`ResetRefused`), plans
-  again and applies the plan in the order above (the DB first: it is what the folder is
+  again, records the text's hashes in the folder's forget ledger (`forget.ledger`; a read-only
+  folder fails here, before anything changed) and applies the plan in the order above (the DB first: it is what the folder is
   re-created from). Returns one `ForgetAction` whose target and `removed` never hold the text:
   line numbers, counts and the new names only (`audited_match_text`). Idempotent: a second run
   finds nothing and returns no action.
@@ -63,6 +64,7 @@ from typing import Any
 
 from codex_memories import paths
 from codex_memories.forget.audit import ForgetAction
+from codex_memories.forget.ledger import record_in_ledger
 from codex_memories.forget.manual import Phase2Copy, phase2_copies, refuse_while_consolidating
 from codex_memories.forget.selective import SelectiveForgetError
 from codex_memories.forget.team_files import TEAM_FILES_FACT, TeamFiles
@@ -286,6 +288,9 @@ def forget_match(store: MemoryStore, root: MemoryRoot, text: str, *, reason: str
         plan = _plan(store, workspace.path, needle, live=not workspace.is_mirror)
         if plan.empty and not plan.team_files:
             return []
+        # 0. The folder's forget ledger, before anything changes: a folder that refuses the write
+        #    stops the forget here, and a run with another state DB finds the text forgotten.
+        record_in_ledger(root, lambda ledger: ledger.add_text(needle.text))
         # 1. The stage-1 outputs: what the next phase-2 sync renders raw_memories.md and the rollout
         #    summaries from, so they go first.
         for change in plan.outputs:
