@@ -426,6 +426,11 @@ def pull(root: MemoryRoot, local_dir: Path) -> WorkspaceSnapshot:
     archive_path = baseline_archive_path()
     if root.is_file(archive_path):
         _unpack_baseline(root.read_bytes(archive_path), local_dir)
+    # The folder's history comes along (phase 2's sync honours the forget ledger); `push` never
+    # sends it back (bookkeeping is not walked), so only a forget or a binding writes it.
+    for path in FOLDER_HISTORY_PATHS:
+        if root.is_file(path):
+            mirror.write_bytes(path, root.read_bytes(path))
     return WorkspaceSnapshot(files=hashes)
 
 

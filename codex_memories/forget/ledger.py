@@ -36,9 +36,9 @@ Contract:
   the words carrying it (as `forget --match` edits outputs). Returns the `ForgetAction`s (route
   `thread_deletion` / `text_match`, reason `FROM_LEDGER`); no audit row (the caller records
   them). Idempotent.
-- `ledger.drops_output(output)` / `ledger.scrub(text)`: phase 2's render-time filter
-  (`memory_folder.inputs`), so a DB that was not honoured still cannot write a forgotten
-  memory into the folder.
+- `ledger.honoured(selection)` (with `drops_output`, `scrub`, `scrub_slug`): phase 2's
+  render-time filter (`memory_folder.inputs`), so a DB that was not honoured still cannot write
+  a forgotten memory into `raw_memories.md` or `rollout_summaries/`.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from typing import Any
 from codex_memories import paths
 from codex_memories.forget.audit import ForgetAction
 from codex_memories.forget.text_edit import MIN_NAME_MATCH_CHARACTERS, TextTest, edit_lines, name_letters
+from codex_memories.raw_memories import sanitize_slug
 from codex_memories.scopes import project_key
 from codex_memories.state.records import ForgetRoute, MemoryMode, Stage1Output
 from codex_memories.storage import FORGET_LEDGER_PATH, MemoryRoot
@@ -208,6 +209,35 @@ class ForgetLedger:
             return False
         folder = PurePosixPath(cwd.rstrip("/") or "/")
         return any(_digest(self.salt, "folder", str(candidate)) in self.folders for candidate in (folder, *folder.parents))
+
+    def honoured(self, selection: list[Stage1Output]) -> list[Stage1Output]:
+        """`selection` as phase 2 may render it: outputs of forgotten threads left out, the rest
+        without the lines (and slug words) holding a forgotten text."""
+        if self.empty:
+            return selection
+        kept = []
+        for output in selection:
+            if self.drops_output(output):
+                continue
+            if self.texts:
+                output = output.model_copy(
+                    update={
+                        "raw_memory": self.scrub(output.raw_memory),
+                        "rollout_summary": self.scrub(output.rollout_summary),
+                        "rollout_slug": self.scrub_slug(output.rollout_slug),
+                    }
+                )
+            kept.append(output)
+        return kept
+
+    def scrub_slug(self, slug: str | None) -> str | None:
+        """The slug without the words carrying a forgotten text (as `forget --match` renames)."""
+        for forgotten in self.texts:
+            if slug and (forgotten.in_name(slug) or forgotten.in_name(sanitize_slug(slug))):
+                slug = forgotten.neutral_name(slug) or None
+                if slug and forgotten.in_name(sanitize_slug(slug)):
+                    slug = None
+        return slug
 
     def scrub(self, text: str) -> str:
         """`text` without the lines holding a forgotten text (record lines stay, as a forget keeps them)."""

@@ -25,6 +25,7 @@ from typing import Any
 from codex_memories.ingest.rollout_files import file_identity, open_rollout
 from codex_memories.ingest.rollout_reader import LineParser, LineStats, line_envelope, read_lines
 from codex_memories.ingest.transcript import KeptLines, is_harness_text, is_kept_item
+from codex_memories.raw_memories import escape_metadata
 from codex_memories.redact import redact_secrets
 
 # Thread metadata past this is read as absent: a cwd is at most PATH_MAX (4,096) on Linux, but a
@@ -108,9 +109,11 @@ def _thread_id_or_none(value: Any) -> str | None:
 
 
 def _redacted_str(value: Any) -> str | None:
-    """Thread metadata that goes into the state DB as text (a git remote URL can carry a token)."""
+    """Thread metadata that goes into the state DB as text (a git remote URL can carry a token),
+    on one line (`raw_memories.escape_metadata`): a cwd or branch with a newline must not become
+    a line of its own in a prompt or a memory file."""
     text = _str_or_none(value)
-    return redact_secrets(text) if text is not None else None
+    return escape_metadata(redact_secrets(text)) if text is not None else None
 
 
 def _parse_timestamp(value: Any) -> datetime | None:
@@ -155,7 +158,8 @@ def _message_texts(item: dict[str, Any], part_type: str) -> list[str]:
 def _preview(text: str) -> str:
     # Redact a generous prefix before cutting, so a secret straddling the cut is still caught.
     redacted = redact_secrets(text.strip()[: FIRST_USER_MESSAGE_MAX_CHARS * 20])
-    return redacted[:FIRST_USER_MESSAGE_MAX_CHARS]
+    # The title is metadata: one line, its breaks escaped (`raw_memories.escape_metadata`).
+    return escape_metadata(redacted[:FIRST_USER_MESSAGE_MAX_CHARS])
 
 
 def _mcp_server_of_tool_name(name: str, namespace: Any) -> str | None:
