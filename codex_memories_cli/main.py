@@ -22,7 +22,7 @@ import typer
 from codex_memories.disk_full import disk_full_cause, disk_full_line
 from codex_memories.paths import local_memory_folder
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
-from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, say_error
+from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, error_sentence, say_error
 from codex_memories_cli.interrupts import interruptible_run
 from codex_memories_cli.options import (
     Local,
@@ -278,14 +278,26 @@ def main() -> None:
         if cause is not None:
             say_error(disk_full_line(cause, "", "the command stopped, and what it wrote before is whole (every write is atomic)"))
         else:
-            say_error(f"{type(error).__name__}: {error} (set CODEX_MEMORIES_DEBUG=1 for the traceback)")
-        sys.exit(EXIT_USER_ERROR)
+            say_error(error_sentence(error))
+        sys.exit(EXIT_BAD_SETTING if _is_unusable_setting(error) else EXIT_USER_ERROR)
     finally:
         from codex_memories.runtime import close_stores
 
         _stop_temporary_prefect_server()
         close_stores()
     sys.exit(code if type(code) is int else 0)  # a command's `typer.Exit(code)`; 0 for what it returns
+
+
+def _is_unusable_setting(error: BaseException) -> bool:
+    """A state DB that cannot be opened (a driver missing) or a memory folder that refuses writes
+    or belongs to another state DB: a setting to fix, exit 2, as for a bad value."""
+    from codex_memories.forget.ledger import LedgerUnreadable
+    from codex_memories.memory_folder.identity import StateDbMismatch
+    from codex_memories.state.db import StateDbUnavailable
+    from codex_memories.storage import MemoryRootNotWritable
+
+    kinds = (StateDbUnavailable, MemoryRootNotWritable, StateDbMismatch, LedgerUnreadable)
+    return any(isinstance(cause, kinds) for cause in (error, error.__cause__, error.__context__))
 
 
 def _stop_temporary_prefect_server() -> None:

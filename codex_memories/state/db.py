@@ -67,8 +67,9 @@ class StateDbUnavailable(RuntimeError):
     """The state DB cannot be opened as configured (a driver not installed, a URL that does not parse)."""
 
 
-# The optional extra that installs each driver we map a URL to (pyproject's optional-dependencies).
-_DRIVER_EXTRAS = {"psycopg": "postgres", "psycopg2": "postgres"}
+# The optional extra that installs each optional module (pyproject's optional-dependencies): the
+# one list every "not installed" message reads (`install_hint`).
+OPTIONAL_MODULE_EXTRAS = {"psycopg": "postgres", "psycopg2": "postgres", "zstandard": "zstd"}
 _USERINFO_PASSWORD = re.compile(r"(?<=://)([^/@:\s]*):[^/@\s]*@")
 
 
@@ -100,11 +101,15 @@ def _with_driver_hint(parsed: URL, create: Callable[[], Engine]) -> Engine:
     try:
         return create()
     except ModuleNotFoundError as error:
-        extra = _DRIVER_EXTRAS.get((error.name or "").split(".")[0])
-        install = f"pip install 'codex-memories[{extra}]'" if extra else f"pip install {error.name}"
         raise StateDbUnavailable(
-            f"the state DB {shown_db_url(parsed)} needs the Python module {error.name!r}, which is not installed: {install}"
+            f"the state DB {shown_db_url(parsed)} needs the Python module {error.name!r}, which is not installed: {install_hint(error.name)}"
         ) from None
+
+
+def install_hint(module: str | None) -> str:
+    """The command that installs `module`: our extra when it is an optional dependency of ours."""
+    extra = OPTIONAL_MODULE_EXTRAS.get((module or "").split(".")[0])
+    return f"pip install 'codex-memories[{extra}]'" if extra else f"pip install {module}"
 
 
 def sqlite_database_file(url: str | URL) -> Path | None:
