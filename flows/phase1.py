@@ -105,6 +105,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     # 3. Discovery: rollout files -> threads.
     discovery = discover(config)
     report.discovery = discovery.facts()
+    report.unreadable_files = list(discovery.unreadable)
     logger.info("discovery: %s", report.discovery)
 
     # 3b. Which folder is which project, from the sessions' git records: the read path's answer

@@ -306,6 +306,11 @@ class _FolderScanner:
             if thread_id is None:
                 report.left_out(key, Outcome.failed_rollout_unreadable, "no session_meta id and no thread id in the file name")
                 continue
+            unreadable = scan.unreadable_reason()
+            if unreadable is not None:
+                # Named in the report; its row is still kept (by the file name's id), so an
+                # unchanged file is not read again every run.
+                report.left_out(key, Outcome.failed_rollout_unreadable, unreadable)
             report.thread_ids.append(thread_id)
             if scan.source not in INTERACTIVE_SESSION_SOURCES:
                 report.non_interactive += 1

@@ -86,6 +86,20 @@ class RolloutScan:
     end_offset: int = 0  # just past the last complete line; resume citation harvest from here
     external_context_kinds: tuple[str, ...] = ()  # why used_external_context is true
     kept_lines: KeptLines | None = None  # where the transcript's lines are (long rollouts only)
+    has_session_meta: bool = True  # a `session_meta` line was read
+
+    def unreadable_reason(self) -> str | None:
+        """Why this file gives no session, or None: a file without a readable `session_meta`
+        line (a NUL or other control byte in it, a first line past the line bound, compressed
+        bytes, UTF-16) becomes a thread no run ever claims; said, with what its lines were."""
+        if self.has_session_meta:
+            return None
+        stats = self.stats
+        if not stats.lines_total:
+            return "the file holds no line: no session_meta, nothing to read"
+        reasons = ", ".join(f"{reason} {count}" for reason, count in sorted(stats.skipped_by_reason.items()))
+        read = f"{stats.lines_skipped} of {stats.lines_total} line(s) unreadable" + (f" ({reasons})" if reasons else "")
+        return f"no readable session_meta line, so no session to extract: {read}"
 
 
 # A rollout whose kept lines total less than this is read whole by its transcript, and its scan
@@ -349,4 +363,5 @@ def _finish_scan(state: _ScanState, stats: LineStats, end_offset: int, kept_line
         stats=stats,
         end_offset=end_offset,
         kept_lines=kept_lines,
+        has_session_meta=state.meta is not None,
     )
