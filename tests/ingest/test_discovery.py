@@ -233,3 +233,13 @@ def test_files_whose_session_meta_cannot_be_read_are_named_with_their_reason(sto
         reason = named[str(folder / name)]
         assert reason.startswith("failed_rollout_unreadable: no readable session_meta line")
     assert str(good) not in named
+
+    # Unchanged, they are not read again, and still named: in the next run's report and in `status`.
+    again = discover(store, tmp_path)
+    assert dict(again.unreadable) == named
+    from codex_memories.ingest.discovery import read_unreadable_record
+    from codex_memories_cli.views import unreadable_lines
+
+    assert dict(read_unreadable_record(tmp_path)) == named
+    shown = unreadable_lines(tmp_path)
+    assert shown[0].startswith("Not read:       3 file(s)") and all(str(folder / name) in "\n".join(shown) for name in names.values())
