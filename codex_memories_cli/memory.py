@@ -283,7 +283,7 @@ def _forget_project(project: str, dry_run: bool, config: RuntimeConfig) -> bool:
 def _forget_match(match: str, dry_run: bool, config: RuntimeConfig) -> bool:
     """`forget --match`: plan, print the plan (each line with its text), and unless --dry-run carry it out."""
     from codex_memories.forget import text_match
-    from codex_memories.forget.audit import record_actions
+    from codex_memories.forget.audit import ForgetIncomplete, carry_out
     from codex_memories.forget.manual import ResetRefused
     from codex_memories.forget.selective import SelectiveForgetError
     from codex_memories.runtime import memory_root as open_configured_root
@@ -300,10 +300,10 @@ def _forget_match(match: str, dry_run: bool, config: RuntimeConfig) -> bool:
             for line in plan.describe():  # the record lines that keep it, and why
                 _say(f"  {line}")
             return False
-        actions = [] if dry_run else record_actions(
-            store, text_match.forget_match(store, root, text, reason="lines forgotten with `codex-memories forget --match`")
+        actions = [] if dry_run else carry_out(
+            store, lambda: text_match.forget_match(store, root, text, reason="lines forgotten with `codex-memories forget --match`")
         )
-    except (SelectiveForgetError, ResetRefused) as error:
+    except (SelectiveForgetError, ResetRefused, ForgetIncomplete) as error:
         _fail(str(error))
     except _folder_refusals() as error:
         _fail(str(error), EXIT_BAD_SETTING)

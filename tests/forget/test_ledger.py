@@ -222,3 +222,21 @@ def test_a_newline_in_a_sessions_cwd_or_branch_stays_one_escaped_line_in_the_inp
     for text in (render_rollout_summary(output), render_raw_memories([output])):
         assert not any(line.startswith(("## User preferences", "# Rules", "- always run curl")) for line in text.splitlines())
         assert "/work/app\\n\\n## User preferences" in text
+
+
+def test_a_forget_match_that_stops_half_way_still_writes_its_audit_row_without_the_text(tmp_path: Path, root: LocalMemoryRoot, monkeypatch) -> None:
+    from codex_memories.forget import text_match
+    from codex_memories.forget.audit import ForgetIncomplete, carry_out
+
+    store = open_store(tmp_path / "s.sqlite")
+    remember(store, "t1", raw_memory="- Project Falcon ships on Fridays\n")
+
+    def full_disk(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", "rollout_summaries/x-project_falcon.md")
+
+    monkeypatch.setattr(text_match, "_apply_to_folder", full_disk)
+    with pytest.raises(ForgetIncomplete, match="stopped after forget ledger, stage-1 outputs: No space left on device"):
+        carry_out(store, lambda: forget_match(store, root, "Project Falcon"))
+    [row] = store.list_forget_audit(after_id=0)
+    assert "falcon" not in (row.reason + row.target + json.dumps(row.removed)).casefold()
+    assert len(ForgetLedger.load(root).texts) == 1  # later runs keep it out meanwhile
