@@ -131,14 +131,18 @@ def run(
 def _check_memory_folder(config: RuntimeConfig, *, rebuild: bool) -> None:
     """Before a run: the memory folder takes writes and was built with this state DB; else one
     line and exit 2, nothing extracted (`memory_folder.identity`)."""
-    from codex_memories.memory_folder.identity import BindingOutcome, StateDbMismatch, check_memory_folder
+    from codex_memories.memory_folder.identity import BindingOutcome, StateDbMismatch, check_memory_folder, check_missing_state_db
     from codex_memories.runtime import memory_root, open_store
-    from codex_memories.state.db import StateDbUnavailable, shown_db_url
+    from codex_memories.state.db import StateDbUnavailable, shown_db_url, sqlite_database_file
     from codex_memories.storage import MemoryRootNotWritable
 
     url = config.settings.resolved_db_url
+    root = memory_root(config)
     try:
-        outcome = check_memory_folder(open_store(url), memory_root(config), rebuild=rebuild, db_shown=shown_db_url(url))
+        database = sqlite_database_file(url)
+        if database is not None and not database.exists():
+            check_missing_state_db(root, rebuild=rebuild, db_shown=shown_db_url(url))
+        outcome = check_memory_folder(open_store(url), root, rebuild=rebuild, db_shown=shown_db_url(url))
     except (StateDbMismatch, MemoryRootNotWritable, StateDbUnavailable) as error:
         say_error(str(error))
         raise typer.Exit(EXIT_BAD_SETTING) from None

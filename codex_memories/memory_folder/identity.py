@@ -61,6 +61,16 @@ def check_memory_folder(store: Any, root: MemoryRoot, *, rebuild: bool, db_shown
     return check_state_binding(store, root, rebuild=rebuild, db_shown=db_shown)
 
 
+def check_missing_state_db(root: MemoryRoot, *, rebuild: bool, db_shown: str) -> None:
+    """Before a state DB that does not exist yet is created (a SQLite file not there): refused
+    as `check_state_binding` would refuse the fresh DB, without leaving an empty DB behind at a
+    mistyped path."""
+    if rebuild:
+        return
+    if _quietly_named(root) is not None or _holds_memory_files(root):
+        raise StateDbMismatch(_refusal(root, db_shown, "a state DB that does not exist yet (nothing was created)"))
+
+
 def folder_state_identity(root: MemoryRoot) -> str | None:
     """The state DB id the folder names, or None; an unreadable binding file is a mismatch
     (it is kept: it may be the only trace of which DB built the folder)."""

@@ -92,3 +92,14 @@ def test_an_object_store_root_is_bound_like_a_local_one(tmp_path: Path) -> None:
     assert check_state_binding(store, root, rebuild=False, db_shown="x") is BindingOutcome.first_bound
     with pytest.raises(StateDbMismatch):
         check_state_binding(open_store(tmp_path / "other.sqlite"), root, rebuild=False, db_shown="x")
+
+
+def test_a_state_db_path_that_does_not_exist_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    from codex_memories.memory_folder.identity import check_missing_state_db
+
+    root = LocalMemoryRoot(tmp_path / "memories")
+    check(open_store(tmp_path / "state.sqlite"), root)
+    with pytest.raises(StateDbMismatch, match="does not exist yet"):
+        check_missing_state_db(root, rebuild=False, db_shown="sqlite:///typo.sqlite")
+    check_missing_state_db(root, rebuild=True, db_shown="sqlite:///typo.sqlite")  # asked for
+    check_missing_state_db(LocalMemoryRoot(tmp_path / "new-folder"), rebuild=False, db_shown="x")  # nothing to protect
