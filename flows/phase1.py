@@ -147,7 +147,7 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
 
     # 9b. The new stage-1 outputs lose the lines holding a text the forget ledger names.
     if claims:
-        honour_forget_ledger(config)
+        honour_forget_ledger(config, [claim.thread_id for claim in claims])
 
     # 10. Report, with the forget-audit rows this run wrote.
     report.forget_audit = collect_forget_audit(config, audit_start)

@@ -1,8 +1,8 @@
 """Task: what the memory folder's forget ledger says was forgotten is forgotten in this state DB
 too (`codex_memories.forget.ledger.honour_ledger`).
 
-Threads the ledger names (by id, project or folder) lose their memory and are disabled; stage-1
-outputs lose the lines holding a forgotten text. Writes one `forget_audit` row per change and
+Threads the ledger names (by id, project or folder) lose their memory and are disabled; the
+stage-1 outputs of the threads this run extracted lose the lines holding a forgotten text. Writes one `forget_audit` row per change and
 returns the actions. Idempotent: a rerun finds nothing more.
 """
 
@@ -15,9 +15,11 @@ from codex_memories.settings import RuntimeConfig
 
 
 @task(name="honour-forget-ledger", cache_policy=None)
-def honour_forget_ledger(config: RuntimeConfig) -> list[ForgetAction]:
-    """Forget again what the folder's ledger names, whatever this state DB remembers."""
+def honour_forget_ledger(config: RuntimeConfig, extracted: list[str] | None = None) -> list[ForgetAction]:
+    """Forget again what the folder's ledger names, whatever this state DB remembers;
+    `extracted`: the threads this run extracted (their outputs are tested for forgotten texts)."""
     store = open_store(config.settings.resolved_db_url)
-    actions = record_actions(store, honour_ledger(store, ForgetLedger.load(memory_root(config))))
+    ledger = ForgetLedger.load(memory_root(config))
+    actions = record_actions(store, honour_ledger(store, ledger, extracted=extracted if extracted is not None else []))
     get_run_logger().info("forget ledger: %d change(s) in this state DB", len(actions))
     return actions

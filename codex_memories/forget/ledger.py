@@ -46,7 +46,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -259,11 +259,15 @@ def record_in_ledger(root: MemoryRoot, add: Callable[[ForgetLedger], None]) -> N
 # ---- honouring (phase 1) -------------------------------------------------------------------
 
 
-def honour_ledger(store: Any, ledger: ForgetLedger) -> list[ForgetAction]:
-    """Forget again, in this state DB, what the folder's ledger says was forgotten (module contract)."""
+def honour_ledger(store: Any, ledger: ForgetLedger, *, extracted: Collection[str] | None = None) -> list[ForgetAction]:
+    """Forget again, in this state DB, what the folder's ledger says was forgotten (module contract).
+
+    `extracted`: the threads whose outputs this run wrote; only those are tested for forgotten
+    texts (each line is hashed window by window: every output of a large store on every run
+    would cost seconds, and the older ones were tested when they were written). None: all."""
     # Imported here: text_match imports the folder machinery, and threads the store; the ledger
     # is read by phase 2's renderer too, which needs neither.
-    from codex_memories.forget.text_match import _output_changes, _rewrite_output
+    from codex_memories.forget.text_match import _output_change, _output_changes, _rewrite_output
     from codex_memories.forget.threads import forget_thread
 
     if ledger.empty:
@@ -276,7 +280,11 @@ def honour_ledger(store: Any, ledger: ForgetLedger) -> list[ForgetAction]:
             continue
         actions += forget_thread(store, thread_id, root=None, reason=FROM_LEDGER, team_files=False)
     for forgotten in ledger.texts:
-        changes, _kept = _output_changes(store, forgotten)
+        if extracted is None:
+            changes, _kept = _output_changes(store, forgotten)
+        else:
+            outputs = [output for output in map(store.get_stage1_output, sorted(extracted)) if output is not None]
+            changes = [change for change in map(lambda output: _output_change(output, forgotten), outputs) if _changed(change)]
         for change in changes:
             _rewrite_output(store, change.output.thread_id, forgotten)
         if changes:
@@ -289,3 +297,7 @@ def honour_ledger(store: Any, ledger: ForgetLedger) -> list[ForgetAction]:
                 )
             )
     return actions
+
+
+def _changed(change: Any) -> bool:
+    return bool(change.raw_memory.changed or change.rollout_summary.changed or change.slug_renamed)

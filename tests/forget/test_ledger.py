@@ -94,7 +94,8 @@ def test_a_text_forgotten_with_one_state_db_is_scrubbed_from_what_a_fresh_db_ext
 
     fresh = open_store(tmp_path / "fresh.sqlite")  # a typo in the DB path: every session extracted again
     remember(fresh, "t1", raw_memory="- Project Falcon ships on Fridays\n- prefers pnpm\n", rollout_slug="project-falcon-release")
-    actions = honour_ledger(fresh, ForgetLedger.load(root))
+    assert honour_ledger(fresh, ForgetLedger.load(root), extracted=[]) == []  # only this run's extractions are scanned
+    actions = honour_ledger(fresh, ForgetLedger.load(root), extracted=["t1"])
 
     output = fresh.get_stage1_output("t1")
     assert "Falcon" not in output.raw_memory and "pnpm" in output.raw_memory
