@@ -241,3 +241,37 @@ def test_a_forget_match_that_stops_half_way_still_writes_its_audit_row_without_t
     [row] = store.list_forget_audit(after_id=0)
     assert "falcon" not in (row.reason + row.target + json.dumps(row.removed)).casefold()
     assert len(ForgetLedger.load(root).texts) == 1  # later runs keep it out meanwhile
+
+
+def test_after_discovery_in_a_fresh_db_the_forgotten_sessions_are_not_claimed(tmp_path: Path, root: LocalMemoryRoot) -> None:
+    """Discovery's thread records and the ledger agree on ids, folders and origins: what a
+    forget named on one DB is never claimed by a run with another."""
+    from datetime import UTC, datetime, timedelta
+
+    from codex_memories.forget.selective import resolve_project
+    from codex_memories.ingest.discovery import discover_rollouts
+    from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
+    from tests.support.rollout_factory import NO_REPOSITORY, write_rollout
+
+    home = tmp_path / "codex-home"
+    client = tmp_path / "secret-client"
+    client.mkdir()
+    created = datetime.now(UTC) - timedelta(days=1)
+    gone = write_rollout(home, created_at=created, user_messages=["a private detail"])
+    write_rollout(home, created_at=created, user_messages=["client rule"], cwd=str(client / "src"), repository_url=NO_REPOSITORY)
+    kept = write_rollout(home, created_at=created, user_messages=["prefers pnpm"])
+    first = open_store(tmp_path / "first.sqlite")
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    discover_rollouts(first, home, generate_memories=True, disable_on_external_context=False, now_ms=now_ms)
+    gone_id = gone.stem[-36:]
+    forget_thread(first, gone_id, root=root)
+    forget_project(first, resolve_project(str(client)), root=root)
+
+    fresh = open_store(tmp_path / "fresh.sqlite")
+    discover_rollouts(fresh, home, generate_memories=True, disable_on_external_context=False, now_ms=now_ms)
+    honour_ledger(fresh, ForgetLedger.load(root), extracted=[])
+    claims = fresh.claim_stage1_jobs_for_startup(
+        worker_id="w", current_thread_id=None, scan_limit=100, max_claimed=100, max_age_days=None,
+        min_rollout_idle_hours=None, allowed_sources=list(INTERACTIVE_SESSION_SOURCES),
+    )
+    assert [claim.thread_id for claim in claims] == [kept.stem[-36:]]
