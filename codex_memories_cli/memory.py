@@ -389,7 +389,7 @@ def reset(
     yes: Annotated[bool, typer.Option("--yes", help="Really delete every memory (without it, only say what would go).")] = False,
 ) -> None:
     """Forget everything (route 7): stage-1 memories, memory jobs and the memory folder's contents."""
-    from codex_memories.forget.audit import record_actions
+    from codex_memories.forget.audit import ForgetIncomplete, carry_out
     from codex_memories.forget.manual import ResetRefused, plan_reset, reset_memories
     from codex_memories.runtime import memory_root as open_configured_root
     from codex_memories.runtime import open_store
@@ -402,8 +402,8 @@ def reset(
         if not yes:
             _say("would delete " + plan_reset(store, root).describe())
             _fail("refusing to reset without --yes")
-        [action] = record_actions(store, reset_memories(store, root, reason="reset with `codex-memories reset --yes`"))
-    except ResetRefused as error:
+        [action] = carry_out(store, lambda: reset_memories(store, root, reason="reset with `codex-memories reset --yes`"))
+    except (ResetRefused, ForgetIncomplete) as error:
         _fail(str(error))
     except _folder_refusals() as error:
         _fail(str(error), EXIT_BAD_SETTING)

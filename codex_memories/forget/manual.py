@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codex_memories import paths
-from codex_memories.forget.audit import ForgetAction
+from codex_memories.forget.audit import ForgetAction, ForgetIncomplete
 from codex_memories.forget.team_files import TeamFiles
 from codex_memories.memory_folder.staging import discard, proposal_path, resolve_live_folder, staging_copies
 from codex_memories.memory_folder.workspace import Change
@@ -152,9 +152,17 @@ def reset_memories(store: MemoryStore, root: MemoryRoot, *, reason: str = "reset
     plan = plan_reset(store, root)
     root.check_writable()  # a folder that refuses writes fails the reset before the DB changes
     rows = store.clear_memory_data()
-    files = clear_memory_root(root)
-    for copy in plan.copies:
-        discard(copy.path)
+    try:
+        files = clear_memory_root(root)
+        for copy in plan.copies:
+            discard(copy.path)
+    except OSError as error:
+        # The DB is already cleared: the reset is audited as far as it went, and said.
+        stopped = f"stopped after the state DB: the memory folder {root.url} was not fully cleared ({error.strerror or type(error).__name__})"
+        raise ForgetIncomplete(
+            f"reset {stopped}; run `codex-memories reset --yes` again to finish",
+            [ForgetAction(route=ForgetRoute.manual_reset, target=root.url, reason=f"{reason}; {stopped}", removed={"rows": rows})],
+        ) from error
     removed = {"rows": rows, "memory_files": files, "git_baseline": plan.has_git_baseline}
     if plan.copies:
         removed["copies_deleted"] = [str(copy.path) for copy in plan.copies]

@@ -275,3 +275,20 @@ def test_after_discovery_in_a_fresh_db_the_forgotten_sessions_are_not_claimed(tm
         min_rollout_idle_hours=None, allowed_sources=list(INTERACTIVE_SESSION_SOURCES),
     )
     assert [claim.thread_id for claim in claims] == [kept.stem[-36:]]
+
+
+def test_a_reset_that_stops_on_the_folder_still_writes_its_audit_row(tmp_path: Path, root: LocalMemoryRoot, monkeypatch) -> None:
+    from codex_memories.forget import manual
+    from codex_memories.forget.audit import ForgetIncomplete, carry_out
+
+    store = open_store(tmp_path / "s.sqlite")
+    remember(store, "t1")
+
+    def refused(_root):
+        raise PermissionError(errno.EACCES, "Permission denied", "MEMORY.md")
+
+    monkeypatch.setattr(manual, "clear_memory_root", refused)
+    with pytest.raises(ForgetIncomplete, match="stopped after the state DB"):
+        carry_out(store, lambda: reset_memories(store, root))
+    [row] = store.list_forget_audit(after_id=0)
+    assert row.route.value == "manual_reset" and "Permission denied" in row.reason
