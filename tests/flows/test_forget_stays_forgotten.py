@@ -41,7 +41,7 @@ def test_a_fresh_state_db_is_refused_and_after_a_rebuild_nothing_forgotten_comes
 
     forget(route="text_match", target="zebra-417", overrides=home.overrides())
     forget(route="project_deletion", target=str(tmp_path / "secret-client"), overrides=home.overrides())
-    assert home.phase2().outcome is Outcome.succeeded
+    assert home.phase2().outcome in (Outcome.succeeded, Outcome.succeeded_no_workspace_changes)
     assert "zebra" not in every_trace(home.memory_root) and "otter" not in every_trace(home.memory_root)
     close_stores()
 
