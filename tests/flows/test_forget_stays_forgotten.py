@@ -16,6 +16,7 @@ from codex_memories_flows.forget import forget
 from codex_memories_flows.phase1 import phase1
 from tests.flows.test_selective_forget_and_rebuild import every_trace
 from tests.support.memory_home import MemoryHome
+from tests.support.rollout_factory import NO_REPOSITORY
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
@@ -33,7 +34,8 @@ def test_a_fresh_state_db_is_refused_and_after_a_rebuild_nothing_forgotten_comes
     home = MemoryHome(tmp_path)
     (tmp_path / "secret-client").mkdir()
     home.rollout("from now on always use pnpm for installs (ZEBRA-417)", days_ago=2)
-    home.rollout("remember that we keep tabs in Makefiles (OTTER-902)", days_ago=1, cwd=str(tmp_path / "secret-client"))
+    # Outside any repository: the project is its folder (a session with a git origin is its origin's).
+    home.rollout("remember that we keep tabs in Makefiles (OTTER-902)", days_ago=1, cwd=str(tmp_path / "secret-client"), repository_url=NO_REPOSITORY)
     home.rollout("remember that releases are tagged on Fridays (LYNX-311)", days_ago=1)
     assert home.phase1().claimed == 3
     assert home.phase2().outcome is Outcome.succeeded
