@@ -6,6 +6,8 @@ Contract:
   header lines of `THREAD_HEADER_KEYS` and then the raw memory. `rollout_summary_stem` names the
   `rollout_summaries/` file a section's `rollout_summary_file:` line points at, so real Codex and
   this pipeline can share one memory folder.
+- `escape_metadata(value)`: a session's metadata (cwd, branch, title) on one line, breaks and
+  controls escaped; every header line written here and in the rollout summaries goes through it.
 - `thread_sections(text)` splits a `raw_memories.md` back into `(thread_id, body)` pairs in file
   order; what a body means is the reader's business (the heuristic consolidator, the
   entry-expiry route).
@@ -43,6 +45,20 @@ _UUID_V7 = 7
 class ThreadSection:
     thread_id: str
     body: str  # everything after the heading line up to the next heading
+
+
+# What a metadata value (a cwd, a git branch, a session title) must not carry into a `key: value`
+# line of a file or a prompt: line and paragraph breaks (any Unicode form) and other controls.
+_BREAKS_AND_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_VISIBLE_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_metadata(value: str) -> str:
+    """`value` on one line: each break or control character becomes a visible escape (`\\n`,
+    `\\x1b`, `\\u2028`). Why: a session's cwd or branch name is the session's own text, and a
+    newline in it wrote a forged "User preferences" section into a rollout summary; escaped, it is
+    one line of data wherever it goes (the state DB, the inputs files, a prompt)."""
+    return _BREAKS_AND_CONTROLS.sub(lambda match: _VISIBLE_ESCAPES.get(match.group(), f"\\u{ord(match.group()):04x}"), value)
 
 
 def rfc3339(epoch_seconds: int) -> str:
@@ -109,8 +125,8 @@ def render_raw_memories(selection: list[Stage1Output]) -> str:
     for output in sorted(selection, key=lambda item: item.thread_id):
         header = {
             "updated_at": rfc3339(output.source_updated_at),
-            "cwd": output.cwd or "",
-            "rollout_path": output.rollout_path or "",
+            "cwd": escape_metadata(output.cwd or ""),
+            "rollout_path": escape_metadata(output.rollout_path or ""),
             "rollout_summary_file": f"{stem_for(output)}.md",
         }
         parts.append(

@@ -78,6 +78,9 @@ class Phase1Report:
     endpoint: str | None = None
     # `concurrency`: extractions in flight at once (the run's own limit, not a Prefect limit).
     concurrency: int | None = None
+    # Files discovery could not read as a session, each (path, "<outcome>: <reason>"): named, not
+    # only counted (a file with no readable session_meta would otherwise be a thread never claimed).
+    unreadable_files: list[tuple[str, str]] = field(default_factory=list)
 
     def outcome_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter(line.outcome.value for line in self.extractions)
@@ -133,6 +136,10 @@ def render_phase1_markdown(report: Phase1Report) -> str:
         lines += ["", "## Discovery", "", "| fact | value |", "|---|---|"]
         for key, value in report.discovery.items():
             lines.append(f"| {key} | {value} |")
+    if report.unreadable_files:
+        lines += ["", f"## Files that could not be read ({len(report.unreadable_files)})", "", "| file | reason |", "|---|---|"]
+        for path, reason in report.unreadable_files:
+            lines.append(f"| `{_table_cell(path)}` | {_table_cell(reason)} |")
     if report.pruned_thread_ids:
         lines += ["", f"## Forgotten by retention prune ({len(report.pruned_thread_ids)})", ""]
         lines += [f"- `{thread_id}`" for thread_id in report.pruned_thread_ids]
@@ -179,7 +186,23 @@ def render_phase1_text(report: Phase1Report) -> str:
         text += f"\n  rate limited: {report.rate_limit}"
     for line in report.failures():
         text += f"\n  {line.thread_id}: {line.outcome.value}: {line.reason or ''}"
+    for path, reason in report.unreadable_files[:UNREADABLE_FILES_SHOWN]:
+        text += f"\n  not read: {_one_line(path)}: {_one_line(reason)}"
+    if len(report.unreadable_files) > UNREADABLE_FILES_SHOWN:
+        text += f"\n  not read: {len(report.unreadable_files) - UNREADABLE_FILES_SHOWN} more file(s), listed in the run's artifact"
     return text
+
+
+# The unreadable files the CLI's short report names; the artifact lists every one.
+UNREADABLE_FILES_SHOWN = 20
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _table_cell(text: str) -> str:
+    return _one_line(text).replace("|", "\\|").replace("`", "'")
 
 
 @dataclass

@@ -18,8 +18,11 @@ Contract:
   stores have no links.
 - `exists` is true for any entry, including a dangling symlink; `is_file`/`is_dir` mean a regular
   file / a real directory.
+- `check_writable()` creates and deletes a probe file under `.codex-memories/`: the one test a
+  command runs before it changes anything, so a read-only folder fails first (`MemoryRootNotWritable`,
+  a sentence naming the folder), never after the state DB changed.
 - Internal bookkeeping (`.git/` and `.codex-memories/`, which holds an object-store root's git
-  baseline) is excluded from `walk_files`/`file_sizes` unless `exclude_internal=False`.
+  baseline, the forget ledger and the state DB binding) is excluded from `walk_files`/`file_sizes` unless `exclude_internal=False`.
 
 Git needs a local working tree, so an object-store root is worked on through a `LocalWorkspace`:
 `pull` downloads the memory files into an empty scratch directory and unpacks the baseline
@@ -43,6 +46,7 @@ import hashlib
 import io
 import json
 import os
+import secrets
 import shutil
 import stat
 import tarfile
@@ -59,7 +63,16 @@ from codex_memories.sandbox import FolderEntry, SandboxedFolder, UnsafePathError
 EntryKind = Literal["file", "dir", "symlink"]
 
 INTERNAL_DIRS = frozenset({GIT_DIR, WORKSPACE_STATE_DIR})
+# The folder's own history, which no reset, rebuild or consolidation deletes: the forget ledger
+# (`forget.ledger`) and the state DB the folder is bound to (`memory_folder.identity`).
+FORGET_LEDGER_PATH = f"{WORKSPACE_STATE_DIR}/forgotten.json"
+STATE_BINDING_PATH = f"{WORKSPACE_STATE_DIR}/state-binding.json"
+FOLDER_HISTORY_PATHS = (FORGET_LEDGER_PATH, STATE_BINDING_PATH)
 _EXECUTABLES_MEMBER = "executables.json"
+
+
+class MemoryRootNotWritable(OSError):
+    """The memory root refuses writes (read-only mount, permissions, a refused bucket)."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +163,19 @@ class MemoryRoot(ABC):
 
     def flush(self) -> None:
         """Make every `durable=False` write so far durable; nothing to do for an object store."""
+
+    def check_writable(self) -> None:
+        """`MemoryRootNotWritable` unless a file can be created and deleted in the root's
+        bookkeeping folder (made when missing, with the root itself): a command that will write
+        the folder asks first, before it changes anything anywhere else (issue 36)."""
+        probe = f"{WORKSPACE_STATE_DIR}/.write-check-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+        try:
+            self.makedirs(WORKSPACE_STATE_DIR)
+            self.write_bytes(probe, b"")
+            self.delete(probe, missing_ok=True)
+        except (OSError, UnsafePathError) as error:
+            reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+            raise MemoryRootNotWritable(f"the memory folder {self.url} cannot be written ({reason}); nothing was changed") from error
 
     def walk_files(self, exclude_git: bool = True) -> list[str]:
         """Relative paths of every regular file, sorted; `.git/` and `.codex-memories/` excluded by default."""
@@ -400,6 +426,11 @@ def pull(root: MemoryRoot, local_dir: Path) -> WorkspaceSnapshot:
     archive_path = baseline_archive_path()
     if root.is_file(archive_path):
         _unpack_baseline(root.read_bytes(archive_path), local_dir)
+    # The folder's history comes along (phase 2's sync honours the forget ledger); `push` never
+    # sends it back (bookkeeping is not walked), so only a forget or a binding writes it.
+    for path in FOLDER_HISTORY_PATHS:
+        if root.is_file(path):
+            mirror.write_bytes(path, root.read_bytes(path))
     return WorkspaceSnapshot(files=hashes)
 
 

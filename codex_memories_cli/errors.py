@@ -1,7 +1,9 @@
 """The CLI's one way to report a problem: one line on stderr, then an exit code.
 
 A user error exits with 1; a bad setting (`SettingsError`) with 2, before anything is written.
-No traceback unless `CODEX_MEMORIES_DEBUG` is set.
+No traceback unless `CODEX_MEMORIES_DEBUG` is set; an error nothing else described becomes one
+sentence (`error_sentence`): the path of a failed file operation, the extra that installs a
+missing module.
 """
 
 from __future__ import annotations
@@ -21,6 +23,25 @@ def say_error(message: str) -> None:
     the message holds (a database driver's spans three lines, click's wraps its own)."""
     # Only the line breaks and the blanks around them: a path with two spaces stays as it is.
     print("codex-memories: " + _LINE_BREAK.sub(" ", message.strip()), file=sys.stderr)
+
+
+DEBUG_HINT = "set CODEX_MEMORIES_DEBUG=1 for the traceback"
+
+
+def error_sentence(error: BaseException) -> str:
+    """What a person reads when a command stops on an error nothing else described: a sentence
+    with the path or the module, never a bare exception name (`ModuleNotFoundError: psycopg`)."""
+    if isinstance(error, ModuleNotFoundError):
+        from codex_memories.state.db import install_hint
+
+        return f"the Python module {error.name!r} is not installed: {install_hint(error.name)}"
+    if isinstance(error, OSError) and error.filename is not None:
+        where = str(error.filename) + (f" -> {error.filename2}" if error.filename2 is not None else "")
+        return f"cannot use {where}: {error.strerror or error} ({DEBUG_HINT})"
+    message = str(error).strip()
+    if not message:
+        return f"the command stopped on an unexpected error ({type(error).__name__}, no message; {DEBUG_HINT})"
+    return f"{message} ({DEBUG_HINT})"
 
 
 def fail(message: str, code: int = EXIT_USER_ERROR) -> NoReturn:

@@ -22,7 +22,7 @@ import typer
 from codex_memories.disk_full import disk_full_cause, disk_full_line
 from codex_memories.paths import local_memory_folder
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
-from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, say_error
+from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, error_sentence, say_error
 from codex_memories_cli.interrupts import interruptible_run
 from codex_memories_cli.options import (
     Local,
@@ -45,19 +45,32 @@ app = typer.Typer(
 # (run through `runs`: handed to `serve` when one listens, else here)
 
 
+RebuildState = Annotated[
+    bool,
+    typer.Option(
+        "--rebuild-state",
+        help="Use this state DB although the memory folder was built with another one (a new machine, a lost DB): "
+        "its state is rebuilt from the sessions; what the folder's forget ledger names stays forgotten.",
+    ),
+]
+
+
 def _print_where(config: RuntimeConfig) -> None:
+    from codex_memories.state.db import shown_db_url
+
     console.print(f"codex home:  {config.settings.codex_home_path}", markup=False, highlight=False)
-    console.print(f"state DB:    {config.settings.resolved_db_url}", markup=False, highlight=False)
+    console.print(f"state DB:    {shown_db_url(config.settings.resolved_db_url)}", markup=False, highlight=False)
     console.print(f"memory root: {config.settings.resolved_memory_root}", markup=False, highlight=False)
     console.print(f"provider:    {config.provider_name}", markup=False, highlight=False)
 
 
 @app.command()
 @with_common_options
-def phase1(overrides: SettingsOverrides, local: Local = False, verbose: Verbose = False) -> None:
+def phase1(overrides: SettingsOverrides, local: Local = False, verbose: Verbose = False, rebuild_state: RebuildState = False) -> None:
     """Run phase 1 now: discover rollouts, claim, extract stage-1 memories."""
     config = overrides.load()
     require_codex_home(config)
+    _check_memory_folder(config, rebuild=rebuild_state)
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text
 
@@ -95,10 +108,12 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="Phase 2 skips the cooldown (never the lease).")] = False,
     local: Local = False,
     verbose: Verbose = False,
+    rebuild_state: RebuildState = False,
 ) -> None:
     """The main job: phase 1, then phase 2, then a short report of both."""
     config = overrides.load()
     require_codex_home(config)
+    _check_memory_folder(config, rebuild=rebuild_state)
     prepare_prefect(verbose)
     from codex_memories.reports import render_phase1_text, render_phase2_text
 
@@ -111,6 +126,31 @@ def run(
     _print_memory_folder(config)
     if report.outcome is not None and report.outcome.is_failure:
         raise typer.Exit(EXIT_USER_ERROR)
+
+
+def _check_memory_folder(config: RuntimeConfig, *, rebuild: bool) -> None:
+    """Before a run: the memory folder takes writes and was built with this state DB; else one
+    line and exit 2, nothing extracted (`memory_folder.identity`)."""
+    from codex_memories.memory_folder.identity import BindingOutcome, StateDbMismatch, check_memory_folder, check_missing_state_db
+    from codex_memories.runtime import memory_root, open_store
+    from codex_memories.state.db import StateDbUnavailable, shown_db_url, sqlite_database_file
+    from codex_memories.storage import MemoryRootNotWritable
+
+    url = config.settings.resolved_db_url
+    root = memory_root(config)
+    try:
+        database = sqlite_database_file(url)
+        if database is not None and not database.exists():
+            check_missing_state_db(root, rebuild=rebuild, db_shown=shown_db_url(url))
+        outcome = check_memory_folder(open_store(url), root, rebuild=rebuild, db_shown=shown_db_url(url))
+    except (StateDbMismatch, MemoryRootNotWritable, StateDbUnavailable) as error:
+        say_error(str(error))
+        raise typer.Exit(EXIT_BAD_SETTING) from None
+    if outcome is BindingOutcome.rebound:
+        console.print(
+            f"state DB:    {shown_db_url(url)} now writes this memory folder (--rebuild-state); its forget ledger still applies",
+            markup=False, highlight=False, soft_wrap=True,
+        )
 
 
 @app.command()
@@ -242,14 +282,26 @@ def main() -> None:
         if cause is not None:
             say_error(disk_full_line(cause, "", "the command stopped, and what it wrote before is whole (every write is atomic)"))
         else:
-            say_error(f"{type(error).__name__}: {error} (set CODEX_MEMORIES_DEBUG=1 for the traceback)")
-        sys.exit(EXIT_USER_ERROR)
+            say_error(error_sentence(error))
+        sys.exit(EXIT_BAD_SETTING if _is_unusable_setting(error) else EXIT_USER_ERROR)
     finally:
         from codex_memories.runtime import close_stores
 
         _stop_temporary_prefect_server()
         close_stores()
     sys.exit(code if type(code) is int else 0)  # a command's `typer.Exit(code)`; 0 for what it returns
+
+
+def _is_unusable_setting(error: BaseException) -> bool:
+    """A state DB that cannot be opened (a driver missing) or a memory folder that refuses writes
+    or belongs to another state DB: a setting to fix, exit 2, as for a bad value."""
+    from codex_memories.forget.ledger import LedgerUnreadable
+    from codex_memories.memory_folder.identity import StateDbMismatch
+    from codex_memories.state.db import StateDbUnavailable
+    from codex_memories.storage import MemoryRootNotWritable
+
+    kinds = (StateDbUnavailable, MemoryRootNotWritable, StateDbMismatch, LedgerUnreadable)
+    return any(isinstance(cause, kinds) for cause in (error, error.__cause__, error.__context__))
 
 
 def _stop_temporary_prefect_server() -> None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
-from codex_memories_cli.errors import EXIT_USER_ERROR
+from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR
 from codex_memories_cli.errors import fail as _fail
 from codex_memories_cli.options import local_memory_root, with_common_options
 
@@ -268,6 +268,16 @@ def mcp(
 # ---- forgetting ----------------------------------------------------------------------------
 
 
+def _folder_refusals() -> tuple[type[Exception], ...]:
+    """What stops a forget or a reset before it changed anything: one line naming the folder, exit
+    2 (evaluated only when an error is raised: the imports stay off the CLI's start)."""
+    from codex_memories.forget.ledger import LedgerUnreadable
+    from codex_memories.storage import MemoryRootNotWritable
+
+    return (MemoryRootNotWritable, LedgerUnreadable)
+
+
+
 @memory_app.command()
 @with_common_options
 def forget(
@@ -308,9 +318,14 @@ def forget(
 
 
 def _forget_thread(thread: str, config: RuntimeConfig) -> bool:
-    from codex_memories.forget.threads import forget_thread
+    from functools import partial
 
-    actions = _forget_one_thread(forget_thread, thread, "forgotten with `codex-memories forget`", config)
+    from codex_memories.forget.threads import forget_thread
+    from codex_memories.runtime import memory_root
+
+    # The thread goes into the memory folder's forget ledger first (a read-only folder stops here).
+    route = partial(forget_thread, root=memory_root(config))
+    actions = _forget_one_thread(route, thread, "forgotten with `codex-memories forget`", config)
     if not actions:
         _say(f"nothing to forget: thread {thread} has no memory and is already disabled")
         return False
@@ -324,6 +339,7 @@ def _forget_project(project: str, dry_run: bool, config: RuntimeConfig) -> bool:
     from codex_memories.forget import selective
     from codex_memories.forget.audit import record_actions
     from codex_memories.forget.manual import ResetRefused
+    from codex_memories.runtime import memory_root as open_configured_root
     from codex_memories.runtime import open_store
 
     store = open_store(config.settings.resolved_db_url)
@@ -331,17 +347,22 @@ def _forget_project(project: str, dry_run: bool, config: RuntimeConfig) -> bool:
         target = selective.resolve_project(project)
         listed = selective.plan_project_forget(store, target).describe()
         actions = [] if dry_run else record_actions(
-            store, selective.forget_project(store, target, reason="project forgotten with `codex-memories forget --project`")
+            store,
+            selective.forget_project(
+                store, target, root=open_configured_root(config), reason="project forgotten with `codex-memories forget --project`"
+            ),
         )
     except (selective.SelectiveForgetError, ResetRefused) as error:
         _fail(str(error))
+    except _folder_refusals() as error:
+        _fail(str(error), EXIT_BAD_SETTING)
     return _say_plan(f"project {target.key}", listed, dry_run, actions)
 
 
 def _forget_match(match: str, dry_run: bool, config: RuntimeConfig) -> bool:
     """`forget --match`: plan, print the plan (each line with its text), and unless --dry-run carry it out."""
     from codex_memories.forget import text_match
-    from codex_memories.forget.audit import record_actions
+    from codex_memories.forget.audit import ForgetIncomplete, carry_out
     from codex_memories.forget.manual import ResetRefused
     from codex_memories.forget.selective import SelectiveForgetError
     from codex_memories.runtime import memory_root as open_configured_root
@@ -358,11 +379,13 @@ def _forget_match(match: str, dry_run: bool, config: RuntimeConfig) -> bool:
             for line in plan.describe():  # the record lines that keep it, and why
                 _say(f"  {line}")
             return False
-        actions = [] if dry_run else record_actions(
-            store, text_match.forget_match(store, root, text, reason="lines forgotten with `codex-memories forget --match`")
+        actions = [] if dry_run else carry_out(
+            store, lambda: text_match.forget_match(store, root, text, reason="lines forgotten with `codex-memories forget --match`")
         )
-    except (SelectiveForgetError, ResetRefused) as error:
+    except (SelectiveForgetError, ResetRefused, ForgetIncomplete) as error:
         _fail(str(error))
+    except _folder_refusals() as error:
+        _fail(str(error), EXIT_BAD_SETTING)
     if not _say_plan(what, plan.describe(), dry_run, actions):
         return False
     if not dry_run:
@@ -434,6 +457,8 @@ def _forget_one_thread(route: Callable[..., list[ForgetAction]], thread: str, re
         return record_actions(store, route(store, thread, reason=reason))
     except UnknownThread as error:
         _fail(str(error))
+    except _folder_refusals() as error:
+        _fail(str(error), EXIT_BAD_SETTING)
 
 
 @memory_app.command()
@@ -443,7 +468,7 @@ def reset(
     yes: Annotated[bool, typer.Option("--yes", help="Really delete every memory (without it, only say what would go).")] = False,
 ) -> None:
     """Forget everything (route 7): stage-1 memories, memory jobs and the memory folder's contents."""
-    from codex_memories.forget.audit import record_actions
+    from codex_memories.forget.audit import ForgetIncomplete, carry_out
     from codex_memories.forget.manual import ResetRefused, plan_reset, reset_memories
     from codex_memories.runtime import memory_root as open_configured_root
     from codex_memories.runtime import open_store
@@ -456,9 +481,11 @@ def reset(
         if not yes:
             _say("would delete " + plan_reset(store, root).describe())
             _fail("refusing to reset without --yes")
-        [action] = record_actions(store, reset_memories(store, root, reason="reset with `codex-memories reset --yes`"))
-    except ResetRefused as error:
+        [action] = carry_out(store, lambda: reset_memories(store, root, reason="reset with `codex-memories reset --yes`"))
+    except (ResetRefused, ForgetIncomplete) as error:
         _fail(str(error))
+    except _folder_refusals() as error:
+        _fail(str(error), EXIT_BAD_SETTING)
     _say(f"reset: deleted {_removed(action.removed)}")
     _say_team_files([action])
     _say(

@@ -79,6 +79,9 @@ def status(overrides: SettingsOverrides, as_json: AsJson = False) -> None:
         machine: dict[str, Any] = {"has_run": summary is not None, **(summary.model_dump(mode="json") if summary else {}), **locations}
         if coverage is not None:
             machine["coverage"] = coverage.model_dump(mode="json")
+        from codex_memories.ingest.discovery import read_unreadable_record
+
+        machine["unreadable_files"] = [{"path": path, "reason": reason} for path, reason in read_unreadable_record(settings.codex_home_path)]
         if home_problem:
             machine["codex_home_problem"] = home_problem
         print(json.dumps(machine, indent=2))
@@ -128,6 +131,7 @@ def status_lines(
         lines += coverage_lines(coverage)
     stage1 = summary.jobs_by_kind_and_status.get("memory_stage1", {})
     lines.append("Extraction:     " + (_job_counts(stage1) if stage1 else "nothing extracted yet"))
+    lines += unreadable_lines(settings.codex_home_path)
     lines.append(
         f"Memories:       {summary.stage1_outputs} extracted, {summary.selected_for_phase2} in the memory folder's last consolidation"
     )
@@ -185,6 +189,24 @@ def _repository_switch_line() -> str:
     return repository_switch(Path.cwd()).describe()
 
 
+# The unreadable files `status` names one by one; the rest are counted.
+UNREADABLE_SHOWN = 10
+
+
+def unreadable_lines(codex_home: Path) -> list[str]:
+    """The session files the last discovery could not read, each with why (`ingest.discovery`)."""
+    from codex_memories.ingest.discovery import read_unreadable_record
+
+    files = read_unreadable_record(codex_home)
+    if not files:
+        return []
+    lines = [f"Not read:       {len(files)} file(s) under the Codex home could not be read as a session:"]
+    lines += [f"  {path}: {reason}" for path, reason in files[:UNREADABLE_SHOWN]]
+    if len(files) > UNREADABLE_SHOWN:
+        lines.append(f"  and {len(files) - UNREADABLE_SHOWN} more (`codex-memories status --json` lists them all)")
+    return lines
+
+
 def _job_counts(by_status: dict[str, int]) -> str:
     labels = {"done": "done", "running": "running now", "pending": "waiting", "error": "failed (retried by later runs while retries remain)"}
     parts = [f"{by_status[status]} {label}" for status, label in labels.items() if by_status.get(status)]
@@ -231,10 +253,10 @@ def when(seconds: int | float | None) -> str:
 
 
 def display_url(url: str) -> str:
-    """A DB URL without its password, for printing."""
-    from sqlalchemy.engine import make_url
+    """A DB URL without its password, for printing (`state.db.shown_db_url`: one masking for all)."""
+    from codex_memories.state.db import shown_db_url
 
-    return make_url(url).render_as_string(hide_password=True)
+    return shown_db_url(url)
 
 
 # ---- show ----------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim
 from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_overrides, tag_this_run
 from codex_memories_tasks.audit_pollution import audit_polluted_threads
+from codex_memories_tasks.check_memory_folder import check_memory_folder
 from codex_memories_tasks.claim import claim_stage1_jobs, given_back_if_interrupted, resume_claims
 from codex_memories_tasks.collect_forget_audit import collect_forget_audit, mark_forget_audit
 from codex_memories_tasks.discover import discover
@@ -44,6 +45,7 @@ from codex_memories_tasks.finalize import finalize_extractions
 from codex_memories_tasks.forget_deleted_threads import forget_deleted_threads
 from codex_memories_tasks.gates import check_phase1_gates
 from codex_memories_tasks.harvest_citations import harvest_citations
+from codex_memories_tasks.honour_forget_ledger import honour_forget_ledger
 from codex_memories_tasks.quality import check_extraction_quality
 from codex_memories_tasks.rate_limit import check_rate_limits, release_claims
 from codex_memories_tasks.record_project_keys import record_project_keys
@@ -96,12 +98,17 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
         publish_phase1_report(report)
         return report
 
+    # 1b. The memory folder takes writes and was built with this state DB (a fresh or different
+    #     DB would re-extract every session into it): checked before anything changes.
+    check_memory_folder(config)
+
     # 2. Retention prune (forgetting route 1), before anything else, as Codex does.
     report.pruned_thread_ids = prune_retention(config)
 
     # 3. Discovery: rollout files -> threads.
     discovery = discover(config)
     report.discovery = discovery.facts()
+    report.unreadable_files = list(discovery.unreadable)
     logger.info("discovery: %s", report.discovery)
 
     # 3b. Which folder is which project, from the sessions' git records: the read path's answer
@@ -111,6 +118,8 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     # 4. Forget what discovery found deleted (route 4) and audit what it found polluted (route 5).
     report.discovery["memories forgotten (rollout deleted)"] = len(forget_deleted_threads(config))
     audit_polluted_threads(config, discovery.polluted_thread_ids)
+    # 4b. What the folder's forget ledger names stays forgotten, whatever this DB remembers.
+    report.discovery["memories forgotten (forget ledger)"] = len(honour_forget_ledger(config))
 
     # 5. Harvest memory citations from the rollouts discovery read: usage counts for phase 2.
     harvest = harvest_citations(config, discovery.read_paths, discovery.read_scans)
@@ -138,6 +147,10 @@ def run_phase1(config: RuntimeConfig) -> Phase1Report:
     report.extractions, report.quality, report.usage = extracted.lines + not_taken_back, extracted.quality, extracted.usage
     report.usage_reused = extracted.usage_reused
     report.rate_limit = extracted.rate_limit
+
+    # 9b. The new stage-1 outputs lose the lines holding a text the forget ledger names.
+    if claims:
+        honour_forget_ledger(config, [claim.thread_id for claim in claims])
 
     # 10. Report, with the forget-audit rows this run wrote.
     report.forget_audit = collect_forget_audit(config, audit_start)

@@ -1,12 +1,12 @@
 """Task: forgetting route 7, the global reset (`codex_memories.forget.manual.reset_memories`).
 
 Deletes every stage-1 output and memory job and the memory folder's contents, writes one
-`forget_audit` row and returns it. Raises `ResetRefused` while phase 2 holds its lease.
+`forget_audit` row and returns it (also when it stops half way: `ForgetIncomplete`). Raises `ResetRefused` while phase 2 holds its lease.
 """
 
 from prefect import task
 
-from codex_memories.forget.audit import ForgetAction, record_actions
+from codex_memories.forget.audit import ForgetAction, carry_out
 from codex_memories.forget.manual import reset_memories as reset
 from codex_memories.runtime import memory_root, open_store
 from codex_memories.settings import RuntimeConfig
@@ -16,4 +16,5 @@ from codex_memories.settings import RuntimeConfig
 def reset_memories(config: RuntimeConfig) -> list[ForgetAction]:
     """Forgetting route 7, global reset: every memory row and the memory folder's contents."""
     store = open_store(config.settings.resolved_db_url)
-    return record_actions(store, reset(store, memory_root(config), reason="reset by the forget flow"))
+    root = memory_root(config)
+    return carry_out(store, lambda: reset(store, root, reason="reset by the forget flow"))

@@ -7,6 +7,9 @@ Contract:
 - `record_actions(store, actions)` is the only code that writes `forget_audit` rows: one row per
   action, in order, and returns the same actions so a caller can write
   `return record_actions(store, route_block(...))`. An empty list writes nothing.
+- `carry_out(store, lambda: route_block(...))` is `record_actions` for a block that may stop half
+  way: a `ForgetIncomplete` carries what was already changed, its rows are written, and the
+  error propagates (a forget and its audit row go together, issue 36).
 - `audit_mark(store)` / `audit_rows_after(store, mark)`: a run takes the mark when it starts and
   reads back the rows written after it for its report (by row id: a row of a run that ended in
   the same second is not this run's).
@@ -18,7 +21,7 @@ nothing when they find nothing to forget.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +37,26 @@ class ForgetAction:
     target: str
     reason: str
     removed: dict[str, Any]
+
+
+class ForgetIncomplete(RuntimeError):
+    """A forget that stopped after it had changed something: `actions` says what it did, so
+    that its audit row is written all the same (`carry_out`)."""
+
+    def __init__(self, message: str, actions: Sequence[ForgetAction]) -> None:
+        super().__init__(message)
+        self.actions = list(actions)
+
+
+def carry_out(store: MemoryStore, forget: Callable[[], Sequence[ForgetAction]]) -> list[ForgetAction]:
+    """Run a route block and write its audit rows, also when it stops half way
+    (`ForgetIncomplete`: its rows are written, then the error goes on)."""
+    try:
+        actions = forget()
+    except ForgetIncomplete as stopped:
+        record_actions(store, stopped.actions)
+        raise
+    return record_actions(store, actions)
 
 
 def record_actions(store: MemoryStore, actions: Sequence[ForgetAction]) -> list[ForgetAction]:

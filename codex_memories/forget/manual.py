@@ -34,13 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codex_memories import paths
-from codex_memories.forget.audit import ForgetAction
+from codex_memories.forget.audit import ForgetAction, ForgetIncomplete
 from codex_memories.forget.team_files import TeamFiles
 from codex_memories.memory_folder.staging import discard, proposal_path, resolve_live_folder, staging_copies
 from codex_memories.memory_folder.workspace import Change
 from codex_memories.state.records import GLOBAL_JOB_KEY, ForgetRoute, JobKind, JobRecord, JobStatus
 from codex_memories.state.store import MemoryStore
-from codex_memories.storage import MemoryRoot
+from codex_memories.paths import WORKSPACE_STATE_DIR
+from codex_memories.storage import FOLDER_HISTORY_PATHS, MemoryRoot
 
 NOTE_PREVIEW_CHARACTERS = 200
 USER_EDITABLE_FILES = (paths.MEMORY_FILE, paths.MEMORY_SUMMARY_FILE)
@@ -149,10 +150,19 @@ def refuse_while_consolidating(store: MemoryStore, what: str, job: JobRecord | N
 def reset_memories(store: MemoryStore, root: MemoryRoot, *, reason: str = "reset on request") -> list[ForgetAction]:
     """Forget everything: every stage-1 output and memory job, and the memory folder's contents."""
     plan = plan_reset(store, root)
+    root.check_writable()  # a folder that refuses writes fails the reset before the DB changes
     rows = store.clear_memory_data()
-    files = clear_memory_root(root)
-    for copy in plan.copies:
-        discard(copy.path)
+    try:
+        files = clear_memory_root(root)
+        for copy in plan.copies:
+            discard(copy.path)
+    except OSError as error:
+        # The DB is already cleared: the reset is audited as far as it went, and said.
+        stopped = f"stopped after the state DB: the memory folder {root.url} was not fully cleared ({error.strerror or type(error).__name__})"
+        raise ForgetIncomplete(
+            f"reset {stopped}; run `codex-memories reset --yes` again to finish",
+            [ForgetAction(route=ForgetRoute.manual_reset, target=root.url, reason=f"{reason}; {stopped}", removed={"rows": rows})],
+        ) from error
     removed = {"rows": rows, "memory_files": files, "git_baseline": plan.has_git_baseline}
     if plan.copies:
         removed["copies_deleted"] = [str(copy.path) for copy in plan.copies]
@@ -160,14 +170,24 @@ def reset_memories(store: MemoryStore, root: MemoryRoot, *, reason: str = "reset
 
 
 def clear_memory_root(root: MemoryRoot) -> int:
-    """Delete everything inside the memory root, `.git` included (the root folder stays).
+    """Delete everything inside the memory root, `.git` included (the root folder stays), but the
+    folder's history (`storage.FOLDER_HISTORY_PATHS`: the forget ledger and the state DB binding):
+    a reset forgets everything now, it must not bring back what was forgotten before.
 
     Returns the number of memory files deleted (git internals not counted)."""
     if not root.is_dir(None):
         return 0
     deleted = len(root.file_sizes(exclude_internal=True))
     for entry in root.list_dir(None):
-        if entry.kind == "dir":
+        if entry.path == WORKSPACE_STATE_DIR and entry.kind == "dir":
+            for inner in root.list_dir(entry.path):
+                if inner.path in FOLDER_HISTORY_PATHS:
+                    continue
+                if inner.kind == "dir":
+                    root.delete_tree(inner.path)
+                else:
+                    root.delete(inner.path, missing_ok=True)
+        elif entry.kind == "dir":
             root.delete_tree(entry.path)
         else:
             root.delete(entry.path, missing_ok=True)

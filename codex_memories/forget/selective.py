@@ -5,7 +5,9 @@ Route `project_deletion` (target: the project key):
 - `plan_project_forget(store, key, folder)` lists the project's threads whose memory state would
   change (`store.threads_for_project`): a stage-1 output to delete, a memory mode to set to
   `disabled`. Reads only.
-- `forget_project(store, key, folder)` does exactly that per listed thread (route 4's
+- `forget_project(store, target, root=...)` first records the project (its key, its folder) and
+  its threads in `root`'s forget ledger (`forget.ledger`: a run with another state DB does not
+  bring them back), then does exactly that per listed thread (route 4's
   `forget_thread`: output row and stage-1 job deleted, memory mode `disabled`, so phase 1 does not
   extract it again; phase 2 is enqueued when a selected memory went) and returns one
   `ForgetAction` whose `removed["threads"]` is the plan's list. The next phase 2 deletes the
@@ -28,11 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from codex_memories.forget.audit import ForgetAction
+from codex_memories.forget.ledger import ForgetLedger, record_in_ledger
 from codex_memories.forget.team_files import TeamFiles
 from codex_memories.forget.threads import forget_thread
 from codex_memories.scopes import project_folder, project_key_for_directory
 from codex_memories.state.records import ForgetRoute, MemoryMode
 from codex_memories.state.store import MemoryStore
+from codex_memories.storage import MemoryRoot
 
 
 class SelectiveForgetError(ValueError):
@@ -83,14 +87,23 @@ def plan_project_forget(store: MemoryStore, target: ProjectTarget) -> ProjectFor
     return ProjectForgetPlan(target=target, threads=threads, team_files=team.planned(project_key=target.key) if team else [])
 
 
-def forget_project(store: MemoryStore, target: ProjectTarget, *, reason: str = "project forgotten on request") -> list[ForgetAction]:
-    """Forget every memory of the project's threads and keep them from being extracted again."""
+def forget_project(
+    store: MemoryStore, target: ProjectTarget, *, root: MemoryRoot, reason: str = "project forgotten on request"
+) -> list[ForgetAction]:
+    """Forget every memory of the project's threads and keep them from being extracted again,
+    by this state DB and by any other one that runs into `root` (its forget ledger, written first)."""
     planned = _project_removed(store, target)
     if not planned:
         return []
+
+    def add(ledger: ForgetLedger) -> None:
+        ledger.add_project(target.key, target.folder)
+        ledger.add_threads(entry["thread_id"] for entry in planned)
+
+    record_in_ledger(root, add)
     team = _project_team_files(store, target, planned)
     for entry in planned:
-        forget_thread(store, entry["thread_id"], reason=reason, team_files=False)
+        forget_thread(store, entry["thread_id"], root=None, reason=reason, team_files=False)
     return [
         ForgetAction(
             route=ForgetRoute.project_deletion,

@@ -57,42 +57,42 @@ def name_letters(name: str) -> str:
     return _NOT_LETTERS.sub("", name.casefold())
 
 
-@dataclass(frozen=True)
-class Needle:
-    """The text to forget (already checked: one line, long enough)."""
+class TextTest:
+    """What "a line or a name holds the text" means, over three primitives a subclass gives: the
+    text's occurrence in a case-folded line, and the starts and length of its occurrences in a
+    name's letters. `Needle` knows the text; `forget.ledger.ForgottenText` knows only its keyed
+    hashes (the folder's ledger must not hold the text), and both edit alike through here."""
 
-    text: str
+    def _occurs_in(self, folded: str) -> bool:
+        raise NotImplementedError
 
     @property
-    def line_key(self) -> str:
-        return self.text.casefold()
+    def _name_length(self) -> int:
+        raise NotImplementedError
 
-    @property
-    def name_key(self) -> str:
-        return name_letters(self.text)
+    def _name_starts(self, letters: str) -> list[int]:
+        raise NotImplementedError
+
+    def _name_occurs_in(self, letters: str) -> bool:
+        return self._name_length >= MIN_NAME_MATCH_CHARACTERS and bool(self._name_starts(letters))
 
     def in_line(self, line: str) -> bool:
         """The line holds the text as written, or a word of it (split at white space) carries it
         as a name does (`project-falcon`, `ProjectFalcon` for `Project Falcon`)."""
         folded = line.casefold()
-        if self.line_key in folded:
+        if self._occurs_in(folded):
             return True
-        key = self.name_key
-        if len(key) < MIN_NAME_MATCH_CHARACTERS or key not in name_letters(folded):
+        if self._name_length < MIN_NAME_MATCH_CHARACTERS or not self._name_occurs_in(name_letters(folded)):
             return False
-        return any(key in name_letters(word) for word in folded.split())
+        return any(self._name_occurs_in(name_letters(word)) for word in folded.split())
 
     def may_hold(self, text: str) -> bool:
         """A quick test over a whole text: False when no line of it can hold the needle."""
         folded = text.casefold()
-        if self.line_key in folded:
-            return True
-        key = self.name_key
-        return len(key) >= MIN_NAME_MATCH_CHARACTERS and key in name_letters(folded)
+        return self._occurs_in(folded) or self._name_occurs_in(name_letters(folded))
 
     def in_name(self, name: str | None) -> bool:
-        key = self.name_key
-        return bool(name) and len(key) >= MIN_NAME_MATCH_CHARACTERS and key in name_letters(name or "")
+        return bool(name) and self._name_occurs_in(name_letters(name or ""))
 
     def neutral_name(self, name: str) -> str:
         """`name` without the words that carry the needle (see the module contract)."""
@@ -109,14 +109,44 @@ class Needle:
             spans.append((index, position, position + len(folded)))
             position += len(folded)
         letters = "".join(name_letters(parts[index]) for index in range(1, len(parts), 2))
-        key = self.name_key
         drop: set[int] = set()
+        for start in self._name_starts(letters):
+            end = start + self._name_length
+            drop.update(index for index, first, last in spans if first < end and last > start)
+        return drop
+
+
+@dataclass(frozen=True)
+class Needle(TextTest):
+    """The text to forget (already checked: one line, long enough)."""
+
+    text: str
+
+    @property
+    def line_key(self) -> str:
+        return self.text.casefold()
+
+    @property
+    def name_key(self) -> str:
+        return name_letters(self.text)
+
+    def _occurs_in(self, folded: str) -> bool:
+        return self.line_key in folded
+
+    @property
+    def _name_length(self) -> int:
+        return len(self.name_key)
+
+    def _name_starts(self, letters: str) -> list[int]:
+        key = self.name_key
+        if not key:
+            return []
+        starts = []
         start = letters.find(key)
         while start >= 0:
-            end = start + len(key)
-            drop.update(index for index, first, last in spans if first < end and last > start)
+            starts.append(start)
             start = letters.find(key, start + 1)
-        return drop
+        return starts
 
 
 def _without_words(name: str, drop: set[int]) -> str:
@@ -151,7 +181,7 @@ class LineEdit:
         return bool(self.removed or self.emptied_headings or self.references)
 
 
-def edit_lines(text: str, needle: Needle, references: Mapping[str, str] | None = None) -> LineEdit:
+def edit_lines(text: str, needle: TextTest, references: Mapping[str, str] | None = None) -> LineEdit:
     """Forget the needle's lines in `text` (see the module contract)."""
     original = text.splitlines(keepends=True)
     lines, rewritten = _rewrite_references(original, references or {})

@@ -35,7 +35,8 @@ headings left empty, the names carrying it) is applied to every copy of the memo
   `describe()` lists exactly what will change: each line with its number and text, each heading
   left empty, each rename, each stage-1 output's lines and slug, the baseline, the leftovers.
 - `forget_match(store, root, text)` refuses while phase 2 holds its lease (`ResetRefused`), plans
-  again and applies the plan in the order above (the DB first: it is what the folder is
+  again, records the text's hashes in the folder's forget ledger (`forget.ledger`; a read-only
+  folder fails here, before anything changed) and applies the plan in the order above (the DB first: it is what the folder is
   re-created from). Returns one `ForgetAction` whose target and `removed` never hold the text:
   line numbers, counts and the new names only (`audited_match_text`). Idempotent: a second run
   finds nothing and returns no action.
@@ -62,7 +63,8 @@ from pathlib import Path
 from typing import Any
 
 from codex_memories import paths
-from codex_memories.forget.audit import ForgetAction
+from codex_memories.forget.audit import ForgetAction, ForgetIncomplete
+from codex_memories.forget.ledger import record_in_ledger
 from codex_memories.forget.manual import Phase2Copy, phase2_copies, refuse_while_consolidating
 from codex_memories.forget.selective import SelectiveForgetError
 from codex_memories.forget.team_files import TEAM_FILES_FACT, TeamFiles
@@ -286,23 +288,45 @@ def forget_match(store: MemoryStore, root: MemoryRoot, text: str, *, reason: str
         plan = _plan(store, workspace.path, needle, live=not workspace.is_mirror)
         if plan.empty and not plan.team_files:
             return []
-        # 1. The stage-1 outputs: what the next phase-2 sync renders raw_memories.md and the rollout
-        #    summaries from, so they go first.
-        for change in plan.outputs:
-            _rewrite_output(store, change.output.thread_id, needle)
-        # 2. The memory folder, then 3. its baseline, then 4. what phase 2 left beside it.
-        _apply_to_folder(workspace.path, plan.folder)
-        if plan.baseline_unusable:
-            SandboxedFolder(workspace.path).delete_tree(paths.GIT_DIR)
-        elif plan.baseline:
-            rewrite_baseline(workspace.path, {change.path: _baseline_change(change) for change in plan.baseline})
-        for leftover in plan.leftovers:
-            discard(leftover.path)
-        # 5. Derived data: the next phase 2 must render its inputs again; the recall index held the lines.
-        if not plan.empty:
-            forget_synced_inputs(workspace.path)
-            _refresh_recall_index(root)
-            workspace.push()
+        # 0. The folder's forget ledger, before anything changes: a folder that refuses the write
+        #    stops the forget here, and a run with another state DB finds the text forgotten.
+        record_in_ledger(root, lambda ledger: ledger.add_text(needle.text))
+        done: list[str] = ["forget ledger"]
+        try:
+            # 1. The stage-1 outputs: what the next phase-2 sync renders raw_memories.md and the rollout
+            #    summaries from, so they go first.
+            for change in plan.outputs:
+                _rewrite_output(store, change.output.thread_id, needle)
+            done.append("stage-1 outputs")
+            # 2. The memory folder, then 3. its baseline, then 4. what phase 2 left beside it.
+            _apply_to_folder(workspace.path, plan.folder)
+            done.append("memory folder")
+            if plan.baseline_unusable:
+                SandboxedFolder(workspace.path).delete_tree(paths.GIT_DIR)
+            elif plan.baseline:
+                rewrite_baseline(workspace.path, {change.path: _baseline_change(change) for change in plan.baseline})
+            done.append("git baseline")
+            for leftover in plan.leftovers:
+                discard(leftover.path)
+            # 5. Derived data: the next phase 2 must render its inputs again; the recall index held the lines.
+            if not plan.empty:
+                forget_synced_inputs(workspace.path)
+                _refresh_recall_index(root)
+                workspace.push()
+        except Exception as error:
+            # Said and audited: the ledger already holds the text, so every later run keeps it
+            # out of the state DB and the synced inputs; `forget --match` again finishes the rest.
+            # The cause by its kind only: a message may name a file whose name holds the text.
+            stopped = f"stopped after {', '.join(done)}: {getattr(error, 'strerror', None) or type(error).__name__}"
+            raise ForgetIncomplete(
+                f"forget --match {stopped}; run it again to finish (the memory folder's ledger already keeps the text out of every run)",
+                [
+                    ForgetAction(
+                        route=ForgetRoute.text_match, target=audited_match_text(needle.text), reason=f"{reason}; {stopped}",
+                        removed={"completed": done},
+                    )
+                ],
+            ) from error
     removed = plan.team.record(store, plan.removed())
     if plan.empty and TEAM_FILES_FACT not in removed:
         return []

@@ -19,7 +19,8 @@ Inputs: an open `MemoryStore` and thread ids; the on-request functions raise `Un
 an id the state DB has never seen. Outputs: the `ForgetAction`s to record, one per thread that
 changed; an empty list when nothing changed. Side effects: the DB changes above (the store
 enqueues phase 2 when a selected memory goes, so the next sync deletes its files); the on-request
-functions also prune the project's exported team memory file (`forget.team_files`); no audit row
+functions also prune the project's exported team memory file (`forget.team_files`), and
+`forget_thread` records the thread in the memory folder's forget ledger first; no audit row
 (the caller records the actions with `audit.record_actions`) and no memory-folder file.
 Idempotent: forgetting what is already forgotten changes nothing and returns nothing.
 """
@@ -29,9 +30,11 @@ from __future__ import annotations
 from typing import Any
 
 from codex_memories.forget.audit import ForgetAction
+from codex_memories.forget.ledger import record_in_ledger
 from codex_memories.forget.team_files import TeamFiles
 from codex_memories.state.records import ForgetRoute, MemoryMode, Stage1Output, ThreadRecord
 from codex_memories.state.store import MemoryStore
+from codex_memories.storage import MemoryRoot
 
 POLLUTED_BY_DISCOVERY = "the session used external context and disable_on_external_context is on"
 
@@ -62,13 +65,18 @@ def forget_deleted_threads(store: MemoryStore) -> list[ForgetAction]:
 
 
 def forget_thread(
-    store: MemoryStore, thread_id: str, *, reason: str = "forgotten on request", team_files: bool = True
+    store: MemoryStore, thread_id: str, *, root: MemoryRoot | None, reason: str = "forgotten on request", team_files: bool = True
 ) -> list[ForgetAction]:
     """Delete one thread's memory and keep it from coming back (memory mode `disabled`).
 
-    `team_files`: also prune the project's exported team file (`forget.team_files`); a caller
-    that forgets many threads at once prunes once itself."""
+    `root`: the memory folder whose forget ledger records the thread first (`forget.ledger`), so
+    a run with another state DB does not bring it back; None only for a caller that recorded it
+    already (a project's forget, the ledger's own honouring). `team_files`: also prune the
+    project's exported team file (`forget.team_files`); a caller that forgets many threads at
+    once prunes once itself."""
     thread = _require_thread(store, thread_id)
+    if root is not None:
+        record_in_ledger(root, lambda ledger: ledger.add_threads([thread_id]))
     team = TeamFiles.before(store, [thread.cwd]) if team_files else TeamFiles()
     output = store.get_stage1_output(thread_id)
     memory_deleted = store.delete_thread_memory(thread_id)

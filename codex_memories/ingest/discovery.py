@@ -22,6 +22,7 @@ finds a session's project there when the folder's git config cannot be read.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from codex_memories import paths
 from codex_memories.ingest.rollout_files import ListedRollout, list_rollouts, rollout_failure, thread_id_from_filename
 from codex_memories.ingest.rollout_scan import RolloutScan, scan_rollout
 from codex_memories.ingest.transcript import KeptLines
+from codex_memories.local_files import write_text_atomically
 from codex_memories.outcomes import Outcome, failure_reason
 from codex_memories.scopes import recorded_project_keys, write_recorded_project_keys
 from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
@@ -197,7 +199,45 @@ def discover_rollouts(
     ]
     if vanished:
         report.missing_thread_ids = store.mark_threads_missing(vanished)
+    _carry_unreadable(codex_home, report, scanner.unchanged_paths)
     return report
+
+
+# `$CODEX_HOME/codex-memories/unreadable-rollouts.json`: the files the last discovery could not
+# read as a session, with why, for `status` and for the next run's report (an unchanged file is
+# not read again, yet it is still unreadable). Rewritten by every discovery of the Codex home.
+UNREADABLE_RECORD_FILE = "unreadable-rollouts.json"
+UNREADABLE_RECORD_VERSION = 1
+
+
+def unreadable_record_path(codex_home: Path) -> Path:
+    return Path(codex_home).expanduser() / paths.STATE_DIR / UNREADABLE_RECORD_FILE
+
+
+def read_unreadable_record(codex_home: Path) -> list[tuple[str, str]]:
+    """(path, reason) of every file the last discovery could not read; empty when none or no
+    record (read-only: `status` calls it)."""
+    try:
+        record = json.loads(unreadable_record_path(codex_home).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(record, dict) or record.get("version") != UNREADABLE_RECORD_VERSION:
+        return []
+    return [(str(path), str(reason)) for path, reason in record.get("files", []) if isinstance(path, str)]
+
+
+def _carry_unreadable(codex_home: Path, report: DiscoveryReport, unchanged: set[str]) -> None:
+    """Name again the unreadable files this run did not re-read (unchanged since), then record
+    the full list for `status`."""
+    listed = {path for path, _ in report.unreadable}
+    for path, reason in read_unreadable_record(codex_home):
+        if path in unchanged and path not in listed:
+            report.unreadable.append((path, reason))
+            report.files_by_outcome[reason.split(":", 1)[0]] += 1
+    if not report.unreadable and not unreadable_record_path(codex_home).exists():
+        return
+    record = {"version": UNREADABLE_RECORD_VERSION, "files": [[path, reason] for path, reason in report.unreadable]}
+    write_text_atomically(unreadable_record_path(codex_home), json.dumps(record, indent=1, ensure_ascii=False) + "\n")
 
 
 def discover_folder(
@@ -258,6 +298,8 @@ class _FolderScanner:
         self.for_backfill = for_backfill
         self.known_states = store.get_rollout_file_states()
         self.seen_paths: set[str] = set()
+        # Rollouts listed with the size and mtime already recorded: not read again this run.
+        self.unchanged_paths: set[str] = set()
         # Folders the listing could not open: their files' threads are not taken for deleted.
         self.unlisted_folders: list[str] = []
         # Files read and not yet settled: their threads' rows are looked up in one query.
@@ -283,6 +325,7 @@ class _FolderScanner:
             key = str(path)
             self.seen_paths.add(key)
             if self.known_states.get(key) == (listed.size, listed.mtime_ns):
+                self.unchanged_paths.add(key)
                 known_id = thread_id_from_filename(path)
                 # A backfill must know every thread id: an odd file name is read again for it.
                 if known_id is not None or not self.for_backfill:
@@ -306,6 +349,11 @@ class _FolderScanner:
             if thread_id is None:
                 report.left_out(key, Outcome.failed_rollout_unreadable, "no session_meta id and no thread id in the file name")
                 continue
+            unreadable = scan.unreadable_reason()
+            if unreadable is not None:
+                # Named in the report; its row is still kept (by the file name's id), so an
+                # unchanged file is not read again every run.
+                report.left_out(key, Outcome.failed_rollout_unreadable, unreadable)
             report.thread_ids.append(thread_id)
             if scan.source not in INTERACTIVE_SESSION_SOURCES:
                 report.non_interactive += 1

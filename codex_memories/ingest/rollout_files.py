@@ -8,7 +8,10 @@ phase 1 and of the Stop hook, the rate-limit guard, backfill folders) meets them
 
 Contract:
 - `list_rollouts(base)` walks a folder (the folder itself may be a symlink, as users relocate
-  `~/.codex`; symlinks below it are never entered) and returns, sorted by path, every regular
+  `~/.codex`; a symlinked folder below it, a month moved to another disk, is entered through its
+  link when it leads out of the tree, each real folder once and at most `MAX_LINKED_FOLDERS`
+  of them, so loops and link farms stay bounded; a symlinked rollout file is never followed) and
+  returns, sorted by path, every regular
   file named `rollout-*.jsonl` (and `rollout-*.jsonl.zst` when `zstandard` is importable) with
   its size and mtime as listed, and every entry it leaves out with a named outcome: an entry
   named like a rollout that is not a regular file (`skipped_rollout_not_a_file`: a symlink,
@@ -157,16 +160,37 @@ def _shown_kind(mode: int) -> str:
     return "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
 
 
+# Symlinked folders below the base that are followed in one listing (a month folder moved to
+# another disk is one; a tree of thousands of links is no one's layout). Past it, a link is skipped
+# and named, so the listing stays bounded whatever the tree holds.
+MAX_LINKED_FOLDERS = 256
+
+
+@dataclass
+class _Walk:
+    """One listing's bounds: the real folders entered (by device and inode: a loop, or a second
+    path to a folder already listed, is entered once) and the linked folders followed so far."""
+
+    real_base: str
+    entered: set[tuple[int, int]] = field(default_factory=set)
+    linked: int = 0
+
+
 def list_rollouts(base: Path, *, suffixes: tuple[str, ...] | None = None) -> RolloutListing:
     """See the module docstring. `suffixes` defaults to the readable ones (`rollout_suffixes`)."""
     suffixes = rollout_suffixes() if suffixes is None else suffixes
     listing = RolloutListing()
     if not base.is_dir():
         return listing
+    walk = _Walk(real_base=os.path.realpath(base))
     pending = [os.fspath(base)]
     while pending:
         folder = pending.pop()
         try:
+            real = os.stat(folder)
+            if (real.st_dev, real.st_ino) in walk.entered:
+                continue  # reached again through a link: listed once
+            walk.entered.add((real.st_dev, real.st_ino))
             with os.scandir(folder) as scan:
                 entries = list(scan)
         except OSError as error:
@@ -175,14 +199,14 @@ def list_rollouts(base: Path, *, suffixes: tuple[str, ...] | None = None) -> Rol
             listing.skipped.append(SkippedEntry(Path(folder), shown_path(folder), outcome, f"folder cannot be listed: {detail}"))
             continue
         for entry in entries:
-            _list_entry(entry, suffixes, listing, pending)
+            _list_entry(entry, suffixes, listing, pending, walk)
     listing.rollouts.sort(key=lambda rollout: rollout.path)
     return listing
 
 
-def _list_entry(entry: os.DirEntry[str], suffixes: tuple[str, ...], listing: RolloutListing, pending: list[str]) -> None:
+def _list_entry(entry: os.DirEntry[str], suffixes: tuple[str, ...], listing: RolloutListing, pending: list[str], walk: _Walk) -> None:
     rollout_like = is_rollout_name(entry.name, suffixes)
-    if not rollout_like and not entry.is_dir(follow_symlinks=False):
+    if not rollout_like and not entry.is_dir(follow_symlinks=False) and not entry.is_symlink():
         return  # not ours: no system call spent on it
     unusable = _unusable_path_reason(entry)
     if unusable is not None:
@@ -198,6 +222,9 @@ def _list_entry(entry: os.DirEntry[str], suffixes: tuple[str, ...], listing: Rol
         return
     if stat.S_ISDIR(status.st_mode):
         pending.append(entry.path)
+    elif stat.S_ISLNK(status.st_mode) and not rollout_like:
+        _follow_linked_folder(entry, listing, pending, walk)
+        return
     if not rollout_like:
         return
     if stat.S_ISREG(status.st_mode):
@@ -209,6 +236,32 @@ def _list_entry(entry: os.DirEntry[str], suffixes: tuple[str, ...], listing: Rol
                 f"named like a rollout but {_shown_kind(status.st_mode)}",
             )
         )
+
+
+def _follow_linked_folder(entry: os.DirEntry[str], listing: RolloutListing, pending: list[str], walk: _Walk) -> None:
+    """A symlink below the base that leads to a folder (a month of sessions moved to another
+    disk) is listed through its link, within bounds: a link back into the tree (a loop, or a
+    second path to a folder listed anyway) is not followed; past `MAX_LINKED_FOLDERS` links a
+    link is skipped and named. A dangling link or one to a file is not a folder: left alone."""
+    try:
+        target = os.stat(entry.path)
+    except OSError:
+        return  # dangling, a loop of links, or unreachable: nothing of ours to list
+    if not stat.S_ISDIR(target.st_mode):
+        return
+    real = os.path.realpath(entry.path)
+    if real == walk.real_base or real.startswith(walk.real_base.rstrip(os.sep) + os.sep) or (target.st_dev, target.st_ino) in walk.entered:
+        return  # inside the tree: its sessions are listed by their own path
+    if walk.linked >= MAX_LINKED_FOLDERS:
+        listing.skipped.append(
+            SkippedEntry(
+                Path(entry.path), shown_path(entry.path), Outcome.skipped_rollout_not_a_file,
+                f"a linked folder past the {MAX_LINKED_FOLDERS} one listing follows; its sessions are not read",
+            )
+        )
+        return
+    walk.linked += 1
+    pending.append(entry.path)
 
 
 def _unusable_path_reason(entry: os.DirEntry[str]) -> str | None:

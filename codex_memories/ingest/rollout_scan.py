@@ -25,6 +25,7 @@ from typing import Any
 from codex_memories.ingest.rollout_files import file_identity, open_rollout
 from codex_memories.ingest.rollout_reader import LineParser, LineStats, line_envelope, read_lines
 from codex_memories.ingest.transcript import KeptLines, is_harness_text, is_kept_item
+from codex_memories.raw_memories import escape_metadata
 from codex_memories.redact import redact_secrets
 
 # Thread metadata past this is read as absent: a cwd is at most PATH_MAX (4,096) on Linux, but a
@@ -85,6 +86,20 @@ class RolloutScan:
     end_offset: int = 0  # just past the last complete line; resume citation harvest from here
     external_context_kinds: tuple[str, ...] = ()  # why used_external_context is true
     kept_lines: KeptLines | None = None  # where the transcript's lines are (long rollouts only)
+    has_session_meta: bool = True  # a `session_meta` line was read
+
+    def unreadable_reason(self) -> str | None:
+        """Why this file gives no session, or None: a file without a readable `session_meta`
+        line (a NUL or other control byte in it, a first line past the line bound, compressed
+        bytes, UTF-16) becomes a thread no run ever claims; said, with what its lines were."""
+        if self.has_session_meta:
+            return None
+        stats = self.stats
+        if not stats.lines_total:
+            return "the file holds no line: no session_meta, nothing to read"
+        reasons = ", ".join(f"{reason} {count}" for reason, count in sorted(stats.skipped_by_reason.items()))
+        read = f"{stats.lines_skipped} of {stats.lines_total} line(s) unreadable" + (f" ({reasons})" if reasons else "")
+        return f"no readable session_meta line, so no session to extract: {read}"
 
 
 # A rollout whose kept lines total less than this is read whole by its transcript, and its scan
@@ -108,9 +123,11 @@ def _thread_id_or_none(value: Any) -> str | None:
 
 
 def _redacted_str(value: Any) -> str | None:
-    """Thread metadata that goes into the state DB as text (a git remote URL can carry a token)."""
+    """Thread metadata that goes into the state DB as text (a git remote URL can carry a token),
+    on one line (`raw_memories.escape_metadata`): a cwd or branch with a newline must not become
+    a line of its own in a prompt or a memory file."""
     text = _str_or_none(value)
-    return redact_secrets(text) if text is not None else None
+    return escape_metadata(redact_secrets(text)) if text is not None else None
 
 
 def _parse_timestamp(value: Any) -> datetime | None:
@@ -155,7 +172,8 @@ def _message_texts(item: dict[str, Any], part_type: str) -> list[str]:
 def _preview(text: str) -> str:
     # Redact a generous prefix before cutting, so a secret straddling the cut is still caught.
     redacted = redact_secrets(text.strip()[: FIRST_USER_MESSAGE_MAX_CHARS * 20])
-    return redacted[:FIRST_USER_MESSAGE_MAX_CHARS]
+    # The title is metadata: one line, its breaks escaped (`raw_memories.escape_metadata`).
+    return escape_metadata(redacted[:FIRST_USER_MESSAGE_MAX_CHARS])
 
 
 def _mcp_server_of_tool_name(name: str, namespace: Any) -> str | None:
@@ -345,4 +363,5 @@ def _finish_scan(state: _ScanState, stats: LineStats, end_offset: int, kept_line
         stats=stats,
         end_offset=end_offset,
         kept_lines=kept_lines,
+        has_session_meta=state.meta is not None,
     )

@@ -9,6 +9,9 @@ Contract:
   no diff), made durable together (one `flush`, not an fsync per file), then every other `*.md`
   there is deleted, hand-made files included. Idempotent.
 - `rebuild_raw_memories` rewrites `raw_memories.md` from the selection when its bytes differ.
+- Both leave out what the folder's forget ledger names (`honour_forget_ledger`): an output of a
+  forgotten thread or project, a line or slug word holding a forgotten text. Header values are
+  escaped onto one line (`raw_memories.escape_metadata`).
 - Every function takes a `MemoryRoot` (or a local path) and does all I/O through it.
 """
 
@@ -29,7 +32,7 @@ from codex_memories.paths import (
     WORKSPACE_STATE_DIR,
     rollout_summary_path,
 )
-from codex_memories.raw_memories import render_raw_memories, rfc3339, stem_for
+from codex_memories.raw_memories import escape_metadata, render_raw_memories, rfc3339, stem_for
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.state.records import OutputIdentity, Stage1Output, Stage1OutputRef
 from codex_memories.storage import MemoryRoot, open_memory_root
@@ -45,14 +48,15 @@ class SyncResult:
 
 
 def render_rollout_summary(output: Stage1Output) -> str:
+    # Metadata is the session's own text: one escaped line each, never a line of its own choosing.
     lines = [
-        f"thread_id: {output.thread_id}",
+        f"thread_id: {escape_metadata(output.thread_id)}",
         f"updated_at: {rfc3339(output.source_updated_at)}",
-        f"rollout_path: {output.rollout_path or ''}",
-        f"cwd: {output.cwd or ''}",
+        f"rollout_path: {escape_metadata(output.rollout_path or '')}",
+        f"cwd: {escape_metadata(output.cwd or '')}",
     ]
     if output.git_branch:
-        lines.append(f"git_branch: {output.git_branch}")
+        lines.append(f"git_branch: {escape_metadata(output.git_branch)}")
     return "\n".join(lines) + "\n\n" + output.rollout_summary.strip() + "\n"
 
 
@@ -60,9 +64,19 @@ def _write_if_changed(root: MemoryRoot, path: str, text: str, *, durable: bool =
     return root.write_if_changed(path, text.encode("utf-8"), durable=durable)
 
 
+def honour_forget_ledger(root: MemoryRoot, selection: list[Stage1Output]) -> list[Stage1Output]:
+    """The selection without what the folder's forget ledger names (`forget.ledger`): whatever
+    the state DB holds, a forgotten thread, project or text is not written into the folder."""
+    from codex_memories.forget.ledger import ForgetLedger  # forget imports this module's package
+
+    return ForgetLedger.load(root).honoured(selection)
+
+
 def sync_rollout_summaries(root: RootLike, selection: list[Stage1Output]) -> SyncResult:
-    """Make `rollout_summaries/` hold exactly the selected summaries (forgetting route 2)."""
+    """Make `rollout_summaries/` hold exactly the selected summaries (forgetting route 2), less
+    what the folder's forget ledger names."""
     root = open_memory_root(root)
+    selection = honour_forget_ledger(root, selection)
     root.makedirs(ROLLOUT_SUMMARIES_DIR)
     written, unchanged = [], []
     keep = set()
@@ -89,8 +103,10 @@ def sync_rollout_summaries(root: RootLike, selection: list[Stage1Output]) -> Syn
 
 
 def rebuild_raw_memories(root: RootLike, selection: list[Stage1Output]) -> bool:
-    """Rewrite `raw_memories.md` from the selection; True when its bytes changed."""
-    return _write_if_changed(open_memory_root(root), RAW_MEMORIES_FILE, render_raw_memories(selection))
+    """Rewrite `raw_memories.md` from the selection (less what the folder's forget ledger names);
+    True when its bytes changed."""
+    root = open_memory_root(root)
+    return _write_if_changed(root, RAW_MEMORIES_FILE, render_raw_memories(honour_forget_ledger(root, selection)))
 
 
 def storage_bytes(root: RootLike) -> int:

@@ -46,8 +46,8 @@ Contract:
   is untouched, so nothing needs restoring.
 - A rebuild (`StagedWorkspace(..., from_scratch=True)`) stages at once and clears the copy of
   everything consolidated (`clear_consolidation`): only the inputs that are not the
-  consolidation's stay, the extensions (ad-hoc notes, other producers' resources) and the derived
-  recall index; the baseline goes too, so phase 2 starts from INIT. The live folder keeps serving
+  consolidation's stay, the extensions (ad-hoc notes, other producers' resources), the derived
+  recall index and the folder's history (forget ledger, state DB binding); the baseline goes too, so phase 2 starts from INIT. The live folder keeps serving
   the old consolidation until the rebuilt one is published, like any other run's.
 """
 
@@ -80,7 +80,7 @@ from codex_memories.paths import (
     ad_hoc_instructions_path,
 )
 from codex_memories.sandbox import FolderEntry, SandboxedFolder
-from codex_memories.storage import LocalWorkspace, MemoryRoot, PushResult
+from codex_memories.storage import FOLDER_HISTORY_PATHS, LocalWorkspace, MemoryRoot, PushResult
 
 STAGING_MARKER = ".staging-"
 PROPOSAL_MARKER = ".proposal"
@@ -159,7 +159,7 @@ def clear_consolidation(staging: Path) -> None:
         entry = staging / name
         if name == WORKSPACE_STATE_DIR and entry.is_dir() and not entry.is_symlink():
             for inner in sorted(os.listdir(entry)):
-                if inner != RECALL_INDEX_FILE:
+                if inner != RECALL_INDEX_FILE and f"{WORKSPACE_STATE_DIR}/{inner}" not in FOLDER_HISTORY_PATHS:
                     discard(entry / inner)
             continue
         discard(entry)

@@ -7,11 +7,14 @@ Contract:
   `BEGIN IMMEDIATE` (the write lock is taken up front, so two writers never deadlock on a lock
   upgrade) unless the connection carries the `READ_ONLY_OPTION` execution option, which gets a
   plain deferred `BEGIN` so readers never wait for writers.
-- `create_read_only_engine(url)` cannot write: a SQLite file is opened with `mode=ro` (never
+- `create_read_only_engine(url)` cannot write: a SQLite file is opened with `query_only` (never
   created, its folder never made, its journal mode left as it is, every transaction a plain
-  `BEGIN`); a PostgreSQL session starts with `default_transaction_read_only`. For the commands
+  `BEGIN`, each connection closed after use so no `-wal`/`-shm` is left beside the file); a PostgreSQL session starts with `default_transaction_read_only`. For the commands
   that only look (`status`, `doctor`, `show`). `sqlite_database_file(url)` is the file a SQLite
   URL names (None for in-memory SQLite and other databases).
+- `shown_db_url(url)`: the URL as anything we print shows it, the password masked. A missing
+  driver (`psycopg` for PostgreSQL) or a URL that does not parse is `StateDbUnavailable`, a
+  sentence with the masked URL and the extra to install (`pip install 'codex-memories[postgres]'`).
 - `is_transient_lock_error(exc)` says whether a failed transaction may simply be run again
   (SQLite busy/locked, PostgreSQL deadlock or serialization failure).
 - `writer_queue(engine)` is what a write transaction holds in this process before it begins:
@@ -22,6 +25,7 @@ Contract:
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -33,8 +37,8 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.pool import NullPool, StaticPool
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
 READ_ONLY_OPTION = "codex_memories_read_only"
@@ -59,11 +63,53 @@ def normalize_url(url: str | URL) -> URL:
     return parsed
 
 
+class StateDbUnavailable(RuntimeError):
+    """The state DB cannot be opened as configured (a driver not installed, a URL that does not parse)."""
+
+
+# The optional extra that installs each optional module (pyproject's optional-dependencies): the
+# one list every "not installed" message reads (`install_hint`).
+OPTIONAL_MODULE_EXTRAS = {"psycopg": "postgres", "psycopg2": "postgres", "zstandard": "zstd"}
+_USERINFO_PASSWORD = re.compile(r"(?<=://)([^/@:\s]*):[^/@\s]*@")
+
+
+def shown_db_url(url: str | URL) -> str:
+    """The URL as we print it anywhere (headers, errors, reports): the password masked, even in
+    a URL SQLAlchemy cannot parse."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - any unparsable URL is masked by its text instead
+        return _USERINFO_PASSWORD.sub(r"\1:***@", str(url))
+
+
 def create_engine_for_url(url: str | URL) -> Engine:
-    parsed = normalize_url(url)
+    parsed = _parse(url)
     if parsed.get_backend_name() == "sqlite":
         return _create_sqlite_engine(parsed)
-    return create_engine(parsed, pool_pre_ping=True)
+    return _with_driver_hint(parsed, lambda: create_engine(parsed, pool_pre_ping=True))
+
+
+def _parse(url: str | URL) -> URL:
+    try:
+        return normalize_url(url)
+    except ArgumentError as error:
+        raise StateDbUnavailable(f"the state DB URL {shown_db_url(url)} cannot be read ({error})") from None
+
+
+def _with_driver_hint(parsed: URL, create: Callable[[], Engine]) -> Engine:
+    """`create()`, with a missing driver named with the extra that installs it."""
+    try:
+        return create()
+    except ModuleNotFoundError as error:
+        raise StateDbUnavailable(
+            f"the state DB {shown_db_url(parsed)} needs the Python module {error.name!r}, which is not installed: {install_hint(error.name)}"
+        ) from None
+
+
+def install_hint(module: str | None) -> str:
+    """The command that installs `module`: our extra when it is an optional dependency of ours."""
+    extra = OPTIONAL_MODULE_EXTRAS.get((module or "").split(".")[0])
+    return f"pip install 'codex-memories[{extra}]'" if extra else f"pip install {module}"
 
 
 def sqlite_database_file(url: str | URL) -> Path | None:
@@ -74,24 +120,32 @@ def sqlite_database_file(url: str | URL) -> Path | None:
 
 
 def create_read_only_engine(url: str | URL) -> Engine:
-    parsed = normalize_url(url)
+    parsed = _parse(url)
     if parsed.get_backend_name() != "sqlite":
         # Every transaction of every session is read-only: the server refuses a write. Added to
         # the URL's own `options` (a search_path, say), not in their place.
         given = parsed.query.get("options") or ()
         options = " ".join([*([given] if isinstance(given, str) else given), "-c default_transaction_read_only=on"])
-        return create_engine(parsed.update_query_dict({"options": options}), pool_pre_ping=True)
+        return _with_driver_hint(parsed, lambda: create_engine(parsed.update_query_dict({"options": options}), pool_pre_ping=True))
     database = sqlite_database_file(parsed)
     if database is None:
         raise ValueError("an in-memory SQLite database has nothing to read")
-    # A URI, so that SQLite opens the file read-only and never creates it (a plain path with
-    # `mode=ro` in the URL would be taken as a file name).
-    uri = f"file:{quote(str(database.absolute()))}?mode=ro"
+    # A URI with `mode=rw`, so that SQLite never creates the file. Not `mode=ro`: a read-only
+    # connection to a WAL database makes `-wal` and `-shm` beside it and, unable to checkpoint,
+    # leaves them there (inside CODEX_HOME by default) after every `status`. A read-write
+    # connection that writes nothing (`query_only`) removes them when it closes as the last one,
+    # and NullPool closes it after each use. A file we may not write is opened `mode=ro`.
+    location = quote(str(database.absolute()))
 
     def connect() -> sqlite3.Connection:
-        return sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_SECONDS, check_same_thread=False)
+        try:
+            return sqlite3.connect(f"file:{location}?mode=rw", uri=True, timeout=SQLITE_BUSY_TIMEOUT_SECONDS, check_same_thread=False)
+        except sqlite3.OperationalError:
+            if not database.is_file():
+                raise
+            return sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=SQLITE_BUSY_TIMEOUT_SECONDS, check_same_thread=False)
 
-    engine = create_engine("sqlite+pysqlite://", creator=connect)
+    engine = create_engine("sqlite+pysqlite://", creator=connect, poolclass=NullPool)
     _configure_sqlite(engine, lambda cursor: cursor.execute("PRAGMA query_only = ON"), lambda _connection: "BEGIN")
     return engine
 

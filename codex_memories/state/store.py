@@ -19,7 +19,7 @@ The methods live by concern in the modules beside this one, one mixin each: `thr
 (discovery), `stage1` (claims, outcomes, outputs, backfill candidates, and `get_job` for either
 job kind), `phase2` (the global job and its input selection), `projects` (projects and team
 exports), `forgetting` (the forget routes' DB side), `usage_audit` (citations, the forget audit,
-the status summary); `_base` holds the transaction helpers they share and `_jobs` the job-row
+the status summary), `integrity` (the DB's identity for the memory folder, issue 36); `_base` holds the transaction helpers they share and `_jobs` the job-row
 mechanics of both job machines. This module composes them and opens and closes the DB.
 """
 
@@ -33,6 +33,7 @@ from sqlalchemy.engine import make_url
 
 from codex_memories.state.db import create_engine_for_url, create_read_only_engine, sqlite_database_file
 from codex_memories.state.forgetting import ForgettingStore
+from codex_memories.state.integrity import IntegrityStore
 from codex_memories.state.migrations import current_revision, head_revision, is_known_revision, upgrade_to_head
 from codex_memories.state.phase2 import Phase2Store
 from codex_memories.state.projects import ProjectsStore
@@ -51,7 +52,7 @@ class StateDbNotCurrent(Exception):
         self.older = older
 
 
-class MemoryStore(ThreadsStore, Stage1Store, Phase2Store, ProjectsStore, ForgettingStore, UsageAuditStore):
+class MemoryStore(ThreadsStore, Stage1Store, Phase2Store, ProjectsStore, ForgettingStore, UsageAuditStore, IntegrityStore):
     """The state DB behind intent-named methods. Build it with `MemoryStore.open(url)`."""
 
     @classmethod

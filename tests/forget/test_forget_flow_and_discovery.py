@@ -51,7 +51,9 @@ def test_the_reset_route_of_the_forget_flow_takes_no_target(prefect_harness: Non
 
     assert [row.route for row in report.forget_audit] == ["manual_reset"]
     assert home.store.get_stage1_output(THREAD) is None
-    assert list(home.memory_root.iterdir()) == []
+    # Only the folder's history stays (its forget ledger and state DB binding, none here yet).
+    assert [path.name for path in home.memory_root.iterdir()] == [".codex-memories"]
+    assert list((home.memory_root / ".codex-memories").iterdir()) == []
 
 
 @pytest.fixture

@@ -241,7 +241,7 @@ def test_forget_thread_deletes_the_memory_and_disables_the_thread(
 ) -> None:
     add_thread(store, "t", **setup)
 
-    actions = forget_thread(store, "t", reason="asked")
+    actions = forget_thread(store, "t", root=None, reason="asked")
 
     if expected_removed is None:
         assert actions == []
@@ -249,7 +249,7 @@ def test_forget_thread_deletes_the_memory_and_disables_the_thread(
         assert actions == [ForgetAction(route=ForgetRoute.thread_deletion, target="t", reason="asked", removed=expected_removed)]
     assert store.get_stage1_output("t") is None
     assert store.get_thread("t").memory_mode is MemoryMode.disabled
-    assert forget_thread(store, "t") == []  # idempotent
+    assert forget_thread(store, "t", root=None) == []  # idempotent
     assert store.list_forget_audit() == []
 
 

@@ -10,6 +10,7 @@ from codex_memories.forget.audit import record_actions
 from codex_memories.forget.selective import ProjectTarget, forget_project, plan_project_forget, resolve_project
 from codex_memories.state.records import ForgetRoute, JobKind, MemoryMode
 from codex_memories.state.store import MemoryStore
+from codex_memories.storage import LocalMemoryRoot
 from tests.support.memory_home import remember as remember_thread
 
 APP = "git@github.com:acme/app.git"
@@ -32,7 +33,7 @@ def test_forget_project_forgets_its_threads_only_and_the_plan_is_the_audit(store
 
     plan = plan_project_forget(store, target)
     assert [entry["thread_id"] for entry in plan.threads] == ["app-1", "app-2"]
-    [action] = record_actions(store, forget_project(store, target))
+    [action] = record_actions(store, forget_project(store, target, root=LocalMemoryRoot(tmp_path / "memories")))
 
     assert action.route is ForgetRoute.project_deletion and action.target == "github.com/acme/app"
     assert action.removed["threads"] == plan.threads
@@ -40,7 +41,7 @@ def test_forget_project_forgets_its_threads_only_and_the_plan_is_the_audit(store
     assert store.get_thread("app-1").memory_mode is MemoryMode.disabled  # not extracted again
     assert store.get_stage1_output("other") is not None
     assert store.get_job(JobKind.stage1, "app-1") is None
-    assert forget_project(store, target) == []
+    assert forget_project(store, target, root=LocalMemoryRoot(tmp_path / "memories")) == []
 
 
 def test_a_project_folder_without_origin_takes_the_threads_below_it(store: MemoryStore, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from codex_memories.forget.text_match import forget_match, plan_match_forget
 from codex_memories.forget.threads import disable_thread, forget_deleted_threads, forget_thread, pollute_thread
 from codex_memories.read.team_memory import TEAM_NOTES_HEADING, export_team_memory, team_memory_context
 from codex_memories.state.store import MemoryStore
+from codex_memories.storage import LocalMemoryRoot
 from codex_memories.storage import open_memory_root
 from tests.support.memory_home import remember as remember_thread
 from tests.support.secrets import SECRET_VALUES
@@ -68,7 +69,7 @@ def generated_lines(path: Path) -> list[str]:
 
 
 def test_forgetting_a_thread_removes_only_the_lines_it_gave_the_team_file(store: MemoryStore, repository: Path, exported: Path) -> None:
-    [action] = record_actions(store, forget_thread(store, "t-make"))
+    [action] = record_actions(store, forget_thread(store, "t-make", root=None))
 
     # Its own line goes; a line another thread still gives, the teammate's and the notes stay.
     assert generated_lines(exported) == [
@@ -87,9 +88,9 @@ def test_forgetting_a_thread_removes_only_the_lines_it_gave_the_team_file(store:
 
 
 def test_a_second_forget_changes_the_file_no_further(store: MemoryStore, exported: Path) -> None:
-    forget_thread(store, "t-make")
+    forget_thread(store, "t-make", root=None)
     after_first = exported.read_bytes()
-    assert forget_thread(store, "t-make") == []
+    assert forget_thread(store, "t-make", root=None) == []
     assert exported.read_bytes() == after_first
 
 
@@ -108,7 +109,7 @@ def test_forgetting_the_project_leaves_only_what_this_machine_did_not_export(sto
     before = exported.read_bytes()
     assert exported.read_bytes() == before  # the plan reads only
 
-    [action] = forget_project(store, target)
+    [action] = forget_project(store, target, root=LocalMemoryRoot(repository.parent / "memories"))
 
     assert generated_lines(exported) == ["Deploys go through the ship pipeline (added by a teammate)"]
     assert "Exported from 0 memories (1 line)." in exported.read_text(encoding="utf-8")
@@ -180,7 +181,7 @@ def test_a_file_that_cannot_be_rewritten_is_named_and_the_forget_stands(
         raise PermissionError("read-only checkout")
 
     monkeypatch.setattr("codex_memories.read.team_memory.SandboxedFolder.write_if_changed", refuse)
-    [action] = forget_thread(store, "t-make")
+    [action] = forget_thread(store, "t-make", root=None)
 
     assert action.removed[team_files.TEAM_FILES_FACT] == [{"path": str(exported), "error": "PermissionError: read-only checkout"}]
     assert store.get_stage1_output("t-make") is None
@@ -192,8 +193,8 @@ def test_a_file_that_cannot_be_rewritten_is_named_and_the_forget_stands(
 def test_threads_of_other_machines_or_without_a_team_file_change_nothing(store: MemoryStore, tmp_path: Path, repository: Path) -> None:
     remember_thread(store, "t-gone", raw_memory=raw_memory("Build with make"), cwd=str(tmp_path / "deleted-checkout"), git_origin_url=ORIGIN)
     remember_thread(store, "t-here", raw_memory=raw_memory("Build with make"), cwd=str(repository), git_origin_url=ORIGIN)
-    assert team_files.TEAM_FILES_FACT not in forget_thread(store, "t-gone")[0].removed
-    assert team_files.TEAM_FILES_FACT not in forget_thread(store, "t-here")[0].removed  # never exported
+    assert team_files.TEAM_FILES_FACT not in forget_thread(store, "t-gone", root=None)[0].removed
+    assert team_files.TEAM_FILES_FACT not in forget_thread(store, "t-here", root=None)[0].removed  # never exported
     assert not (repository / paths.TEAM_MEMORY_FILE).exists()
 
 
@@ -203,7 +204,7 @@ def test_a_line_typed_into_the_file_is_written_back_redacted(store: MemoryStore,
         exported.read_text(encoding="utf-8").replace("- Use pnpm, not npm\n", f"- Use pnpm, not npm\n- CI reads the token {secret}\n"),
         encoding="utf-8",
     )
-    forget_thread(store, "t-make")
+    forget_thread(store, "t-make", root=None)
     text = exported.read_text(encoding="utf-8")
     assert secret not in text and "CI reads the token [REDACTED_SECRET]" in text
 
@@ -220,7 +221,7 @@ def test_a_checkout_where_no_session_ran_is_found_from_its_export(store: MemoryS
     clone_file = export_team_memory(store, clone).path
     assert "Build with make ship" in generated_lines(clone_file)
 
-    [action] = forget_thread(store, "t-make")
+    [action] = forget_thread(store, "t-make", root=None)
 
     assert "Build with make ship" not in generated_lines(clone_file)
     assert "Build with make ship" not in generated_lines(exported)
@@ -237,7 +238,7 @@ def test_a_project_dry_run_lists_only_that_projects_team_file(store: MemoryStore
     assert [line for line in plan.describe() if line.startswith("team memory file")] == [
         f"team memory file {exported}: 3 generated line(s) removed",
     ]
-    [action] = forget_project(store, ProjectTarget(key="github.com/acme/app", folder=str(repository)))
+    [action] = forget_project(store, ProjectTarget(key="github.com/acme/app", folder=str(repository)), root=LocalMemoryRoot(repository.parent / "memories"))
     assert [fact["path"] for fact in action.removed[team_files.TEAM_FILES_FACT]] == [str(exported)]
     assert generated_lines(site_file) == ["Publish with make docs"]
 

@@ -208,3 +208,38 @@ def test_threads_under_a_folder_that_cannot_be_listed_are_not_taken_for_deleted(
     assert report.missing_thread_ids == []
     assert report.files_by_outcome == {"failed_rollout_unreadable": 1}
 
+
+
+def test_files_whose_session_meta_cannot_be_read_are_named_with_their_reason(store: MemoryStore, tmp_path: Path) -> None:
+    good = write_rollout(tmp_path, created_at=NOW - timedelta(hours=20), user_messages=["hello"])
+    folder = good.parent
+    text = good.read_text(encoding="utf-8")
+    first, rest = text.split("\n", 1)
+    names = {
+        "nul": "rollout-2026-01-01T00-00-01-00000000-0000-4000-8000-000000000001.jsonl",
+        "utf16": "rollout-2026-01-01T00-00-02-00000000-0000-4000-8000-000000000002.jsonl",
+        "compressed": "rollout-2026-01-01T00-00-03-00000000-0000-4000-8000-000000000003.jsonl",
+    }
+    (folder / names["nul"]).write_bytes(first.replace('"cwd"', '"c\x00wd"', 1).encode().replace(b"\\u0000", b"\x00").replace(b'"id"', b'"i\x00d"', 1) + b"\n" + rest.encode())
+    (folder / names["utf16"]).write_bytes(text.encode("utf-16"))
+    import gzip
+
+    (folder / names["compressed"]).write_bytes(gzip.compress(text.encode()))
+
+    report = discover(store, tmp_path)
+
+    named = dict(report.unreadable)
+    for name in names.values():
+        reason = named[str(folder / name)]
+        assert reason.startswith("failed_rollout_unreadable: no readable session_meta line")
+    assert str(good) not in named
+
+    # Unchanged, they are not read again, and still named: in the next run's report and in `status`.
+    again = discover(store, tmp_path)
+    assert dict(again.unreadable) == named
+    from codex_memories.ingest.discovery import read_unreadable_record
+    from codex_memories_cli.views import unreadable_lines
+
+    assert dict(read_unreadable_record(tmp_path)) == named
+    shown = unreadable_lines(tmp_path)
+    assert shown[0].startswith("Not read:       3 file(s)") and all(str(folder / name) in "\n".join(shown) for name in names.values())

@@ -202,3 +202,56 @@ def test_a_path_too_long_to_key_a_thread_by_is_left_out(tmp_path: Path) -> None:
     [skipped] = listing.skipped
     assert skipped.outcome is Outcome.skipped_rollout_unusable_path
     assert "longer than the 2048 a thread can be keyed by" in skipped.detail
+
+
+def test_a_month_folder_moved_to_another_disk_and_linked_back_is_listed_and_read(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    (sessions / "2026" / "05").mkdir(parents=True)
+    (sessions / "2026" / "05" / rollout_name(1)).write_text('{"a": 1}\n')
+    moved = tmp_path / "other-disk" / "06"
+    moved.mkdir(parents=True)
+    (moved / rollout_name(2)).write_text('{"b": 2}\n')
+    (sessions / "2026" / "06").symlink_to(moved, target_is_directory=True)
+
+    listing = list_rollouts(sessions)
+
+    assert [rollout.path.name for rollout in listing.rollouts] == [rollout_name(1), rollout_name(2)]
+    linked = sessions / "2026" / "06" / rollout_name(2)
+    assert [rollout.path for rollout in listing.rollouts][1] == linked
+    with rollout_files.open_rollout(linked) as stream:
+        assert stream.read() == b'{"b": 2}\n'
+    assert listing.skipped == []
+
+
+def test_links_that_loop_or_lead_back_into_the_tree_are_listed_once_and_the_walk_ends(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    (sessions / "2026").mkdir(parents=True)
+    (sessions / "2026" / rollout_name(1)).write_text("{}\n")
+    (sessions / "2026" / "loop").symlink_to(sessions, target_is_directory=True)
+    (sessions / "again").symlink_to(sessions / "2026", target_is_directory=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "back").symlink_to(outside, target_is_directory=True)  # a loop outside the tree
+    (outside / rollout_name(2)).write_text("{}\n")
+    (sessions / "out").symlink_to(outside, target_is_directory=True)
+    (sessions / "out-twice").symlink_to(outside, target_is_directory=True)
+
+    listing = list_rollouts(sessions)
+
+    assert sorted(rollout.path.name for rollout in listing.rollouts) == [rollout_name(1), rollout_name(2)]
+
+
+def test_a_farm_of_linked_folders_is_bounded_and_what_is_left_out_is_named(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(rollout_files, "MAX_LINKED_FOLDERS", 2)
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for number in range(4):
+        target = tmp_path / f"disk-{number}"
+        target.mkdir()
+        (target / rollout_name(number)).write_text("{}\n")
+        (sessions / f"month-{number}").symlink_to(target, target_is_directory=True)
+
+    listing = list_rollouts(sessions)
+
+    assert len(listing.rollouts) == 2
+    assert len(listing.skipped) == 2 and all("linked folder past the 2" in entry.detail for entry in listing.skipped)

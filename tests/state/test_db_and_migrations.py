@@ -151,3 +151,52 @@ def test_a_connection_waits_for_a_writer_before_switching_a_fresh_file_to_wal(tm
     finally:
         release.join()
         holder.close()
+
+
+def test_a_read_only_store_leaves_no_wal_or_shm_file_beside_the_database(tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    with MemoryStore.open(url) as store:
+        store.upsert_threads([make_thread("t1")])
+    before = sorted(path.name for path in tmp_path.iterdir())
+    assert before == ["state.sqlite"]
+    reader = MemoryStore.open_read_only(url)
+    assert reader is not None
+    reader.status_summary()
+    assert reader.get_thread("t1") is not None
+    assert sorted(path.name for path in tmp_path.iterdir()) == before  # nothing left even before close
+    reader.close()
+    assert sorted(path.name for path in tmp_path.iterdir()) == before
+
+
+def test_a_read_only_store_cannot_write(tmp_path: Path):
+    import pytest
+    from sqlalchemy.exc import OperationalError
+
+    url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    MemoryStore.open(url).close()
+    reader = MemoryStore.open_read_only(url)
+    with pytest.raises(OperationalError):
+        reader.upsert_threads([make_thread("t1")])
+    reader.close()
+
+
+def test_every_printed_state_db_url_hides_its_password_even_when_it_does_not_parse():
+    from codex_memories.state.db import shown_db_url
+
+    assert "s3cret" not in shown_db_url("postgresql://memories:s3cret@db.example/memories")
+    assert "s3cret" not in shown_db_url("postgres ql://memories:s3cret@db.example/memories")
+    assert shown_db_url("sqlite:////home/me/state.sqlite") == "sqlite:////home/me/state.sqlite"
+
+
+def test_a_missing_postgresql_driver_names_the_extra_to_install(monkeypatch):
+    import sys
+
+    import pytest
+
+    from codex_memories.state.db import StateDbUnavailable
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` now fails as when absent
+    with pytest.raises(StateDbUnavailable) as raised:
+        create_engine_for_url("postgresql://memories:s3cret@db.example/memories")
+    message = str(raised.value)
+    assert "pip install 'codex-memories[postgres]'" in message and "s3cret" not in message and "\n" not in message
