@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from codex_memories.paths import local_memory_folder
@@ -58,25 +59,11 @@ def fast_mcp_arguments(argv: list[str], environment: os._Environ[str] | dict[str
     (`memory_root`); None otherwise (the full CLI then serves it)."""
     if not argv or argv[0] != "mcp":
         return None
-    values: dict[str, str] = {}
-    no_notes = False
-    position = 1
-    while position < len(argv):
-        name, equals, inline = argv[position].partition("=")
-        if name == "--no-notes" and not equals and not no_notes:
-            no_notes = True
-            position += 1
-        elif name in ("--memory-root", "--codex-home") and name not in values:
-            if equals:
-                values[name] = inline
-                position += 1
-            elif position + 1 < len(argv):
-                values[name] = argv[position + 1]
-                position += 2
-            else:
-                return None
-        else:
-            return None
+    parsed = short_options(argv[1:], flags=("--no-notes",), values=("--memory-root", "--codex-home"))
+    if parsed is None:
+        return None
+    values, flags = parsed
+    no_notes = "--no-notes" in flags
     root = memory_root(values, environment)
     if root is None:
         return None
@@ -87,25 +74,10 @@ def fast_recall_request(argv: list[str], environment: os._Environ[str] | dict[st
     """The request when the short way applies (module docstring), else None."""
     if not argv or argv[0] != "recall":
         return None
-    values: dict[str, str] = {}
-    flags: set[str] = set()
-    position = 1
-    while position < len(argv):
-        name, equals, inline = argv[position].partition("=")
-        if name in FLAG_OPTIONS and not equals and name not in flags:
-            flags.add(name)
-            position += 1
-        elif name in VALUE_OPTIONS and name not in values:
-            if equals:
-                values[name] = inline
-                position += 1
-            elif position + 1 < len(argv):
-                values[name] = argv[position + 1]
-                position += 2
-            else:
-                return None
-        else:
-            return None
+    parsed = short_options(argv[1:], flags=FLAG_OPTIONS, values=VALUE_OPTIONS)
+    if parsed is None:
+        return None
+    values, flags = parsed
     if "--query" not in values or not values.get("--limit", "5").lstrip("-").isdigit():
         return None
     root = memory_root(values, environment)
@@ -115,6 +87,32 @@ def fast_recall_request(argv: list[str], environment: os._Environ[str] | dict[st
         root=root, query=values["--query"], cwd=values.get("--cwd", str(Path.cwd())), limit=int(values.get("--limit", "5")),
         as_json="--json" in flags, why="--why" in flags, all_projects="--all-projects" in flags,
     )
+
+
+def short_options(argv: list[str], *, flags: Iterable[str], values: Iterable[str]) -> tuple[dict[str, str], set[str]] | None:
+    """The options of a short way (`--flag`, `--name value`, `--name=value`, each at most once),
+    or None for anything else: the full CLI then parses the command and says what is wrong."""
+    flag_names, value_names = set(flags), set(values)
+    found: dict[str, str] = {}
+    seen: set[str] = set()
+    position = 0
+    while position < len(argv):
+        name, equals, inline = argv[position].partition("=")
+        if name in flag_names and not equals and name not in seen:
+            seen.add(name)
+            position += 1
+        elif name in value_names and name not in found:
+            if equals:
+                found[name] = inline
+                position += 1
+            elif position + 1 < len(argv):
+                found[name] = argv[position + 1]
+                position += 2
+            else:
+                return None
+        else:
+            return None
+    return found, seen
 
 
 def memory_root(values: dict[str, str], environment: os._Environ[str] | dict[str, str]) -> Path | None:
