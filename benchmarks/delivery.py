@@ -153,6 +153,7 @@ class PromptResult:
     as_statement: list[str] = field(default_factory=list)  # key and statement_key in one hook message
     replaced: list[str] = field(default_factory=list)  # replaced facts of this scope in the request, needed or not
     one_offs: list[str] = field(default_factory=list)  # one-offs of this scope in the request
+    one_offs_as_statement: list[str] = field(default_factory=list)  # ... in the user's words, not only a remembered command
     quiet: bool = False
     quiet_not_quiet: list[str] = field(default_factory=list)  # facts in a quiet prompt's request
     session_start_tokens: int = 0
@@ -380,6 +381,7 @@ def measure_prompts(world: World, version: str, trust: bool) -> list[PromptResul
             in_scope = [fact_id for fact_id in corpus.facts if corpus.applies(fact_id, prompt["repo"])]
             result.replaced = [fact_id for fact_id in in_scope if fact_id in corpus.replaced and corpus.key(fact_id).lower() in given]
             result.one_offs = [fact_id for fact_id in in_scope if fact_id in corpus.one_offs and corpus.key(fact_id).lower() in given]
+            result.one_offs_as_statement = [fact_id for fact_id in result.one_offs if _as_statement(corpus.facts[fact_id], lowered)]
             if prompt.get("quiet"):
                 result.quiet = True
                 result.quiet_not_quiet = [fact_id for fact_id in corpus.facts if corpus.key(fact_id).lower() in given]
@@ -455,7 +457,8 @@ def summarise(corpus: Corpus, extraction: str, version: str, results: list[Promp
         str(sum(len(result.leaked) for result in results)),
         str(sum(len(result.stale) for result in results)),
         f"{sum(bool(result.replaced) for result in results)}/{len(results)}",
-        f"{sum(bool(result.one_offs) for result in results)}/{len(results)}",
+        f"{sum(bool(result.one_offs) for result in results)}/{len(results)}; "
+        f"{sum(bool(result.one_offs_as_statement) for result in results)} as the user's statement",
         f"{sum(bool(result.quiet_not_quiet) for result in quiet)}/{len(quiet)}" if quiet else "n/a",
         f"{sum(result.cut for result in results)}/{len(results)}",
         f"{statistics.median(session_start):.0f} ({min(session_start)}-{max(session_start)})",
@@ -499,7 +502,8 @@ def problems(corpus: Corpus, extraction: str, version: str, results: list[Prompt
         for fact_id in sorted(set(result.replaced) | set(result.stale)):
             rows.append([*head, fact_id, _describe(corpus, fact_id), "replaced value in the request"])
         for fact_id in result.one_offs:
-            rows.append([*head, fact_id, _describe(corpus, fact_id), "one-off served as a rule"])
+            how = "in the user's words" if fact_id in result.one_offs_as_statement else "inside a remembered command line"
+            rows.append([*head, fact_id, _describe(corpus, fact_id), f"one-off served as a rule ({how})"])
         for fact_id in result.quiet_not_quiet:
             rows.append([*head, fact_id, _describe(corpus, fact_id), "served on a quiet prompt"])
     return rows
