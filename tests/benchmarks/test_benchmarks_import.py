@@ -109,8 +109,20 @@ def test_the_corpora_of_delivery_and_vs_codex_load() -> None:
     from benchmarks.vs_codex import plan_sessions
 
     assert load_corpus("dev") and load_corpus("heldout")
+    multilingual = load_corpus("multilingual")
+    assert multilingual.has_statement_keys and multilingual.replaced and multilingual.one_offs
     sessions = plan_sessions(2)
     assert len(sessions) == 2
+
+
+def test_the_delivery_oracle_answers_a_correction_with_the_corrected_words_and_a_one_off_with_nothing(tmp_path: Path) -> None:
+    from benchmarks.delivery import build_world, load_corpus, oracle_extraction
+
+    world = build_world(load_corpus("multilingual"), tmp_path)
+    sessions = {tuple(session["says"]): session for session in world.sessions_by_rollout.values()}
+    corrected = oracle_extraction(world, sessions[("R07-first", "R07")])["raw_memory"]
+    assert "RELAY_MAX_INFLIGHT" in corrected and "RELAY_BATCH_SIZE" not in corrected
+    assert oracle_extraction(world, sessions[("O01",)])["raw_memory"] == ""
 
 
 def test_the_hook_benchmark_sends_the_json_codex_sends(tmp_path: Path) -> None:
