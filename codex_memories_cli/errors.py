@@ -38,10 +38,25 @@ def error_sentence(error: BaseException) -> str:
     if isinstance(error, OSError) and error.filename is not None:
         where = str(error.filename) + (f" -> {error.filename2}" if error.filename2 is not None else "")
         return f"cannot use {where}: {error.strerror or error} ({DEBUG_HINT})"
+    database_problem = _database_problem(error)
+    if database_problem is not None:
+        return f"cannot use the state database: {database_problem} ({DEBUG_HINT})"
     message = str(error).strip()
     if not message:
         return f"the command stopped on an unexpected error ({type(error).__name__}, no message; {DEBUG_HINT})"
     return f"{message} ({DEBUG_HINT})"
+
+
+def _database_problem(error: BaseException) -> str | None:
+    """The driver's own words for a failed database call, without SQLAlchemy's wrapping (the
+    driver's class in brackets, the statement, a link to its error page), or None when the error
+    is not one. SQLAlchemy is looked up, not imported: a command that never opened a database
+    does not pay for it here."""
+    sqlalchemy_errors = sys.modules.get("sqlalchemy.exc")
+    if sqlalchemy_errors is None or not isinstance(error, sqlalchemy_errors.DBAPIError):
+        return None
+    said = str(error.orig).strip() if error.orig is not None else ""
+    return said or type(error.orig or error).__name__
 
 
 def fail(message: str, code: int = EXIT_USER_ERROR) -> NoReturn:

@@ -224,7 +224,8 @@ def test_cli_error_from_an_unreachable_database_is_one_line(clean_environment: P
     )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("codex-memories: OperationalError: "), result.stderr
+    assert len(lines) == 1 and lines[0].startswith("codex-memories: cannot use the state database: "), result.stderr
+    assert "Connection refused" in lines[0] and "sqlalche.me" not in lines[0] and "psycopg.OperationalError" not in lines[0]
     assert "Traceback" not in result.stderr
 
 

@@ -335,7 +335,7 @@ RECALL_INDEX_OUTCOMES = {
     "stale": HookOutcome.skipped_recall_index_stale,
     "damaged": HookOutcome.failed_recall_index_damaged,
 }
-RECALL_INDEX_FIX = "the next phase 2 (or `codex-memories recall --query ...`) builds it"
+RECALL_INDEX_FIX = "a rebuild is under way or cannot start here; the next phase 2 (or `codex-memories recall --query ...`) builds it"
 
 
 def _user_prompt_submit(payload: dict[str, Any], options: HookOptions) -> HookResult:
@@ -362,7 +362,11 @@ def _user_prompt_submit(payload: dict[str, Any], options: HookOptions) -> HookRe
             user_level_only=not switch.project_memories_allowed,
         )
     except IndexNotReady as error:
-        return HookResult(event, RECALL_INDEX_OUTCOMES[error.reason], detail=f"{error}; nothing injected; {RECALL_INDEX_FIX}")
+        from codex_memories.read.index import start_background_build
+
+        builder = start_background_build(options.memory_root)
+        fix = f"a rebuild started in the background (pid {builder})" if builder is not None else RECALL_INDEX_FIX
+        return HookResult(event, RECALL_INDEX_OUTCOMES[error.reason], detail=f"{error}; nothing injected; {fix}")
     except (OSError, UnicodeDecodeError, sqlite3.Error) as error:
         return HookResult(event, HookOutcome.failed_memory_root_unreadable, detail=f"{options.memory_root}: {error}")
     except EmbedderUnavailable as error:

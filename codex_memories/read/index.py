@@ -24,6 +24,11 @@ Contract:
   rebuild rather than serve the old text under the new stats.
 - Concurrent builders each write their own temp file; the last rename wins and both are whole.
 - `Index.scopes()` is every chunk's scope by id (what a reader filters on before ranking).
+- `start_background_build(root)` (the prompt hook, on a missing, stale or damaged index) starts
+  one detached `python -m codex_memories.read.index ROOT` and returns its pid, or None when a
+  build it started is still under way (`BUILD_MARKER`, younger than `BUILD_MARKER_MAX_AGE`) or
+  none can start (the folder is not writable): a note, a forget or a hand edit makes the index
+  stale, and without this no prompt would get a memory until the next phase 2.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ import hashlib
 import os
 import re
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -323,3 +330,55 @@ def _open_verified(path: Path, expected_stats: FileStats | None) -> Index | None
 
 def _text_hash(text: str) -> str:
     return hashlib.blake2b(f"{contextual.ENCODER_ID}\n{text}".encode(), digest_size=16).hexdigest()
+
+
+BUILD_MARKER = "recall-index.building"
+# Longer than a first build of a large folder takes on a slow machine (benchmarks/README.md, "recall
+# index"); a marker older than this is a builder that died, and the next prompt starts another.
+BUILD_MARKER_MAX_AGE = 15 * 60
+
+
+def _build_marker(root: Path) -> Path:
+    return index_file(root).parent / BUILD_MARKER
+
+
+def start_background_build(root: Path) -> int | None:
+    """Start a detached build of `root`'s index; its pid, or None when one is under way or none can start."""
+    marker = _build_marker(Path(root))
+    try:
+        if time.time() - marker.stat().st_mtime < BUILD_MARKER_MAX_AGE:
+            return None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(f"{os.getpid()}\n", encoding="utf-8")
+        child = subprocess.Popen(
+            [sys.executable, "-P", "-m", "codex_memories.read.index", str(root)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True,
+        )
+    except OSError:
+        marker.unlink(missing_ok=True)
+        return None
+    return child.pid
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The detached builder: build, then remove the marker whatever happened (the next prompt may try again)."""
+    arguments = sys.argv[1:] if argv is None else argv
+    if len(arguments) != 1:
+        print("usage: python -m codex_memories.read.index MEMORY_ROOT", file=sys.stderr)
+        return 2
+    root = Path(arguments[0])
+    try:
+        build_index(root)
+    finally:
+        _build_marker(root).unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -34,7 +34,12 @@ from tests.support.openai_server import OpenAITestServer
 pytestmark = [pytest.mark.codex]
 versions = pytest.mark.parametrize("codex_version", CODEX_VERSIONS, indirect=True)
 
-PARAPHRASE = "adding a reports page, is a plain def view ok?"
+# What the test proves is the hook on real Codex, not recall quality (benchmarks/recall_families.py
+# measures that). The paraphrase this test used before issue 34's gate, "adding a reports page,
+# is a plain def view ok?", is one of that gate's misses (P 0.47 against 0.56): the summary's
+# topic line "staff reporting pages, ..." leads the ranking, and the word and encoder legs
+# disagree on it.
+PARAPHRASE = "new staff reports view: class-based or a def?"
 ANSWER_KEY = "LoginRequiredMixin"
 UNANSWERABLE = "how do I run the benchmarks?"
 OTHER_PROJECT_KEY = "syscall.Flock"

@@ -48,11 +48,12 @@ def write_memory(root: Path) -> None:
     os.utime(root / paths.MEMORY_FILE, ns=(old, old))  # consolidated long ago: later notes are pending
 
 
-def codex_memories(codex_home: CodexHome, *arguments: str) -> subprocess.CompletedProcess[str]:
+def codex_memories(codex_home: CodexHome, *arguments: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Our CLI as the user runs it; `cwd` is where they type it (a note keeps that project)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("CODEX_", "OPENAI_"))}
     env["CODEX_HOME"] = str(codex_home.path)
     command = [str(Path(sys.executable).with_name("codex-memories")), *arguments]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+    result = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     return result
 
@@ -81,7 +82,7 @@ def installed(codex_home: CodexHome, monkeypatch: pytest.MonkeyPatch) -> CodexHo
 def test_a_note_reaches_the_next_session_at_once_as_the_note_command_says(
     codex_version: str, installed: CodexHome, codex_server: OpenAITestServer, codex_workdir: Path
 ) -> None:
-    said = codex_memories(installed, "note", "Remember that the staging DB is read-only (HERON-77).")
+    said = codex_memories(installed, "note", "Remember that the staging DB is read-only (HERON-77).", cwd=codex_workdir)
     assert "The next Codex session sees it at once" in said.stdout
     codex_server.set_handler(text_reply("ok"))
 
@@ -99,7 +100,7 @@ def test_after_a_forget_match_the_code_name_reaches_no_request_while_the_rest_st
     codex_version: str, installed: CodexHome, codex_server: OpenAITestServer, codex_workdir: Path
 ) -> None:
     ensure_git_baseline(installed.memories_dir)
-    codex_memories(installed, "note", "Project Falcon launches in May (PLOVER-8).")
+    codex_memories(installed, "note", "Project Falcon launches in May (PLOVER-8).", cwd=codex_workdir)
     codex_server.set_handler(text_reply("ok"))
     before = run_codex_exec(installed, "when do we ship?", cwd=codex_workdir, server=codex_server,
                             extra_args=["--dangerously-bypass-hook-trust"])

@@ -291,20 +291,42 @@ def test_a_secret_written_into_the_memory_folder_by_hand_never_leaves_a_hook(hom
     assert GITHUB_TOKEN not in context and "R8fK2mQz7LxW4vNc9TbY3pHs6JdA1gEuVo5i" not in context
 
 
-def test_without_a_recall_index_the_prompt_hook_injects_nothing_builds_nothing_and_says_why(home: Path) -> None:
+def _wait_for_current_index(root: Path, seconds: float = 120) -> None:
+    from codex_memories.read.index import IndexNotReady, open_index
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            open_index(root, rebuild=False).close()
+            return
+        except IndexNotReady:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_without_a_recall_index_the_prompt_hook_injects_nothing_and_one_background_build_brings_it(home: Path) -> None:
     index_file(home / "memories").unlink()
     result = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="How do I build atlas?"), options(home))
     assert (result.outcome, result.stdout) == (HookOutcome.skipped_recall_index_missing, "{}")
-    assert not index_file(home / "memories").exists()
+    assert "a rebuild started in the background (pid " in result.detail
+    again = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="How do I build atlas?"), options(home))
+    if again.outcome is HookOutcome.skipped_recall_index_missing:  # the first build is still under way: no second one
+        assert "started in the background" not in again.detail
     assert "skipped_recall_index_missing" in hook_log_path(home).read_text(encoding="utf-8")
 
+    _wait_for_current_index(home / "memories")
+    answered = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="How do I build atlas?"), options(home))
+    assert answered.outcome is HookOutcome.injected_relevant_memory
 
-def test_with_a_stale_recall_index_the_prompt_hook_injects_nothing_and_leaves_it_as_it_is(home: Path) -> None:
-    before = index_file(home / "memories").read_bytes()
+
+def test_with_a_stale_recall_index_the_prompt_hook_injects_nothing_until_the_background_build_is_done(home: Path) -> None:
     (home / "memories" / "MEMORY.md").write_text(HANDBOOK + "- a line added by hand\n", encoding="utf-8")
     result = handle_hook("UserPromptSubmit", payload("UserPromptSubmit", prompt="How do I build atlas?"), options(home))
     assert (result.outcome, result.stdout) == (HookOutcome.skipped_recall_index_stale, "{}")
-    assert index_file(home / "memories").read_bytes() == before
+    assert "a rebuild started in the background" in result.detail
+    _wait_for_current_index(home / "memories")
+    assert not (index_file(home / "memories").parent / "recall-index.building").exists()
 
 
 def _project(tmp_path: Path, switch: str | None) -> Path:

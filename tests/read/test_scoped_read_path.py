@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
+from codex_memories.read.index import build_index
 from codex_memories.read.injection import build_session_context, summary_for_project
 from codex_memories.read.prompt_context import memory_context_for_prompt
 from codex_memories.read.recall import CURRENT_PROJECT, OTHER_PROJECT, USER_LEVEL, recall, scope_class
@@ -85,6 +86,7 @@ def folder(tmp_path: Path) -> Path:
     root.mkdir()
     (root / paths.MEMORY_FILE).write_text(MEMORY, encoding="utf-8")
     (root / paths.MEMORY_SUMMARY_FILE).write_text(SUMMARY, encoding="utf-8")
+    build_index(root)  # what phase 2 leaves: the prompt hook never builds one itself
     return root
 
 
