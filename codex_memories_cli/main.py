@@ -9,6 +9,7 @@ inside the commands that need them, so `--help` and `status` start fast.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import sys
@@ -109,6 +110,15 @@ def run(
     local: Local = False,
     verbose: Verbose = False,
     rebuild_state: RebuildState = False,
+    catch_up: Annotated[
+        bool,
+        typer.Option(
+            "--catch-up",
+            help="A long history in one command (a first use): phase 1 pass after pass, each claiming up to "
+            "max_rollouts_per_startup sessions, a progress line after each, until none is waiting; then phase 2 "
+            "without its cooldown. With --ignore-age-windows, sessions of any age.",
+        ),
+    ] = False,
 ) -> None:
     """The main job: phase 1, then phase 2, then a short report of both."""
     config = overrides.load()
@@ -119,13 +129,63 @@ def run(
 
     _print_where(config)
     with interruptible_run():
-        phase1_report = run_phase1(overrides, config, local=local, verbose=verbose)
-        console.print(render_phase1_text(phase1_report), markup=False, highlight=False, soft_wrap=True)
-        report = run_phase2(overrides, config, force=force, local=local, verbose=verbose)
+        extracted_so_far = 0
+        for pass_number in itertools.count(1):
+            phase1_report = run_phase1(overrides, config, local=local, verbose=verbose)
+            console.print(render_phase1_text(phase1_report), markup=False, highlight=False, soft_wrap=True)
+            if not catch_up:
+                break
+            done = sum(1 for line in phase1_report.extractions if not line.outcome.is_failure)
+            extracted_so_far += done
+            waiting = _sessions_waiting(config)
+            console.print(
+                f"catch-up: pass {pass_number}: {done} session(s) extracted, {extracted_so_far} in all, "
+                + (f"{waiting} waiting" if waiting is not None else "the state DB does not say how many are waiting"),
+                markup=False, highlight=False, soft_wrap=True,
+            )
+            stop = _catch_up_stops(phase1_report, done, waiting)
+            if stop is not None:
+                console.print(f"catch-up: done after {pass_number} pass(es): {stop}", markup=False, highlight=False, soft_wrap=True)
+                break
+        # A catch-up ends in one consolidation of all it extracted, now: the cooldown is for a
+        # schedule that runs phase 2 every few hours, not for the person waiting on this command.
+        report = run_phase2(overrides, config, force=force or catch_up, local=local, verbose=verbose)
     console.print(render_phase2_text(report), markup=False, highlight=False, soft_wrap=True)
     _print_memory_folder(config)
     if report.outcome is not None and report.outcome.is_failure:
         raise typer.Exit(EXIT_USER_ERROR)
+
+
+def _sessions_waiting(config: RuntimeConfig) -> int | None:
+    """How many sessions a next phase 1 would take (`status`'s "waiting" and "failed", under the
+    windows this run applies); None without a state DB."""
+    from codex_memories.runtime import read_only_store
+    from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
+    from codex_memories.state.records import CoverageReason
+
+    windows_apply = not config.settings.ignore_age_windows
+    with read_only_store(config.settings.resolved_db_url) as store:
+        if store is None:
+            return None
+        coverage = store.session_coverage(
+            interactive_sources=INTERACTIVE_SESSION_SOURCES,
+            min_rollout_idle_hours=config.memories.min_rollout_idle_hours if windows_apply else None,
+            max_rollout_age_days=config.memories.max_rollout_age_days if windows_apply else None,
+        )
+    return sum(coverage.by_reason.get(reason.value, 0) for reason in (CoverageReason.waiting, CoverageReason.failed))
+
+
+def _catch_up_stops(report: Any, done: int, waiting: int | None) -> str | None:
+    """Why a catch-up takes no further phase-1 pass, or None to go on. A pass that extracted
+    nothing ends it too: the sessions left are the ones that keep failing (named in the report
+    above), and another pass would only fail them again."""
+    if report.gate is not None:
+        return f"phase 1 stopped at its gate ({report.gate.value})" + (f": {report.rate_limit}" if report.rate_limit else "")
+    if waiting == 0:
+        return "no session is waiting"
+    if done == 0:
+        return f"this pass extracted nothing; {waiting} session(s) left for a later run (see the failures above)"
+    return None
 
 
 def _check_memory_folder(config: RuntimeConfig, *, rebuild: bool) -> None:
