@@ -20,8 +20,9 @@ Contract:
     spaces), whatever the verb's language ("use", "usa", "verwende", "utilise", "を使う", "用");
   - both set one slot to different values. A slot is derived from the statement's structure, not
     from a list of tools: a named version (`Node 18`, `python3.12`, `node@20`); an attribute cue
-    (port, profile, alias, region, version, package manager, in several languages) with its
-    value (the code-like token next to it: digits, `-_./@:`, backticks; a port only digits);
+    (port, profile, alias, region, version, package manager, naming, in several languages) with
+    its value (the code-like token next to it: digits, `-_./@:`, backticks; a port only digits; a
+    naming convention the pattern next to the verb, `wl/<ticket>`, its entity what is named);
     `KEY=value` (a key naming an attribute, `AWS_PROFILE=x`, is that attribute); a configuration
     line `key: value`; "use X for Y" (the slot is Y); "Y is X" / "Y: X" / "Y should be X" with a
     code-like X (or an ASCII name inside CJK text, "默认分支是 master"), and "Y is N" also sets
@@ -104,6 +105,12 @@ _ATTRIBUTE_CUES: dict[str, str] = {
         r"package[ -]manager|gestor de paquetes|gerenciador de pacotes|gestionnaire de paquets|paketmanager"
         r"|パッケージ(?:マネージャ|管理)\w*|包管理\w*|менеджер\w* пакетов|패키지 매니저"
     ),
+    # A naming convention ("name branches wl/<ticket>", "Branches heißen dev/wl-<ticket>"): the
+    # value is the code-like pattern next to the verb, the entity what is named.
+    "naming": (
+        r"\bnam(?:e|ed|ing)\b|\bcall(?:ed)?\b(?=[^.;\n]{0,30}[<{/_-])|\bhei(?:ß|ss)(?:en|t)\b|\bbenenn\w*|\bse\s+llaman?\b"
+        r"|\bnombr\w+|\bs'appell\w+|\bnomm\w+|\bchamad[ao]s?\b|\bnome(?:ie|ar)\w*|命名|名前|이름|называ\w*|назван\w*"
+    ),
 }
 _CUE = {name: re.compile(pattern, re.I) for name, pattern in _ATTRIBUTE_CUES.items()}
 # Lower-case text each cue needs, checked before its pattern runs (most statements hold none).
@@ -114,10 +121,14 @@ _CUE_STEMS = {
     "region": ("region", "región", "région", "região", "リージョン", "区域", "регион", "리전"),
     "version": ("version", "versión", "versão", "バージョン", "版本", "верси", "버전"),
     "package manager": ("package", "paquet", "pacote", "paketmanager", "パッケージ", "包管理", "пакет", "패키지"),
+    "naming": ("nam", "call", "heiß", "heiss", "benenn", "llam", "nombr", "appel", "nomm", "chamad", "nome", "命名", "名前", "이름", "назва", "называ"),
 }
 _CUE_WORDS = frozenset({"port", "ports", "profile", "profiles", "alias", "aliases", "region", "regions", "version", "versions",
-                        "package", "manager", "puerto", "perfil", "porta", "profil", "versión", "versão", "región"})
+                        "package", "manager", "puerto", "perfil", "porta", "profil", "versión", "versão", "región",
+                        "name", "named", "naming", "call", "called", "heißen", "heisst", "heißt"})
 _CUE_WINDOW = 40
+# A naming pattern: one token holding a placeholder or a separator ("wl/<ticket>", "hf-{id}", `x_*`).
+_NAMING_PATTERN = re.compile(r"`[^`\n]+`|[^\s,;]*(?:<[^>\s]+>|\{[^}\s]+\}|\*)[^\s,;]*|[A-Za-z0-9]+[/_][^\s,;]*")
 
 # Python's `\w` is Unicode: "5433です" would be one token. Technical values are ASCII runs; a
 # Latin word is bounded by any Latin letter (so "índice" is not "ndice"), a run next to CJK text is
@@ -450,6 +461,17 @@ def _slots(text: str) -> list[Slot]:
         if not any(stem in lowered for stem in _CUE_STEMS[name]):
             continue
         for match in cue.finditer(text):
+            if name == "naming":
+                pattern = _NAMING_PATTERN.search(text, match.end(), min(len(text), match.end() + _CUE_WINDOW))
+                if pattern is None:
+                    pattern = _NAMING_PATTERN.search(text, max(0, match.start() - _CUE_WINDOW), match.start())
+                if pattern is not None:
+                    value = pattern.group(0).strip("`'\".,;:()").lower()
+                    # What is named, hyphens split ("Feature-Branches" names branches too).
+                    named = _content_words(_NAMING_PATTERN.sub(" ", text).replace("-", " ")) - _CUE_WORDS
+                    slots.append(Slot(name, named, value))
+                    values.add(value)
+                continue
             value = _value_near(text, match.start(), match.end(), digits_only=name == "port")
             if value:
                 names = _LOCAL_NAME.findall(text[max(0, match.start() - 12) : match.start()])

@@ -66,18 +66,49 @@ MAX_TASK_NAME_CHARS = 80
 UNKNOWN_CWD = "unknown"
 USER_LEVEL_TASK_TITLE = "preferences the user gave for all their projects"
 
-# Scope phrases (issue 15). A project phrase wins over a user phrase in the same sentence: the
-# narrower reading is the safe one.
-_USER_SCOPE_PHRASES = re.compile(
-    r"\b(?:in|for|across)\s+(?:every|each|all(?:\s+of)?)\s+(?:my\s+|the\s+)?(?:repos?|repositor(?:y|ies)|projects?|codebases?)"
+# Scope phrases (issue 15; other languages for issue 34). A project phrase wins over a user phrase
+# in the same sentence: the narrower reading is the safe one. "Every project" said outright is
+# user-level; a bare "everywhere" is too, unless the sentence's subject is a part of this project
+# ("the API speaks snake_case JSON everywhere": everywhere in the API), which narrows it.
+_EXPLICIT_USER_SCOPE = (
+    r"\b(?:in|for|across)\s+(?:every|each|all(?:\s+of)?)\s+(?:my\s+|the\s+|our\s+)?(?:repos?|repositor(?:y|ies)|projects?|codebases?)"
     r"(?:\s+of\s+mine)?\b"
-    r"|\bglobally\b|\beverywhere\b|\bin\s+any\s+(?:repo|repository|project)\b"
-    r"|所有项目|所有的项目|全局|每个仓库|所有仓库|每个项目|任何项目",
+    r"|\bin\s+any\s+(?:repo|repository|project)\b"
+    r"|\b(?:in|f(?:ü|ue)r)\s+(?:allen|jedem|jedes)\s+(?:meinen\s+|unseren\s+)?(?:Repos?|Repositor(?:y|ies)|Projekten?|Projekt)\b"
+    r"|\ben\s+(?:todos\s+(?:mis|los|nuestros)|cada|cualquier)\s+(?:repos?|repositorios?|proyectos?)\b"
+    r"|\bem\s+(?:todos\s+os(?:\s+meus)?|cada|qualquer)\s+(?:repos?|reposit[oó]rios?|projetos?)\b"
+    r"|\bdans\s+(?:tous\s+(?:mes|les|nos)|chaque|n'importe\s+quel)\s+(?:d[ée]p[ôo]ts?|repos?|projets?)\b"
+    r"|\bво\s+всех\s+(?:моих\s+|наших\s+)?(?:репо\w*|проект\w*)|\bв\s+любом\s+(?:репо\w*|проект\w*)"
+    r"|所有项目|所有的项目|每个仓库|所有仓库|每个项目|任何项目"
+    r"|(?:全て|すべて|全部)の(?:プロジェクト|リポジトリ|レポ)|どの(?:プロジェクト|リポジトリ)でも|全リポジトリ"
+    r"|모든\s*(?:프로젝트|저장소|레포)|어느\s*프로젝트에서나"
+)
+_BARE_EVERYWHERE = (
+    r"\bglobally\b|\beverywhere\b|\b(?:ü|ue)berall\b|\bglobal\s+f(?:ü|ue)r\s+alles\b|\bpartout\b"
+    r"|\ben\s+todas\s+partes\b|\bem\s+todo\s+(?:lugar|o\s+lado)\b|\bвезде\b|\bповсюду\b"
+    r"|全局|到处|どこでも|어디서나"
+)
+_USER_SCOPE_PHRASES = re.compile(rf"{_EXPLICIT_USER_SCOPE}|{_BARE_EVERYWHERE}", re.IGNORECASE)
+_EXPLICIT_USER_SCOPE_PHRASES = re.compile(_EXPLICIT_USER_SCOPE, re.IGNORECASE)
+# A part of the current project named as the sentence's subject, with a definite or possessive
+# article: what a bare "everywhere" then ranges over.
+_PROJECT_PART_SUBJECT = re.compile(
+    r"\b(?:the|our|this)\s+(?:api|app|apps|backend|frontend|service|services|server|client|schema|database|db|"
+    r"codebase|test\s+suite|tests|ui|cli|library|package|monorepo|module|endpoints?|pipeline|migrations?)\b"
+    r"|\b(?:die|das|der|unsere?|unser)\s+(?:API|App|Backend|Frontend|Dienste?|Service|Datenbank|Tests|Pipeline)\b"
+    r"|\b(?:la|el|nuestra|nuestro|nuestros)\s+(?:API|app|backend|frontend|servicio|base\s+de\s+datos|tests|pruebas)\b"
+    r"|\b(?:l'|le\s+|la\s+|notre\s+)(?:API|app|backend|frontend|service|base\s+de\s+donn[ée]es|tests)\b",
     re.IGNORECASE,
 )
 _PROJECT_SCOPE_PHRASES = re.compile(
     r"\b(?:in|for|on)\s+this\s+(?:repo|repository|project|codebase|code\s*base)\b"
-    r"|\bhere\b|这个项目|本项目|本仓库|这个仓库|该项目",
+    r"|\bhere\b|这个项目|本项目|本仓库|这个仓库|该项目"
+    r"|\b(?:in|f(?:ü|ue)r)\s+(?:diesem|dieses)\s+(?:Repo|Repository|Projekt)\b|\bhier\b"
+    r"|\ben\s+este\s+(?:repo|repositorio|proyecto)\b|\baqu[ií]\b"
+    r"|\bneste\s+(?:repo|reposit[oó]rio|projeto)\b|\baqui\b"
+    r"|\bdans\s+ce\s+(?:d[ée]p[ôo]t|repo|projet)\b|\bici\b"
+    r"|\bв\s+этом\s+(?:репо\w*|проекте)|\bздесь\b"
+    r"|この(?:プロジェクト|リポジトリ|レポ)|이\s*(?:프로젝트|저장소|레포)",
     re.IGNORECASE,
 )
 # An instruction right after (or before) a scope phrase: "in all my projects, answer in English".
@@ -100,7 +131,11 @@ def preference_scope(sentence: str) -> str:
     """`user` when the sentence says it applies in every project, else `project` (the default)."""
     if _PROJECT_SCOPE_PHRASES.search(sentence):
         return PROJECT_SCOPE
-    return USER_SCOPE if _USER_SCOPE_PHRASES.search(sentence) else PROJECT_SCOPE
+    if _EXPLICIT_USER_SCOPE_PHRASES.search(sentence):
+        return USER_SCOPE
+    if _USER_SCOPE_PHRASES.search(sentence) and not _PROJECT_PART_SUBJECT.search(sentence):
+        return USER_SCOPE
+    return PROJECT_SCOPE
 
 
 _SHELL_TOOL_NAMES = {"shell", "exec_command", "local_shell", "container.exec", "shell_command", "bash"}

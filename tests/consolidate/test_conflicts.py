@@ -61,3 +61,35 @@ def test_within_one_session_the_later_entry_wins_and_an_overruled_entry_overrule
         (third.text, second.text),
         (third.text, first.text),
     ]
+
+
+def _pair(older: str, newer: str) -> list:
+    return find_conflicts([
+        DatedEntry(older, "user", "s1", "2026-03-01T09:00:00+00:00", 0),
+        DatedEntry(newer, "user", "s2", "2026-04-01T09:00:00+00:00", 1),
+    ])
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("name release branches rel/<version>", "release branches are named release-<version> now"),
+        ("name feature branches feat/<jira-key>", "Feature-Branches heißen jetzt topic/<jira-key>"),
+        ("nombra las ramas de hotfix hf/<ticket>", "name hotfix branches hotfix-<ticket> from now on"),
+    ],
+)
+def test_a_newer_naming_convention_replaces_the_older_one_in_any_language(older: str, newer: str) -> None:
+    [conflict] = _pair(older, newer)
+    assert conflict.loser.text == older and conflict.winner.text == newer
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("name migration files <date>_<slug>.sql", "name test modules test_<unit>.py"),
+        ("the service is called billing-api", "call the helper with --dry-run first"),
+        ("name branches feature/<ticket>", "name tags v<major>.<minor>"),
+    ],
+)
+def test_naming_conventions_of_different_things_both_stand(first: str, second: str) -> None:
+    assert _pair(first, second) == []
