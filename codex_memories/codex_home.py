@@ -99,6 +99,11 @@ MCP_SERVER_NAME = "codex-memories"
 HOOK_EXECUTABLE = "codex-memories-hook"
 CLI_EXECUTABLE = "codex-memories"
 HOOK_TIMEOUT_SECONDS = 10
+# Codex holds a SessionEnd handler to at most 3 s (measured on 0.147.0 and 0.171.0: the trust hash
+# Codex computes for a declared 10 is the hash of 3, so a 10 here is never trusted). Our SessionEnd
+# only starts the detached fresh pass (about 60 ms).
+SESSION_END_TIMEOUT_SECONDS = 3
+HOOK_TIMEOUTS = {"SessionEnd": SESSION_END_TIMEOUT_SECONDS}
 # No matcher: every way a session starts gets the rules. Codex 0.147 and 0.171 start sessions
 # with `source` startup, resume, clear and compact (0.171 also fork); after a compaction the first
 # text is gone from the history, and a matcher that listed only some sources lost the rules
@@ -197,7 +202,7 @@ def is_our_hook_command(command: Any) -> bool:
 def our_hook_groups(launcher: Path, session_start_limit: int | None) -> dict[str, dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for event in HOOK_EVENTS:
-        handler: dict[str, Any] = {"type": "command", "command": hook_command(launcher, event), "timeout": HOOK_TIMEOUT_SECONDS}
+        handler: dict[str, Any] = {"type": "command", "command": hook_command(launcher, event), "timeout": HOOK_TIMEOUTS.get(event, HOOK_TIMEOUT_SECONDS)}
         group: dict[str, Any] = {"hooks": [handler]}
         if event in SESSION_EVENTS:  # SessionStart and SubagentStart print the same text
             if session_start_limit is not None:

@@ -97,11 +97,11 @@ def test_a_repeated_slug_is_written_under_the_next_free_name_and_overwrites_noth
     for file in taken:
         file.write_text("original")
 
-    result = home.cli("note", "replacement", "--slug", "dup")
+    result = home.cli("note", "replacement", "--slug", "dup", "--user")
 
     assert result.returncode == 0, result.stderr
     [written] = [file for file in notes_in(home) if file.name.endswith("-dup-2.md")]
-    assert written.read_text() == "replacement" and f"note written: {written}" in result.stdout
+    assert written.read_text() == "replacement" and f"note written for every repository (--user): {written}" in result.stdout
     assert {file.read_text() for file in taken} == {"original"}
 
 

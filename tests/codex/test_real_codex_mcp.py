@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.read.notes import validate_note_filename
+from codex_memories.read.notes import PENDING, list_held_notes, validate_note_filename
 from tests.support.codex_cli import CODEX_VERSIONS, CodexHome, is_user_turn, run_codex_exec, tool_names
 from tests.support.openai_server import OpenAITestServer, RecordedRequest, ScriptedReply, ToolCall
 
@@ -90,10 +90,12 @@ def test_codex_adds_an_ad_hoc_note_through_the_mcp_server(
     codex_server.set_handler(call_memory_tool("add_ad_hoc_note", {"note": note, "slug": "staging-read-only"}, outputs, []))
     result = run_codex_exec(codex_home, "Remember: staging DB is read-only", cwd=codex_workdir, server=codex_server)
     assert result.returncode == 0, result.stderr[-2000:]
-    [written] = list((memory_root / "extensions" / "ad_hoc" / "notes").iterdir())
-    validate_note_filename(written.name)
-    assert written.name.endswith("-staging-read-only.md")
-    assert written.read_text(encoding="utf-8") == note
+    # An agent's note is held until the user accepts it (issue 36): pending, never live at once.
+    assert not (memory_root / "extensions" / "ad_hoc" / "notes").exists()
+    [held] = list_held_notes(memory_root)
+    validate_note_filename(held.name)
+    assert held.name.endswith("-staging-read-only.md")
+    assert (held.status, held.text) == (PENDING, note)
 
 
 def _session_cwd(request: RecordedRequest) -> str:

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from codex_memories.codex_home import hooks_path, our_trust_entries
+from codex_memories.read.hooks import HOOK_EVENTS
+from codex_memories.read.index import build_index
 from codex_memories.codex_limits import (
     CODEX_HOOK_CONTEXT_LIMIT_TOKENS,
     codex_token_count,
@@ -62,6 +64,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def write_memory(home: CodexHome, summary: str = SUMMARY) -> None:
     home.write_memory_summary(summary)
     (home.memories_dir / "MEMORY.md").write_text(HANDBOOK, encoding="utf-8")
+    build_index(home.memories_dir)  # what phase 2 leaves: the prompt hook only starts a build
 
 
 def session_start_text(home: CodexHome, cwd: Path, budget_tokens: int) -> str:
@@ -119,7 +122,7 @@ def test_install_trust_lets_plain_codex_exec_run_our_hooks_and_uninstall_takes_i
     document = json.loads(hooks_path(codex_home.path).read_text(encoding="utf-8"))
     ours = {entry.key: entry.trusted_hash for entry in our_trust_entries(hooks_path(codex_home.path), document)}
     seen = our_hooks_as_codex_sees_them(codex_home, codex_workdir)
-    assert len(seen) == 3
+    assert len(seen) == len(HOOK_EVENTS)  # every event we register, SubagentStart and SessionEnd included
     assert {key: hook["currentHash"] for key, hook in seen.items()} == {key: ours[key] for key in seen}
     assert {hook["trustStatus"] for hook in seen.values()} == {"trusted"}
 
