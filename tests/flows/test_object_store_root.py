@@ -12,6 +12,7 @@ import pytest
 
 from codex_memories import paths
 from codex_memories.settings import SettingsOverrides
+from codex_memories_flows.flow_runs import report_of
 from tests.support.memory_home import MemoryHome
 from tests.support.s3 import PLANTED_SECRET_KEY, S3Endpoint, moto_endpoint, s3  # noqa: F401 - fixtures
 
@@ -49,7 +50,7 @@ class Worker:
             force=True,
             return_state=True,
         )
-        return state.result(raise_on_failure=False)
+        return report_of(state)
 
 
 @pytest.fixture
