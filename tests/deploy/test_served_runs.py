@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from codex_memories.storage import STATE_BINDING_PATH
+
 from tests.deploy.prefect_stack import (
     REPO_ROOT,
     PrefectStack,
@@ -254,7 +256,7 @@ def test_a_run_that_asks_for_review_keeps_the_deployments_settings_and_is_decide
             lambda: _input_or_none(client, flow_run.id, keyset_from_paused_state(paused.state)["description"]),
             timeout=30, what="the review form",
         )
-        assert "Approve to apply" in form and "foxtrot" in form
+        assert "Choose a decision: approve to apply this consolidation" in form and "foxtrot" in form
         assert (home["memory_root"].parent / f".{home['memory_root'].name}.proposal").is_dir()
 
         decided = subprocess.run(
@@ -292,4 +294,9 @@ def _input_or_none(client: Any, flow_run_id: Any, key: str) -> str | None:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+    """The folder's files, but its binding to the state DB (bookkeeping a run writes as it starts)."""
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and str(path.relative_to(root)) != STATE_BINDING_PATH
+    }
