@@ -238,6 +238,9 @@ def _consolidate_and_publish(context: Phase2Context, report: Phase2Report, diff:
         return False
     # 21. Audit the ad-hoc notes and user edits this consolidation integrated (route 7).
     stage_step(Outcome.failed_forget_audit, audit_manual_changes, context, diff)
+    # 21a. The recall index, built in the copy: it goes live with the folder, so a run cut off
+    #      right after publishing still leaves one the prompt hook can use (issue 36.6).
+    report.recall_index = refresh_recall_index(context)
     # 22. Reset the baseline in the copy and publish it (push the mirror, or make the staging
     #     copy the live folder in one step).
     if not stage_step(Outcome.failed_workspace_commit, reset_baseline, context):
@@ -251,8 +254,9 @@ def _succeed(context: Phase2Context, report: Phase2Report, selection: Any, settl
     # 23. Mark success: exact-snapshot selection flags and the watermark.
     report.storage_bytes = measure_storage(context)
     _finish(context, selection, report, outcome)
-    # 24. Refresh the recall index the hooks and the memory tools search after a consolidation
-    #     (derived data: a failure is reported, never a failed consolidation).
+    # 24. Refresh the recall index after publishing (derived data: a failure is reported, never a
+    #     failed consolidation). Step 21a built it in the copy; this only re-reads the files (no
+    #     chunk is embedded twice) and catches a publish that copied file by file (new mtimes).
     if report.outcome is Outcome.succeeded:
         report.recall_index = refresh_recall_index(context)
     # 25. Keep what this success settled on, for step 2 of the next run.

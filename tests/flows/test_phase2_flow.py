@@ -226,6 +226,22 @@ def test_a_successful_run_reports_the_memory_folder_size(home: Home) -> None:
     assert (home.root / ".codex-memories" / "recall-index.sqlite").is_file()
 
 
+def test_a_run_cut_off_right_after_publishing_leaves_a_recall_index_the_prompt_hook_can_use(home: Home, monkeypatch) -> None:
+    import codex_memories_flows.phase2 as phase2_flow
+    from codex_memories.read.index import open_index
+
+    home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
+    cut = []
+    # The process dies between publishing and the steps after it (marking success, step 24).
+    monkeypatch.setattr(phase2_flow, "_succeed", lambda *arguments: cut.append(True))
+    home.run()
+
+    assert cut and (home.root / "MEMORY.md").is_file()
+    index = open_index(home.root, rebuild=False)  # IndexNotReady when missing or stale
+    assert index is not None and index.chunk_count > 0
+    index.close()
+
+
 def test_agent_consolidates_from_the_diff_and_a_second_run_makes_no_model_call(home: Home) -> None:
     home.seed(hours_ago=30, topic="Set up pnpm", preference="always use pnpm", keyword="pnpm")
     agent = scripted_agent(
