@@ -76,21 +76,38 @@ _PASSWORD_WORDS = frozenset(phrase for group in PASSWORD_PHRASES.values() for ph
 
 # Connectors between a credential word and its value, all languages (lower case): the verb "is"
 # and its equivalents, the particles of Japanese and Korean, and the punctuation of a label.
-_CONNECTOR_WORDS = ("is", "was", "are", "be", "es", "era", "é", "est", "ist", "lautet", "это", "равен", "sera", "será", "e")
-_CONNECTOR_MARKS = (":", "：", "=", "＝", "=>", "->", "→", "—", "–", "是", "为", "為", "设为", "設為", "改成", "は", "が", "を", "는", "은", "이", "가")
+_CONNECTOR_WORDS = (
+    "is", "was", "are", "be", "es", "era", "é", "est", "ist", "lautet", "это", "равен", "sera", "será", "e",
+    "è", "je", "är", "er", "là", "adalah", "ialah", "olarak",
+)
+# Marks: particles that end the word in Korean (topic, subject, object, "also", "as") and
+# Japanese, the verbs "is / set to / changed to" of Chinese.
+_CONNECTOR_MARKS = (
+    ":", "：", "=", "＝", "=>", "->", "→", "—", "–", "是", "为", "為", "设为", "設為", "改成", "改为", "改為", "设置为",
+    "設置為", "设成", "設成", "换成", "換成", "变更为", "變更為", "は", "が", "を", "も", "는", "은", "이", "가", "를", "을",
+    "도", "로", "으로",
+)
+# "set the password to X", "пароль на X", "Passwort auf X": a connector only when a value follows;
+# before a word ("the password to the db is X") it is one of the phrase's filler words.
+_SOFT_CONNECTOR_WORDS = ("to", "na", "на", "auf", "zu", "op", "a", "en", "sur", "para", "per", "till", "til")
 _CONNECTOR = re.compile(
     "(?:"
     + "|".join(escaped_form(mark) for mark in sorted(_CONNECTOR_MARKS, key=len, reverse=True))
     + r"|-(?=\s)|"
-    + "|".join(r"(?<![^\W\d_])" + escaped_form(word) + r"(?![^\W\d_])" for word in _CONNECTOR_WORDS)
+    + "|".join(r"(?<![^\W\d_])" + escaped_form(word) + r"(?![^\W\d_])" for word in (*_CONNECTOR_WORDS, *_SOFT_CONNECTOR_WORDS))
     + ")",
     re.IGNORECASE,
 )
+_SOFT_CONNECTORS = frozenset(_SOFT_CONNECTOR_WORDS)
+# Scripts written without blanks between words: a run of their letters after the credential
+# word is one filler ("密码已经", "비밀번호 변경"), up to a connector.
+_UNSPACED_LETTER = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 # Short words a phrase may carry before its connector ("del servidor", "for the db", "de la base").
 _FILLER = re.compile(r"[^\W\d_][\w'’\-]{0,15}")
 # `「`, `『`, `“`, `‘`, `（`, `【`, `«` JSON-escaped.
 _ESCAPED_OPENER = re.compile(r"\\+u(?:300c|300e|201c|2018|ff08|3010|00ab)", re.IGNORECASE)
 _ESCAPED_LETTERS = re.compile(r"(?:[^\W\d_]*\\+u[0-9a-fA-F]{4})+[^\W\d_]*")
+_ESCAPED_LETTER = re.compile(r"[^\W\d_]|\\+u[0-9a-fA-F]{4}")
 _OPENERS = "\"'`「『“‘（(《【<>«"
 _VALUE_CHARS = re.compile(r"[^\s\"'`「」『』“”‘’（）()。，、；！？《》【】«»<\\" + _CJK + r"]{1,256}")
 _TRAILING = ".,;:!?)]}>"
@@ -100,6 +117,7 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
     """The value after a credential word at `position`: (its span, whether a connector came
     first). Skips blanks, openers, up to five short filler words (only before a connector)."""
     connector = False
+    soft = False  # the connector was a soft one (`to`): a filler word may still follow
     fillers = 0
     end_limit = min(len(text), position + 120)
     while position < end_limit:
@@ -113,6 +131,7 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
         found = None if connector else _CONNECTOR.match(text, position)
         if found is not None and found.end() > position:
             connector = True
+            soft = found.group().lower() in _SOFT_CONNECTORS
             position = found.end()
             continue
         if char in _OPENERS:
@@ -122,13 +141,23 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
         if escaped_opener is not None:
             position = escaped_opener.end()
             continue
+        if not connector and _UNSPACED_LETTER.match(text, position):
+            # CJK or Hangul letters, the same as the JSON-escaped ones below: one filler, up to
+            # a connector mark (`密码已经改成 X`, `비밀번호 변경: X`).
+            if fillers >= 5:
+                return None
+            fillers += 1
+            position = _filler_end(text, position, _UNSPACED_LETTER, end_limit)
+            continue
         escaped = _ESCAPED_LETTERS.match(text, position)
         if escaped is not None:
             # JSON-escaped letters (`f\\u00fcr`): a filler word.
+            if soft and fillers < 5:
+                connector = soft = False  # `to` was a word of the phrase (`password to the db`)
             if connector or fillers >= 5:
                 return None
             fillers += 1
-            position = escaped.end()
+            position = _filler_end(text, position, _ESCAPED_LETTER, escaped.end())
             continue
         if text[position : position + len(REDACTED)].upper() == REDACTED:
             return None
@@ -150,6 +179,8 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
             connector = True
             position = value.end()
             continue
+        if soft and fillers < 5 and _FILLER.fullmatch(token) and not any(char.isdigit() for char in token):
+            connector = soft = False  # `to` was a word of the phrase (`password to the db is X`)
         if not connector and fillers < 5 and _FILLER.fullmatch(token) and not any(char.isdigit() for char in token):
             # A word of the phrase ("de la base", "for the"), unless a connector already came.
             fillers += 1
@@ -157,6 +188,19 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
             continue
         return ((start, end), connector) if end > start else None
     return None
+
+
+def _filler_end(text: str, position: int, unit: re.Pattern[str], limit: int) -> int:
+    """The end of a filler word of `unit`s starting at `position`: before `limit`, or before a
+    connector glued to it (`已经改成`, `\\u6539\\u4e3a` "改为", `비밀번호를`)."""
+    found = unit.match(text, position)
+    position = found.end() if found is not None else position + 1
+    while position < limit and _CONNECTOR.match(text, position) is None:
+        found = unit.match(text, position)
+        if found is None:
+            break
+        position = found.end()
+    return position
 
 
 def _keeps_trailing(value: str) -> bool:
