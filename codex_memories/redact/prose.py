@@ -15,10 +15,11 @@ it does not read as a word, a number, a path or a placeholder.
   `add-authtoken`, `install`, `register`, `unlock`, `set-token`... verb (`ngrok config
   add-authtoken X`, `cloudflared service install X`, `vault login X`, `bw unlock X`): the first
   positional arguments after the verb when generated, a password-like one as the second
-  (`login user password`).
+  (`login user password`), or as the first after `unlock` / `unseal`, which take no user.
 * `recovery_codes`: the codes listed after "recovery codes", "backup codes", "恢复码",
-  "Wiederherstellungscodes", ...: every code-like token (digits and letters, or upper-case
-  groups) up to a blank line.
+  "Wiederherstellungscodes", "kody zapasowe", ...: every code-like token (digits and letters, or
+  upper-case groups, joined by `-`; digit groups also by single blanks, `8410 2275`) up to a
+  blank line.
 """
 
 from __future__ import annotations
@@ -253,18 +254,23 @@ def _locate_phrase_value(match: re.Match[str], text: str) -> Span | None:
 # Verbs after which a command takes a credential as a positional argument.
 _CREDENTIAL_VERBS = (
     "login", "log-in", "signin", "sign-in", "auth", "authenticate", "authtoken", "add-authtoken", "set-token",
-    "settoken", "install", "register", "unlock", "connect", "attach", "enroll", "activate", "join",
+    "settoken", "install", "register", "unlock", "unseal", "connect", "attach", "enroll", "activate", "join",
 )
+# Verbs whose first positional argument is the secret a person typed, no user name before it
+# (`bw unlock <master password>`, `rbw unlock`, `vault operator unseal <key>`).
+_UNLOCK_VERBS = frozenset(("unlock", "unseal"))
 _COMMAND_TOKEN = re.compile(r"\\*[\"']?([^\s\"'\\]{1,512})\\*[\"']?")
 
 
 def _locate_verb_arguments(match: re.Match[str], text: str) -> list[Span]:
     """The positional arguments after a credential verb, on the same command line: a generated
-    one in the first two places, a password-like one in the second (`login user password`).
+    one in the first two places, a password-like one in the second (`login user password`), or
+    in the first after a verb that takes no user (`unlock password`).
     Options (`--force`, `-u name`) are skipped; an option's own value is not an argument here."""
     position = match.end()
     spans: list[Span] = []
     place = 0
+    typed_place = 0 if text[match.start() : match.end()].lower() in _UNLOCK_VERBS else 1
     limit = min(len(text), position + 600)
     while position < limit and place < 2:
         blank = re.compile(r"[ \t]+").match(text, position)
@@ -282,7 +288,7 @@ def _locate_verb_arguments(match: re.Match[str], text: str) -> list[Span]:
             break
         start, end = token.span(1)
         generated = _looks_generated(value) or _looks_uuid_token(value) or looks_like_random_base64(value)
-        typed = place == 1 and (looks_like_password(value) or _credential_value(value, True, True))
+        typed = place == typed_place and (looks_like_password(value) or _credential_value(value, True, True))
         if REDACTED not in value and not is_placeholder(value) and (generated or typed):
             spans.append((start, end))
         place += 1
@@ -298,14 +304,19 @@ def _looks_uuid_token(value: str) -> bool:
 
 
 # A code starts at a word start, or right after a JSON escape (`\\n8f3k-2mzp`), never at its `n`.
-_CODE_TOKEN = re.compile(r"(?:(?<=\\[nrt])|(?<![\w\-\\]))([A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,4})(?![\w\-])")
+# Groups are joined by `-`, or by single blanks when they are all digits (`8410 2275`,
+# `123 456 789`: how authenticator apps print them).
+_CODE_TOKEN = re.compile(
+    r"(?:(?<=\\[nrt])|(?<![\w\-\\]))(\d{3,8}(?: \d{3,8}){1,3}(?![\w\-])|[A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,4}(?![\w\-]))"
+)
 _BLANK_LINE = re.compile(r"(?:\r?\n|\\+n)[ \t]*(?:\r?\n|\\+n)")
 
 
 def _is_code(token: str) -> bool:
     """A one-time code: 6+ characters of letters and digits with a digit (`8f3k-2mzp`,
-    `47213958`), or upper-case groups (`ABCD-EFGH`); not a word, not a date or version."""
-    body = token.replace("-", "")
+    `47213958`, `8410 2275`), or upper-case groups (`ABCD-EFGH`); not a word, not a date or
+    version."""
+    body = token.replace("-", "").replace(" ", "")
     if len(body) < 6 or re.fullmatch(r"\d{4}-\d{2}(?:-\d{2})?|v?\d+(?:\.\d+)+", token):
         return False
     if any(char.isdigit() for char in body):
@@ -382,7 +393,7 @@ PROSE_SHAPES: tuple[Rule, ...] = (
         # After a command word (`ngrok authtoken`), or ending a tool's name (`mega-login`).
         r"(?:(?<=[\w.\-:]\s)(?<![\w\-])|(?<=[a-z0-9]-))(?:" + "|".join(re.escape(verb) for verb in _CREDENTIAL_VERBS) + r")(?![\w\-])",
         (REDACTED,),
-        ("login", "log-in", "sign", "auth", "token", "install", "register", "unlock", "connect", "attach", "enroll", "activate", "join"),
+        ("login", "log-in", "sign", "auth", "token", "install", "register", "unlock", "unseal", "connect", "attach", "enroll", "activate", "join"),
         case_insensitive=True,
         locate_all=_locate_verb_arguments,
         starts=_phrase_starts({"": _CREDENTIAL_VERBS}),
