@@ -134,7 +134,14 @@ def _row_end(text: str, span: Span, depth: int) -> Span:
 def _locate_table(match: re.Match[str], text: str) -> list[Span]:
     """The header line holding the match, its delimiter, the secret columns; then their cells in
     every following row with the same delimiter (a markdown rule row `|---|` is skipped)."""
-    around = text[max(0, match.start() - 2) : match.end() + 2]
+    # The characters beside the word, past the cell's quotes (`"password"`, `\\"api_key\\"`:
+    # quoted CSV, raw or JSON-escaped).
+    before, after = match.start(), match.end()
+    while before > 0 and text[before - 1] in _CELL_QUOTES:
+        before -= 1
+    while after < len(text) and text[after] in _CELL_QUOTES:
+        after += 1
+    around = text[max(0, before - 2) : after + 2]
     if not any(delimiter in around for delimiter in ("|", ",", ";", "\t", "\\t", "  ")):
         return []  # a word in prose or code, not a header cell
     line_start = 0
