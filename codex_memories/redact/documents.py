@@ -9,7 +9,8 @@ placeholder, a weak one a generated value); whether a value is generated is `val
 * `table_secret_column`: a markdown, CSV or TSV table (or `column -t` output) whose header names
   a secret column: that column's cells in the rows below.
 * `sql_insert_secret_column`: `INSERT INTO t (..., password, ...) VALUES (...), (...)`: the
-  values in that column of every row.
+  values in that column of every row; in other columns, or with no column list, a generated or
+  password-shaped value (in a table of accounts, `names.names_accounts`, a weaker one too).
 * `xml_secret_element`: `<password>X</password>`, `<apiKey>X</apiKey>` (settings.xml, app
   servers' configs).
 * `name_value_pair`: a field that names a secret and the value field beside it: `{"name":
@@ -40,10 +41,10 @@ import unicodedata
 from collections.abc import Iterator
 from functools import cache
 
-from codex_memories.redact.names import name_strength
+from codex_memories.redact.names import name_strength, names_accounts
 from codex_memories.redact.rules import REDACTED, Rule
 from codex_memories.redact.shapes import _NAME_HINTS, _SECRET_NAME_END, _looks_generated, _secret_word_starts, _token_run_starts
-from codex_memories.redact.values import HEX_DIGITS, is_indirect, is_placeholder
+from codex_memories.redact.values import HEX_DIGITS, is_indirect, is_placeholder, looks_like_password
 
 Span = tuple[int, int]
 
@@ -233,11 +234,36 @@ def _split_sql_tuple(text: str, start: int) -> tuple[list[Span | None], int] | N
     return None
 
 
+def _unnamed_sql_secret(value: str, accounts: bool) -> bool:
+    """A value in a column whose name says nothing (or with no column list at all): generated or
+    password-shaped, but not a UUID (an id) nor hex alone (a digest, a commit) unless the table
+    holds accounts (`names_accounts`: a key in hex); there, also letters and digits in three
+    kinds of character (`Cobalt-7712`), as a connector lets in after a password word."""
+    value = value.strip()
+    if len(value) < 8 or any(char.isspace() for char in value) or REDACTED.lower() in value.lower() or is_placeholder(value):
+        return False
+    if is_indirect(value) or _UUID.fullmatch(value):
+        return False
+    if all(char in HEX_DIGITS for char in value):
+        return accounts and len(value) >= 32 and _looks_generated(value)
+    if _looks_generated(value) or looks_like_password(value):
+        return True
+    if not accounts or not any(char.isdigit() for char in value) or re.fullmatch(r"[\w\-]+\.[A-Za-z]{1,5}", value):
+        return False
+    kinds = any(char.islower() for char in value) + any(char.isupper() for char in value) + any(char.isdigit() for char in value)
+    return kinds >= 3
+
+
 def _locate_sql_insert(match: re.Match[str], text: str) -> list[Span]:
-    columns = [column.strip().strip("`\"[]\\") for column in match.group("columns").split(",")]
-    strengths = [name_strength(column) for column in columns]
-    if not any(strengths):
-        return []
+    """The values of every row that the column's name (`_secret_for`) or, for a column named
+    nothing secret or no column list, the value's own look (`_unnamed_sql_secret`) says are
+    secrets."""
+    accounts = names_accounts(match.group("table").strip("`\"[]\\"))
+    if match.group("columns") is not None:
+        columns = [column.strip().strip("`\"[]\\") for column in match.group("columns").split(",")]
+        strengths = [name_strength(column) for column in columns]
+    else:
+        strengths = []
     spans = []
     position = match.end()
     for _ in range(1000):
@@ -245,8 +271,12 @@ def _locate_sql_insert(match: re.Match[str], text: str) -> list[Span]:
         if parsed is None:
             break
         values, after = parsed
-        for strength, value in zip(strengths, values):
-            if strength is not None and value is not None and _secret_for(strength, text[value[0] : value[1]]):
+        for index, value in enumerate(values):
+            if value is None:
+                continue
+            strength = strengths[index] if index < len(strengths) else None
+            content = text[value[0] : value[1]]
+            if _secret_for(strength, content) if strength is not None else _unnamed_sql_secret(content, accounts):
                 spans.append(value)
         following = re.compile(r"(?:\s|\\+[nrt]|\+)*,(?:\s|\\+[nrt]|\+)*\(").match(text, after)
         if following is None:
@@ -564,7 +594,9 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
     ),
     Rule(
         "sql_insert_secret_column",
-        r"(?i)insert\s+into\s+[\w.`\"\[\]\\]{1,128}\s*\((?P<columns>[^()]{1,2000})\)(?:\s|\\+[nrt]|\+)*values(?:\s|\\+[nrt]|\+)*\(",
+        # The column list is optional (`INSERT INTO t VALUES (...)`).
+        r"(?i)insert\s+into\s+(?P<table>[\w.`\"\[\]\\]{1,128})(?:\s|\\+[nrt])*(?:\((?P<columns>[^()]{1,2000})\)(?:\s|\\+[nrt]|\+)*)?"
+        r"values(?:\s|\\+[nrt]|\+)*\(",
         (REDACTED,),
         ("insert",),
         locate_all=_locate_sql_insert,

@@ -11,6 +11,8 @@ Contract:
   `compass` and `oauth_provider` name nothing and `pass`, `user_pwd` and `proxyAuth` do; words
   such as `value` and `data` after the secret word (`token_value`, `client-key-data`) are skipped,
   and `public` before it (`PublicKey`) names no secret.
+* `names_accounts(name)` says whether a table's name says it holds accounts (`users`,
+  `service_accounts`, `api_clients`: `ACCOUNT_WORDS`), whose rows carry a credential.
 * `words_pattern(words)` is the same list as a regular expression over lower-cased text, for the
   rules in `codex_memories.redact.rules` and `.shapes`.
 
@@ -101,6 +103,23 @@ def name_strength(name: str) -> str | None:
     if _ends_with(words, WEAK_WORDS):
         return "weak"
     return None
+
+
+# Words that make a table (or a record) one of accounts: `users`, `service_accounts`,
+# `api_clients`, `oauth_tokens`. A row of such a table holds its credential in some column,
+# named or not (`INSERT INTO service_accounts VALUES (7, 'svc', 'Harbor-2409', now())`).
+ACCOUNT_WORDS = frozenset(
+    {"user", "account", "login", "member", "customer", "client", "admin", "operator", "principal", "identity", "credential",
+     "auth", "oauth", "secret", "token", "key", "password", "passwd", "apikey", "bot", "robot", "tenant"}
+)
+
+
+def names_accounts(name: str) -> bool:
+    """Whether any word of `name` (plural or not) says it holds accounts (`ACCOUNT_WORDS`), or
+    its last words name a secret (`name_strength`)."""
+    return name_strength(name) is not None or any(
+        word in ACCOUNT_WORDS or (word.endswith("s") and word[:-1] in ACCOUNT_WORDS) for word in name_words(name)
+    )
 
 
 def words_pattern(entries: tuple[tuple[str, ...], ...]) -> str:
