@@ -20,8 +20,8 @@ placeholder, a weak one a generated value); whether a value is generated is `val
   "X"}`: every string in the array or object under a key that names a secret.
 * `labelled_index_secret`: `Unseal Key 1: X`, `Recovery Code #2 = X` (a label, an index, a value).
 * `url_secret_part`: a webhook or collector URL's token, in its path (a generated segment, or
-  hex / a UUID after a segment such as `webhook`, `hooks`, `input`, `key`) or in its query (a
-  key that names a secret, or a generated value).
+  hex / a UUID after a host or segment such as `webhook`, `hooks`, `input`, `key`, `events`,
+  `intake`, `telemetry`) or in its query (a key that names a secret, or a generated value).
 * `wallet_mnemonic`, `wallet_key_array`, `base58check_private_key`: 12 to 24 words of a BIP-39
   list (any of its languages), a JSON array of 32 or 64 bytes (a keypair file), a WIF key or an
   extended private key whose Base58Check checksum holds.
@@ -366,7 +366,12 @@ def _locate_labelled_index(match: re.Match[str], text: str) -> Span | None:
 
 # ---- URLs ---------------------------------------------------------------------------------------------
 
-_CREDENTIAL_PATH_WORD = re.compile(r"(?i)webhook|hooks?\b|trigger|\bkeys?\b|tokens?|secret|\binput\b|ingest|collect|\bbot|apikey|api_key|notify|beacon|push")
+# Words of a host or path that take events from clients authenticated by a token in the path
+# (webhooks, collectors, intake and telemetry endpoints, error and event stores).
+_CREDENTIAL_PATH_WORD = re.compile(
+    r"(?i)webhook|hooks?\b|trigger|\bkeys?\b|tokens?|secret|\binput\b|ingest|collect|\bbot|apikey|api_key|notify|beacon|push"
+    r"|\bevents?\b|intake|telemetry|\bcapture\b|\btrack(?:ing)?\b|\breport(?:ing)?\b|\bsink\b|\bdsn\b"
+)
 _CODE_HOSTING_SEGMENT = re.compile(r"(?i)commits?|blob|tree|compare|pull|sha|releases|tags?|raw|archive|actions|runs|packages|ipfs|objects|blobs|manifests|builds?|jobs?|artifacts?|issues|snapshots?")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
