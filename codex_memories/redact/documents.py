@@ -23,7 +23,8 @@ placeholder, a weak one a generated value); whether a value is generated is `val
   hex / a UUID after a host or segment such as `webhook`, `hooks`, `input`, `key`, `events`,
   `intake`, `telemetry`) or in its query (a key that names a secret, or a generated value).
 * `wallet_mnemonic`, `wallet_key_array`, `base58check_private_key`: 12 to 24 words of a BIP-39
-  list (any of its languages), a JSON array of 32 or 64 bytes (a keypair file), a WIF key or an
+  list (every language `mnemonic` ships; composed or decomposed, raw or JSON-escaped, after a
+  label glued to the first word), a JSON array of 32 or 64 bytes (a keypair file), a WIF key or an
   extended private key whose Base58Check checksum holds.
 * `base64_wrapped_secret` (in `DECODED_SHAPES`): base64 whose decoded text holds a secret (the
   whole redaction applied to it, recursively) or is a `user:password` pair.
@@ -443,10 +444,19 @@ _WORD_MARKS = bytes(
     0x61 if (65 <= code <= 90 or 97 <= code <= 122 or code >= 0x80) else 0x20 if code == 0x20 else 0x78 for code in range(256)
 )
 # Maximal runs of short words (the count is checked in `_locate_mnemonic`).
-# A letter, or a combining accent (word lists printed decomposed, NFKD: `de\u0301givrer`).
+# A letter: as written, a combining mark (word lists printed decomposed, NFKD: `de\u0301givrer`,
+# the Japanese list's voiced kana `\u304b\u3099`), or JSON-escaped (`t\\u00edmido`, `\\u8c37`:
+# tool arguments are serialised with `ensure_ascii`). A blank: a space or an ideographic space
+# (the Japanese list's), raw or escaped.
+_MNEMONIC_LETTER = r"(?:[^\W\d_]|[\u0300-\u036f\u3099\u309a]|\\{1,8}u(?!3000)[0-9a-fA-F]{4})"
+_MNEMONIC_BLANK = r"(?:[ \u3000]|\\{1,8}u3000)"
 _MNEMONIC_RUN = re.compile(
-    r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:(?:[^\W\d_]|[\u0300-\u036f]){1,12}[ \u3000])+(?:[^\W\d_]|[\u0300-\u036f]){1,12}(?![^\W\d_])"
+    r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:" + _MNEMONIC_LETTER + r"{1,12}" + _MNEMONIC_BLANK + r")+" + _MNEMONIC_LETTER
+    + r"{1,12}(?![^\W\d_])"
 )
+_MNEMONIC_SEPARATOR = re.compile(_MNEMONIC_BLANK)
+_ESCAPED_CHAR = re.compile(r"\\+u([0-9a-fA-F]{4})")
+_ESCAPED_CHAR_BYTES = re.compile(rb"\\+u[0-9a-fA-F]{4}")
 # Maximal runs of words between single blanks (no backtracking: each run is read once).
 _WORD_RUNS = re.compile(rb"(?:a+ )+a+")
 # A list word has up to 8 letters (9 with a JSON escape's `n`), 3 bytes each when not ASCII.
@@ -477,13 +487,24 @@ def _word_run_starts(text: str) -> Iterator[int]:
     if "\u3000" in text:
         yield from (match.start() for match in _MNEMONIC_RUN.finditer(text))
         return
-    byte_at, char_at = 0, 0
+    if ascii_only and "\\u" in text:
+        # JSON-escaped letters are letters (`t\\u00edmido`); an escaped ideographic space ends a
+        # word (`\\u3051\\u3093\\u3000...`).
+        patched = bytearray(marks)
+        for escape in _ESCAPED_CHAR_BYTES.finditer(data):
+            width = escape.end() - escape.start()
+            patched[escape.start() : escape.end()] = b"a" * (width - 1) + (b" " if escape.group().endswith(b"3000") else b"a")
+        marks = bytes(patched)
+    if not ascii_only:
+        # Byte offsets are not character offsets, and a run's first word may carry a label
+        # (`助记词：谷 银 ...`): the rule's own regex reads each run the marks show.
+        for run in _WORD_RUNS.finditer(marks):
+            if run.group().count(b" ") >= 11:
+                start = len(data[: run.start()].decode("utf-8", "surrogatepass"))
+                end = start + len(data[run.start() : run.end()].decode("utf-8", "surrogatepass"))
+                yield from (match.start() for match in _MNEMONIC_RUN.finditer(text, start, end))
+        return
     for start in _word_run_byte_starts(marks):
-        if not ascii_only:
-            # Run starts are ASCII or the first byte of a letter: count the characters between.
-            char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
-            byte_at = start
-            start = char_at
         yield start + 1 if start > 0 and text[start - 1] == "\\" else start
 
 
@@ -492,9 +513,27 @@ def _all_mnemonic_words() -> frozenset[str]:
     return frozenset().union(*_mnemonic_words().values())
 
 
+def _plain_word(word: str) -> str:
+    """A word of a run as the word lists write it: JSON escapes decoded, in NFC."""
+    if "\\" in word:
+        word = _ESCAPED_CHAR.sub(lambda escape: chr(int(escape.group(1), 16)), word)
+    return unicodedata.normalize("NFC", word)
+
+
 def _locate_mnemonic(match: re.Match[str], text: str) -> Span | None:
-    raw_words = re.split(r"[ \u3000]", match.group())
-    words = [unicodedata.normalize("NFC", word) for word in raw_words]
+    run = match.group()
+    spans: list[Span] = []
+    last = 0
+    for blank in _MNEMONIC_SEPARATOR.finditer(run):
+        spans.append((last, blank.start()))
+        last = blank.end()
+    spans.append((last, len(run)))
+    # A label glued to the first word (`助記詞：inherit`): escaped, the colon read as a letter.
+    for unit in re.finditer(r"\\+u([0-9a-fA-F]{4})", run[: spans[0][1]]):
+        char = chr(int(unit.group(1), 16))
+        if not (char.isalpha() or unicodedata.combining(char)):
+            spans[0] = (unit.end(), spans[0][1])
+    words = [_plain_word(run[start:end]) for start, end in spans]
     if len(words) < 12:
         return None
     lists = _mnemonic_words()
@@ -516,11 +555,7 @@ def _locate_mnemonic(match: re.Match[str], text: str) -> Span | None:
                     best = (run_start, index)
                 run_start = index + 1
         if best[1] - best[0] >= 12:
-            # Back to character offsets: the words before the run, then the run itself.
-            separator_width = 1
-            start = match.start() + sum(len(w) + separator_width for w in raw_words[: best[0]])
-            end = start + sum(len(w) + separator_width for w in raw_words[best[0] : best[1]]) - separator_width
-            return start, end
+            return match.start() + spans[best[0]][0], match.start() + spans[best[1] - 1][1]
     return None
 
 
