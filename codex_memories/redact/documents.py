@@ -7,7 +7,8 @@ field's name says secret is `names.name_strength` (a strong name takes any value
 placeholder, a weak one a generated value); whether a value is generated is `values.py`.
 
 * `table_secret_column`: a markdown, CSV or TSV table (or `column -t` output) whose header names
-  a secret column: that column's cells in the rows below.
+  a secret column (its cells quoted or not, a label such as `Use this:` before it): that
+  column's cells in the rows below.
 * `sql_insert_secret_column`: `INSERT INTO t (..., password, ...) VALUES (...), (...)`: the
   values in that column of every row; in other columns, or with no column list, a generated or
   password-shaped value (in a table of accounts, `names.names_accounts`, a weaker one too).
@@ -110,6 +111,8 @@ def _cells(text: str, span: Span, delimiter: str) -> list[Span]:
 
 
 _DELIMITERS = ("|", "\t", "\\t", ",", ";")
+# A few words and a colon, no delimiter or quote among them.
+_TABLE_LABEL = re.compile(r"[^|,;\t\"'\\:\n]{1,60}:[ \t]+")
 _HEADER_NAME = re.compile(r"[A-Za-z_#][\w .#/\-]{0,39}")
 
 
@@ -136,9 +139,11 @@ def _row_end(text: str, span: Span, depth: int) -> Span:
 def _locate_table(match: re.Match[str], text: str) -> list[Span]:
     """The header line holding the match, its delimiter, the secret columns; then their cells in
     every following row with the same delimiter (a markdown rule row `|---|` is skipped)."""
-    # The characters beside the word, past the cell's quotes (`"password"`, `\\"api_key\\"`:
-    # quoted CSV, raw or JSON-escaped).
+    # The characters beside the cell, past the rest of its name and its quotes (`db_password`,
+    # `"password"`, `\\"api_key\\"`: quoted CSV, raw or JSON-escaped).
     before, after = match.start(), match.end()
+    while before > 0 and (text[before - 1].isalnum() or text[before - 1] in "_-."):
+        before -= 1
     while before > 0 and text[before - 1] in _CELL_QUOTES:
         before -= 1
     while after < len(text) and text[after] in _CELL_QUOTES:
@@ -161,7 +166,9 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
             line_start = opening
     if text[line_start : line_start + 1] == "+":
         line_start += 1  # an added line of a patch
-    header = (line_start, header_end_match.start())
+    # A label before the table on its first line (`Use this: "id","user","password"`).
+    label = _TABLE_LABEL.match(text, line_start, match.start())
+    header = (label.end() if label is not None else line_start, header_end_match.start())
     header_text = text[header[0] : header[1]]
     for delimiter in _DELIMITERS:
         if header_text.count(delimiter) >= 1:

@@ -144,6 +144,7 @@ ROUND2_SECRETS = [
     ('"service","login","api_key"\n"billing","svc","k3J9xQ2mZ8pL4vR7tY1w"', "k3J9xQ2mZ8pL4vR7tY1w"),
     ("'host'\t'user'\t'passwd'\n'db1'\t'root'\t'Orca!9153'", "Orca!9153"),
     ('"name";"token"\n"ci";"Lynx_40xT9qPz2wM8"', "Lynx_40xT9qPz2wM8"),
+    ('here you go: "host","db_password"\n"db1","Pelican#5521"', "Pelican#5521"),
     # SQL inserts without a column list: a generated or password-like value.
     ("insert into api_tokens values (3, 'deploy-bot', 'q7Rk2LmZ9xV4pT8sW1nB6yC3');", "q7Rk2LmZ9xV4pT8sW1nB6yC3"),
     ("INSERT INTO `users` VALUES (12,'lee','Lee Park','Tulip!8842');", "Tulip!8842"),
@@ -178,6 +179,7 @@ ROUND2_ORDINARY = [
     "insert into commits values ('4f2a9c1e8b7d6f5a4c3b2a1f0e9d8c7b6a5f4e3d', 'fix: handle empty config');",
     '"id","user","created_at"\n"1","dana","2026-01-02"',
     '"user","password"\n"dana","<password>"',
+    "Note: id, email, password are required\nsee docs/signup.md, section 2",
     "https://api.github.com/repos/acme/app/events",
     "https://github.com/acme/events-service/commit/4f2a9c1e8b7d6f5a4c3b2a1f0e9d8c7b6a5f4e3d",
     "https://example.com/events/2026/03/summit",
