@@ -463,23 +463,31 @@ _MNEMONIC_RUN = re.compile(
 )
 _MNEMONIC_SEPARATOR = re.compile(_MNEMONIC_BLANK)
 _ESCAPED_CHAR = re.compile(r"\\+u([0-9a-fA-F]{4})")
-_ESCAPED_CHAR_BYTES = re.compile(rb"\\+u[0-9a-fA-F]{4}")
+_ESCAPE_DEPTH = re.compile(r"\\+u")
+
+
+@cache
+def _escape_pattern(depth: int, blank: bool) -> re.Pattern[bytes]:
+    """A JSON escape with exactly `depth` backslashes: of the ideographic space, or of any other
+    character."""
+    code = rb"3000" if blank else rb"(?!3000)[0-9a-fA-F]{4}"
+    return re.compile(rb"(?<!\\)" + rb"\\" * depth + rb"u" + code)
 # Maximal runs of words between single blanks (no backtracking: each run is read once).
 _WORD_RUNS = re.compile(rb"(?:a+ )+a+")
 # A list word has up to 8 letters (9 with a JSON escape's `n`), 3 bytes each when not ASCII.
 _LONGEST_WORD_BYTES = 27
 
 
-def _word_run_byte_starts(marks: bytes) -> Iterator[int]:
+def _word_run_byte_starts(marks: bytes, longest: int = _LONGEST_WORD_BYTES) -> Iterator[int]:
     """Byte offsets where 12 or more short words in a row may start: the start of every run of
-    12+ words, and of the part after each word too long for a list."""
+    12+ words, and of the part after each word too long for a list (`longest` bytes)."""
     for run in _WORD_RUNS.finditer(marks):
         if run.group().count(b" ") < 11:
             continue
         position = run.start()
         yield position
         for word in re.finditer(rb"a+", run.group()):
-            if word.end() - word.start() > _LONGEST_WORD_BYTES:
+            if word.end() - word.start() > longest:
                 yield run.start() + word.end() + 1
 
 
@@ -490,28 +498,39 @@ def _word_run_starts(text: str) -> Iterator[int]:
     (Japanese word lists) say there may be one."""
     ascii_only = text.isascii()
     data = text.encode("ascii") if ascii_only else text.encode("utf-8", "surrogatepass")
-    marks = data.translate(_WORD_MARKS)
     if "\u3000" in text:
         yield from (match.start() for match in _MNEMONIC_RUN.finditer(text))
         return
     if ascii_only and "\\u" in text:
         # JSON-escaped letters are letters (`t\\u00edmido`); an escaped ideographic space ends a
-        # word (`\\u3051\\u3093\\u3000...`).
-        patched = bytearray(marks)
-        for escape in _ESCAPED_CHAR_BYTES.finditer(data):
-            width = escape.end() - escape.start()
-            patched[escape.start() : escape.end()] = b"a" * (width - 1) + (b" " if escape.group().endswith(b"3000") else b"a")
-        marks = bytes(patched)
-    if not ascii_only:
-        # Byte offsets are not character offsets, and a run's first word may carry a label
-        # (`助记词：谷 银 ...`): the rule's own regex reads each run the marks show.
-        for run in _WORD_RUNS.finditer(marks):
-            if run.group().count(b" ") >= 11:
-                start = len(data[: run.start()].decode("utf-8", "surrogatepass"))
-                end = start + len(data[run.start() : run.end()].decode("utf-8", "surrogatepass"))
-                yield from (match.start() for match in _MNEMONIC_RUN.finditer(text, start, end))
+        # word (`\\u3051\\u3093\\u3000...`). Replaced by letters of the same width, one depth
+        # of escaping at a time (a constant replacement: no Python call per escape).
+        longest = _LONGEST_WORD_BYTES
+        for depth in range(8, 0, -1):
+            if b"\\" * depth + b"u" in data:
+                if b"u3000" in data:
+                    data = _escape_pattern(depth, True).sub(b"a" * (depth + 4) + b" ", data)
+                data = _escape_pattern(depth, False).sub(b"a" * (depth + 5), data)
+                # A list word of escaped letters is longer: 9 of them (a JSON escape's `n`).
+                longest = max(longest, 9 * (depth + 5))
+        marks = data.translate(_WORD_MARKS)
+        for start in _word_run_byte_starts(marks, longest):
+            yield start + 1 if start > 0 and text[start - 1] == "\\" else start
         return
+    marks = data.translate(_WORD_MARKS)
+    byte_at, char_at = 0, 0
     for start in _word_run_byte_starts(marks):
+        if not ascii_only:
+            # Run starts are ASCII or the first byte of a letter: count the characters between.
+            char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
+            byte_at = start
+            start = char_at
+            # A label glued to the first word (`助记词：谷 银 ...`): the run may start after it.
+            first = text[start : start + 40].split(" ", 1)[0]
+            glued = max((index for index, char in enumerate(first) if not char.isalpha() and not unicodedata.combining(char)), default=-1)
+            if glued >= 0:
+                yield start + glued + 1
+                continue
         yield start + 1 if start > 0 and text[start - 1] == "\\" else start
 
 
@@ -520,40 +539,58 @@ def _all_mnemonic_words() -> frozenset[str]:
     return frozenset().union(*_mnemonic_words().values())
 
 
-def _plain_word(word: str) -> str:
-    """A word of a run as the word lists write it: JSON escapes decoded, in NFC."""
-    if "\\" in word:
-        word = _ESCAPED_CHAR.sub(lambda escape: chr(int(escape.group(1), 16)), word)
-    return unicodedata.normalize("NFC", word)
+def _plain_text(run: str) -> str:
+    """A run of words as the word lists write them: JSON escapes decoded (a run holds letters,
+    escapes and blanks only), in NFC."""
+    if "\\" in run:
+        if run.isascii():
+            # One escape level, then the codec: no Python call per escape.
+            run = _ESCAPE_DEPTH.sub(r"\\u", run).encode("ascii").decode("unicode_escape", "replace")
+        else:
+            run = _ESCAPED_CHAR.sub(lambda escape: chr(int(escape.group(1), 16)), run)
+    return unicodedata.normalize("NFC", run)
+
+
+def _twelve_known_in_a_row(words: list[str]) -> bool:
+    known = _all_mnemonic_words()
+    current = 0
+    for word in words:
+        if word in known:
+            current += 1
+            if current >= 12:
+                return True
+        else:
+            current = 0
+    return False
 
 
 def _locate_mnemonic(match: re.Match[str], text: str) -> Span | None:
     run = match.group()
+    # Most runs of short words are prose: twelve in a row from any list first (the run decoded
+    # at once, one set lookup per word), then the words' offsets and each language.
+    words = _plain_text(run).replace("\u3000", " ").split(" ")
+    if len(words) < 12:
+        return None
+    first = words[0]
+    if not first.isalpha():
+        # A label glued to the first word (`助記詞：inherit`, escaped: the colon read as a letter).
+        glued = max((index for index, char in enumerate(first) if not char.isalpha() and not unicodedata.combining(char)), default=-1)
+        words[0] = first[glued + 1 :]
+    if not _twelve_known_in_a_row(words):
+        return None
     spans: list[Span] = []
     last = 0
     for blank in _MNEMONIC_SEPARATOR.finditer(run):
         spans.append((last, blank.start()))
         last = blank.end()
     spans.append((last, len(run)))
-    # A label glued to the first word (`助記詞：inherit`): escaped, the colon read as a letter.
-    for unit in re.finditer(r"\\+u([0-9a-fA-F]{4})", run[: spans[0][1]]):
+    if len(spans) != len(words):
+        return None
+    for unit in _ESCAPED_CHAR.finditer(run, 0, spans[0][1]):
         char = chr(int(unit.group(1), 16))
         if not (char.isalpha() or unicodedata.combining(char)):
             spans[0] = (unit.end(), spans[0][1])
-    words = [_plain_word(run[start:end]) for start, end in spans]
-    if len(words) < 12:
-        return None
-    lists = _mnemonic_words()
-    # Most runs of short words are prose: twelve in a row from any list first (one set lookup
-    # per word), then per language.
-    known = _all_mnemonic_words()
-    longest = current = 0
-    for word in words:
-        current = current + 1 if word in known else 0
-        longest = max(longest, current)
-    if longest < 12:
-        return None
-    for language, wordlist in lists.items():
+    for language, wordlist in _mnemonic_words().items():
         run_start = 0
         best = (0, 0)
         for index, word in enumerate(words + [""]):

@@ -62,15 +62,12 @@ def escaped_form(literal: str) -> str:
 def _phrase_pattern(phrases: dict[str, tuple[str, ...]]) -> str:
     """Every phrase, longest first; Latin-script ones stand alone, CJK ones may touch text."""
     words = sorted({phrase for group in phrases.values() for phrase in group}, key=len, reverse=True)
-    alternatives = []
-    for word in words:
-        escaped = escaped_form(word)
-        if re.search("[" + _CJK + "]", word):
-            alternatives.append(escaped)
-        else:
-            # Not part of an identifier or a path (`token_store.py`, `_TOKEN`, `api-key.txt`).
-            alternatives.append(r"(?:(?<=\\[nrtbf])|(?<![\w\-./]))" + escaped + r"(?![\w\-])")
-    return "(?:" + "|".join(alternatives) + ")"
+    touching = [escaped_form(word) for word in words if re.search("[" + _CJK + "]", word)]
+    alone = [escaped_form(word) for word in words if not re.search("[" + _CJK + "]", word)]
+    # Not part of an identifier or a path (`token_store.py`, `_TOKEN`, `api-key.txt`). The guards
+    # stand once around the alternation of plain words, which fails at a first letter fast.
+    standing_alone = r"(?:(?<=\\[nrtbf])|(?<![\w\-./]))(?:" + "|".join(alone) + r")(?![\w\-])"
+    return "(?:" + "|".join([standing_alone, *touching]) + ")"
 
 
 _PASSWORD_WORDS = frozenset(phrase for group in PASSWORD_PHRASES.values() for phrase in group)
@@ -100,15 +97,26 @@ _CONNECTOR = re.compile(
     re.IGNORECASE,
 )
 _SOFT_CONNECTORS = frozenset(_SOFT_CONNECTOR_WORDS)
+# The characters a connector can start with (either case, or a backslash: escaped): the regex
+# is tried only there.
+_CONNECTOR_FIRST = frozenset(
+    {"-", "\\"} | {form for item in (*_CONNECTOR_MARKS, *_CONNECTOR_WORDS, *_SOFT_CONNECTOR_WORDS) for form in (item[0], item[0].upper())}
+)
 # Scripts written without blanks between words: a run of their letters after the credential
 # word is one filler ("密码已经", "비밀번호 변경"), up to a connector.
 _UNSPACED_LETTER = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+# A connector glued to the word before it can only be a mark of these scripts (a Latin word
+# stands alone): a filler word of their letters, raw or escaped, ends before the first letter of
+# one (a character class: one test per letter).
+_GLUED_MARK_STARTS = sorted({mark[0] for mark in _CONNECTOR_MARKS if _UNSPACED_LETTER.match(mark)})
+_GLUED_MARK = "(?:[" + "".join(_GLUED_MARK_STARTS) + r"]|\\+u(?:" + "|".join(f"{ord(char):04x}" for char in _GLUED_MARK_STARTS) + "))"
+_UNSPACED_WORD = re.compile(_UNSPACED_LETTER.pattern + "(?:(?!" + _GLUED_MARK + ")" + _UNSPACED_LETTER.pattern + ")*")
 # Short words a phrase may carry before its connector ("del servidor", "for the db", "de la base").
 _FILLER = re.compile(r"[^\W\d_][\w'’\-]{0,15}")
 # `「`, `『`, `“`, `‘`, `（`, `【`, `«` JSON-escaped.
 _ESCAPED_OPENER = re.compile(r"\\+u(?:300c|300e|201c|2018|ff08|3010|00ab)", re.IGNORECASE)
 _ESCAPED_LETTERS = re.compile(r"(?:[^\W\d_]*\\+u[0-9a-fA-F]{4})+[^\W\d_]*")
-_ESCAPED_LETTER = re.compile(r"[^\W\d_]|\\+u[0-9a-fA-F]{4}")
+_ESCAPED_WORD = re.compile(r"(?:[^\W\d_]|\\+u[0-9a-fA-F]{4})(?:(?!" + _GLUED_MARK + r")(?:[^\W\d_]|\\+u[0-9a-fA-F]{4}))*")
 _OPENERS = "\"'`「『“‘（(《【<>«"
 _VALUE_CHARS = re.compile(r"[^\s\"'`「」『』“”‘’（）()。，、；！？《》【】«»<\\" + _CJK + r"]{1,256}")
 _TRAILING = ".,;:!?)]}>"
@@ -129,7 +137,7 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
         if text.startswith(("\\n", "\\t"), position) and connector:
             position += 2  # a JSON-escaped line break after a label (`password:\n X`)
             continue
-        found = None if connector else _CONNECTOR.match(text, position)
+        found = None if connector or char not in _CONNECTOR_FIRST else _CONNECTOR.match(text, position)
         if found is not None and found.end() > position:
             connector = True
             soft = found.group().lower() in _SOFT_CONNECTORS
@@ -148,7 +156,7 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
             if fillers >= 5:
                 return None
             fillers += 1
-            position = _filler_end(text, position, _UNSPACED_LETTER, end_limit)
+            position = _filler_end(text, position, _UNSPACED_WORD, end_limit)
             continue
         escaped = _ESCAPED_LETTERS.match(text, position)
         if escaped is not None:
@@ -158,7 +166,7 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
             if connector or fillers >= 5:
                 return None
             fillers += 1
-            position = _filler_end(text, position, _ESCAPED_LETTER, escaped.end())
+            position = _filler_end(text, position, _ESCAPED_WORD, escaped.end())
             continue
         if text[position : position + len(REDACTED)].upper() == REDACTED:
             return None
@@ -191,17 +199,11 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
     return None
 
 
-def _filler_end(text: str, position: int, unit: re.Pattern[str], limit: int) -> int:
-    """The end of a filler word of `unit`s starting at `position`: before `limit`, or before a
-    connector glued to it (`已经改成`, `\\u6539\\u4e3a` "改为", `비밀번호를`)."""
-    found = unit.match(text, position)
-    position = found.end() if found is not None else position + 1
-    while position < limit and _CONNECTOR.match(text, position) is None:
-        found = unit.match(text, position)
-        if found is None:
-            break
-        position = found.end()
-    return position
+def _filler_end(text: str, position: int, word: re.Pattern[str], limit: int) -> int:
+    """The end of a filler word (`_UNSPACED_WORD` or `_ESCAPED_WORD`) starting at `position`:
+    before `limit`, or before a connector glued to it (`已经改成`, `\\u6539\\u4e3a` "改为")."""
+    found = word.match(text, position, limit)
+    return found.end() if found is not None else position + 1
 
 
 def _keeps_trailing(value: str) -> bool:
