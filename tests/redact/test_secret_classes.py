@@ -170,6 +170,7 @@ def test_round_two_classes_are_redacted_raw_and_json_escaped(text, secret):
         if form != text:
             json.loads(redacted)
         assert redact_secrets(redacted) == redacted
+        assert find_secret_kinds(redacted) == []
 
 
 ROUND2_ORDINARY = [
