@@ -8,9 +8,12 @@ provider or a tool: a value is a secret because of the word or the verb before i
 it does not read as a word, a number, a path or a placeholder.
 
 * `credential_phrase`: "the password is X", "口令是 X", "Passwort: X", "la contraseña del
-  servidor es X", "パスワードはXです", "пароль — X" (en, zh, ja, ko, es, pt, fr, de, ru). After the
-  word: up to three short words, then a connector (`is`, `es`, `ist`, `是`, `は`, `는`, `:`, ...)
-  or none; the value is a password-like or generated token (a connector lets a weaker one in).
+  servidor es X", "パスワードはXです", "пароль — X", "비밀번호를 X로" (en, zh, ja, ko, es, pt, fr,
+  de, ru, it, nl, pl, tr, sv, nb, cs, vi, id). After the word: up to five filler words (a run of
+  CJK or Hangul letters is one, up to a particle glued to it), then a connector (`is`, `es`,
+  `ist`, `è`, `是`, `改为`, `は`, `는`, `를`, `:`, ...) or none; a soft connector (`to`, `на`,
+  `auf`) counts only when a value, not a word, follows. The value is a password-like or
+  generated token (a connector lets a weaker one in).
 * `credential_argument`: a token given to a command's `login`, `auth`, `authtoken`,
   `add-authtoken`, `install`, `register`, `unlock`, `set-token`... verb (`ngrok config
   add-authtoken X`, `cloudflared service install X`, `vault login X`, `bw unlock X`): the first
