@@ -7,9 +7,11 @@ field's name says secret is `names.name_strength` (a strong name takes any value
 placeholder, a weak one a generated value); whether a value is generated is `values.py`.
 
 * `table_secret_column`: a markdown, CSV or TSV table (or `column -t` output) whose header names
-  a secret column: that column's cells in the rows below.
+  a secret column (its cells quoted or not, a label such as `Use this:` before it): that
+  column's cells in the rows below.
 * `sql_insert_secret_column`: `INSERT INTO t (..., password, ...) VALUES (...), (...)`: the
-  values in that column of every row.
+  values in that column of every row; in other columns, or with no column list, a generated or
+  password-shaped value (in a table of accounts, `names.names_accounts`, a weaker one too).
 * `xml_secret_element`: `<password>X</password>`, `<apiKey>X</apiKey>` (settings.xml, app
   servers' configs).
 * `name_value_pair`: a field that names a secret and the value field beside it: `{"name":
@@ -19,10 +21,11 @@ placeholder, a weak one a generated value); whether a value is generated is `val
   "X"}`: every string in the array or object under a key that names a secret.
 * `labelled_index_secret`: `Unseal Key 1: X`, `Recovery Code #2 = X` (a label, an index, a value).
 * `url_secret_part`: a webhook or collector URL's token, in its path (a generated segment, or
-  hex / a UUID after a segment such as `webhook`, `hooks`, `input`, `key`) or in its query (a
-  key that names a secret, or a generated value).
+  hex / a UUID after a host or segment such as `webhook`, `hooks`, `input`, `key`, `events`,
+  `intake`, `telemetry`) or in its query (a key that names a secret, or a generated value).
 * `wallet_mnemonic`, `wallet_key_array`, `base58check_private_key`: 12 to 24 words of a BIP-39
-  list (any of its languages), a JSON array of 32 or 64 bytes (a keypair file), a WIF key or an
+  list (every language `mnemonic` ships; composed or decomposed, raw or JSON-escaped, after a
+  label glued to the first word), a JSON array of 32 or 64 bytes (a keypair file), a WIF key or an
   extended private key whose Base58Check checksum holds.
 * `base64_wrapped_secret` (in `DECODED_SHAPES`): base64 whose decoded text holds a secret (the
   whole redaction applied to it, recursively) or is a `user:password` pair.
@@ -40,10 +43,10 @@ import unicodedata
 from collections.abc import Iterator
 from functools import cache
 
-from codex_memories.redact.names import name_strength
+from codex_memories.redact.names import name_strength, names_accounts
 from codex_memories.redact.rules import REDACTED, Rule
 from codex_memories.redact.shapes import _NAME_HINTS, _SECRET_NAME_END, _looks_generated, _secret_word_starts, _token_run_starts
-from codex_memories.redact.values import HEX_DIGITS, is_indirect, is_placeholder
+from codex_memories.redact.values import HEX_DIGITS, is_indirect, is_placeholder, looks_like_password
 
 Span = tuple[int, int]
 
@@ -108,6 +111,8 @@ def _cells(text: str, span: Span, delimiter: str) -> list[Span]:
 
 
 _DELIMITERS = ("|", "\t", "\\t", ",", ";")
+# A few words and a colon, no delimiter or quote among them.
+_TABLE_LABEL = re.compile(r"[^|,;\t\"'\\:\n]{1,60}:[ \t]+")
 _HEADER_NAME = re.compile(r"[A-Za-z_#][\w .#/\-]{0,39}")
 
 
@@ -134,7 +139,16 @@ def _row_end(text: str, span: Span, depth: int) -> Span:
 def _locate_table(match: re.Match[str], text: str) -> list[Span]:
     """The header line holding the match, its delimiter, the secret columns; then their cells in
     every following row with the same delimiter (a markdown rule row `|---|` is skipped)."""
-    around = text[max(0, match.start() - 2) : match.end() + 2]
+    # The characters beside the cell, past the rest of its name and its quotes (`db_password`,
+    # `"password"`, `\\"api_key\\"`: quoted CSV, raw or JSON-escaped).
+    before, after = match.start(), match.end()
+    while before > 0 and (text[before - 1].isalnum() or text[before - 1] in "_-."):
+        before -= 1
+    while before > 0 and text[before - 1] in _CELL_QUOTES:
+        before -= 1
+    while after < len(text) and text[after] in _CELL_QUOTES:
+        after += 1
+    around = text[max(0, before - 2) : after + 2]
     if not any(delimiter in around for delimiter in ("|", ",", ";", "\t", "\\t", "  ")):
         return []  # a word in prose or code, not a header cell
     line_start = 0
@@ -152,7 +166,9 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
             line_start = opening
     if text[line_start : line_start + 1] == "+":
         line_start += 1  # an added line of a patch
-    header = (line_start, header_end_match.start())
+    # A label before the table on its first line (`Use this: "id","user","password"`).
+    label = _TABLE_LABEL.match(text, line_start, match.start())
+    header = (label.end() if label is not None else line_start, header_end_match.start())
     header_text = text[header[0] : header[1]]
     for delimiter in _DELIMITERS:
         if header_text.count(delimiter) >= 1:
@@ -226,11 +242,36 @@ def _split_sql_tuple(text: str, start: int) -> tuple[list[Span | None], int] | N
     return None
 
 
+def _unnamed_sql_secret(value: str, accounts: bool) -> bool:
+    """A value in a column whose name says nothing (or with no column list at all): generated or
+    password-shaped, but not a UUID (an id) nor hex alone (a digest, a commit) unless the table
+    holds accounts (`names_accounts`: a key in hex); there, also letters and digits in three
+    kinds of character (`Cobalt-7712`), as a connector lets in after a password word."""
+    value = value.strip()
+    if len(value) < 8 or any(char.isspace() for char in value) or REDACTED.lower() in value.lower() or is_placeholder(value):
+        return False
+    if is_indirect(value) or _UUID.fullmatch(value):
+        return False
+    if all(char in HEX_DIGITS for char in value):
+        return accounts and len(value) >= 32 and _looks_generated(value)
+    if _looks_generated(value) or looks_like_password(value):
+        return True
+    if not accounts or not any(char.isdigit() for char in value) or re.fullmatch(r"[\w\-]+\.[A-Za-z]{1,5}", value):
+        return False
+    kinds = any(char.islower() for char in value) + any(char.isupper() for char in value) + any(char.isdigit() for char in value)
+    return kinds >= 3
+
+
 def _locate_sql_insert(match: re.Match[str], text: str) -> list[Span]:
-    columns = [column.strip().strip("`\"[]\\") for column in match.group("columns").split(",")]
-    strengths = [name_strength(column) for column in columns]
-    if not any(strengths):
-        return []
+    """The values of every row that the column's name (`_secret_for`) or, for a column named
+    nothing secret or no column list, the value's own look (`_unnamed_sql_secret`) says are
+    secrets."""
+    accounts = names_accounts(match.group("table").strip("`\"[]\\"))
+    if match.group("columns") is not None:
+        columns = [column.strip().strip("`\"[]\\") for column in match.group("columns").split(",")]
+        strengths = [name_strength(column) for column in columns]
+    else:
+        strengths = []
     spans = []
     position = match.end()
     for _ in range(1000):
@@ -238,8 +279,12 @@ def _locate_sql_insert(match: re.Match[str], text: str) -> list[Span]:
         if parsed is None:
             break
         values, after = parsed
-        for strength, value in zip(strengths, values):
-            if strength is not None and value is not None and _secret_for(strength, text[value[0] : value[1]]):
+        for index, value in enumerate(values):
+            if value is None:
+                continue
+            strength = strengths[index] if index < len(strengths) else None
+            content = text[value[0] : value[1]]
+            if _secret_for(strength, content) if strength is not None else _unnamed_sql_secret(content, accounts):
                 spans.append(value)
         following = re.compile(r"(?:\s|\\+[nrt]|\+)*,(?:\s|\\+[nrt]|\+)*\(").match(text, after)
         if following is None:
@@ -329,7 +374,12 @@ def _locate_labelled_index(match: re.Match[str], text: str) -> Span | None:
 
 # ---- URLs ---------------------------------------------------------------------------------------------
 
-_CREDENTIAL_PATH_WORD = re.compile(r"(?i)webhook|hooks?\b|trigger|\bkeys?\b|tokens?|secret|\binput\b|ingest|collect|\bbot|apikey|api_key|notify|beacon|push")
+# Words of a host or path that take events from clients authenticated by a token in the path
+# (webhooks, collectors, intake and telemetry endpoints, error and event stores).
+_CREDENTIAL_PATH_WORD = re.compile(
+    r"(?i)webhook|hooks?\b|trigger|\bkeys?\b|tokens?|secret|\binput\b|ingest|collect|\bbot|apikey|api_key|notify|beacon|push"
+    r"|\bevents?\b|intake|telemetry|\bcapture\b|\btrack(?:ing)?\b|\breport(?:ing)?\b|\bsink\b|\bdsn\b"
+)
 _CODE_HOSTING_SEGMENT = re.compile(r"(?i)commits?|blob|tree|compare|pull|sha|releases|tags?|raw|archive|actions|runs|packages|ipfs|objects|blobs|manifests|builds?|jobs?|artifacts?|issues|snapshots?")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
@@ -401,26 +451,43 @@ _WORD_MARKS = bytes(
     0x61 if (65 <= code <= 90 or 97 <= code <= 122 or code >= 0x80) else 0x20 if code == 0x20 else 0x78 for code in range(256)
 )
 # Maximal runs of short words (the count is checked in `_locate_mnemonic`).
-# A letter, or a combining accent (word lists printed decomposed, NFKD: `de\u0301givrer`).
+# A letter: as written, a combining mark (word lists printed decomposed, NFKD: `de\u0301givrer`,
+# the Japanese list's voiced kana `\u304b\u3099`), or JSON-escaped (`t\\u00edmido`, `\\u8c37`:
+# tool arguments are serialised with `ensure_ascii`). A blank: a space or an ideographic space
+# (the Japanese list's), raw or escaped.
+_MNEMONIC_LETTER = r"(?:[^\W\d_]|[\u0300-\u036f\u3099\u309a]|\\{1,8}u(?!3000)[0-9a-fA-F]{4})"
+_MNEMONIC_BLANK = r"(?:[ \u3000]|\\{1,8}u3000)"
 _MNEMONIC_RUN = re.compile(
-    r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:(?:[^\W\d_]|[\u0300-\u036f]){1,12}[ \u3000])+(?:[^\W\d_]|[\u0300-\u036f]){1,12}(?![^\W\d_])"
+    r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:" + _MNEMONIC_LETTER + r"{1,12}" + _MNEMONIC_BLANK + r")+" + _MNEMONIC_LETTER
+    + r"{1,12}(?![^\W\d_])"
 )
+_MNEMONIC_SEPARATOR = re.compile(_MNEMONIC_BLANK)
+_ESCAPED_CHAR = re.compile(r"\\+u([0-9a-fA-F]{4})")
+_ESCAPE_DEPTH = re.compile(r"\\+u")
+
+
+@cache
+def _escape_pattern(depth: int, blank: bool) -> re.Pattern[bytes]:
+    """A JSON escape with exactly `depth` backslashes: of the ideographic space, or of any other
+    character."""
+    code = rb"3000" if blank else rb"(?!3000)[0-9a-fA-F]{4}"
+    return re.compile(rb"(?<!\\)" + rb"\\" * depth + rb"u" + code)
 # Maximal runs of words between single blanks (no backtracking: each run is read once).
 _WORD_RUNS = re.compile(rb"(?:a+ )+a+")
 # A list word has up to 8 letters (9 with a JSON escape's `n`), 3 bytes each when not ASCII.
 _LONGEST_WORD_BYTES = 27
 
 
-def _word_run_byte_starts(marks: bytes) -> Iterator[int]:
+def _word_run_byte_starts(marks: bytes, longest: int = _LONGEST_WORD_BYTES) -> Iterator[int]:
     """Byte offsets where 12 or more short words in a row may start: the start of every run of
-    12+ words, and of the part after each word too long for a list."""
+    12+ words, and of the part after each word too long for a list (`longest` bytes)."""
     for run in _WORD_RUNS.finditer(marks):
         if run.group().count(b" ") < 11:
             continue
         position = run.start()
         yield position
         for word in re.finditer(rb"a+", run.group()):
-            if word.end() - word.start() > _LONGEST_WORD_BYTES:
+            if word.end() - word.start() > longest:
                 yield run.start() + word.end() + 1
 
 
@@ -431,10 +498,26 @@ def _word_run_starts(text: str) -> Iterator[int]:
     (Japanese word lists) say there may be one."""
     ascii_only = text.isascii()
     data = text.encode("ascii") if ascii_only else text.encode("utf-8", "surrogatepass")
-    marks = data.translate(_WORD_MARKS)
     if "\u3000" in text:
         yield from (match.start() for match in _MNEMONIC_RUN.finditer(text))
         return
+    if ascii_only and "\\u" in text:
+        # JSON-escaped letters are letters (`t\\u00edmido`); an escaped ideographic space ends a
+        # word (`\\u3051\\u3093\\u3000...`). Replaced by letters of the same width, one depth
+        # of escaping at a time (a constant replacement: no Python call per escape).
+        longest = _LONGEST_WORD_BYTES
+        for depth in range(8, 0, -1):
+            if b"\\" * depth + b"u" in data:
+                if b"u3000" in data:
+                    data = _escape_pattern(depth, True).sub(b"a" * (depth + 4) + b" ", data)
+                data = _escape_pattern(depth, False).sub(b"a" * (depth + 5), data)
+                # A list word of escaped letters is longer: 9 of them (a JSON escape's `n`).
+                longest = max(longest, 9 * (depth + 5))
+        marks = data.translate(_WORD_MARKS)
+        for start in _word_run_byte_starts(marks, longest):
+            yield start + 1 if start > 0 and text[start - 1] == "\\" else start
+        return
+    marks = data.translate(_WORD_MARKS)
     byte_at, char_at = 0, 0
     for start in _word_run_byte_starts(marks):
         if not ascii_only:
@@ -442,6 +525,12 @@ def _word_run_starts(text: str) -> Iterator[int]:
             char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
             byte_at = start
             start = char_at
+            # A label glued to the first word (`助记词：谷 银 ...`): the run may start after it.
+            first = text[start : start + 40].split(" ", 1)[0]
+            glued = max((index for index, char in enumerate(first) if not char.isalpha() and not unicodedata.combining(char)), default=-1)
+            if glued >= 0:
+                yield start + glued + 1
+                continue
         yield start + 1 if start > 0 and text[start - 1] == "\\" else start
 
 
@@ -450,22 +539,58 @@ def _all_mnemonic_words() -> frozenset[str]:
     return frozenset().union(*_mnemonic_words().values())
 
 
+def _plain_text(run: str) -> str:
+    """A run of words as the word lists write them: JSON escapes decoded (a run holds letters,
+    escapes and blanks only), in NFC."""
+    if "\\" in run:
+        if run.isascii():
+            # One escape level, then the codec: no Python call per escape.
+            run = _ESCAPE_DEPTH.sub(r"\\u", run).encode("ascii").decode("unicode_escape", "replace")
+        else:
+            run = _ESCAPED_CHAR.sub(lambda escape: chr(int(escape.group(1), 16)), run)
+    return unicodedata.normalize("NFC", run)
+
+
+def _twelve_known_in_a_row(words: list[str]) -> bool:
+    known = _all_mnemonic_words()
+    current = 0
+    for word in words:
+        if word in known:
+            current += 1
+            if current >= 12:
+                return True
+        else:
+            current = 0
+    return False
+
+
 def _locate_mnemonic(match: re.Match[str], text: str) -> Span | None:
-    raw_words = re.split(r"[ \u3000]", match.group())
-    words = [unicodedata.normalize("NFC", word) for word in raw_words]
+    run = match.group()
+    # Most runs of short words are prose: twelve in a row from any list first (the run decoded
+    # at once, one set lookup per word), then the words' offsets and each language.
+    words = _plain_text(run).replace("\u3000", " ").split(" ")
     if len(words) < 12:
         return None
-    lists = _mnemonic_words()
-    # Most runs of short words are prose: twelve in a row from any list first (one set lookup
-    # per word), then per language.
-    known = _all_mnemonic_words()
-    longest = current = 0
-    for word in words:
-        current = current + 1 if word in known else 0
-        longest = max(longest, current)
-    if longest < 12:
+    first = words[0]
+    if not first.isalpha():
+        # A label glued to the first word (`助記詞：inherit`, escaped: the colon read as a letter).
+        glued = max((index for index, char in enumerate(first) if not char.isalpha() and not unicodedata.combining(char)), default=-1)
+        words[0] = first[glued + 1 :]
+    if not _twelve_known_in_a_row(words):
         return None
-    for language, wordlist in lists.items():
+    spans: list[Span] = []
+    last = 0
+    for blank in _MNEMONIC_SEPARATOR.finditer(run):
+        spans.append((last, blank.start()))
+        last = blank.end()
+    spans.append((last, len(run)))
+    if len(spans) != len(words):
+        return None
+    for unit in _ESCAPED_CHAR.finditer(run, 0, spans[0][1]):
+        char = chr(int(unit.group(1), 16))
+        if not (char.isalpha() or unicodedata.combining(char)):
+            spans[0] = (unit.end(), spans[0][1])
+    for language, wordlist in _mnemonic_words().items():
         run_start = 0
         best = (0, 0)
         for index, word in enumerate(words + [""]):
@@ -474,11 +599,7 @@ def _locate_mnemonic(match: re.Match[str], text: str) -> Span | None:
                     best = (run_start, index)
                 run_start = index + 1
         if best[1] - best[0] >= 12:
-            # Back to character offsets: the words before the run, then the run itself.
-            separator_width = 1
-            start = match.start() + sum(len(w) + separator_width for w in raw_words[: best[0]])
-            end = start + sum(len(w) + separator_width for w in raw_words[best[0] : best[1]]) - separator_width
-            return start, end
+            return match.start() + spans[best[0]][0], match.start() + spans[best[1] - 1][1]
     return None
 
 
@@ -557,7 +678,9 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
     ),
     Rule(
         "sql_insert_secret_column",
-        r"(?i)insert\s+into\s+[\w.`\"\[\]\\]{1,128}\s*\((?P<columns>[^()]{1,2000})\)(?:\s|\\+[nrt]|\+)*values(?:\s|\\+[nrt]|\+)*\(",
+        # The column list is optional (`INSERT INTO t VALUES (...)`).
+        r"(?i)insert\s+into\s+(?P<table>[\w.`\"\[\]\\]{1,128})(?:\s|\\+[nrt])*(?:\((?P<columns>[^()]{1,2000})\)(?:\s|\\+[nrt]|\+)*)?"
+        r"values(?:\s|\\+[nrt]|\+)*\(",
         (REDACTED,),
         ("insert",),
         locate_all=_locate_sql_insert,

@@ -11,6 +11,8 @@ Contract:
   `compass` and `oauth_provider` name nothing and `pass`, `user_pwd` and `proxyAuth` do; words
   such as `value` and `data` after the secret word (`token_value`, `client-key-data`) are skipped,
   and `public` before it (`PublicKey`) names no secret.
+* `names_accounts(name)` says whether a table's name says it holds accounts (`users`,
+  `service_accounts`, `api_clients`: `ACCOUNT_WORDS`), whose rows carry a credential.
 * `words_pattern(words)` is the same list as a regular expression over lower-cased text, for the
   rules in `codex_memories.redact.rules` and `.shapes`.
 
@@ -103,6 +105,23 @@ def name_strength(name: str) -> str | None:
     return None
 
 
+# Words that make a table (or a record) one of accounts: `users`, `service_accounts`,
+# `api_clients`, `oauth_tokens`. A row of such a table holds its credential in some column,
+# named or not (`INSERT INTO service_accounts VALUES (7, 'svc', 'Harbor-2409', now())`).
+ACCOUNT_WORDS = frozenset(
+    {"user", "account", "login", "member", "customer", "client", "admin", "operator", "principal", "identity", "credential",
+     "auth", "oauth", "secret", "token", "key", "password", "passwd", "apikey", "bot", "robot", "tenant"}
+)
+
+
+def names_accounts(name: str) -> bool:
+    """Whether any word of `name` (plural or not) says it holds accounts (`ACCOUNT_WORDS`), or
+    its last words name a secret (`name_strength`)."""
+    return name_strength(name) is not None or any(
+        word in ACCOUNT_WORDS or (word.endswith("s") and word[:-1] in ACCOUNT_WORDS) for word in name_words(name)
+    )
+
+
 def words_pattern(entries: tuple[tuple[str, ...], ...]) -> str:
     """An alternation matching each entry in lower-cased text, its words joined by nothing,
     `_`, `-` or `.` (longest first, so `passwd` is tried before `pass`)."""
@@ -124,6 +143,17 @@ PASSWORD_PHRASES: dict[str, tuple[str, ...]] = {
     "fr": ("mot de passe", "mdp", "code secret"),
     "de": ("passwort", "kennwort", "zugangspasswort", "geheimzahl"),
     "ru": ("пароль", "пароля", "паролем", "пин-код"),
+    # Languages people also write in (issue 36, round 2): the password word and its common
+    # inflected forms (Polish, Turkish and the Nordic languages inflect the noun itself).
+    "it": ("parola d'ordine", "parola chiave"),
+    "nl": ("wachtwoord", "wachtwoorden"),
+    "pl": ("hasło", "hasła", "hasłem", "haslo", "hasla"),
+    "tr": ("şifre", "şifresi", "şifreniz", "şifrem", "parolası", "parolam"),
+    "sv": ("lösenord", "lösenordet"),
+    "nb": ("passord", "passordet", "adgangskode", "adgangskoden"),
+    "cs": ("heslo", "hesla", "heslem"),
+    "vi": ("mật khẩu",),
+    "id": ("kata sandi", "kata laluan"),
 }
 CREDENTIAL_PHRASES: dict[str, tuple[str, ...]] = {
     "en": ("api key", "api token", "access key", "access token", "secret key", "auth token", "token", "secret",
@@ -136,12 +166,21 @@ CREDENTIAL_PHRASES: dict[str, tuple[str, ...]] = {
     "fr": ("jeton", "clé", "cle", "clé secrète", "clé d'api", "clé api", "secret", "identifiant secret"),
     "de": ("token", "schlüssel", "geheimer schlüssel", "zugangsschlüssel", "api-schlüssel", "geheimnis", "zugangsdaten"),
     "ru": ("токен", "ключ", "секрет", "секретный ключ", "ключ доступа", "api-ключ", "ключ api"),
+    "it": ("chiave segreta", "chiave api", "chiave di accesso"),
+    "nl": ("geheime sleutel", "api-sleutel", "toegangssleutel"),
+    "pl": ("tajny klucz", "klucz api", "klucz dostępu"),
+    "tr": ("gizli anahtar", "api anahtarı", "erişim anahtarı"),
+    "sv": ("hemlig nyckel", "api-nyckel", "åtkomstnyckel"),
+    "nb": ("hemmelig nøkkel", "api-nøkkel", "tilgangsnøkkel"),
+    "cs": ("tajný klíč", "přístupový klíč"),
+    "vi": ("khóa bí mật", "khóa api"),
+    "id": ("kunci rahasia", "kunci api"),
 }
 # Words that introduce a list of one-time recovery codes or a recovery key, per language.
 RECOVERY_PHRASES: dict[str, tuple[str, ...]] = {
-    "en": ("recovery codes", "recovery code", "backup codes", "backup code", "recovery key", "emergency codes",
+    "en": ("recovery codes", "recovery code", "backup codes", "backup code", "backup-codes", "recovery-codes", "recovery key", "emergency codes",
            "one-time codes", "scratch codes", "restore codes", "recovery phrase", "seed phrase"),
-    "zh": ("恢复码", "恢复代码", "备用码", "备份码", "救援码", "恢復碼", "助记词"),
+    "zh": ("恢复码", "恢复代码", "备用码", "备份码", "救援码", "恢復碼", "复原码", "復原碼", "备用验证码", "助记词", "助記詞"),
     "ja": ("リカバリーコード", "リカバリコード", "バックアップコード", "復旧コード", "回復コード", "リカバリーキー"),
     "ko": ("복구 코드", "복구코드", "백업 코드", "백업코드", "복구 키"),
     "es": ("códigos de recuperación", "codigos de recuperacion", "códigos de respaldo", "clave de recuperación"),
@@ -149,4 +188,11 @@ RECOVERY_PHRASES: dict[str, tuple[str, ...]] = {
     "fr": ("codes de récupération", "codes de secours", "clé de récupération", "codes de recuperation"),
     "de": ("wiederherstellungscodes", "backup-codes", "wiederherstellungsschlüssel", "notfallcodes"),
     "ru": ("коды восстановления", "резервные коды", "ключ восстановления", "код восстановления"),
+    "it": ("codici di backup", "codici di recupero", "codici di riserva", "chiave di recupero"),
+    "nl": ("herstelcodes", "back-upcodes", "backupcodes", "herstelsleutel"),
+    "pl": ("kody zapasowe", "kody odzyskiwania", "kody awaryjne", "klucz odzyskiwania"),
+    "tr": ("yedek kodlar", "kurtarma kodları", "yedek kodları", "kurtarma anahtarı"),
+    "sv": ("reservkoder", "återställningskoder", "återställningsnyckel"),
+    "nb": ("reservekoder", "gjenopprettingskoder", "backupkoder"),
+    "cs": ("záložní kódy", "kódy pro obnovení"),
 }

@@ -8,17 +8,21 @@ provider or a tool: a value is a secret because of the word or the verb before i
 it does not read as a word, a number, a path or a placeholder.
 
 * `credential_phrase`: "the password is X", "口令是 X", "Passwort: X", "la contraseña del
-  servidor es X", "パスワードはXです", "пароль — X" (en, zh, ja, ko, es, pt, fr, de, ru). After the
-  word: up to three short words, then a connector (`is`, `es`, `ist`, `是`, `は`, `는`, `:`, ...)
-  or none; the value is a password-like or generated token (a connector lets a weaker one in).
+  servidor es X", "パスワードはXです", "пароль — X", "비밀번호를 X로" (en, zh, ja, ko, es, pt, fr,
+  de, ru, it, nl, pl, tr, sv, nb, cs, vi, id). After the word: up to five filler words (a run of
+  CJK or Hangul letters is one, up to a particle glued to it), then a connector (`is`, `es`,
+  `ist`, `è`, `是`, `改为`, `は`, `는`, `를`, `:`, ...) or none; a soft connector (`to`, `на`,
+  `auf`) counts only when a value, not a word, follows. The value is a password-like or
+  generated token (a connector lets a weaker one in).
 * `credential_argument`: a token given to a command's `login`, `auth`, `authtoken`,
   `add-authtoken`, `install`, `register`, `unlock`, `set-token`... verb (`ngrok config
   add-authtoken X`, `cloudflared service install X`, `vault login X`, `bw unlock X`): the first
   positional arguments after the verb when generated, a password-like one as the second
-  (`login user password`).
+  (`login user password`), or as the first after `unlock` / `unseal`, which take no user.
 * `recovery_codes`: the codes listed after "recovery codes", "backup codes", "恢复码",
-  "Wiederherstellungscodes", ...: every code-like token (digits and letters, or upper-case
-  groups) up to a blank line.
+  "Wiederherstellungscodes", "kody zapasowe", ...: every code-like token (digits and letters, or
+  upper-case groups, joined by `-`; digit groups also by single blanks, `8410 2275`) up to a
+  blank line.
 """
 
 from __future__ import annotations
@@ -61,36 +65,61 @@ def escaped_form(literal: str) -> str:
 def _phrase_pattern(phrases: dict[str, tuple[str, ...]]) -> str:
     """Every phrase, longest first; Latin-script ones stand alone, CJK ones may touch text."""
     words = sorted({phrase for group in phrases.values() for phrase in group}, key=len, reverse=True)
-    alternatives = []
-    for word in words:
-        escaped = escaped_form(word)
-        if re.search("[" + _CJK + "]", word):
-            alternatives.append(escaped)
-        else:
-            # Not part of an identifier or a path (`token_store.py`, `_TOKEN`, `api-key.txt`).
-            alternatives.append(r"(?:(?<=\\[nrtbf])|(?<![\w\-./]))" + escaped + r"(?![\w\-])")
-    return "(?:" + "|".join(alternatives) + ")"
+    touching = [escaped_form(word) for word in words if re.search("[" + _CJK + "]", word)]
+    alone = [escaped_form(word) for word in words if not re.search("[" + _CJK + "]", word)]
+    # Not part of an identifier or a path (`token_store.py`, `_TOKEN`, `api-key.txt`). The guards
+    # stand once around the alternation of plain words, which fails at a first letter fast.
+    standing_alone = r"(?:(?<=\\[nrtbf])|(?<![\w\-./]))(?:" + "|".join(alone) + r")(?![\w\-])"
+    return "(?:" + "|".join([standing_alone, *touching]) + ")"
 
 
 _PASSWORD_WORDS = frozenset(phrase for group in PASSWORD_PHRASES.values() for phrase in group)
 
 # Connectors between a credential word and its value, all languages (lower case): the verb "is"
 # and its equivalents, the particles of Japanese and Korean, and the punctuation of a label.
-_CONNECTOR_WORDS = ("is", "was", "are", "be", "es", "era", "é", "est", "ist", "lautet", "это", "равен", "sera", "será", "e")
-_CONNECTOR_MARKS = (":", "：", "=", "＝", "=>", "->", "→", "—", "–", "是", "为", "為", "设为", "設為", "改成", "は", "が", "を", "는", "은", "이", "가")
+_CONNECTOR_WORDS = (
+    "is", "was", "are", "be", "es", "era", "é", "est", "ist", "lautet", "это", "равен", "sera", "será", "e",
+    "è", "je", "är", "er", "là", "adalah", "ialah", "olarak",
+)
+# Marks: particles that end the word in Korean (topic, subject, object, "also", "as") and
+# Japanese, the verbs "is / set to / changed to" of Chinese.
+_CONNECTOR_MARKS = (
+    ":", "：", "=", "＝", "=>", "->", "→", "—", "–", "是", "为", "為", "设为", "設為", "改成", "改为", "改為", "设置为",
+    "設置為", "设成", "設成", "换成", "換成", "变更为", "變更為", "は", "が", "を", "も", "는", "은", "이", "가", "를", "을",
+    "도", "로", "으로",
+)
+# "set the password to X", "пароль на X", "Passwort auf X": a connector only when a value follows;
+# before a word ("the password to the db is X") it is one of the phrase's filler words.
+_SOFT_CONNECTOR_WORDS = ("to", "na", "на", "auf", "zu", "op", "a", "en", "sur", "para", "per", "till", "til")
 _CONNECTOR = re.compile(
     "(?:"
     + "|".join(escaped_form(mark) for mark in sorted(_CONNECTOR_MARKS, key=len, reverse=True))
     + r"|-(?=\s)|"
-    + "|".join(r"(?<![^\W\d_])" + escaped_form(word) + r"(?![^\W\d_])" for word in _CONNECTOR_WORDS)
+    + "|".join(r"(?<![^\W\d_])" + escaped_form(word) + r"(?![^\W\d_])" for word in (*_CONNECTOR_WORDS, *_SOFT_CONNECTOR_WORDS))
     + ")",
     re.IGNORECASE,
 )
+_SOFT_CONNECTORS = frozenset(_SOFT_CONNECTOR_WORDS)
+# The characters a connector can start with (either case, or a backslash: escaped): the regex
+# is tried only there.
+_CONNECTOR_FIRST = frozenset(
+    {"-", "\\"} | {form for item in (*_CONNECTOR_MARKS, *_CONNECTOR_WORDS, *_SOFT_CONNECTOR_WORDS) for form in (item[0], item[0].upper())}
+)
+# Scripts written without blanks between words: a run of their letters after the credential
+# word is one filler ("密码已经", "비밀번호 변경"), up to a connector.
+_UNSPACED_LETTER = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+# A connector glued to the word before it can only be a mark of these scripts (a Latin word
+# stands alone): a filler word of their letters, raw or escaped, ends before the first letter of
+# one (a character class: one test per letter).
+_GLUED_MARK_STARTS = sorted({mark[0] for mark in _CONNECTOR_MARKS if _UNSPACED_LETTER.match(mark)})
+_GLUED_MARK = "(?:[" + "".join(_GLUED_MARK_STARTS) + r"]|\\+u(?:" + "|".join(f"{ord(char):04x}" for char in _GLUED_MARK_STARTS) + "))"
+_UNSPACED_WORD = re.compile(_UNSPACED_LETTER.pattern + "(?:(?!" + _GLUED_MARK + ")" + _UNSPACED_LETTER.pattern + ")*")
 # Short words a phrase may carry before its connector ("del servidor", "for the db", "de la base").
 _FILLER = re.compile(r"[^\W\d_][\w'’\-]{0,15}")
 # `「`, `『`, `“`, `‘`, `（`, `【`, `«` JSON-escaped.
 _ESCAPED_OPENER = re.compile(r"\\+u(?:300c|300e|201c|2018|ff08|3010|00ab)", re.IGNORECASE)
 _ESCAPED_LETTERS = re.compile(r"(?:[^\W\d_]*\\+u[0-9a-fA-F]{4})+[^\W\d_]*")
+_ESCAPED_WORD = re.compile(r"(?:[^\W\d_]|\\+u[0-9a-fA-F]{4})(?:(?!" + _GLUED_MARK + r")(?:[^\W\d_]|\\+u[0-9a-fA-F]{4}))*")
 _OPENERS = "\"'`「『“‘（(《【<>«"
 _VALUE_CHARS = re.compile(r"[^\s\"'`「」『』“”‘’（）()。，、；！？《》【】«»<\\" + _CJK + r"]{1,256}")
 _TRAILING = ".,;:!?)]}>"
@@ -100,6 +129,7 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
     """The value after a credential word at `position`: (its span, whether a connector came
     first). Skips blanks, openers, up to five short filler words (only before a connector)."""
     connector = False
+    soft = False  # the connector was a soft one (`to`): a filler word may still follow
     fillers = 0
     end_limit = min(len(text), position + 120)
     while position < end_limit:
@@ -110,9 +140,10 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
         if text.startswith(("\\n", "\\t"), position) and connector:
             position += 2  # a JSON-escaped line break after a label (`password:\n X`)
             continue
-        found = None if connector else _CONNECTOR.match(text, position)
+        found = None if connector or char not in _CONNECTOR_FIRST else _CONNECTOR.match(text, position)
         if found is not None and found.end() > position:
             connector = True
+            soft = found.group().lower() in _SOFT_CONNECTORS
             position = found.end()
             continue
         if char in _OPENERS:
@@ -122,13 +153,23 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
         if escaped_opener is not None:
             position = escaped_opener.end()
             continue
+        if not connector and _UNSPACED_LETTER.match(text, position):
+            # CJK or Hangul letters, the same as the JSON-escaped ones below: one filler, up to
+            # a connector mark (`密码已经改成 X`, `비밀번호 변경: X`).
+            if fillers >= 5:
+                return None
+            fillers += 1
+            position = _filler_end(text, position, _UNSPACED_WORD, end_limit)
+            continue
         escaped = _ESCAPED_LETTERS.match(text, position)
         if escaped is not None:
             # JSON-escaped letters (`f\\u00fcr`): a filler word.
+            if soft and fillers < 5:
+                connector = soft = False  # `to` was a word of the phrase (`password to the db`)
             if connector or fillers >= 5:
                 return None
             fillers += 1
-            position = escaped.end()
+            position = _filler_end(text, position, _ESCAPED_WORD, escaped.end())
             continue
         if text[position : position + len(REDACTED)].upper() == REDACTED:
             return None
@@ -150,6 +191,8 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
             connector = True
             position = value.end()
             continue
+        if soft and fillers < 5 and _FILLER.fullmatch(token) and not any(char.isdigit() for char in token):
+            connector = soft = False  # `to` was a word of the phrase (`password to the db is X`)
         if not connector and fillers < 5 and _FILLER.fullmatch(token) and not any(char.isdigit() for char in token):
             # A word of the phrase ("de la base", "for the"), unless a connector already came.
             fillers += 1
@@ -157,6 +200,13 @@ def _prose_value(text: str, position: int) -> tuple[Span, bool] | None:
             continue
         return ((start, end), connector) if end > start else None
     return None
+
+
+def _filler_end(text: str, position: int, word: re.Pattern[str], limit: int) -> int:
+    """The end of a filler word (`_UNSPACED_WORD` or `_ESCAPED_WORD`) starting at `position`:
+    before `limit`, or before a connector glued to it (`已经改成`, `\\u6539\\u4e3a` "改为")."""
+    found = word.match(text, position, limit)
+    return found.end() if found is not None else position + 1
 
 
 def _keeps_trailing(value: str) -> bool:
@@ -209,18 +259,23 @@ def _locate_phrase_value(match: re.Match[str], text: str) -> Span | None:
 # Verbs after which a command takes a credential as a positional argument.
 _CREDENTIAL_VERBS = (
     "login", "log-in", "signin", "sign-in", "auth", "authenticate", "authtoken", "add-authtoken", "set-token",
-    "settoken", "install", "register", "unlock", "connect", "attach", "enroll", "activate", "join",
+    "settoken", "install", "register", "unlock", "unseal", "connect", "attach", "enroll", "activate", "join",
 )
+# Verbs whose first positional argument is the secret a person typed, no user name before it
+# (`bw unlock <master password>`, `rbw unlock`, `vault operator unseal <key>`).
+_UNLOCK_VERBS = frozenset(("unlock", "unseal"))
 _COMMAND_TOKEN = re.compile(r"\\*[\"']?([^\s\"'\\]{1,512})\\*[\"']?")
 
 
 def _locate_verb_arguments(match: re.Match[str], text: str) -> list[Span]:
     """The positional arguments after a credential verb, on the same command line: a generated
-    one in the first two places, a password-like one in the second (`login user password`).
+    one in the first two places, a password-like one in the second (`login user password`), or
+    in the first after a verb that takes no user (`unlock password`).
     Options (`--force`, `-u name`) are skipped; an option's own value is not an argument here."""
     position = match.end()
     spans: list[Span] = []
     place = 0
+    typed_place = 0 if text[match.start() : match.end()].lower() in _UNLOCK_VERBS else 1
     limit = min(len(text), position + 600)
     while position < limit and place < 2:
         blank = re.compile(r"[ \t]+").match(text, position)
@@ -238,7 +293,7 @@ def _locate_verb_arguments(match: re.Match[str], text: str) -> list[Span]:
             break
         start, end = token.span(1)
         generated = _looks_generated(value) or _looks_uuid_token(value) or looks_like_random_base64(value)
-        typed = place == 1 and (looks_like_password(value) or _credential_value(value, True, True))
+        typed = place == typed_place and (looks_like_password(value) or _credential_value(value, True, True))
         if REDACTED not in value and not is_placeholder(value) and (generated or typed):
             spans.append((start, end))
         place += 1
@@ -254,14 +309,19 @@ def _looks_uuid_token(value: str) -> bool:
 
 
 # A code starts at a word start, or right after a JSON escape (`\\n8f3k-2mzp`), never at its `n`.
-_CODE_TOKEN = re.compile(r"(?:(?<=\\[nrt])|(?<![\w\-\\]))([A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,4})(?![\w\-])")
+# Groups are joined by `-`, or by single blanks when they are all digits (`8410 2275`,
+# `123 456 789`: how authenticator apps print them).
+_CODE_TOKEN = re.compile(
+    r"(?:(?<=\\[nrt])|(?<![\w\-\\]))(\d{3,8}(?: \d{3,8}){1,3}(?![\w\-])|[A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,4}(?![\w\-]))"
+)
 _BLANK_LINE = re.compile(r"(?:\r?\n|\\+n)[ \t]*(?:\r?\n|\\+n)")
 
 
 def _is_code(token: str) -> bool:
     """A one-time code: 6+ characters of letters and digits with a digit (`8f3k-2mzp`,
-    `47213958`), or upper-case groups (`ABCD-EFGH`); not a word, not a date or version."""
-    body = token.replace("-", "")
+    `47213958`, `8410 2275`), or upper-case groups (`ABCD-EFGH`); not a word, not a date or
+    version."""
+    body = token.replace("-", "").replace(" ", "")
     if len(body) < 6 or re.fullmatch(r"\d{4}-\d{2}(?:-\d{2})?|v?\d+(?:\.\d+)+", token):
         return False
     if any(char.isdigit() for char in body):
@@ -338,7 +398,7 @@ PROSE_SHAPES: tuple[Rule, ...] = (
         # After a command word (`ngrok authtoken`), or ending a tool's name (`mega-login`).
         r"(?:(?<=[\w.\-:]\s)(?<![\w\-])|(?<=[a-z0-9]-))(?:" + "|".join(re.escape(verb) for verb in _CREDENTIAL_VERBS) + r")(?![\w\-])",
         (REDACTED,),
-        ("login", "log-in", "sign", "auth", "token", "install", "register", "unlock", "connect", "attach", "enroll", "activate", "join"),
+        ("login", "log-in", "sign", "auth", "token", "install", "register", "unlock", "unseal", "connect", "attach", "enroll", "activate", "join"),
         case_insensitive=True,
         locate_all=_locate_verb_arguments,
         starts=_phrase_starts({"": _CREDENTIAL_VERBS}),

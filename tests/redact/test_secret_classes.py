@@ -120,8 +120,106 @@ def test_wallet_material_is_redacted_by_word_list_byte_array_and_checksum():
     assert redact_secrets("[0, 0, 0, 0, 1, 1, 1, 1]") == "[0, 0, 0, 0, 1, 1, 1, 1]"
 
 
-@pytest.mark.parametrize("family", [family for family in SECRET_FAMILIES if family.split in ("tune", "heldout")], ids=lambda family: family.name)
-def test_each_benchmark_family_of_rounds_one_and_tuning_is_redacted_in_a_tool_output(family):
+# ---- round 2 classes (issue 36): written before the rules, in wording the benchmark's generators
+# do not use, so they check the class and not the one generator.
+ROUND2_SECRETS = [
+    # Korean and other-language password cues, particles and "set it to" phrasings.
+    ("DB 암호를 Qwerty_8841z로 설정했습니다", "Qwerty_8841z"),
+    ("새 비번은 Maple#2290 이에요", "Maple#2290"),
+    ("와이파이 패스워드도 Kimchi2024x 입니다", "Kimchi2024x"),
+    ("la password del server è Lupo_4471x", "Lupo_4471x"),
+    ("het wachtwoord van de database is Fiets_2291x", "Fiets_2291x"),
+    ("hasło do bazy: Kotek_5512q", "Kotek_5512q"),
+    ("yeni şifre: Deniz_7731k", "Deniz_7731k"),
+    ("lösenordet är Granit_3390b", "Granit_3390b"),
+    ("I changed the admin password to Walrus_6620t yesterday", "Walrus_6620t"),
+    ("сменил пароль на Ёжик_4410z", "Ёжик_4410z"),
+    ("データベースのパスワードも Kaede_5519w に変えた", "Kaede_5519w"),
+    ("数据库密码改为 Lotus_8812m 了", "Lotus_8812m"),
+    # A password manager's unlock command: the password as its positional argument.
+    ('BW_SESSION="$(bw unlock "Quartz#7781" --raw)"', "Quartz#7781"),
+    ("bw unlock --raw Topaz-5530x", "Topaz-5530x"),
+    ("rbw unlock Heron_2231k && rbw get github", "Heron_2231k"),
+    # Quoted CSV and TSV cells under a secret header, in JSON too.
+    ('"service","login","api_key"\n"billing","svc","k3J9xQ2mZ8pL4vR7tY1w"', "k3J9xQ2mZ8pL4vR7tY1w"),
+    ("'host'\t'user'\t'passwd'\n'db1'\t'root'\t'Orca!9153'", "Orca!9153"),
+    ('"name";"token"\n"ci";"Lynx_40xT9qPz2wM8"', "Lynx_40xT9qPz2wM8"),
+    ('here you go: "host","db_password"\n"db1","Pelican#5521"', "Pelican#5521"),
+    # SQL inserts without a column list: a generated or password-like value.
+    ("insert into api_tokens values (3, 'deploy-bot', 'q7Rk2LmZ9xV4pT8sW1nB6yC3');", "q7Rk2LmZ9xV4pT8sW1nB6yC3"),
+    ("INSERT INTO `users` VALUES (12,'lee','Lee Park','Tulip!8842');", "Tulip!8842"),
+    ("INSERT INTO accounts VALUES\n  (1, 'ops', 'Cobalt-7712', NOW()),\n  (2, 'bi', 'Amber-3391', NOW());", "Amber-3391"),
+    # A long random path segment under an events / collector / intake path.
+    ("POST https://api.example.org/v1/events/6b86b273ff34fce19d6b804eff5a3f5747ada4ea/track", "6b86b273ff34fce19d6b804eff5a3f5747ada4ea"),
+    ("DSN=https://intake.metrics.example.com/api/v2/series/3f5c9e1a7b2d4f6e8a0c1e3b5d7f9a2c", "3f5c9e1a7b2d4f6e8a0c1e3b5d7f9a2c"),
+    ("curl https://telemetry.example.dev/capture/8c1f2e4d6b8a0c2e4f6a8b0d2f4e6a8c0b2d4f6e -d @event.json", "8c1f2e4d6b8a0c2e4f6a8b0d2f4e6a8c0b2d4f6e"),
+    # Recovery / backup codes in digit groups, several languages.
+    ("Your Google backup codes:\n1. 8410 2275\n2. 3391 0486\n3. 7720 1645", "3391 0486"),
+    ("Kody zapasowe: 55821 90317 / 44102 77315", "44102 77315"),
+    ("Codici di backup\n 123 456 789\n 246 801 357", "246 801 357"),
+    ("backup-codes.txt:\n4821-0937-1150\n6604-2219-8873", "6604-2219-8873"),
+    ("复原码：\n7731 0042\n5518 2290", "5518 2290"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), ROUND2_SECRETS)
+def test_round_two_classes_are_redacted_raw_and_json_escaped(text, secret):
+    for form in (text, json.dumps(text), json.dumps(json.dumps(text)), json.dumps(json.dumps(text, ensure_ascii=False))):
+        redacted = redact_secrets(form)
+        assert not leaked(secret, redacted), form
+        if form != text:
+            json.loads(redacted)
+        assert redact_secrets(redacted) == redacted
+        assert find_secret_kinds(redacted) == []
+
+
+ROUND2_ORDINARY = [
+    "INSERT INTO migrations VALUES (5, '2026_01_02_add_users', 1);",
+    "INSERT INTO users VALUES (1, 'dana', 'dana@example.org', '2026-01-02', 'Dana Park');",
+    "insert into releases values (7, 'v2.14.0', 'a3f9c1e', now());",
+    "insert into commits values ('4f2a9c1e8b7d6f5a4c3b2a1f0e9d8c7b6a5f4e3d', 'fix: handle empty config');",
+    '"id","user","created_at"\n"1","dana","2026-01-02"',
+    '"user","password"\n"dana","<password>"',
+    "Note: id, email, password are required\nsee docs/signup.md, section 2",
+    "https://api.github.com/repos/acme/app/events",
+    "https://github.com/acme/events-service/commit/4f2a9c1e8b7d6f5a4c3b2a1f0e9d8c7b6a5f4e3d",
+    "https://example.com/events/2026/03/summit",
+    "bw unlock --passwordenv BW_PASSWORD --raw",
+    "bw unlock $BW_PASSWORD",
+    "then unlock the vault with bw unlock and paste the session key",
+    "set the password to something stronger than the default",
+    "the password to the staging db is in 1Password",
+    "비밀번호를 잊으셨나요? 재설정 링크를 보내드립니다",
+    "passwort auf mindestens 12 Zeichen setzen",
+    "backup codes: regenerate them after 30 days",
+    "Backup codes\nGenerated 2026 03 02, 10 codes",
+    "我 的 天 啊 这 是 什 么",
+]
+
+
+@pytest.mark.parametrize("text", ROUND2_ORDINARY)
+def test_round_two_look_alikes_come_through(text):
+    assert redact_secrets(text) == text
+    escaped = json.dumps({"output": text})
+    assert redact_secrets(escaped) == escaped
+
+
+@pytest.mark.parametrize("language", ["english", "japanese", "spanish", "czech", "korean", "chinese_simplified", "chinese_traditional",
+                                      "portuguese", "turkish", "french", "italian", "russian"])
+def test_a_mnemonic_in_every_word_list_is_redacted_in_every_escaping(language):
+    from mnemonic import Mnemonic
+
+    rng = random.Random(11)
+    for size in (16, 32):
+        words = Mnemonic(language).to_mnemonic(bytes(rng.getrandbits(8) for _ in range(size)))
+        for text in (words, "助記詞：" + words, "restore with:\n" + words):
+            for form in (text, json.dumps(text), json.dumps(json.dumps(text)), json.dumps(json.dumps(text, ensure_ascii=False))):
+                redacted = redact_secrets(form)
+                assert not leaked(words, redacted), (language, form)
+
+
+@pytest.mark.parametrize("family", [family for family in SECRET_FAMILIES if family.split in ("tune", "heldout", "heldout2")], ids=lambda family: family.name)
+def test_each_benchmark_family_of_rounds_one_two_and_tuning_is_redacted_in_a_tool_output(family):
     snippet, secrets = family.build(random.Random(3))
     text = serialize({"type": "function_call_output", "call_id": "call_1", "output": snippet})
     redacted = redact_secrets(text)
