@@ -15,6 +15,7 @@ import pytest
 from codex_memories import paths
 from codex_memories.reports import render_phase1_markdown, render_phase2_markdown
 from codex_memories.state.records import JobKind, MemoryMode
+from codex_memories.storage import STATE_BINDING_PATH
 from tests.support.memory_home import MemoryHome
 from tests.support.rollout_factory import rollout_lines
 
@@ -35,6 +36,10 @@ def remember_two_sessions(home: MemoryHome) -> tuple[str, str]:
 
 def audit_rows(home: MemoryHome, route: str) -> list:
     return [row for row in home.store.list_forget_audit() if row.route == route]
+
+
+def partition(rows: list, first) -> tuple[list, list]:
+    return [row for row in rows if first(row)], [row for row in rows if not first(row)]
 
 
 def assert_pnpm_forgotten_from_files(home: MemoryHome) -> None:
@@ -177,7 +182,10 @@ def test_reset_forgets_every_row_and_every_file_and_the_next_runs_start_over(hom
 
     assert done.returncode == 0, done.stderr
     assert home.store.status_summary().stage1_outputs == 0
-    assert list(home.memory_root.iterdir()) == []  # .git included
+    # Every file, .git included; the folder's history stays (its binding to this state DB, the
+    # forget ledger when there is one): a reset must not bring back what was forgotten before.
+    left = sorted(path.relative_to(home.memory_root).as_posix() for path in home.memory_root.rglob("*") if path.is_file())
+    assert left == [STATE_BINDING_PATH], left
     [row] = audit_rows(home, "manual_reset")
     assert row.removed["rows"]["stage1_outputs"] == 2 and row.removed["memory_files"] > 0
     # Threads (and their memory modes) stay, so the next runs rebuild from the rollouts.
@@ -199,14 +207,17 @@ def test_an_ad_hoc_forget_note_removes_the_preference_and_is_audited(home: Memor
     # preferences; the task the session did stays listed under its own title).
     assert f'"{PNPM}"' not in summary and f'"{PNPM}"' not in handbook
     assert f'"{DEPLOY}"' in summary
-    [row] = audit_rows(home, "ad_hoc_note")
+    # Two rows: the `note` command's when it wrote the note, phase 2's when it folded it in.
+    written, [row] = partition(audit_rows(home, "ad_hoc_note"), lambda one: one.removed.get("status") != "A")
+    assert [one.reason.split(",")[0] for one in written] == ["note added by the user"]
     assert row.target.startswith("extensions/ad_hoc/notes/") and row.target.endswith("-forget-pnpm.md")
-    assert row.removed == {"status": "A", "note": "Please forget that I prefer pnpm over npm."}
+    # The note as the file holds it: the text, then the project it was typed in.
+    assert row.removed["status"] == "A" and row.removed["note"].startswith("Please forget that I prefer pnpm over npm.\n\n(project=")
     assert [r.route for r in report.forget_audit] == ["ad_hoc_note"]
     assert "## Forget audit (1 row(s) written during this run)" in render_phase2_markdown(report)
     # The note is consumed once: the next consolidation does not audit it again.
     home.phase2()
-    assert len(audit_rows(home, "ad_hoc_note")) == 1
+    assert len(audit_rows(home, "ad_hoc_note")) == 2
 
 
 def test_a_user_edit_of_memory_md_is_audited_as_authoritative(home: MemoryHome) -> None:
