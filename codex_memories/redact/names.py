@@ -134,15 +134,15 @@ def words_pattern(entries: tuple[tuple[str, ...], ...]) -> str:
 # `tokenizer` or `autoclave`), a CJK word may touch what follows. `PASSWORD_PHRASES` are the
 # subset that name a password a person types (a value of digits only counts after them).
 PASSWORD_PHRASES: dict[str, tuple[str, ...]] = {
-    "en": ("password", "passwd", "passphrase", "pass phrase", "passcode", "pin code", "login password"),
+    "en": ("password", "passwd", "passphrase", "pass phrase", "passcode", "pin code", "login password", "pw", "pwd"),
     "zh": ("密码", "口令", "密碼", "暗号", "登录密码", "登錄密碼"),
     "ja": ("パスワード", "暗証番号", "合言葉", "パスフレーズ"),
     "ko": ("비밀번호", "암호", "패스워드", "비번"),
-    "es": ("contraseña", "contrasena", "clave de acceso", "clave"),
-    "pt": ("senha", "palavra-passe", "palavra passe"),
-    "fr": ("mot de passe", "mdp", "code secret"),
-    "de": ("passwort", "kennwort", "zugangspasswort", "geheimzahl"),
-    "ru": ("пароль", "пароля", "паролем", "пин-код"),
+    "es": ("contraseña", "contrasena", "clave de acceso", "clave", "código de acceso", "codigo de acceso"),
+    "pt": ("senha", "palavra-passe", "palavra passe", "código de acesso", "codigo de acesso"),
+    "fr": ("mot de passe", "mdp", "code secret", "code d'accès", "code d'acces"),
+    "de": ("passwort", "kennwort", "zugangspasswort", "geheimzahl", "pw", "zugangscode"),
+    "ru": ("пароль", "пароля", "паролем", "пин-код", "пасс", "пассворд"),
     # Languages people also write in (issue 36, round 2): the password word and its common
     # inflected forms (Polish, Turkish and the Nordic languages inflect the noun itself).
     "it": ("parola d'ordine", "parola chiave"),
@@ -195,4 +195,46 @@ RECOVERY_PHRASES: dict[str, tuple[str, ...]] = {
     "sv": ("reservkoder", "återställningskoder", "återställningsnyckel"),
     "nb": ("reservekoder", "gjenopprettingskoder", "backupkoder"),
     "cs": ("záložní kódy", "kódy pro obnovení"),
+}
+# "Sign in as <user> with <value>": a login handed over without naming the password, per language
+# (issue 36, round 3). `verbs`: log in / sign in; `as`: the word before the user name; `with`:
+# the word between the user name and the value.
+LOGIN_PHRASES: dict[str, dict[str, tuple[str, ...]]] = {
+    "en": {"verbs": ("log in", "login", "log on", "sign in", "sign on", "signin", "logon"), "as": ("as",), "with": ("with", "using", "and", "pw", "password")},
+    "es": {"verbs": ("inicia sesión", "inicia sesion", "entra", "entrá", "accede", "ingresa", "loguéate", "logueate"),
+           "as": ("como",), "with": ("con", "y")},
+    "pt": {"verbs": ("faça login", "faz login", "entre", "entra", "acesse", "acessa", "logue", "loga"), "as": ("como",), "with": ("com", "e")},
+    "fr": {"verbs": ("connecte-toi", "connectez-vous", "connecte toi", "identifie-toi", "identifiez-vous", "logue-toi"),
+           "as": ("en tant que", "comme", "avec le compte"), "with": ("avec", "et")},
+    "de": {"verbs": ("melde dich", "meld dich", "melden sie sich", "logge dich", "logg dich", "einloggen", "anmelden"),
+           "as": ("als",), "with": ("mit", "und")},
+    "it": {"verbs": ("accedi", "entra", "fai login", "logga"), "as": ("come",), "with": ("con", "e")},
+    "nl": {"verbs": ("log in", "login", "meld je aan", "inloggen"), "as": ("als",), "with": ("met", "en")},
+    "pl": {"verbs": ("zaloguj się", "zaloguj sie", "loguj się"), "as": ("jako",), "with": ("z hasłem", "hasłem", "i")},
+    "ru": {"verbs": ("войди", "войдите", "зайди", "зайдите", "залогинься", "логинься"), "as": ("как", "под"), "with": ("с", "и", "/")},
+    "sv": {"verbs": ("logga in",), "as": ("som",), "with": ("med", "och")},
+    "nb": {"verbs": ("logg inn",), "as": ("som",), "with": ("med", "og")},
+    "tr": {"verbs": ("giriş yap", "giris yap"), "as": ("olarak",), "with": ("ile", "ve")},
+    "cs": {"verbs": ("přihlas se", "prihlas se"), "as": ("jako",), "with": ("s", "a")},
+    "id": {"verbs": ("masuk", "login"), "as": ("sebagai",), "with": ("dengan", "dan")},
+    "vi": {"verbs": ("đăng nhập",), "as": ("bằng", "với tư cách"), "with": ("với", "và")},
+}
+# "X as the password", "X als Passwort", "X como contraseña", "X в качестве пароля": the value
+# stands before the word for it. The words between the value and the password word, per language.
+VALUE_AS_PHRASES: dict[str, tuple[str, ...]] = {
+    "en": ("as", "as the", "as your", "as my", "as a", "as the new", "for the", "is the", "is my", "is your"),
+    "es": ("como", "como la", "como tu", "es la"),
+    "pt": ("como", "como a", "como sua", "é a"),
+    "fr": ("comme", "comme le", "comme nouveau", "est le"),
+    "de": ("als", "als das", "als neues", "ist das"),
+    "it": ("come", "come la", "è la"),
+    "nl": ("als", "als het", "is het"),
+    "pl": ("jako",),
+    "ru": ("в качестве", "как", "это"),
+    "sv": ("som", "är"),
+    "nb": ("som", "er"),
+    "tr": ("olarak",),
+    "cs": ("jako",),
+    "id": ("sebagai",),
+    "vi": ("làm",),
 }

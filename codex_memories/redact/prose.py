@@ -33,10 +33,16 @@ from functools import cache
 
 import ahocorasick
 
-from codex_memories.redact.names import CREDENTIAL_PHRASES, PASSWORD_PHRASES, RECOVERY_PHRASES
+from codex_memories.redact.names import CREDENTIAL_PHRASES, LOGIN_PHRASES, PASSWORD_PHRASES, RECOVERY_PHRASES, VALUE_AS_PHRASES
 from codex_memories.redact.rules import REDACTED, Rule
 from codex_memories.redact.shapes import _looks_generated
-from codex_memories.redact.values import is_indirect, is_placeholder, looks_like_password, looks_like_random_base64
+from codex_memories.redact.values import (
+    is_indirect,
+    is_placeholder,
+    looks_like_password,
+    looks_like_random_base64,
+    looks_like_word_and_number,
+)
 
 Span = tuple[int, int]
 
@@ -80,6 +86,11 @@ _PASSWORD_WORDS = frozenset(phrase for group in PASSWORD_PHRASES.values() for ph
 _CONNECTOR_WORDS = (
     "is", "was", "are", "be", "es", "era", "é", "est", "ist", "lautet", "это", "равен", "sera", "será", "e",
     "è", "je", "är", "er", "là", "adalah", "ialah", "olarak",
+    # "stays / became / will be": the noun, a verb, the value ("la senha ficou X", "das Passwort
+    # bleibt X", "пароль будет X"), in every language above that has such a verb.
+    "stays", "remains", "becomes", "became", "quedó", "queda", "sigue", "ficou", "fica", "reste", "devient",
+    "bleibt", "wird", "diventa", "resta", "rimane", "будет", "остаётся", "остается", "стал", "blijft", "wordt",
+    "zostaje", "będzie", "kalır", "blir", "förblir", "zůstává", "bude", "tetap", "vẫn là",
 )
 # Marks: particles that end the word in Korean (topic, subject, object, "also", "as") and
 # Japanese, the verbs "is / set to / changed to" of Chinese.
@@ -231,7 +242,7 @@ def _credential_value(value: str, connector: bool, password_word: bool) -> bool:
         # `credentials: Optional[Block]`, `le mot de passe est oublié!`: code and prose; a typed
         # password holds a digit (a generated one is caught above).
         return False
-    if looks_like_password(value):
+    if looks_like_password(value) or looks_like_word_and_number(value):
         return True
     if not connector:
         return False
@@ -244,17 +255,68 @@ def _credential_value(value: str, connector: bool, password_word: bool) -> bool:
 def _locate_phrase_value(match: re.Match[str], text: str) -> Span | None:
     if text[max(0, match.start() - 10) : match.start()].upper().endswith("[REDACTED_"):
         return None  # the word of the marker itself
+    word = re.sub(r"\s+", " ", text[match.start() : match.end()].lower())
     found = _prose_value(text, match.end())
+    if found is not None:
+        (start, end), connector = found
+        assigned = re.search(r"[=:][ \t]*\\*[\"']?\Z", text[match.end() : start]) is not None
+        if assigned and word.isascii() and end - start < 8:
+            # `password = hunter2`: Codex's assignment rule and its 8-character floor (spec 1.9).
+            return None
+        if _credential_value(text[start:end], connector, word in _PASSWORD_WORDS):
+            return start, end
+    return _value_before(match, text)
+
+
+def _value_before(match: re.Match[str], text: str) -> Span | None:
+    """The value before `as the password` (`VALUE_AS_PHRASES`): "use X as the password", "X als
+    Passwort", "X como contraseña". Nothing says it is one but its place, so it must look like a
+    password on its own (no connector)."""
+    found = _VALUE_AS.search(text, max(0, match.start() - 160), match.start())
     if found is None:
         return None
-    (start, end), connector = found
-    word = re.sub(r"\s+", " ", text[match.start() : match.end()].lower())
-    assigned = re.search(r"[=:][ \t]*\\*[\"']?\Z", text[match.end() : start]) is not None
-    if assigned and word.isascii() and end - start < 8:
-        # `password = hunter2`: Codex's assignment rule and its 8-character floor (spec 1.9).
-        return None
-    return (start, end) if _credential_value(text[start:end], connector, word in _PASSWORD_WORDS) else None
+    start, end = found.span("value")
+    while end > start and text[end - 1] in _TRAILING and not _keeps_trailing(text[start:end]):
+        end -= 1
+    return (start, end) if end > start and _credential_value(text[start:end], False, True) else None
 
+
+# The value, blanks, a phrase of `VALUE_AS_PHRASES`, blanks, right before the password word.
+_VALUE_AS = re.compile(
+    r"(?:(?<=\\[nrt])|(?<![^\s\"'`(\[]))(?P<value>[^\s\"'`\\]{6,128})[ \t]{1,3}(?:"
+    + "|".join(sorted((escaped_form(phrase) for group in VALUE_AS_PHRASES.values() for phrase in group), key=len, reverse=True))
+    + r")[ \t]{1,3}\Z",
+    re.IGNORECASE,
+)
+
+
+def _login_pattern() -> str:
+    """`LOGIN_PHRASES` as one pattern over lower-cased text: a log-in verb, up to three words
+    (`log in to grafana`), the `as` word, a user name, the `with` word, up to the value."""
+
+    def alternation(key: str) -> str:
+        words = {word for group in LOGIN_PHRASES.values() for word in group[key]}
+        return "(?:" + "|".join(sorted((escaped_form(word) for word in words), key=len, reverse=True)) + ")"
+
+    return (
+        r"(?:(?<=\\[nrt])|(?<![\w\-]))" + alternation("verbs") + r"(?:[ \t]{1,3}[^\s\"'\\]{1,30}){0,3}?[ \t]{1,3}"
+        + alternation("as") + r"[ \t]{1,3}\\*[\"']?[^\s,;\"'\\]{1,64}\\*[\"']?,?[ \t]{1,3}" + alternation("with") + r"[ \t]{1,3}"
+    )
+
+
+def _locate_login_value(match: re.Match[str], text: str) -> Span | None:
+    """The value after "log in as <user> with": nothing names it, so it must look like a
+    password on its own (`Kestrel#3318`, `Walnut-77104`; not `SSO`, `your own key`)."""
+    token = _COMMAND_TOKEN.match(text, match.end())
+    if token is None:
+        return None
+    start, end = token.span(1)
+    while end > start and text[end - 1] in _TRAILING and not _keeps_trailing(text[start:end]):
+        end -= 1
+    return (start, end) if end > start and _credential_value(text[start:end], False, True) else None
+
+
+_LOGIN_VERBS = tuple(sorted({verb for group in LOGIN_PHRASES.values() for verb in group["verbs"]}))
 
 # Verbs after which a command takes a credential as a positional argument.
 _CREDENTIAL_VERBS = (
@@ -392,6 +454,15 @@ PROSE_SHAPES: tuple[Rule, ...] = (
         case_insensitive=True,
         locate=_locate_phrase_value,
         starts=_phrase_starts({language: PASSWORD_PHRASES[language] + CREDENTIAL_PHRASES[language] for language in PASSWORD_PHRASES}),
+    ),
+    Rule(
+        "login_as_user",
+        _login_pattern(),
+        (REDACTED,),
+        (*sorted({verb.split(" ")[0] for verb in _LOGIN_VERBS}), "\\u"),
+        case_insensitive=True,
+        locate=_locate_login_value,
+        starts=_phrase_starts({"": _LOGIN_VERBS}),
     ),
     Rule(
         "credential_argument",
