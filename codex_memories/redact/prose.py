@@ -22,7 +22,8 @@ it does not read as a word, a number, a path or a placeholder.
 * `recovery_codes`: the codes listed after "recovery codes", "backup codes", "恢复码",
   "Wiederherstellungscodes", "kody zapasowe", ...: every code-like token (digits and letters, or
   upper-case groups, joined by `-`; digit groups also by single blanks, `8410 2275`) up to a
-  blank line.
+  blank line; at least two of them, or one recovery key of four or more dash-joined groups
+  (`Q7RM-2KXP-9WNB-4HTD-6JFV-8LCZ`) after "recovery key", "恢复密钥", "clave de recuperación".
 """
 
 from __future__ import annotations
@@ -374,7 +375,7 @@ def _looks_uuid_token(value: str) -> bool:
 # Groups are joined by `-`, or by single blanks when they are all digits (`8410 2275`,
 # `123 456 789`: how authenticator apps print them).
 _CODE_TOKEN = re.compile(
-    r"(?:(?<=\\[nrt])|(?<![\w\-\\]))(\d{3,8}(?: \d{3,8}){1,3}(?![\w\-])|[A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,4}(?![\w\-]))"
+    r"(?:(?<=\\[nrt])|(?<![\w\-\\]))(\d{3,8}(?: \d{3,8}){1,3}(?![\w\-])|[A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,11}(?![\w\-]))"
 )
 _BLANK_LINE = re.compile(r"(?:\r?\n|\\+n)[ \t]*(?:\r?\n|\\+n)")
 
@@ -402,8 +403,24 @@ def _locate_recovery_codes(match: re.Match[str], text: str) -> list[Span]:
     for token in _CODE_TOKEN.finditer(text, start, end):
         if _is_code(token.group(1)) and not text.startswith(REDACTED, token.start()):
             spans.append(token.span(1))
-    # One code-like word after the phrase is prose (`stored in 1Password`); codes come as a list.
-    return spans if len(spans) >= 2 else []
+    # One code-like word after the phrase is prose (`stored in 1Password`, `JIRA-4412`); codes come
+    # as a list, or as one recovery key of four or more groups (`Q7RM-2KXP-9WNB-4HTD-6JFV-8LCZ`).
+    if len(spans) == 1 and not _is_grouped_key(text[spans[0][0] : spans[0][1]]):
+        return []
+    return spans
+
+
+def _is_grouped_key(token: str) -> bool:
+    """A recovery key printed in groups: four or more groups of 4 to 8 letters and digits, with
+    both kinds, joined by `-` (not a ticket id, `ABCD-1234`, or a date)."""
+    groups = token.split("-")
+    body = "".join(groups)
+    return (
+        len(groups) >= 4
+        and all(4 <= len(group) <= 8 for group in groups)
+        and any(char.isdigit() for char in body)
+        and any(char.isalpha() for char in body)
+    )
 
 
 def _phrase_starts(phrases: dict[str, tuple[str, ...]]) -> Callable[[str], Iterator[int]]:
