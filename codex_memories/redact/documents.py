@@ -661,7 +661,12 @@ def decoded_text(blob: str) -> str | None:
 
 
 def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
-    blob = match.group()
+    start = match.start()
+    if text[start] == "+" and (start == 0 or text[start - 1] == "\n" or text[max(0, start - 2) : start] == "\\n"):
+        # The `+` of an added line in a patch (`+c2VydmVy...`), not the blob's: judged without it.
+        start += 1
+    blob = text[start : match.end()]
+    span = (start, match.end())
     # Base64 of text has both cases and a digit or `+/=`; identifiers (`include_secrets`) do not.
     if blob.islower() or blob.isupper() or not any(char.isdigit() or char in "+/=" for char in blob):
         return None
@@ -671,10 +676,10 @@ def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
     if _USER_PASSWORD.fullmatch(decoded):
         user, password = decoded.split(":", 1)
         if not password.isdigit() and not password.startswith("//") and not is_placeholder(password):
-            return match.span()
+            return span
     from codex_memories.redact.engine import redact_secrets  # the whole table, on the decoded text
 
-    return match.span() if redact_secrets(decoded) != decoded else None
+    return span if redact_secrets(decoded) != decoded else None
 
 
 DOCUMENT_SHAPES: tuple[Rule, ...] = (
@@ -784,7 +789,8 @@ DECODED_SHAPES: tuple[Rule, ...] = (
         "base64_wrapped_secret",
         # Standard base64 (what Kubernetes secrets, docker configs and `base64` print): a
         # URL-safe alphabet would take in every snake_case identifier.
-        r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
+        # It may start right after a JSON-escaped line break (`:\\nc2VydmVy...`), never at its `n`.
+        r"(?:(?<=\\[nrt])|(?<![A-Za-z0-9+/_\-\\]))[A-Za-z0-9+/]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
         (REDACTED,),
         (),
         locate=_locate_wrapped,
