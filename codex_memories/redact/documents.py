@@ -7,8 +7,8 @@ field's name says secret is `names.name_strength` (a strong name takes any value
 placeholder, a weak one a generated or password-like value); whether a value is generated is `values.py`.
 
 * `table_secret_column`: a markdown, CSV or TSV table (or `column -t` output, or a psql / mysql
-  result with its rule and border rows) whose header names a secret column (its cells quoted or not, a label such as `Use this:` before it): that
-  column's cells in the rows below.
+  result with its rule and border rows) whose header names a secret column (its cells quoted or
+  not, a label such as `Use this:` before it): that column's cells in the rows below.
 * `sql_insert_secret_column`: `INSERT INTO t (..., password, ...) VALUES (...), (...)`: the
   values in that column of every row; in other columns, or with no column list, a generated or
   password-shaped value (in a table of accounts, `names.names_accounts`, a weaker one too).
@@ -303,7 +303,9 @@ def _locate_sql_insert(match: re.Match[str], text: str) -> list[Span]:
 
 # The attribute that names what an element holds: `<property name="db.password">`,
 # `<entry key="smtp.password">`, `<setting id="ApiSecret">` (Hibernate, Java properties, .NET).
-_XML_NAME_ATTRIBUTE = re.compile(r"(?<![\w\-:])(?:name|key|id)\s{0,3}=\s{0,3}\\*[\"']([\w.:\-]{1,80})\\*[\"']", re.IGNORECASE)
+_XML_NAME_ATTRIBUTE = re.compile(
+    r"(?<![\w\-:])(?:name|key|id)\s{0,3}=\s{0,3}\\*[\"']([\w.:\-]{1,80})\\*[\"']", re.IGNORECASE
+)
 
 
 def _locate_xml_element(match: re.Match[str], text: str) -> Span | None:

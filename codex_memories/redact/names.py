@@ -13,6 +13,9 @@ Contract:
   and `public` before it (`PublicKey`) names no secret.
 * `names_accounts(name)` says whether a table's name says it holds accounts (`users`,
   `service_accounts`, `api_clients`: `ACCOUNT_WORDS`), whose rows carry a credential.
+* `PASSWORD_PHRASES`, `CREDENTIAL_PHRASES`, `RECOVERY_PHRASES`, `LOGIN_PHRASES` and
+  `VALUE_AS_PHRASES` are the words of prose, per language, that `codex_memories.redact.prose`
+  reads ("the password is X", "recovery codes: ...", "log in as U with X", "X as the password").
 * `words_pattern(words)` is the same list as a regular expression over lower-cased text, for the
   rules in `codex_memories.redact.rules` and `.shapes`.
 

@@ -12,8 +12,16 @@ it does not read as a word, a number, a path or a placeholder.
   de, ru, it, nl, pl, tr, sv, nb, cs, vi, id). After the word: up to five filler words (a run of
   CJK or Hangul letters is one, up to a particle glued to it), then a connector (`is`, `es`,
   `ist`, `è`, `是`, `改为`, `は`, `는`, `를`, `:`, ...) or none; a soft connector (`to`, `на`,
-  `auf`) counts only when a value, not a word, follows. The value is a password-like or
-  generated token (a connector lets a weaker one in).
+  `auf`) counts only when a value, not a word, follows; "stays / ficou / bleibt / будет" are
+  connectors too (the noun, a verb, the value). The value is a password-like or generated
+  token, or words and a number (`values.looks_like_word_and_number`, `Gato-47572016`); a
+  connector lets a weaker one in. The words include slang and clipped ones (`pw`, `pwd`, `mdp`,
+  `пасс`, `비번`, `code d'accès`). When nothing usable follows the word, the value may stand
+  before it: "use X as the password", "X als Passwort", "X como contraseña" (`VALUE_AS_PHRASES`).
+* `login_as_user`: "sign in as <user> with X", "melde dich als <user> mit X an", "connecte-toi
+  en tant que <user> avec X", "entra como <user> con X", "войди как <user> с X"
+  (`names.LOGIN_PHRASES`, every language above with such a phrase): X when it looks like a
+  password on its own (`SSO`, `your own key` are not).
 * `credential_argument`: a token given to a command's `login`, `auth`, `authtoken`,
   `add-authtoken`, `install`, `register`, `unlock`, `set-token`... verb (`ngrok config
   add-authtoken X`, `cloudflared service install X`, `vault login X`, `bw unlock X`): the first
@@ -34,7 +42,13 @@ from functools import cache
 
 import ahocorasick
 
-from codex_memories.redact.names import CREDENTIAL_PHRASES, LOGIN_PHRASES, PASSWORD_PHRASES, RECOVERY_PHRASES, VALUE_AS_PHRASES
+from codex_memories.redact.names import (
+    CREDENTIAL_PHRASES,
+    LOGIN_PHRASES,
+    PASSWORD_PHRASES,
+    RECOVERY_PHRASES,
+    VALUE_AS_PHRASES,
+)
 from codex_memories.redact.rules import REDACTED, Rule
 from codex_memories.redact.shapes import _looks_generated
 from codex_memories.redact.values import (
@@ -285,7 +299,7 @@ def _value_before(match: re.Match[str], text: str) -> Span | None:
 # The value, blanks, a phrase of `VALUE_AS_PHRASES`, blanks, right before the password word.
 _VALUE_AS = re.compile(
     r"(?:(?<=\\[nrt])|(?<![^\s\"'`(\[]))(?P<value>[^\s\"'`\\]{6,128})[ \t]{1,3}(?:"
-    + "|".join(sorted((escaped_form(phrase) for group in VALUE_AS_PHRASES.values() for phrase in group), key=len, reverse=True))
+    + "|".join(sorted((escaped_form(p) for group in VALUE_AS_PHRASES.values() for p in group), key=len, reverse=True))
     + r")[ \t]{1,3}\Z",
     re.IGNORECASE,
 )
@@ -301,7 +315,10 @@ def _login_pattern() -> str:
 
     return (
         r"(?:(?<=\\[nrt])|(?<![\w\-]))" + alternation("verbs") + r"(?:[ \t]{1,3}[^\s\"'\\]{1,30}){0,3}?[ \t]{1,3}"
-        + alternation("as") + r"[ \t]{1,3}\\*[\"']?[^\s,;\"'\\]{1,64}\\*[\"']?,?[ \t]{1,3}" + alternation("with") + r"[ \t]{1,3}"
+        + alternation("as")
+        + r"[ \t]{1,3}\\*[\"']?[^\s,;\"'\\]{1,64}\\*[\"']?,?[ \t]{1,3}"
+        + alternation("with")
+        + r"[ \t]{1,3}"
     )
 
 

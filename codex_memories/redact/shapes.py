@@ -11,9 +11,11 @@ The shapes, from what got through in issue 29:
   password (`sqlcmd -P`, `ldapsearch -w`, `zip -P`, `7z -p...`), and the general forms any tool
   uses: a long flag whose name ends in a secret word (`--db-password`, `-storepass`,
   `-Dsonar.token=`), `-p<value>` and `-P <value>` when the value is password-like,
-  `user%password`, `-u user,password` and `user:password@host` without a scheme, `user/password@db`, a password
-  piped into a command that reads one from standard input, and the positional forms of a few
-  well-known commands and config files (`htpasswd -b`, `.netrc`, `requirepass`, `IDENTIFIED BY`).
+  `user%password`, `-u user,password` (password-like: a comma also joins lists) and
+  `user:password@host` without a scheme, `user/password@db`, an access key id followed by its
+  generated secret (`mc alias set NAME URL ID SECRET`), a password piped into a command that
+  reads one from standard input, and the positional forms of a few well-known commands and
+  config files (`htpasswd -b`, `.netrc`, `requirepass`, `IDENTIFIED BY`).
 * Config files and connection strings: a `.pgpass` line, a base64-encoded private key
   (kubeconfig `client-key-data`), and any name that says secret assigned a value
   (`PrivateKey = ...`, `apiSecret := "..."`, `:auth_token => "..."`, `"token_value": "..."`): the

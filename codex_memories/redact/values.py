@@ -191,9 +191,11 @@ def looks_like_password(value: str) -> bool:
 
 
 # One to four words (any script) joined by a sign, then a number of 2+ digits after a sign or
-# glued on, maybe a closing sign or a letter or two (`Pinecone-7731x`): `Release-2024` has this shape too, which is why only a credential
-# position makes it a secret.
-_WORDS_AND_NUMBER = re.compile(r"[^\W\d_]{3,16}(?:[\-_.#@!+*%~=&$][^\W\d_]{2,16}){0,3}(?:[\-_.#@!+*%~=&$]|(?<=[^\W\d_]))\d{2,10}(?:[!?#*]|[a-z]{1,2})?")
+# glued on, maybe a closing sign or a letter or two (`Pinecone-7731x`). `Release-2024` has this
+# shape too, which is why only a credential position makes it a secret.
+_WORDS_AND_NUMBER = re.compile(
+    r"[^\W\d_]{3,16}(?:[\-_.#@!+*%~=&$][^\W\d_]{2,16}){0,3}(?:[\-_.#@!+*%~=&$]|(?<=[^\W\d_]))\d{2,10}(?:[!?#*]|[a-z]{1,2})?"
+)
 
 
 def looks_like_word_and_number(value: str) -> bool:

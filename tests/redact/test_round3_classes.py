@@ -47,6 +47,8 @@ ROUND3_SECRETS = [
     ("webdav-sync --user archive:Fjord-77120q https://dav.example.org/", "Fjord-77120q"),
     ("mc config host add store https://s3.example.net:9000 Q3M8ZK1PX7WN2RTY4VB6 hT9kLm2Qx8Vb5Nc3Rz7Wp1Ys4Ud6Fg0Je2Ka8Lo5",
      "hT9kLm2Qx8Vb5Nc3Rz7Wp1Ys4Ud6Fg0Je2Ka8Lo5"),
+    ("backup target: s3.example.net RTX4P9KZ2WQ7M3NB8VYC q8Lm2Zx9Rt4Wp7Ks3Ny5Bv1Hc6Jd0Fg2Ke8Ma4Nu",
+     "q8Lm2Zx9Rt4Wp7Ks3Ny5Bv1Hc6Jd0Fg2Ke8Ma4Nu"),
     ("aws configure set aws_session_token IQoJb3JpZ2luX2VjEHcaCXVzLWVhc3QtMSJHMEUCIQ --profile dev",
      "IQoJb3JpZ2luX2VjEHcaCXVzLWVhc3QtMSJHMEUCIQ"),
     ("kubectl create secret generic smtp --from-literal=smtp-pass=Marten-4471q", "Marten-4471q"),
@@ -89,7 +91,8 @@ def test_base64_of_a_config_holding_a_credential_is_redacted_whole_in_every_esca
     docker = '{"registry": "reg.example.net", "auth_token": "h7Vq2Lm9Zx4Rk8Wp3Tn6Bc1Yd5"}'
     for blob in (_b64(config), _b64(docker)):
         text = "the file, base64'd:\n" + blob + "\nthanks"
-        for form in (text, json.dumps(text), json.dumps(json.dumps(text))):
+        patch = "*** Add File: creds.b64\n+" + blob + "\n"  # an added line of an apply_patch body
+        for form in (text, json.dumps(text), json.dumps(json.dumps(text)), patch, json.dumps(patch)):
             assert not leaked(blob, redact_secrets(form)), form
 
 
@@ -119,6 +122,8 @@ ROUND3_ORDINARY = [
     "Recovery key: stored in the safe, ask Dana",
     "commit 4f2a9c1e8b7d6f5a4c3b2a1f0e9d8c7b6a5f4e3d\nAuthor: Dana <dana@example.org>",
     "terraform apply -parallelism=30",
+    "4F2A9C1E8B7D6F5A4C3B2A1F0E9D8C7B  4f2a9c1e8b7d6f5a4c3b2a1f0e9d8c7b6a5f4e3d  dist/app.tar.gz",
+    "DEADBEEF00112233 0d17b565c37bcbd895e9d92315a05c1c3c9a29f762b011a10c54a66cd53c9b31",
     "image: nginx@sha256:0d17b565c37bcbd895e9d92315a05c1c3c9a29f762b011a10c54a66cd53c9b31",
 ]
 
