@@ -72,8 +72,9 @@ def _secret_for(strength: str | None, value: str) -> bool:
     if strength == "strong":
         return not is_indirect(value) or (value.isdigit() and len(value) >= 6)
     # A weak name (`AUTH_SALT`, `session_key`) with a value no person would write as a word or
-    # name: generated, or mixing three kinds of character with symbols (`p{9Kq!vL2#mX7@wR`).
-    return _looks_generated(value) or looks_like_password(value)
+    # name: generated, or password-like with a digit (`p{9Kq!vL2#mX7@wR`); not a reference such
+    # as `"Key": {"$ref": "#/definitions/MapKey"}`, which mixes kinds of character too.
+    return _looks_generated(value) or (looks_like_password(value) and any(char.isdigit() for char in value))
 
 
 # ---- tables -------------------------------------------------------------------------------------

@@ -115,6 +115,8 @@ ROUND3_ORDINARY = [
     '<property name="hibernate.dialect">org.hibernate.dialect.MySQLDialect</property>',
     '<entry key="password.min.length">12</entry>',
     "define('WP_DEBUG', false);",
+    '{"Key": {"$ref": "#/definitions/MapKey"}, "SessionKey": {"$ref": "#/definitions/NonEmptyString"}}',
+    "<entry key=\"session.key.cipher\">AES/GCM/NoPadding</entry>",
     "[server]\nport = 8080\npassword_min_length = 12",
     "echo " + _b64("hello world, this is a plain text fixture for the decoder tests\n") + " | base64 -d",
     "see ABCD-1234 and OPS-2291 for the recovery key rotation",
