@@ -665,7 +665,9 @@ def decoded_text(blob: str) -> str | None:
 
 def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
     start = match.start()
-    if text[start] == "+" and (start == 0 or text[start - 1] == "\n" or text[max(0, start - 2) : start] == "\\n"):
+    if start > 0 and text[start - 1] == "\\" and text[start] in "nrt":
+        start += 1  # the `n` of a JSON-escaped line break (`\\nc2VydmVy...`), not the blob's
+    if text[start] == "+" and (start == 0 or text[start - 1] == "\n" or text[max(0, start - 2) : start - 1] == "\\"):
         # The `+` of an added line in a patch (`+c2VydmVy...`), not the blob's: judged without it.
         start += 1
     blob = text[start : match.end()]
@@ -792,8 +794,9 @@ DECODED_SHAPES: tuple[Rule, ...] = (
         "base64_wrapped_secret",
         # Standard base64 (what Kubernetes secrets, docker configs and `base64` print): a
         # URL-safe alphabet would take in every snake_case identifier.
-        # It may start right after a JSON-escaped line break (`:\\nc2VydmVy...`), never at its `n`.
-        r"(?:(?<=\\[nrt])|(?<![A-Za-z0-9+/_\-\\]))[A-Za-z0-9+/]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
+        # One look-behind only: it is tried at every position (`_locate_wrapped` drops the `n` of a
+        # JSON-escaped line break the match starts with).
+        r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
         (REDACTED,),
         (),
         locate=_locate_wrapped,

@@ -493,7 +493,8 @@ PROSE_SHAPES: tuple[Rule, ...] = (
         "login_as_user",
         _login_pattern(),
         (REDACTED,),
-        (*sorted({verb.split(" ")[0] for verb in _LOGIN_VERBS}), "\\u"),
+        # The whole verb (`log in`, not `log`: that one is in every logger call), or an escape.
+        (*_LOGIN_VERBS, "\\u"),
         case_insensitive=True,
         locate=_locate_login_value,
         starts=_phrase_starts({"": _LOGIN_VERBS}),
