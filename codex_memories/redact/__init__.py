@@ -18,8 +18,9 @@ Where the rules come from, in the order they run (one module each):
 2. `detector.py`: the regex plugins of Yelp's `detect-secrets`, as installed.
 3. `shapes.py`: the shapes secrets share whatever their provider: generic `prefix_body`
    tokens, random user parts of URLs, wrapped keys.
-4. `prose.py`: a value after a credential word in eighteen languages, in a command's credential
-   position, in a list of recovery codes. `documents.py`: a value in a credential field of a
+4. `prose.py`: a value after (or before) a credential word in eighteen languages, after "log in
+   as <user> with", in a command's credential position, in a list of recovery codes or a
+   grouped recovery key. `documents.py`: a value in a credential field of a
    table, an SQL insert, XML, a name/value pair, a JSON container, a URL's path or query; wallet
    material; base64 whose decoded text holds any of these (the whole table, recursively).
 A placeholder (`values.is_placeholder`) is never redacted, whichever rule reads it.

@@ -4,16 +4,17 @@ material; and values that are secrets by their look alone.
 Contract: data only, like `rules.py` (plus the checks each rule calls on its match). The engine
 runs `DOCUMENT_SHAPES` after `prose.PROSE_SHAPES` and `DECODED_SHAPES` last of all. Whether a
 field's name says secret is `names.name_strength` (a strong name takes any value that is not a
-placeholder, a weak one a generated value); whether a value is generated is `values.py`.
+placeholder, a weak one a generated or password-like value); whether a value is generated is `values.py`.
 
-* `table_secret_column`: a markdown, CSV or TSV table (or `column -t` output) whose header names
-  a secret column (its cells quoted or not, a label such as `Use this:` before it): that
-  column's cells in the rows below.
+* `table_secret_column`: a markdown, CSV or TSV table (or `column -t` output, or a psql / mysql
+  result with its rule and border rows) whose header names a secret column (its cells quoted or
+  not, a label such as `Use this:` before it): that column's cells in the rows below.
 * `sql_insert_secret_column`: `INSERT INTO t (..., password, ...) VALUES (...), (...)`: the
   values in that column of every row; in other columns, or with no column list, a generated or
   password-shaped value (in a table of accounts, `names.names_accounts`, a weaker one too).
 * `xml_secret_element`: `<password>X</password>`, `<apiKey>X</apiKey>` (settings.xml, app
-  servers' configs).
+  servers' configs), or an element whose `name`, `key` or `id` attribute names a secret
+  (`<property name="hibernate.connection.password">X</property>`, `<entry key="smtp.password">`).
 * `name_value_pair`: a field that names a secret and the value field beside it: `{"name":
   "DB_PASSWORD", "value": "X"}`, `- name: API_TOKEN\n  value: X`, `<add key="ApiKey"
   value="X"/>`, `define('DB_PASSWORD', 'X')`.
@@ -60,7 +61,7 @@ def _is_marker_at(text: str, position: int) -> bool:
 
 def _secret_for(strength: str | None, value: str) -> bool:
     """A value under a name of `strength`: strong names take any real value (3+ characters, not
-    a placeholder, not a pointer or number), weak ones a generated value."""
+    a placeholder, not a pointer or number), weak ones a generated or password-like value."""
     value = value.strip()
     if strength is None or len(value) < 3 or REDACTED.lower() in value.lower() or is_placeholder(value):
         return False
@@ -70,7 +71,10 @@ def _secret_for(strength: str | None, value: str) -> bool:
         return False
     if strength == "strong":
         return not is_indirect(value) or (value.isdigit() and len(value) >= 6)
-    return _looks_generated(value)
+    # A weak name (`AUTH_SALT`, `session_key`) with a value no person would write as a word or
+    # name: generated, or password-like with a digit (`p{9Kq!vL2#mX7@wR`); not a reference such
+    # as `"Key": {"$ref": "#/definitions/MapKey"}`, which mixes kinds of character too.
+    return _looks_generated(value) or (looks_like_password(value) and any(char.isdigit() for char in value))
 
 
 # ---- tables -------------------------------------------------------------------------------------
@@ -192,6 +196,10 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
         if text[row[0] : row[0] + 1] == "+" and line_start > 0 and text[line_start - 1] == "+":
             row = (row[0] + 1, row[1])
         row_text = text[row[0] : row[1]]
+        if row_text.strip() and re.fullmatch(r"[\s|:\-+=]*", row_text):
+            # A rule row, whatever its delimiter: markdown's `|---|`, psql's `----+----`, the
+            # borders of mysql's boxes `+----+----+`.
+            continue
         if delimiter == "  ":
             cells = [(row[0] + m.start(), row[0] + m.end()) for m in re.finditer(r"\S+(?: \S+)*", row_text)]
         else:
@@ -200,8 +208,6 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
             cells = _cells(text, row, delimiter)
         if not row_text.strip() or (delimiter != "  " and len(cells) < 2):
             break
-        if re.fullmatch(r"[\s|:\-+=]*", row_text):
-            continue  # a markdown rule row
         if len(cells) != len(names) if delimiter != "  " else len(cells) != len(named_cells):
             break  # not a row of this table
         named = [n for n in names if n] if delimiter == "  " else names
@@ -296,8 +302,18 @@ def _locate_sql_insert(match: re.Match[str], text: str) -> list[Span]:
 # ---- fields ------------------------------------------------------------------------------------------
 
 
+# The attribute that names what an element holds: `<property name="db.password">`,
+# `<entry key="smtp.password">`, `<setting id="ApiSecret">` (Hibernate, Java properties, .NET).
+_XML_NAME_ATTRIBUTE = re.compile(
+    r"(?<![\w\-:])(?:name|key|id)\s{0,3}=\s{0,3}\\*[\"']([\w.:\-]{1,80})\\*[\"']", re.IGNORECASE
+)
+
+
 def _locate_xml_element(match: re.Match[str], text: str) -> Span | None:
     strength = name_strength(match.group("tag").split(":")[-1])
+    if strength is None and match.group("attributes"):
+        named = _XML_NAME_ATTRIBUTE.search(match.group("attributes"))
+        strength = name_strength(named.group(1)) if named is not None else None
     start, end = match.span("value")
     return (start, end) if _secret_for(strength, text[start:end]) else None
 
@@ -648,7 +664,14 @@ def decoded_text(blob: str) -> str | None:
 
 
 def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
-    blob = match.group()
+    start = match.start()
+    if start > 0 and text[start - 1] == "\\" and text[start] in "nrt":
+        start += 1  # the `n` of a JSON-escaped line break (`\\nc2VydmVy...`), not the blob's
+    if text[start] == "+" and (start == 0 or text[start - 1] == "\n" or text[max(0, start - 2) : start - 1] == "\\"):
+        # The `+` of an added line in a patch (`+c2VydmVy...`), not the blob's: judged without it.
+        start += 1
+    blob = text[start : match.end()]
+    span = (start, match.end())
     # Base64 of text has both cases and a digit or `+/=`; identifiers (`include_secrets`) do not.
     if blob.islower() or blob.isupper() or not any(char.isdigit() or char in "+/=" for char in blob):
         return None
@@ -658,10 +681,10 @@ def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
     if _USER_PASSWORD.fullmatch(decoded):
         user, password = decoded.split(":", 1)
         if not password.isdigit() and not password.startswith("//") and not is_placeholder(password):
-            return match.span()
+            return span
     from codex_memories.redact.engine import redact_secrets  # the whole table, on the decoded text
 
-    return match.span() if redact_secrets(decoded) != decoded else None
+    return span if redact_secrets(decoded) != decoded else None
 
 
 DOCUMENT_SHAPES: tuple[Rule, ...] = (
@@ -687,7 +710,7 @@ DOCUMENT_SHAPES: tuple[Rule, ...] = (
     ),
     Rule(
         "xml_secret_element",
-        r"<(?P<tag>[A-Za-z_][\w:.\-]{0,60})(?:\s[^<>]{0,200})?>(?P<value>[^<>\s\"\\][^<>\"\\]{0,1000}?)</(?P=tag)>",
+        r"<(?P<tag>[A-Za-z_][\w:.\-]{0,60})(?P<attributes>\s[^<>]{0,200})?>(?P<value>[^<>\s\"\\][^<>\"\\]{0,1000}?)</(?P=tag)>",
         (REDACTED,),
         ("</",),
         locate=_locate_xml_element,
@@ -771,6 +794,8 @@ DECODED_SHAPES: tuple[Rule, ...] = (
         "base64_wrapped_secret",
         # Standard base64 (what Kubernetes secrets, docker configs and `base64` print): a
         # URL-safe alphabet would take in every snake_case identifier.
+        # One look-behind only: it is tried at every position (`_locate_wrapped` drops the `n` of a
+        # JSON-escaped line break the match starts with).
         r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
         (REDACTED,),
         (),

@@ -13,6 +13,9 @@ Contract:
   and `public` before it (`PublicKey`) names no secret.
 * `names_accounts(name)` says whether a table's name says it holds accounts (`users`,
   `service_accounts`, `api_clients`: `ACCOUNT_WORDS`), whose rows carry a credential.
+* `PASSWORD_PHRASES`, `CREDENTIAL_PHRASES`, `RECOVERY_PHRASES`, `LOGIN_PHRASES` and
+  `VALUE_AS_PHRASES` are the words of prose, per language, that `codex_memories.redact.prose`
+  reads ("the password is X", "recovery codes: ...", "log in as U with X", "X as the password").
 * `words_pattern(words)` is the same list as a regular expression over lower-cased text, for the
   rules in `codex_memories.redact.rules` and `.shapes`.
 
@@ -134,15 +137,15 @@ def words_pattern(entries: tuple[tuple[str, ...], ...]) -> str:
 # `tokenizer` or `autoclave`), a CJK word may touch what follows. `PASSWORD_PHRASES` are the
 # subset that name a password a person types (a value of digits only counts after them).
 PASSWORD_PHRASES: dict[str, tuple[str, ...]] = {
-    "en": ("password", "passwd", "passphrase", "pass phrase", "passcode", "pin code", "login password"),
+    "en": ("password", "passwd", "passphrase", "pass phrase", "passcode", "pin code", "login password", "pw", "pwd"),
     "zh": ("密码", "口令", "密碼", "暗号", "登录密码", "登錄密碼"),
     "ja": ("パスワード", "暗証番号", "合言葉", "パスフレーズ"),
     "ko": ("비밀번호", "암호", "패스워드", "비번"),
-    "es": ("contraseña", "contrasena", "clave de acceso", "clave"),
-    "pt": ("senha", "palavra-passe", "palavra passe"),
-    "fr": ("mot de passe", "mdp", "code secret"),
-    "de": ("passwort", "kennwort", "zugangspasswort", "geheimzahl"),
-    "ru": ("пароль", "пароля", "паролем", "пин-код"),
+    "es": ("contraseña", "contrasena", "clave de acceso", "clave", "código de acceso", "codigo de acceso"),
+    "pt": ("senha", "palavra-passe", "palavra passe", "código de acesso", "codigo de acesso"),
+    "fr": ("mot de passe", "mdp", "code secret", "code d'accès", "code d'acces"),
+    "de": ("passwort", "kennwort", "zugangspasswort", "geheimzahl", "pw", "zugangscode"),
+    "ru": ("пароль", "пароля", "паролем", "пин-код", "пасс", "пассворд"),
     # Languages people also write in (issue 36, round 2): the password word and its common
     # inflected forms (Polish, Turkish and the Nordic languages inflect the noun itself).
     "it": ("parola d'ordine", "parola chiave"),
@@ -179,20 +182,68 @@ CREDENTIAL_PHRASES: dict[str, tuple[str, ...]] = {
 # Words that introduce a list of one-time recovery codes or a recovery key, per language.
 RECOVERY_PHRASES: dict[str, tuple[str, ...]] = {
     "en": ("recovery codes", "recovery code", "backup codes", "backup code", "backup-codes", "recovery-codes", "recovery key", "emergency codes",
+           "backup key", "rescue key", "recovery-key",
            "one-time codes", "scratch codes", "restore codes", "recovery phrase", "seed phrase"),
-    "zh": ("恢复码", "恢复代码", "备用码", "备份码", "救援码", "恢復碼", "复原码", "復原碼", "备用验证码", "助记词", "助記詞"),
-    "ja": ("リカバリーコード", "リカバリコード", "バックアップコード", "復旧コード", "回復コード", "リカバリーキー"),
-    "ko": ("복구 코드", "복구코드", "백업 코드", "백업코드", "복구 키"),
-    "es": ("códigos de recuperación", "codigos de recuperacion", "códigos de respaldo", "clave de recuperación"),
-    "pt": ("códigos de recuperação", "codigos de recuperacao", "códigos de backup", "chave de recuperação"),
-    "fr": ("codes de récupération", "codes de secours", "clé de récupération", "codes de recuperation"),
-    "de": ("wiederherstellungscodes", "backup-codes", "wiederherstellungsschlüssel", "notfallcodes"),
+    "zh": ("恢复码", "恢复代码", "备用码", "备份码", "救援码", "恢復碼", "复原码", "復原碼", "备用验证码", "助记词", "助記詞", "恢复密钥", "恢復金鑰",
+           "恢復密鑰", "备用密钥", "恢复秘钥"),
+    "ja": ("リカバリーコード", "リカバリコード", "バックアップコード", "復旧コード", "回復コード", "リカバリーキー", "リカバリキー", "回復キー", "復旧キー"),
+    "ko": ("복구 코드", "복구코드", "백업 코드", "백업코드", "복구 키", "복구키", "복구 열쇠"),
+    "es": ("códigos de recuperación", "codigos de recuperacion", "códigos de respaldo", "clave de recuperación", "clave de recuperacion",
+           "llave de recuperación"),
+    "pt": ("códigos de recuperação", "codigos de recuperacao", "códigos de backup", "chave de recuperação", "chave de recuperacao"),
+    "fr": ("codes de récupération", "codes de secours", "clé de récupération", "codes de recuperation", "cle de recuperation", "clé de secours"),
+    "de": ("wiederherstellungscodes", "backup-codes", "wiederherstellungsschlüssel", "notfallcodes", "wiederherstellungsschluessel",
+           "recovery-schlüssel"),
     "ru": ("коды восстановления", "резервные коды", "ключ восстановления", "код восстановления"),
     "it": ("codici di backup", "codici di recupero", "codici di riserva", "chiave di recupero"),
     "nl": ("herstelcodes", "back-upcodes", "backupcodes", "herstelsleutel"),
     "pl": ("kody zapasowe", "kody odzyskiwania", "kody awaryjne", "klucz odzyskiwania"),
     "tr": ("yedek kodlar", "kurtarma kodları", "yedek kodları", "kurtarma anahtarı"),
     "sv": ("reservkoder", "återställningskoder", "återställningsnyckel"),
-    "nb": ("reservekoder", "gjenopprettingskoder", "backupkoder"),
-    "cs": ("záložní kódy", "kódy pro obnovení"),
+    "nb": ("reservekoder", "gjenopprettingskoder", "backupkoder", "gjenopprettingsnøkkel"),
+    "cs": ("záložní kódy", "kódy pro obnovení", "klíč pro obnovení", "obnovovací klíč"),
+    "vi": ("mã khôi phục", "mã dự phòng", "khóa khôi phục"),
+    "id": ("kode pemulihan", "kode cadangan", "kunci pemulihan"),
+}
+# "Sign in as <user> with <value>": a login handed over without naming the password, per language
+# (issue 36, round 3). `verbs`: log in / sign in; `as`: the word before the user name; `with`:
+# the word between the user name and the value.
+LOGIN_PHRASES: dict[str, dict[str, tuple[str, ...]]] = {
+    "en": {"verbs": ("log in", "login", "log on", "sign in", "sign on", "signin", "logon"), "as": ("as",), "with": ("with", "using", "and", "pw", "password")},
+    "es": {"verbs": ("inicia sesión", "inicia sesion", "entra", "entrá", "accede", "ingresa", "loguéate", "logueate"),
+           "as": ("como",), "with": ("con", "y")},
+    "pt": {"verbs": ("faça login", "faz login", "entre", "entra", "acesse", "acessa", "logue", "loga"), "as": ("como",), "with": ("com", "e")},
+    "fr": {"verbs": ("connecte-toi", "connectez-vous", "connecte toi", "identifie-toi", "identifiez-vous", "logue-toi"),
+           "as": ("en tant que", "comme", "avec le compte"), "with": ("avec", "et")},
+    "de": {"verbs": ("melde dich", "meld dich", "melden sie sich", "logge dich", "logg dich", "einloggen", "anmelden"),
+           "as": ("als",), "with": ("mit", "und")},
+    "it": {"verbs": ("accedi", "entra", "fai login", "logga"), "as": ("come",), "with": ("con", "e")},
+    "nl": {"verbs": ("log in", "login", "meld je aan", "inloggen"), "as": ("als",), "with": ("met", "en")},
+    "pl": {"verbs": ("zaloguj się", "zaloguj sie", "loguj się"), "as": ("jako",), "with": ("z hasłem", "hasłem", "i")},
+    "ru": {"verbs": ("войди", "войдите", "зайди", "зайдите", "залогинься", "логинься"), "as": ("как", "под"), "with": ("с", "и", "/")},
+    "sv": {"verbs": ("logga in",), "as": ("som",), "with": ("med", "och")},
+    "nb": {"verbs": ("logg inn",), "as": ("som",), "with": ("med", "og")},
+    "tr": {"verbs": ("giriş yap", "giris yap"), "as": ("olarak",), "with": ("ile", "ve")},
+    "cs": {"verbs": ("přihlas se", "prihlas se"), "as": ("jako",), "with": ("s", "a")},
+    "id": {"verbs": ("masuk", "login"), "as": ("sebagai",), "with": ("dengan", "dan")},
+    "vi": {"verbs": ("đăng nhập",), "as": ("bằng", "với tư cách"), "with": ("với", "và")},
+}
+# "X as the password", "X als Passwort", "X como contraseña", "X в качестве пароля": the value
+# stands before the word for it. The words between the value and the password word, per language.
+VALUE_AS_PHRASES: dict[str, tuple[str, ...]] = {
+    "en": ("as", "as the", "as your", "as my", "as a", "as the new", "for the", "is the", "is my", "is your"),
+    "es": ("como", "como la", "como tu", "es la"),
+    "pt": ("como", "como a", "como sua", "é a"),
+    "fr": ("comme", "comme le", "comme nouveau", "est le"),
+    "de": ("als", "als das", "als neues", "ist das"),
+    "it": ("come", "come la", "è la"),
+    "nl": ("als", "als het", "is het"),
+    "pl": ("jako",),
+    "ru": ("в качестве", "как", "это"),
+    "sv": ("som", "är"),
+    "nb": ("som", "er"),
+    "tr": ("olarak",),
+    "cs": ("jako",),
+    "id": ("sebagai",),
+    "vi": ("làm",),
 }

@@ -12,8 +12,16 @@ it does not read as a word, a number, a path or a placeholder.
   de, ru, it, nl, pl, tr, sv, nb, cs, vi, id). After the word: up to five filler words (a run of
   CJK or Hangul letters is one, up to a particle glued to it), then a connector (`is`, `es`,
   `ist`, `è`, `是`, `改为`, `は`, `는`, `를`, `:`, ...) or none; a soft connector (`to`, `на`,
-  `auf`) counts only when a value, not a word, follows. The value is a password-like or
-  generated token (a connector lets a weaker one in).
+  `auf`) counts only when a value, not a word, follows; "stays / ficou / bleibt / будет" are
+  connectors too (the noun, a verb, the value). The value is a password-like or generated
+  token, or words and a number (`values.looks_like_word_and_number`, `Gato-47572016`); a
+  connector lets a weaker one in. The words include slang and clipped ones (`pw`, `pwd`, `mdp`,
+  `пасс`, `비번`, `code d'accès`). When nothing usable follows the word, the value may stand
+  before it: "use X as the password", "X als Passwort", "X como contraseña" (`VALUE_AS_PHRASES`).
+* `login_as_user`: "sign in as <user> with X", "melde dich als <user> mit X an", "connecte-toi
+  en tant que <user> avec X", "entra como <user> con X", "войди как <user> с X"
+  (`names.LOGIN_PHRASES`, every language above with such a phrase): X when it looks like a
+  password on its own (`SSO`, `your own key` are not).
 * `credential_argument`: a token given to a command's `login`, `auth`, `authtoken`,
   `add-authtoken`, `install`, `register`, `unlock`, `set-token`... verb (`ngrok config
   add-authtoken X`, `cloudflared service install X`, `vault login X`, `bw unlock X`): the first
@@ -22,7 +30,8 @@ it does not read as a word, a number, a path or a placeholder.
 * `recovery_codes`: the codes listed after "recovery codes", "backup codes", "恢复码",
   "Wiederherstellungscodes", "kody zapasowe", ...: every code-like token (digits and letters, or
   upper-case groups, joined by `-`; digit groups also by single blanks, `8410 2275`) up to a
-  blank line.
+  blank line; at least two of them, or one recovery key of four or more dash-joined groups
+  (`Q7RM-2KXP-9WNB-4HTD-6JFV-8LCZ`) after "recovery key", "恢复密钥", "clave de recuperación".
 """
 
 from __future__ import annotations
@@ -33,10 +42,22 @@ from functools import cache
 
 import ahocorasick
 
-from codex_memories.redact.names import CREDENTIAL_PHRASES, PASSWORD_PHRASES, RECOVERY_PHRASES
+from codex_memories.redact.names import (
+    CREDENTIAL_PHRASES,
+    LOGIN_PHRASES,
+    PASSWORD_PHRASES,
+    RECOVERY_PHRASES,
+    VALUE_AS_PHRASES,
+)
 from codex_memories.redact.rules import REDACTED, Rule
 from codex_memories.redact.shapes import _looks_generated
-from codex_memories.redact.values import is_indirect, is_placeholder, looks_like_password, looks_like_random_base64
+from codex_memories.redact.values import (
+    is_indirect,
+    is_placeholder,
+    looks_like_password,
+    looks_like_random_base64,
+    looks_like_word_and_number,
+)
 
 Span = tuple[int, int]
 
@@ -80,6 +101,11 @@ _PASSWORD_WORDS = frozenset(phrase for group in PASSWORD_PHRASES.values() for ph
 _CONNECTOR_WORDS = (
     "is", "was", "are", "be", "es", "era", "é", "est", "ist", "lautet", "это", "равен", "sera", "será", "e",
     "è", "je", "är", "er", "là", "adalah", "ialah", "olarak",
+    # "stays / became / will be": the noun, a verb, the value ("la senha ficou X", "das Passwort
+    # bleibt X", "пароль будет X"), in every language above that has such a verb.
+    "stays", "remains", "becomes", "became", "quedó", "queda", "sigue", "ficou", "fica", "reste", "devient",
+    "bleibt", "wird", "diventa", "resta", "rimane", "будет", "остаётся", "остается", "стал", "blijft", "wordt",
+    "zostaje", "będzie", "kalır", "blir", "förblir", "zůstává", "bude", "tetap", "vẫn là",
 )
 # Marks: particles that end the word in Korean (topic, subject, object, "also", "as") and
 # Japanese, the verbs "is / set to / changed to" of Chinese.
@@ -231,7 +257,7 @@ def _credential_value(value: str, connector: bool, password_word: bool) -> bool:
         # `credentials: Optional[Block]`, `le mot de passe est oublié!`: code and prose; a typed
         # password holds a digit (a generated one is caught above).
         return False
-    if looks_like_password(value):
+    if looks_like_password(value) or looks_like_word_and_number(value):
         return True
     if not connector:
         return False
@@ -244,17 +270,71 @@ def _credential_value(value: str, connector: bool, password_word: bool) -> bool:
 def _locate_phrase_value(match: re.Match[str], text: str) -> Span | None:
     if text[max(0, match.start() - 10) : match.start()].upper().endswith("[REDACTED_"):
         return None  # the word of the marker itself
+    word = re.sub(r"\s+", " ", text[match.start() : match.end()].lower())
     found = _prose_value(text, match.end())
+    if found is not None:
+        (start, end), connector = found
+        assigned = re.search(r"[=:][ \t]*\\*[\"']?\Z", text[match.end() : start]) is not None
+        if assigned and word.isascii() and end - start < 8:
+            # `password = hunter2`: Codex's assignment rule and its 8-character floor (spec 1.9).
+            return None
+        if _credential_value(text[start:end], connector, word in _PASSWORD_WORDS):
+            return start, end
+    return _value_before(match, text)
+
+
+def _value_before(match: re.Match[str], text: str) -> Span | None:
+    """The value before `as the password` (`VALUE_AS_PHRASES`): "use X as the password", "X als
+    Passwort", "X como contraseña". Nothing says it is one but its place, so it must look like a
+    password on its own (no connector)."""
+    found = _VALUE_AS.search(text, max(0, match.start() - 160), match.start())
     if found is None:
         return None
-    (start, end), connector = found
-    word = re.sub(r"\s+", " ", text[match.start() : match.end()].lower())
-    assigned = re.search(r"[=:][ \t]*\\*[\"']?\Z", text[match.end() : start]) is not None
-    if assigned and word.isascii() and end - start < 8:
-        # `password = hunter2`: Codex's assignment rule and its 8-character floor (spec 1.9).
-        return None
-    return (start, end) if _credential_value(text[start:end], connector, word in _PASSWORD_WORDS) else None
+    start, end = found.span("value")
+    while end > start and text[end - 1] in _TRAILING and not _keeps_trailing(text[start:end]):
+        end -= 1
+    return (start, end) if end > start and _credential_value(text[start:end], False, True) else None
 
+
+# The value, blanks, a phrase of `VALUE_AS_PHRASES`, blanks, right before the password word.
+_VALUE_AS = re.compile(
+    r"(?:(?<=\\[nrt])|(?<![^\s\"'`(\[]))(?P<value>[^\s\"'`\\]{6,128})[ \t]{1,3}(?:"
+    + "|".join(sorted((escaped_form(p) for group in VALUE_AS_PHRASES.values() for p in group), key=len, reverse=True))
+    + r")[ \t]{1,3}\Z",
+    re.IGNORECASE,
+)
+
+
+def _login_pattern() -> str:
+    """`LOGIN_PHRASES` as one pattern over lower-cased text: a log-in verb, up to three words
+    (`log in to grafana`), the `as` word, a user name, the `with` word, up to the value."""
+
+    def alternation(key: str) -> str:
+        words = {word for group in LOGIN_PHRASES.values() for word in group[key]}
+        return "(?:" + "|".join(sorted((escaped_form(word) for word in words), key=len, reverse=True)) + ")"
+
+    return (
+        r"(?:(?<=\\[nrt])|(?<![\w\-]))" + alternation("verbs") + r"(?:[ \t]{1,3}[^\s\"'\\]{1,30}){0,3}?[ \t]{1,3}"
+        + alternation("as")
+        + r"[ \t]{1,3}\\*[\"']?[^\s,;\"'\\]{1,64}\\*[\"']?,?[ \t]{1,3}"
+        + alternation("with")
+        + r"[ \t]{1,3}"
+    )
+
+
+def _locate_login_value(match: re.Match[str], text: str) -> Span | None:
+    """The value after "log in as <user> with": nothing names it, so it must look like a
+    password on its own (`Kestrel#3318`, `Walnut-77104`; not `SSO`, `your own key`)."""
+    token = _COMMAND_TOKEN.match(text, match.end())
+    if token is None:
+        return None
+    start, end = token.span(1)
+    while end > start and text[end - 1] in _TRAILING and not _keeps_trailing(text[start:end]):
+        end -= 1
+    return (start, end) if end > start and _credential_value(text[start:end], False, True) else None
+
+
+_LOGIN_VERBS = tuple(sorted({verb for group in LOGIN_PHRASES.values() for verb in group["verbs"]}))
 
 # Verbs after which a command takes a credential as a positional argument.
 _CREDENTIAL_VERBS = (
@@ -312,7 +392,7 @@ def _looks_uuid_token(value: str) -> bool:
 # Groups are joined by `-`, or by single blanks when they are all digits (`8410 2275`,
 # `123 456 789`: how authenticator apps print them).
 _CODE_TOKEN = re.compile(
-    r"(?:(?<=\\[nrt])|(?<![\w\-\\]))(\d{3,8}(?: \d{3,8}){1,3}(?![\w\-])|[A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,4}(?![\w\-]))"
+    r"(?:(?<=\\[nrt])|(?<![\w\-\\]))(\d{3,8}(?: \d{3,8}){1,3}(?![\w\-])|[A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,11}(?![\w\-]))"
 )
 _BLANK_LINE = re.compile(r"(?:\r?\n|\\+n)[ \t]*(?:\r?\n|\\+n)")
 
@@ -340,8 +420,24 @@ def _locate_recovery_codes(match: re.Match[str], text: str) -> list[Span]:
     for token in _CODE_TOKEN.finditer(text, start, end):
         if _is_code(token.group(1)) and not text.startswith(REDACTED, token.start()):
             spans.append(token.span(1))
-    # One code-like word after the phrase is prose (`stored in 1Password`); codes come as a list.
-    return spans if len(spans) >= 2 else []
+    # One code-like word after the phrase is prose (`stored in 1Password`, `JIRA-4412`); codes come
+    # as a list, or as one recovery key of four or more groups (`Q7RM-2KXP-9WNB-4HTD-6JFV-8LCZ`).
+    if len(spans) == 1 and not _is_grouped_key(text[spans[0][0] : spans[0][1]]):
+        return []
+    return spans
+
+
+def _is_grouped_key(token: str) -> bool:
+    """A recovery key printed in groups: four or more groups of 4 to 8 letters and digits, with
+    both kinds, joined by `-` (not a ticket id, `ABCD-1234`, or a date)."""
+    groups = token.split("-")
+    body = "".join(groups)
+    return (
+        len(groups) >= 4
+        and all(4 <= len(group) <= 8 for group in groups)
+        and any(char.isdigit() for char in body)
+        and any(char.isalpha() for char in body)
+    )
 
 
 def _phrase_starts(phrases: dict[str, tuple[str, ...]]) -> Callable[[str], Iterator[int]]:
@@ -392,6 +488,16 @@ PROSE_SHAPES: tuple[Rule, ...] = (
         case_insensitive=True,
         locate=_locate_phrase_value,
         starts=_phrase_starts({language: PASSWORD_PHRASES[language] + CREDENTIAL_PHRASES[language] for language in PASSWORD_PHRASES}),
+    ),
+    Rule(
+        "login_as_user",
+        _login_pattern(),
+        (REDACTED,),
+        # The whole verb (`log in`, not `log`: that one is in every logger call), or an escape.
+        (*_LOGIN_VERBS, "\\u"),
+        case_insensitive=True,
+        locate=_locate_login_value,
+        starts=_phrase_starts({"": _LOGIN_VERBS}),
     ),
     Rule(
         "credential_argument",

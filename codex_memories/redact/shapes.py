@@ -11,9 +11,11 @@ The shapes, from what got through in issue 29:
   password (`sqlcmd -P`, `ldapsearch -w`, `zip -P`, `7z -p...`), and the general forms any tool
   uses: a long flag whose name ends in a secret word (`--db-password`, `-storepass`,
   `-Dsonar.token=`), `-p<value>` and `-P <value>` when the value is password-like,
-  `user%password` and `user:password@host` without a scheme, `user/password@db`, a password
-  piped into a command that reads one from standard input, and the positional forms of a few
-  well-known commands and config files (`htpasswd -b`, `.netrc`, `requirepass`, `IDENTIFIED BY`).
+  `user%password`, `-u user,password` (password-like: a comma also joins lists) and
+  `user:password@host` without a scheme, `user/password@db`, an access key id followed by its
+  generated secret (`mc alias set NAME URL ID SECRET`), a password piped into a command that
+  reads one from standard input, and the positional forms of a few well-known commands and
+  config files (`htpasswd -b`, `.netrc`, `requirepass`, `IDENTIFIED BY`).
 * Config files and connection strings: a `.pgpass` line, a base64-encoded private key
   (kubeconfig `client-key-data`), and any name that says secret assigned a value
   (`PrivateKey = ...`, `apiSecret := "..."`, `:auth_token => "..."`, `"token_value": "..."`): the
@@ -52,6 +54,7 @@ from codex_memories.redact.values import (
     looks_like_fragment,
     looks_like_password,
     looks_like_random_base64,
+    looks_like_word_and_number,
     looks_random,
     token_looks_random,
 )
@@ -239,8 +242,32 @@ def _locate_password_like(match: re.Match[str], text: str) -> Span | None:
 _SINGLE_DASH_OPTION = re.compile(r"[a-z][a-z0-9_\-.]*[=:]")
 
 
+def _locate_access_key_pair(match: re.Match[str], text: str) -> Span | None:
+    """The secret of an access key pair: the id mixes capitals and digits and is no hex digest
+    (`K7ZX5B4CTZKK6OAM89OZ`, not `4F2A9C1E8B7D6F5A`), the secret is generated and mixes cases
+    (a second upper-case hash in a checksum list is not one)."""
+    key_id = match.group()[: match.group().find(" ") if " " in match.group() else None].rstrip("\t")
+    if not (any(char.isdigit() for char in key_id) and any(char.isalpha() and char not in "ABCDEF" for char in key_id)):
+        return None
+    start, end = match.span("value")
+    value = text[start:end]
+    if value.isupper() or value.islower() or not _looks_generated(value):
+        return None
+    return start, end
+
+
 def _not_a_uuid(value: str) -> bool:
     return re.fullmatch(r"[0-9a-fA-F\-]{36}", value) is None
+
+
+def _locate_user_password(match: re.Match[str], text: str) -> Span | None:
+    """The password of `-u user:password` (any value but a UUID), or of `-u user,password`: a
+    comma also joins lists (`ps -u root,daemon`), so that one must look like a password."""
+    span = _value_after(_not_a_uuid)(match, text)
+    if span is None or match.group()[-1] != ",":
+        return span
+    value = text[span[0] : span[1]]
+    return span if looks_like_password(value) or looks_like_word_and_number(value) or _looks_generated(value) else None
 
 
 _USER_AND_HOST = re.compile(r"[A-Za-z0-9_.\-$]{1,64}(?:[/\\]{1,2}[A-Za-z0-9_.\-$]{1,64})?\Z")
@@ -348,12 +375,13 @@ _COMMAND_LINE_SHAPES: tuple[Rule, ...] = (
         locate=_locate_password_like,
     ),
     Rule(
-        # curl -u user:password, --user "user:password", smbclient -U user%password: user kept.
+        # curl -u user:password, --user "user:password", smbclient -U user%password, lftp -u
+        # user,password: user kept.
         "cli_user_password",
-        r"(?:-u|--user|--proxy-user|-U|--username)(?:[ \t]{1,4}|=)" + QUOTE + r"?[^\s:%\"'\\]{1,64}[:%]",
+        r"(?:-u|--user|--proxy-user|-U|--username)(?:[ \t]{1,4}|=)" + QUOTE + r"?[^\s:%,\"'\\]{1,64}[:%,]",
         (REDACTED,),
         ("-u", "--user"),
-        locate=_value_after(_not_a_uuid),
+        locate=_locate_user_password,
         boundary=NAME_CHARS,
     ),
     Rule(
@@ -400,6 +428,17 @@ _COMMAND_LINE_SHAPES: tuple[Rule, ...] = (
         ("htpasswd", "password", "rabbitmqctl", "net", "nmcli", "securestring", "requirepass", "masterauth", "masteruser"),
         locate=_value_after(_any_value),
         boundary=NAME_CHARS,
+    ),
+    Rule(
+        # An access key id and its secret side by side, as S3-style tools take them (`mc alias
+        # set NAME URL ACCESS SECRET`, `s3cmd`, `rclone`, a pasted pair): the secret after an id
+        # of 16 to 32 capitals and digits. Found from the id's run (`_access_key_id_starts`).
+        "access_key_pair",
+        r"[A-Z0-9]{16,32}[ \t]{1,4}(?:\\*[\"'])?(?P<value>[A-Za-z0-9/+=]{30,128})(?![\w/+=\-])",
+        (REDACTED,),
+        (),
+        locate=_locate_access_key_pair,
+        starts=lambda text: _access_key_id_starts(text),
     ),
     Rule(
         # SQL: CREATE USER x WITH PASSWORD 'pw', ALTER ROLE x PASSWORD 'pw', IDENTIFIED BY 'pw'.
@@ -733,6 +772,14 @@ def _token_run_starts(text: str) -> Iterator[int]:
 
 _HEX_MARKS = bytes(0x61 if chr(code) in "0123456789abcdef" else 0x20 for code in range(256))
 _PREFIX_LETTERS = re.compile(r"[A-Za-z]{1,9}\Z")
+
+
+_KEY_ID_MARKS = bytes(0x61 if chr(code) in "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" else 0x20 for code in range(256))
+
+
+def _access_key_id_starts(text: str) -> Iterator[int]:
+    """Where an access key id can start: a run of 16 to 32 capitals and digits, ascending."""
+    return _run_starts(text, _KEY_ID_MARKS, 16, 32)
 
 
 def _glued_token_starts(text: str) -> Iterator[int]:

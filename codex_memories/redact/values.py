@@ -5,6 +5,9 @@ Contract: pure functions of one string, no I/O, never a list of known values or 
   entropy; `token_looks_random` applies it to the body of a `prefix_body` token.
 * `looks_like_password`: what a person types as a password (mixes three kinds of character),
   as opposed to a word, a number, a name, a path, a version or a placeholder.
+* `looks_like_word_and_number`: the password a person makes from words and a number joined by
+  a sign (`Gato-47572016`, `Lantern-Juniper-Willow-19`, `Tiger#48662011`): a secret only where
+  something says credential (prose after a password word, a login), never on its own.
 * `looks_like_random_base64`: random bytes in base64 (a key), not an encoded text.
 * `looks_like_fragment`: the shorter piece of a generated value cut by a line break (the rest of
   a wrapped key), judged with the weaker evidence that piece gives.
@@ -185,6 +188,23 @@ def looks_like_password(value: str) -> bool:
     # Without a symbol: lower, upper and digits in two or more places (`s3cr3tP4ss`), not the one
     # number a name carries (`Python3Parser`, `utf8Decoder`).
     return kinds >= 3 and len(re.findall(r"\d+", value)) >= 2
+
+
+# One to four words (any script) joined by a sign, then a number of 2+ digits after a sign or
+# glued on, maybe a closing sign or a letter or two (`Pinecone-7731x`). `Release-2024` has this
+# shape too, which is why only a credential position makes it a secret.
+_WORDS_AND_NUMBER = re.compile(
+    r"[^\W\d_]{3,16}(?:[\-_.#@!+*%~=&$][^\W\d_]{2,16}){0,3}(?:[\-_.#@!+*%~=&$]|(?<=[^\W\d_]))\d{2,10}(?:[!?#*]|[a-z]{1,2})?"
+)
+
+
+def looks_like_word_and_number(value: str) -> bool:
+    """A chosen password: words joined to a number by a sign (`Gato-47572016`, `Tiger#48662011`,
+    `Lantern-Juniper-Willow-19`), 8 to 64 characters with a capital or a sign other than `-_.`;
+    a name with a number (`release-2024`, `ubuntu-22`, `python311`) or a version is not."""
+    if not 8 <= len(value) <= 64 or _WORDS_AND_NUMBER.fullmatch(value) is None or is_indirect(value):
+        return False
+    return any(char.isupper() or char in "#@!+*%~=&$" for char in value)
 
 
 def looks_like_fragment(value: str) -> bool:
