@@ -395,17 +395,51 @@ def _evidence(query: str, terms: list[str], similarities: np.ndarray, own: np.nd
     best = mine[0] if mine else 0.0
     others = similarities[~own]
     other_margin = min(0.0, best - float(others.max())) if len(others) else 0.0
-    leader = candidates[0] if candidates else None
-    agreement = (
-        1.0 / max(leader.lexical_rank, leader.semantic_rank)
-        if leader is not None and leader.lexical_rank is not None and leader.semantic_rank is not None
-        else 0.0
-    )
+    agreement = _agreement(candidates)
     return QueryEvidence(
         contextual=best, contextual_gap=gap_of(mine), other_margin=other_margin,
         coverage=max((scored.coverage for scored in candidates[:GAP_DEPTH]), default=0.0), cjk=cjk_share(query),
         rare_match=max((scored.rarest_match for scored in candidates[:GAP_DEPTH]), default=0.0), agreement=agreement, query=query,
     )
+
+
+# A chunk is a copy of the leader when its own words and the leader's share this much of the
+# smaller set: a memory folder says one fact in several places (its MEMORY.md line, the task
+# heading, the summary, the rollout summary), and each leg may put a different copy first.
+COPY_OVERLAP = 0.8
+MIN_COPY_WORDS = 3
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# What a file adds around a fact: typed-entry markup `{memory: ...}`, a citation `[Task 1]`, a
+# scope `(project=...; cwd=...)`. Not the fact's words.
+_FACT_MARKUP = re.compile(r"\{[^{}\n]*\}|\[[^\[\]\n]*\]|\([^()\n]*=[^()\n]*\)")
+
+
+def _copy_words(chunk: IndexedChunk) -> frozenset[str]:
+    words = _WORD.findall(_FACT_MARKUP.sub(" ", own_words(chunk.text)).casefold())
+    return frozenset(words) | frozenset(cjk_bigrams(" ".join(words)))
+
+
+def _is_copy(first: frozenset[str], second: frozenset[str]) -> bool:
+    smaller = min(len(first), len(second))
+    return smaller >= MIN_COPY_WORDS and len(first & second) >= COPY_OVERLAP * smaller
+
+
+def _agreement(candidates: list[ScoredChunk]) -> float:
+    """1 / the worse of the best ranks the two legs gave the leading answer, any copy of it
+    counting for it (`COPY_OVERLAP`); 0 when one leg found no copy of it."""
+    if not candidates:
+        return 0.0
+    leader = candidates[0]
+    words = [_copy_words(scored.chunk) for scored in candidates]
+    copies = [0] + [position for position in range(1, len(candidates)) if _is_copy(words[position], words[0])]
+    # The fact itself is the smallest copy (the leader may be its task heading, with more words):
+    # whatever holds it is a copy too (the rollout summary's "Preference signals" line).
+    core = min((words[position] for position in copies), key=len)
+    copies += [position for position in range(1, len(candidates)) if position not in copies and _is_copy(words[position], core)]
+    copies = [candidates[position] for position in copies]
+    lexical = [copy.lexical_rank for copy in copies if copy.lexical_rank is not None]
+    semantic = [copy.semantic_rank for copy in copies if copy.semantic_rank is not None]
+    return 1.0 / max(min(lexical), min(semantic)) if lexical and semantic else 0.0
 
 
 def _with_evidence(scored: ScoredChunk, evidence: QueryEvidence) -> ScoredChunk:

@@ -17,7 +17,7 @@ Contract:
   - `rare_match`: the rarest query term that one of the first `GAP_DEPTH` candidates contains,
     as its IDF over the largest IDF possible in this index (0 to 1): a question that names an
     identifier the memory also names ("msrv", "SHT40") is asking about it, however it is worded;
-  - `agreement`: 1 / the worse of the best candidate's two ranks, in the word leg and in the
+  - `agreement`: 1 / the worse of the best candidate's two ranks (any copy of it counting), in the word leg and in the
     encoder leg (1 when both put it first, 1/3 when one puts it third; 0 when one leg does not
     find it): an answer is found by both legs, a near miss usually by one.
   These are `FEATURES`; `features()` gives them by name.
@@ -75,13 +75,15 @@ class GateModel:
 # Fitted by `python -m benchmarks.recall_families --tune` on the tune families only (issue 34):
 # every feature subset was scored by leave-one-family-out (fitted on the other families, decided
 # on the left-out one), and this subset had the best mean of hit@5 and silence along the curve
-# (hit@5 0.91, silence 0.77 left out, at a threshold leaving 80 % of the training families' unanswerable
-# questions silent). The earlier gate, fitted on a random half of one phrasing family, leaned on
-# `coverage` (the query's own words in the answer): it learned our phrasing, and fell to 0.45 on a
-# hidden set. Held-out families: benchmarks/README.md, "Recall on held-out phrasing families".
-GATE_MODEL = GateModel(
-    intercept=-1.576569, weights=(("other_margin", 4.212276), ("rare_match", 0.201774), ("agreement", 5.270479)), threshold=0.555427
-)
+# (hit@5 0.93, silence 0.77 left out, at a threshold leaving 70 % of the training families'
+# unanswerable questions silent). `agreement` counts any copy of the leading answer (recall's
+# `_agreement`): with the leader's own rank only, a fact the folder says in four places (a real
+# pipeline's MEMORY.md line, task heading, summary and rollout summary) split the legs' ranks and
+# the gate fell silent on plain questions (left out 0.840 before, 0.849 now). The earlier gate,
+# fitted on a random half of one phrasing family, leaned on `coverage` (the query's own words in
+# the answer): it learned our phrasing, and fell to 0.45 on a hidden set. Held-out families:
+# benchmarks/README.md, "Recall on held-out phrasing families".
+GATE_MODEL = GateModel(intercept=-1.529418, weights=(("rare_match", 0.744782), ("agreement", 3.473234)), threshold=0.4938)
 
 
 def gap_of(best_first: list[float]) -> float:
