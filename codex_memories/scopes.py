@@ -14,6 +14,7 @@ purpose: the prompt hook imports it in a fresh process on every prompt.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -133,8 +134,11 @@ def project_folder(directory: str | Path) -> Path:
 
 def _repository_root(start: Path) -> Path | None:
     for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
+        try:
+            if (candidate / ".git").exists():
+                return candidate
+        except OSError:
+            continue  # a name no file system holds (past 255 bytes): no repository there
     return None
 
 
@@ -379,11 +383,13 @@ def repository_switch(directory: str | Path | None) -> RepositorySwitch:
         path = folder / REPOSITORY_SWITCH_FILE
         try:
             text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        except NotADirectoryError:
-            continue
-        except (OSError, UnicodeDecodeError) as error:
+        except OSError as error:
+            if error.errno == errno.ENAMETOOLONG:
+                continue  # a folder name no file system holds cannot hold a switch file
+            return RepositorySwitch(MEMORIES_OFF, path, f"unreadable, counted as off: {error}")
+        except UnicodeDecodeError as error:
             return RepositorySwitch(MEMORIES_OFF, path, f"unreadable, counted as off: {error}")
         return _parse_switch(path, text)
     return RepositorySwitch()

@@ -141,3 +141,13 @@ def test_writing_the_same_map_again_leaves_the_file_alone(tmp_path: Path) -> Non
     before = path.stat().st_mtime_ns
     assert not write_recorded_project_keys(path, {"/w/a": "example.org/a"})
     assert path.stat().st_mtime_ns == before and read_recorded_project_keys(path) == {"/w/a": "example.org/a"}
+
+
+@pytest.mark.parametrize("cwd", ["/tmp/" + "n" * 300 + "/src", "/tmp/" + "d/" * 3000], ids=["name-past-255-bytes", "path-past-PATH_MAX"])
+def test_a_folder_name_no_file_system_holds_is_keyed_by_itself_and_has_no_switch(cwd: str) -> None:
+    """A session's cwd is what Codex recorded: hostile or damaged, it must not stop a run."""
+    from codex_memories.scopes import repository_switch
+
+    assert project_key_for_directory(cwd, recorded={}) == cwd.rstrip("/")
+    switch = repository_switch(cwd)
+    assert switch.path is None and switch.injection_allowed
