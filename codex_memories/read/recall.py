@@ -426,10 +426,10 @@ def _is_copy(first: frozenset[str], second: frozenset[str]) -> bool:
 
 def _agreement(candidates: list[ScoredChunk]) -> float:
     """1 / the worse of the best ranks the two legs gave the leading answer, any copy of it
-    counting for it (`COPY_OVERLAP`); 0 when one leg found no copy of it."""
+    counting for it (`COPY_OVERLAP`: a copy of the leader, or of the smallest such copy); 0 when
+    one leg found no copy of it."""
     if not candidates:
         return 0.0
-    leader = candidates[0]
     words = [_copy_words(scored.chunk) for scored in candidates]
     copies = [0] + [position for position in range(1, len(candidates)) if _is_copy(words[position], words[0])]
     # The fact itself is the smallest copy (the leader may be its task heading, with more words):
