@@ -160,18 +160,13 @@ def _sessions_waiting(config: RuntimeConfig) -> int | None:
     """How many sessions a next phase 1 would take (`status`'s "waiting" and "failed", under the
     windows this run applies); None without a state DB."""
     from codex_memories.runtime import read_only_store
-    from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
     from codex_memories.state.records import CoverageReason
+    from codex_memories_cli.views import session_coverage
 
-    windows_apply = not config.settings.ignore_age_windows
     with read_only_store(config.settings.resolved_db_url) as store:
         if store is None:
             return None
-        coverage = store.session_coverage(
-            interactive_sources=INTERACTIVE_SESSION_SOURCES,
-            min_rollout_idle_hours=config.memories.min_rollout_idle_hours if windows_apply else None,
-            max_rollout_age_days=config.memories.max_rollout_age_days if windows_apply else None,
-        )
+        coverage = session_coverage(config, store)
     return sum(coverage.by_reason.get(reason.value, 0) for reason in (CoverageReason.waiting, CoverageReason.failed))
 
 

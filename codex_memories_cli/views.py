@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.text import Text
 
 from codex_memories.paths import local_memory_folder
-from codex_memories.settings import RuntimeConfig, SettingsOverrides
+from codex_memories.settings import INTERACTIVE_SESSION_SOURCES, RuntimeConfig, SettingsOverrides
 from codex_memories_cli.errors import fail, say_error
 from codex_memories_cli.options import with_common_options
 
@@ -51,21 +51,15 @@ def status(overrides: SettingsOverrides, as_json: AsJson = False) -> None:
     """Where things are, and what the runs did so far, in words (--json: the machine form)."""
     from codex_memories.codex_home import codex_home_problem
     from codex_memories.runtime import read_only_store
-    from codex_memories.settings import INTERACTIVE_SESSION_SOURCES
     from codex_memories.state.store import StateDbNotCurrent
 
     config = overrides.load()
     settings = config.settings
     shown_url = display_url(settings.resolved_db_url)
-    windows_apply = not settings.ignore_age_windows
     try:
         with read_only_store(settings.resolved_db_url) as store:
             summary = store.status_summary() if store is not None else None
-            coverage = None if store is None else store.session_coverage(
-                interactive_sources=INTERACTIVE_SESSION_SOURCES,
-                min_rollout_idle_hours=config.memories.min_rollout_idle_hours if windows_apply else None,
-                max_rollout_age_days=config.memories.max_rollout_age_days if windows_apply else None,
-            )
+            coverage = None if store is None else session_coverage(config, store)
     except StateDbNotCurrent as error:
         fail(f"cannot read the state DB {shown_url}: {error}")
     locations = {
@@ -162,6 +156,17 @@ LEFT_OUT_WORDS = {
     "file_gone": "whose file is gone",
 }
 SOURCE_WORDS = {"exec": "from `codex exec`", "subagent": "of sub-agents", "mcp": "from MCP clients"}
+
+
+def session_coverage(config: RuntimeConfig, store: Any) -> SessionCoverage:
+    """Every session seen, by reason, under the windows a run with these settings applies (none
+    with `--ignore-age-windows`): what `status` says and `run --catch-up` counts down."""
+    windows_apply = not config.settings.ignore_age_windows
+    return store.session_coverage(
+        interactive_sources=INTERACTIVE_SESSION_SOURCES,
+        min_rollout_idle_hours=config.memories.min_rollout_idle_hours if windows_apply else None,
+        max_rollout_age_days=config.memories.max_rollout_age_days if windows_apply else None,
+    )
 
 
 def coverage_lines(coverage: SessionCoverage) -> list[str]:
