@@ -137,10 +137,14 @@ def test_the_run_report_is_an_artifact_of_the_flow_run_and_the_run_is_tagged(tmp
     codex_home = sessions(tmp_path, ["alpha"])
     with running_openai_server() as server:
         state = phase1(overrides=overrides(tmp_path, codex_home, server.base_url), return_state=True)
-    with get_client(sync_client=True) as client:
-        reports = [artifact for artifact in client.read_artifacts() if artifact.key == "memories-phase1"]
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
     run_id = state.state_details.flow_run_id
-    assert [(artifact.flow_run_id, artifact.task_run_id) for artifact in reports if artifact.flow_run_id == run_id] == [(run_id, None)]
+    # Filtered by the server: unfiltered, the first page of a suite's shared server may not hold it.
+    this_run = ArtifactFilter(key=ArtifactFilterKey(any_=["memories-phase1"]), flow_run_id=ArtifactFilterFlowRunId(any_=[run_id]))
+    with get_client(sync_client=True) as client:
+        reports = client.read_artifacts(artifact_filter=this_run)
+    assert [(artifact.flow_run_id, artifact.task_run_id) for artifact in reports] == [(run_id, None)]
     # And the run carries the tags the UI filters by: the product, the phase, the provider.
     with get_client(sync_client=True) as client:
         assert set(client.read_flow_run(run_id).tags) >= {"codex-memories", "phase1", "provider:openai"}
