@@ -73,7 +73,7 @@ def build_home(root: Path, summary_kind: str) -> tuple[Path, Path]:
     store.close()
     folders = {f"/work/project-{index}": f"github.com/acme/project-{index}" for index in range(999)}
     write_recorded_project_keys(paths.recorded_project_keys_path(home), {**folders, "/work/atlas": "github.com/acme/atlas"})
-    write_text_atomically(launcher_path(home), launcher_script(current_target(home, [])), mode=0o755)
+    write_text_atomically(launcher_path(home), launcher_script(current_target(home, [], pinned=False)), mode=0o755)  # no `install`: nothing pinned
     reply = f"As before.\n<oai-mem-citation>\n<citation_entries>\nMEMORY.md:1-1|note=[x]\n</citation_entries>\n<rollout_ids>\n{CITED}\n</rollout_ids>\n</oai-mem-citation>"
     rollout = write_rollout(home, created_at=datetime(2026, 11, 30, tzinfo=UTC), user_messages=["build atlas"], assistant_messages=[reply])
     return home, rollout
