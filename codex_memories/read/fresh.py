@@ -28,13 +28,13 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from codex_memories.read.detached import start_detached
 from codex_memories.read.hooks import (
     HOOK_LOG_DIR,
     HookOptions,
@@ -75,20 +75,14 @@ def _signature(rollout: Path) -> list[int]:
 
 
 def start_fresh(mode: str, rollout: Path, options: HookOptions, idle_seconds: float = IDLE_SECONDS) -> HookResult:
-    """Start the detached fresh process for `rollout`; never waits for it."""
-    argv = [sys.executable, "-P", "-m", "codex_memories.read.fresh", mode, str(rollout)]
-    argv += ["--codex-home", str(options.codex_home), "--memory-root", str(options.memory_root), "--idle-seconds", str(idle_seconds)]
-    environment = dict(os.environ)
-    if options.db_url is not None:  # a password stays off the command line (`ps`), as for the harvest
-        environment["CODEX_MEMORIES_DB_URL"] = options.db_url
+    """Start the detached fresh process for `rollout` (`detached.start_detached`); never waits for it."""
+    arguments = [mode, str(rollout), "--codex-home", str(options.codex_home), "--memory-root", str(options.memory_root)]
+    arguments += ["--idle-seconds", str(idle_seconds)]
     try:
-        child = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment,
-            start_new_session=True, close_fds=True,
-        )
+        pid = start_detached("codex_memories.read.fresh", arguments, db_url=options.db_url)
     except OSError as error:
         return HookResult(EVENT, HookOutcome.failed_start_fresh_pass, detail=f"{type(error).__name__}: {error}")
-    return HookResult(EVENT, HookOutcome.started_fresh_pass, detail=f"{mode}, pid {child.pid}")
+    return HookResult(EVENT, HookOutcome.started_fresh_pass, detail=f"{mode}, pid {pid}")
 
 
 # -- the detached process ------------------------------------------------------------------------

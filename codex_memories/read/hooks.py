@@ -451,28 +451,16 @@ def _session_end(payload: dict[str, Any], options: HookOptions) -> HookResult:
 
 
 def _start_background_harvest(payload: dict[str, Any], options: HookOptions) -> HookResult:
-    """Run this same Stop hook, inline, in a detached process (its own session, so it outlives
-    the hook and Codex's process group); it logs its own outcome line when done."""
-    import subprocess
+    """Run this same Stop hook, inline, in a detached process (`detached.start_detached`); it logs
+    its own outcome line when done."""
+    from codex_memories.read.detached import start_detached
 
-    # -P: the session's folder (this process's cwd) never shadows our modules.
-    argv = [sys.executable, "-P", "-m", "codex_memories.read.hooks", "Stop", "--inline"]
-    argv += ["--codex-home", str(options.codex_home), "--memory-root", str(options.memory_root)]
-    # The DB URL may hold a password: handed over in the child's environment (readable by this
-    # user only), not on its command line (readable by every user through `ps`).
-    environment = dict(os.environ)
-    if options.db_url is not None:
-        environment["CODEX_MEMORIES_DB_URL"] = options.db_url
+    arguments = ["Stop", "--inline", "--codex-home", str(options.codex_home), "--memory-root", str(options.memory_root)]
     try:
-        child = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment,
-            start_new_session=True, close_fds=True,
-        )
-        with child.stdin as pipe:  # type: ignore[union-attr] - stdin=PIPE: never None
-            pipe.write(json.dumps(payload).encode("utf-8"))
+        pid = start_detached("codex_memories.read.hooks", arguments, db_url=options.db_url, payload=json.dumps(payload).encode("utf-8"))
     except OSError as error:
         return HookResult("Stop", HookOutcome.failed_start_background_harvest, detail=f"{type(error).__name__}: {error}")
-    return HookResult("Stop", HookOutcome.started_background_harvest, detail=f"pid {child.pid}")
+    return HookResult("Stop", HookOutcome.started_background_harvest, detail=f"pid {pid}")
 
 
 def harvest_key(codex_home: Path, transcript_path: Path) -> str:

@@ -25,7 +25,7 @@ Contract:
 - Concurrent builders each write their own temp file; the last rename wins and both are whole.
 - `Index.scopes()` is every chunk's scope by id (what a reader filters on before ranking).
 - `start_background_build(root)` (the prompt hook, on a missing, stale or damaged index) starts
-  one detached `python -m codex_memories.read.index ROOT` and returns its pid, or None when a
+  one detached `python -m codex_memories.read.index ROOT` (`detached.start_detached`) and returns its pid, or None when a
   build it started is still under way (`BUILD_MARKER`, younger than `BUILD_MARKER_MAX_AGE`) or
   none can start (the folder is not writable): a note, a forget or a hand edit makes the index
   stale, and without this no prompt would get a memory until the next phase 2.
@@ -37,7 +37,6 @@ import hashlib
 import os
 import re
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +48,7 @@ import numpy as np
 from codex_memories import paths
 from codex_memories.read import contextual
 from codex_memories.read.chunks import Chunk, chunk_file, source_files
+from codex_memories.read.detached import start_detached
 
 # 3: bullets right under a task-group heading are chunks; 4: project markers are scopes;
 # 5: contextual vectors for every chunk, CJK character pairs in the full-text table.
@@ -355,15 +355,10 @@ def start_background_build(root: Path) -> int | None:
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(f"{os.getpid()}\n", encoding="utf-8")
-        child = subprocess.Popen(
-            [sys.executable, "-P", "-m", "codex_memories.read.index", str(root)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
-        )
+        return start_detached("codex_memories.read.index", [str(root)])
     except OSError:
         marker.unlink(missing_ok=True)
         return None
-    return child.pid
 
 
 def main(argv: list[str] | None = None) -> int:
