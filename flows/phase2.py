@@ -254,9 +254,9 @@ def _succeed(context: Phase2Context, report: Phase2Report, selection: Any, settl
     # 23. Mark success: exact-snapshot selection flags and the watermark.
     report.storage_bytes = measure_storage(context)
     _finish(context, selection, report, outcome)
-    # 24. Refresh the recall index after publishing (derived data: a failure is reported, never a
-    #     failed consolidation). Step 21a built it in the copy; this only re-reads the files (no
-    #     chunk is embedded twice) and catches a publish that copied file by file (new mtimes).
+    # 24. The recall index after publishing (derived data: a failure is reported, never a failed
+    #     consolidation): step 21a's went live with the copy, and this only checks it; a publish
+    #     that copied file by file (new mtimes) makes it stale, and this rebuilds it.
     if report.outcome is Outcome.succeeded:
         report.recall_index = refresh_recall_index(context)
     # 25. Keep what this success settled on, for step 2 of the next run.
