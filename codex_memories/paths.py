@@ -103,3 +103,13 @@ def recall_index_path() -> str:
 # the repository root. Under `.codex/`, next to the project's Codex configuration.
 TEAM_MEMORY_FILE = ".codex/memories.md"
 AGENTS_FILE = "AGENTS.md"
+
+
+# Notes held back from the memory (`memory_folder.notes`): an agent's notes waiting for the user, and
+# notes the injection gate refused. Their records hold the text base64-encoded and are never read as
+# memory; the gate (and its redaction pass, which would corrupt the encoding) leaves them alone.
+HELD_NOTE_DIRS = (f"{EXTENSIONS_DIR}/{AD_HOC_EXTENSION}/pending", f"{EXTENSIONS_DIR}/{AD_HOC_EXTENSION}/quarantine")
+
+
+def is_held_note(relative: str) -> bool:
+    return any(relative == folder or relative.startswith(folder + "/") for folder in HELD_NOTE_DIRS)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from codex_memories.consolidate.steps import Phase2Lease
     from codex_memories.llm.base import ExtractionProvider
     from codex_memories.llm.codex_runner import CodexRunner
-    from codex_memories.ratelimit import GuardDecision, RateLimitSnapshot
+    from codex_memories.llm.rate_limits import GuardDecision, RateLimitSnapshot
     from codex_memories.state.store import MemoryStore
     from codex_memories.storage import LocalWorkspace, MemoryRoot
 
@@ -87,7 +87,7 @@ def forget_run_state() -> None:
 def rate_limit_guard(config: RuntimeConfig) -> GuardDecision:
     """Spec 1.3 for every provider, the full way: our last response's headers against the newest
     rollout snapshot, rescanned now."""
-    from codex_memories.ratelimit import newest_rollout_snapshot
+    from codex_memories.ingest.rate_limits import newest_rollout_snapshot
 
     return rate_limit_decision(config, newest_rollout_snapshot(config.settings.codex_home_path))
 
@@ -96,7 +96,7 @@ def rate_limit_decision(config: RuntimeConfig, rollout_snapshot: RateLimitSnapsh
     """Spec 1.3 with a rollout snapshot read earlier (None: the rollouts had none): the freshest of
     it and our last response's headers (the provider keeps them) decides. No file is read, so the
     guard between extraction waves can ask at every freed slot."""
-    from codex_memories.ratelimit import GuardDecision, decide
+    from codex_memories.llm.rate_limits import GuardDecision, decide
 
     minimum = config.memories.min_rate_limit_remaining_percent
     if config.provider_name == "heuristic":

@@ -134,7 +134,7 @@ def _change_note_with_audit(config: RuntimeConfig, change: Callable[[], object],
     """Make a note's change in the folder, then write its audit row (route `ad_hoc_note`); when the
     row cannot be written, undo the change: the folder and the state DB change together or not at all."""
     from codex_memories.forget.audit import ForgetAction, record_actions
-    from codex_memories.consolidate.injection_gate import excerpt
+    from codex_memories.evidence.screen import excerpt
     from codex_memories.state.records import ForgetRoute
     from codex_memories_cli.steering import _existing_store
 

@@ -35,7 +35,7 @@ from codex_memories.ingest.backfill import (
 )
 from codex_memories.ingest.transcript import KeptLines
 from codex_memories.outcomes import Outcome
-from codex_memories.ratelimit import GuardDecision
+from codex_memories.llm.rate_limits import GuardDecision
 from codex_memories.reports import ExtractionLine, backfill_verdict, model_endpoint
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1Claim, ThreadRecord

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from prefect import Task, flow, get_run_logger
@@ -30,7 +31,8 @@ from codex_memories.extract.prefetch import TranscriptPrefetch, prepare_quality_
 from codex_memories.extract.waves import WaveGuard
 from codex_memories.ingest.transcript import KeptLines
 from codex_memories.outcomes import Outcome
-from codex_memories.ratelimit import GuardDecision
+from codex_memories.llm.rate_limits import GuardDecision
+from codex_memories.runtime import rate_limit_decision
 from codex_memories.reports import ExtractionLine, Phase1Report, model_endpoint, phase1_verdict
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim
@@ -263,7 +265,7 @@ def _submit_bounded(
     in_flight: set[PrefectFuture[ExtractionResult]] = set()
     # Between waves the guard runs in this thread, not as a task run per freed slot (step 6a
     # ran the task before claiming): it gates the next submission (`codex_memories.extract.waves`).
-    waves = WaveGuard(config, before_batch=before_batch)
+    waves = WaveGuard(config.settings.codex_home_path, partial(rate_limit_decision, config), before_batch=before_batch)
     for claim in claims:
         if len(in_flight) >= limit:
             finished = next(as_completed(list(in_flight)))

@@ -1,6 +1,6 @@
 from prefect import get_run_logger, task
 
-from codex_memories.ratelimit import GuardDecision
+from codex_memories.llm.rate_limits import GuardDecision
 from codex_memories.runtime import Phase2Context, open_store, rate_limit_guard
 from codex_memories.settings import RuntimeConfig
 from codex_memories.state.records import Stage1Claim

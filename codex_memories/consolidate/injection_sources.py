@@ -11,7 +11,7 @@ Contract:
   findings such as an exec bit are the consolidator's own doing and have no source), the full
   logical line is read back from `files` and compared with every logical line (and every pair of
   adjacent lines) of each source's `raw_memory` and `rollout_summary`, all normalised as the
-  gate normalises (`injection_gate.normalise`: NFKC, format characters, look-alikes).
+  gate normalises (`evidence.screen.normalise`: NFKC, format characters, look-alikes).
 - The comparison is token containment: the share of the refused line's content tokens, weighted
   by how rare each token is among the source lines (IDF), that a source line holds. Paraphrase
   keeps the rare tokens (a host name, a path, a command) and changes the common ones.
@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from codex_memories.consolidate.injection_gate import GatedFile, InjectionFinding, line_rules, logical_lines, normalise
+from codex_memories.evidence.screen import GatedFile, InjectionFinding, line_rules, logical_lines, normalise
 from codex_memories.state.records import Stage1Output
 
 STRONG_MATCH = 0.75

@@ -48,7 +48,9 @@ from pathlib import Path
 from typing import Any
 
 from codex_memories import paths
-from codex_memories.consolidate.injection_gate import MAX_GATED_FILE_BYTES, GatedFile, excerpt, gated_files, is_held_note
+from codex_memories.consolidate.injection_gate import gated_files
+from codex_memories.evidence.screen import MAX_GATED_FILE_BYTES, GatedFile, excerpt
+from codex_memories.paths import is_held_note
 from codex_memories.extract.provenance import (
     MIN_UNITS,
     TRUSTED_ORIGINS,

@@ -31,17 +31,13 @@ from pathlib import Path
 from codex_memories.consolidate.conflicts import Conflict
 from codex_memories.consolidate.consolidators import ConsolidationOutcome, Consolidator, build_consolidation_prompt
 from codex_memories.consolidate.heuristic import find_input_conflicts
-from codex_memories.consolidate.injection_gate import (
-    MAX_REPORTED_FINDINGS,
-    InjectionFinding,
-    check_injection_gate,
-    gated_files,
-    redact_gated_files,
-)
+from codex_memories.consolidate.injection_gate import check_injection_gate, gated_files, redact_gated_files
+from codex_memories.evidence.screen import MAX_REPORTED_FINDINGS, InjectionFinding
 from codex_memories.consolidate.injection_sources import describe_traced, trace_findings
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.forget.entry_expiry import expire_entries, synced_inputs_hold_expired_entry
 from codex_memories.forget.extension_expiry import expire_extension_resources, expired_extension_resources
+from codex_memories.forget.ledger import ForgetLedger
 from codex_memories.forget.routes import MomentInputs, next_change_at
 from codex_memories.forget.selection_window import next_selection_ageing, selection_window_actions
 from codex_memories.forget.threads import pollute_thread
@@ -75,7 +71,7 @@ from codex_memories.sandbox import SandboxedFolder
 from codex_memories.state import GLOBAL_JOB_KEY, JobKind
 from codex_memories.state.records import OutputIdentity, Phase2ClaimOutcome, Phase2ClaimResult, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
-from codex_memories.storage import LocalWorkspace
+from codex_memories.storage import LocalWorkspace, open_memory_root
 
 
 class Phase2Failure(Exception):
@@ -282,9 +278,12 @@ def sync_inputs(workspace: LocalWorkspace, selection: Selection, store: MemorySt
     workspace.stage()
     root_dir = workspace.path
     forget_synced_inputs(root_dir)  # a sync cut short must not look finished to the next run
+    # Whatever the state DB holds, a thread, project or text the folder's forget ledger names is
+    # not written into the folder (a fresh or restored state DB may still hold it).
     outputs = store.load_stage1_outputs(selection.refs)
-    summaries = sync_rollout_summaries(root_dir, outputs)
-    raw_changed = rebuild_raw_memories(root_dir, outputs)
+    kept = ForgetLedger.load(open_memory_root(root_dir)).honoured(outputs)
+    summaries = sync_rollout_summaries(root_dir, kept)
+    raw_changed = rebuild_raw_memories(root_dir, kept)
     record_synced_inputs(root_dir, [output_ref(output) for output in outputs])
     forgotten = record_actions(store, selection_window_actions(summaries.deleted))
     return SyncReport(summaries=summaries, raw_memories_changed=raw_changed, forgotten=forgotten)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from codex_memories.consolidate.injection_gate import MAX_REPORTED_FINDINGS, excerpt
+from codex_memories.evidence.screen import MAX_REPORTED_FINDINGS, excerpt
 from codex_memories.extract.provenance import withhold_tool_derived
 from codex_memories.extract.scope_tagging import row_scope, tag_raw_memory
 from codex_memories.forget.audit import record_actions

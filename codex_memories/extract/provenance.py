@@ -35,7 +35,7 @@ Contract:
   quoted error in its own words, or with the fix the agent ran, stays; a sentence copied, or
   lightly edited, from tool output does not, even when a few of its words are also the user's.
 - The lines of a memory text, for phase 1 and phase 2 alike: `memory_lines(text)` gives its
-  judged logical lines (`injection_gate.logical_lines`: a wrapped bullet is one line; blank
+  judged logical lines (`evidence.screen.logical_lines`: a wrapped bullet is one line; blank
   lines and key lines whose value is a name, list or code such as `cwd:` or `keywords:` are
   not judged); `MemoryLine.comparable` is a line without the markup our formats add (typed-entry
   keys, `[Task n]`, `[ad-hoc note]`, project and cwd markers); `without_lines(text, lines)`
@@ -64,7 +64,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from codex_memories.consolidate.injection_gate import logical_lines
+from codex_memories.evidence.screen import logical_lines
 from codex_memories.extract.user_claims import ClaimCheck, as_observation, is_user_claim, rule_section_lines
 from codex_memories.ingest.transcript import DATAMARK, ItemOrigin, is_harness_text, item_origin, unspotlight_item
 
@@ -298,7 +298,7 @@ class Attribution:
 
 @dataclass(frozen=True)
 class MemoryLine:
-    """One logical line of a memory text (`injection_gate.logical_lines`): a wrapped bullet is one."""
+    """One logical line of a memory text (`evidence.screen.logical_lines`): a wrapped bullet is one."""
 
     first: int  # index of its first physical line
     end: int  # index just past its last physical line

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from codex_memories.ratelimit import GuardDecision, RateLimitSnapshot, newest_rollout_snapshot
-from codex_memories.runtime import rate_limit_decision
-from codex_memories.settings import RuntimeConfig
+from codex_memories.ingest.rate_limits import newest_rollout_snapshot
+from codex_memories.llm.rate_limits import GuardDecision, RateLimitSnapshot
 
 ROLLOUT_SNAPSHOT_MAX_AGE_SECONDS = 10.0
 
@@ -29,16 +29,19 @@ class WaveGuard:
     snapshot (the freshest current signal then, rollout or our own headers) stands in for the
     rollout scan until it is `ROLLOUT_SNAPSHOT_MAX_AGE_SECONDS` old. Standing in for it with our
     own headers is safe: the provider's live headers are at least as fresh and the freshest
-    decides."""
+    decides. `decide` is the full guard given a rollout snapshot (`runtime.rate_limit_decision`
+    with the run's settings): it reads our provider's own headers, which only the run knows."""
 
     def __init__(
         self,
-        config: RuntimeConfig,
+        codex_home: Path,
+        decide: Callable[[RateLimitSnapshot | None], GuardDecision],
         *,
         before_batch: GuardDecision | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._config = config
+        self._codex_home = codex_home
+        self._decide = decide
         self._clock = clock
         self._snapshot: RateLimitSnapshot | None = None
         self._read_at: float | None = None
@@ -48,6 +51,6 @@ class WaveGuard:
     def check(self) -> GuardDecision:
         now = self._clock()
         if self._read_at is None or now - self._read_at > ROLLOUT_SNAPSHOT_MAX_AGE_SECONDS:
-            self._snapshot = newest_rollout_snapshot(self._config.settings.codex_home_path)
+            self._snapshot = newest_rollout_snapshot(self._codex_home)
             self._read_at = now
-        return rate_limit_decision(self._config, self._snapshot)
+        return self._decide(self._snapshot)

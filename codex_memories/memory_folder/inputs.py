@@ -9,9 +9,9 @@ Contract:
   no diff), made durable together (one `flush`, not an fsync per file), then every other `*.md`
   there is deleted, hand-made files included. Idempotent.
 - `rebuild_raw_memories` rewrites `raw_memories.md` from the selection when its bytes differ.
-- Both leave out what the folder's forget ledger names (`honour_forget_ledger`): an output of a
-  forgotten thread or project, a line or slug word holding a forgotten text. Header values are
-  escaped onto one line (`raw_memories.escape_metadata`).
+- Both write what they are given: phase 2's sync (`consolidate.steps.sync_inputs`) has taken out
+  what the folder's forget ledger names first (`forget.ledger.ForgetLedger.honoured`). Header
+  values are escaped onto one line (`raw_memories.escape_metadata`).
 - Every function takes a `MemoryRoot` (or a local path) and does all I/O through it.
 """
 
@@ -64,19 +64,10 @@ def _write_if_changed(root: MemoryRoot, path: str, text: str, *, durable: bool =
     return root.write_if_changed(path, text.encode("utf-8"), durable=durable)
 
 
-def honour_forget_ledger(root: MemoryRoot, selection: list[Stage1Output]) -> list[Stage1Output]:
-    """The selection without what the folder's forget ledger names (`forget.ledger`): whatever
-    the state DB holds, a forgotten thread, project or text is not written into the folder."""
-    from codex_memories.forget.ledger import ForgetLedger  # forget imports this module's package
-
-    return ForgetLedger.load(root).honoured(selection)
-
-
 def sync_rollout_summaries(root: RootLike, selection: list[Stage1Output]) -> SyncResult:
-    """Make `rollout_summaries/` hold exactly the selected summaries (forgetting route 2), less
-    what the folder's forget ledger names."""
+    """Make `rollout_summaries/` hold exactly the selected summaries (forgetting route 2). The
+    caller has taken out what the folder's forget ledger names (`ForgetLedger.honoured`)."""
     root = open_memory_root(root)
-    selection = honour_forget_ledger(root, selection)
     root.makedirs(ROLLOUT_SUMMARIES_DIR)
     written, unchanged = [], []
     keep = set()
@@ -103,10 +94,10 @@ def sync_rollout_summaries(root: RootLike, selection: list[Stage1Output]) -> Syn
 
 
 def rebuild_raw_memories(root: RootLike, selection: list[Stage1Output]) -> bool:
-    """Rewrite `raw_memories.md` from the selection (less what the folder's forget ledger names);
-    True when its bytes changed."""
+    """Rewrite `raw_memories.md` from the selection (the caller has taken out what the folder's
+    forget ledger names); True when its bytes changed."""
     root = open_memory_root(root)
-    return _write_if_changed(root, RAW_MEMORIES_FILE, render_raw_memories(honour_forget_ledger(root, selection)))
+    return _write_if_changed(root, RAW_MEMORIES_FILE, render_raw_memories(selection))
 
 
 def storage_bytes(root: RootLike) -> int:

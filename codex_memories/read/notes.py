@@ -33,7 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from codex_memories import paths
-from codex_memories.consolidate.injection_gate import HELD_NOTE_DIRS, line_rules, logical_lines
+from codex_memories.evidence.screen import line_rules, logical_lines
+from codex_memories.paths import HELD_NOTE_DIRS
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder, SymlinkRefusedError, UnsafePathError
 from codex_memories.scopes import marked_project_key, project_marker
@@ -180,7 +181,7 @@ def _require_note_text(note: str) -> None:
 # waits in `QUARANTINE_DIR`. Both sit under `extensions/` so a phase 2 that publishes a copy of
 # the folder keeps them (and sees one written meanwhile), but nothing reads them as memory: the
 # SessionStart hook and the heuristic consolidator read `notes/*.md` only, the gate and the
-# provenance check leave these folders out (`injection_gate.HELD_NOTE_DIRS`), and the text is stored base64-encoded
+# provenance check leave these folders out (`paths.HELD_NOTE_DIRS`), and the text is stored base64-encoded
 # in a JSON record, so a consolidation agent or an MCP `read` that opens one sees no instruction.
 PENDING_DIR, QUARANTINE_DIR = HELD_NOTE_DIRS
 HELD_SUFFIX = ".json"

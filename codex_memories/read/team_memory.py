@@ -503,7 +503,7 @@ def team_memory_context(cwd: str | Path, budget_tokens: int) -> TeamMemoryContex
     if raw is None:
         return None
     # Imported only for a repository that has team memory: every other session start skips it.
-    from codex_memories.consolidate.injection_gate import GatedFile, find_injections
+    from codex_memories.evidence.screen import GatedFile, find_injections
 
     rules = Directives()
     for agents in agents_files(folder, working):

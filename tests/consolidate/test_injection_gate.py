@@ -7,15 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.consolidate.injection_gate import (
-    MAX_EXCERPT_CHARS,
-    GatedFile,
-    check_injection_gate,
-    describe_findings,
-    find_injections,
-    gated_files,
-    redact_gated_files,
-)
+from codex_memories.consolidate.injection_gate import check_injection_gate, gated_files, redact_gated_files
+from codex_memories.evidence.screen import MAX_EXCERPT_CHARS, GatedFile, describe_findings, find_injections
 
 
 def rules_of(line: str, path: str = "MEMORY.md") -> set[str]:

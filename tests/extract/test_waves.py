@@ -5,10 +5,12 @@ rollouts hold no snapshot at all (which used to mean a rescan at every freed slo
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from codex_memories.extract import waves
 from codex_memories.extract.waves import ROLLOUT_SNAPSHOT_MAX_AGE_SECONDS, WaveGuard
-from codex_memories.ratelimit import GuardDecision, RateLimitSnapshot, RateLimitWindow
+from codex_memories.llm.rate_limits import GuardDecision, RateLimitSnapshot, RateLimitWindow
+from codex_memories.runtime import rate_limit_decision
 from codex_memories.settings import load_runtime_config
 
 
@@ -20,15 +22,16 @@ class Clock:
         return self.now
 
 
-def _config(tmp_path):
-    return load_runtime_config(codex_home=str(tmp_path), provider="openai", base_url="http://127.0.0.1:9/v1")
+def _guard(tmp_path, **options):
+    config = load_runtime_config(codex_home=str(tmp_path), provider="openai", base_url="http://127.0.0.1:9/v1")
+    return WaveGuard(tmp_path, partial(rate_limit_decision, config), **options)
 
 
 def test_no_snapshot_in_the_rollouts_is_read_once_per_max_age_not_per_freed_slot(tmp_path, monkeypatch):
     scans = []
     monkeypatch.setattr(waves, "newest_rollout_snapshot", lambda home: scans.append(home))
     clock = Clock()
-    guard = WaveGuard(_config(tmp_path), clock=clock)
+    guard = _guard(tmp_path, clock=clock)
     for _ in range(20):
         assert guard.check().allowed
     assert len(scans) == 1
@@ -46,7 +49,7 @@ def test_the_decision_before_the_batch_stands_in_for_the_first_scan_and_still_bl
     )
     before = GuardDecision(False, "below the limit", 25, snapshot=exhausted)
     clock = Clock()
-    guard = WaveGuard(_config(tmp_path), before_batch=before, clock=clock)
+    guard = _guard(tmp_path, before_batch=before, clock=clock)
     decision = guard.check()
     assert not decision.allowed  # the snapshot step 6a saw still decides
     assert scans == []

@@ -193,7 +193,9 @@ def test_the_ledger_works_the_same_on_an_object_store_root(tmp_path: Path) -> No
 
 
 def test_phase_2_sync_writes_no_forgotten_thread_or_line_whatever_the_selection_holds(tmp_path: Path, root: LocalMemoryRoot) -> None:
-    from codex_memories.memory_folder.inputs import rebuild_raw_memories, sync_rollout_summaries
+    from codex_memories.consolidate.steps import Selection, sync_inputs
+    from codex_memories.memory_folder.inputs import output_ref
+    from codex_memories.storage import LocalWorkspace
 
     store = open_store(tmp_path / "s.sqlite")
     remember(store, "gone", raw_memory="- a private detail\n", rollout_slug="private")
@@ -203,9 +205,8 @@ def test_phase_2_sync_writes_no_forgotten_thread_or_line_whatever_the_selection_
     ledger.add_text("Project Falcon")
     ledger.save(root)
 
-    selection = [store.get_stage1_output("gone"), store.get_stage1_output("kept")]
-    result = sync_rollout_summaries(root, selection)
-    rebuild_raw_memories(root, selection)
+    selection = Selection(refs=[output_ref(store.get_stage1_output(thread)) for thread in ("gone", "kept")], new_watermark=0)
+    result = sync_inputs(LocalWorkspace(root), selection, store).summaries
 
     raw = root.read_text(paths.RAW_MEMORIES_FILE)
     assert "private detail" not in raw and "gone" not in raw and "Falcon" not in raw and "pnpm" in raw

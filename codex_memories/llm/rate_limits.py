@@ -9,7 +9,7 @@ Signals, the freshest one wins (`decide`):
    `codex exec --json` prints no rate limits and `--ephemeral` writes no rollout, so the codex
    provider has no signal of its own and the user's rollouts are what we read;
 3. the `rate_limits` of the newest `token_count` event in the user's rollouts
-   (`newest_rollout_snapshot`), while its windows have not reset (`resets_at`).
+   (`ingest.rate_limits.newest_rollout_snapshot`), while its windows have not reset (`resets_at`).
 
 A window whose `resets_at` has passed no longer limits anything; a snapshot with no live window
 left is ignored. `snapshot_allows` is the spec's boundary: allow iff every live window has
@@ -29,15 +29,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from codex_memories import paths
-from codex_memories.ingest.rollout_files import PLAIN_SUFFIX, list_rollouts, open_rollout
 
 SOURCE_RESPONSE_HEADERS = "response headers of our last model call"
 SOURCE_ROLLOUT = "newest token_count in the user's rollouts"
-
-# How much of a rollout's end is read for its newest token_count (they come after every turn).
-_TAIL_BYTES = 256 * 1024
-_MAX_ROLLOUTS_SCANNED = 20
 
 
 @dataclass(frozen=True)
@@ -121,7 +115,7 @@ def decide(snapshots: Iterable[RateLimitSnapshot | None], min_remaining_percent:
 # -- signals ----------------------------------------------------------------------------------------
 
 
-def _number(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     try:
@@ -140,7 +134,7 @@ def parse_reset_duration(text: str | None) -> float | None:
         return None
     parts = _DURATION_PART.findall(text.strip())
     if not parts:
-        return _number(text)
+        return as_number(text)
     unit_seconds = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
     return sum(float(amount) * unit_seconds[unit] for amount, unit in parts)
 
@@ -151,19 +145,19 @@ def snapshot_from_headers(headers: Mapping[str, str], observed_at: float) -> Rat
     lowered = {str(key).lower(): str(value) for key, value in headers.items()}
     windows: list[RateLimitWindow] = []
     for name in ("primary", "secondary"):
-        used = _number(lowered.get(f"x-codex-{name}-used-percent"))
+        used = as_number(lowered.get(f"x-codex-{name}-used-percent"))
         if used is None:
             continue
-        reset_at = _number(lowered.get(f"x-codex-{name}-reset-at"))
+        reset_at = as_number(lowered.get(f"x-codex-{name}-reset-at"))
         if reset_at is None:
-            after = _number(lowered.get(f"x-codex-{name}-reset-after-seconds"))
+            after = as_number(lowered.get(f"x-codex-{name}-reset-after-seconds"))
             reset_at = observed_at + after if after is not None else None
-        minutes = _number(lowered.get(f"x-codex-{name}-window-minutes"))
+        minutes = as_number(lowered.get(f"x-codex-{name}-window-minutes"))
         windows.append(RateLimitWindow(name, used, int(minutes) if minutes is not None else None, reset_at))
     if not windows:
         for name in ("requests", "tokens"):
-            limit = _number(lowered.get(f"x-ratelimit-limit-{name}"))
-            remaining = _number(lowered.get(f"x-ratelimit-remaining-{name}"))
+            limit = as_number(lowered.get(f"x-ratelimit-limit-{name}"))
+            remaining = as_number(lowered.get(f"x-ratelimit-remaining-{name}"))
             if limit is None or remaining is None or limit <= 0:
                 continue
             used = max(0.0, min(100.0, 100.0 * (1.0 - remaining / limit)))
@@ -172,73 +166,3 @@ def snapshot_from_headers(headers: Mapping[str, str], observed_at: float) -> Rat
     if not windows:
         return None
     return RateLimitSnapshot(SOURCE_RESPONSE_HEADERS, observed_at, tuple(windows))
-
-
-def snapshot_from_rate_limits(payload: Any, observed_at: float, source: str = SOURCE_ROLLOUT) -> RateLimitSnapshot | None:
-    """A rollout `token_count` event's `rate_limits` object (None when it carries no window)."""
-    if not isinstance(payload, dict):
-        return None
-    windows = []
-    for name in ("primary", "secondary"):
-        window = payload.get(name)
-        if not isinstance(window, dict):
-            continue
-        used = _number(window.get("used_percent"))
-        if used is None:
-            continue
-        minutes = _number(window.get("window_minutes"))
-        windows.append(RateLimitWindow(name, used, int(minutes) if minutes is not None else None, _number(window.get("resets_at"))))
-    reached = payload.get("rate_limit_reached_type")
-    reached_text = str(reached) if reached not in (None, "", False) else None
-    if not windows and reached_text is None:
-        return None
-    limit_id = payload.get("limit_id")
-    return RateLimitSnapshot(source, observed_at, tuple(windows), reached_text, f"limit_id={limit_id}" if limit_id else "")
-
-
-def _timestamp(value: Any, fallback: float) -> float:
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return fallback
-    return fallback
-
-
-def rollout_snapshot(path: Path) -> RateLimitSnapshot | None:
-    """The newest `token_count` with rate limits in one plain rollout (its last `_TAIL_BYTES`).
-    A file that cannot be read as a rollout (`rollout_files.open_rollout`) is no signal."""
-    try:
-        with open_rollout(path, sequential=False) as handle:
-            status = os.fstat(handle.fileno())
-            handle.seek(max(0, status.st_size - _TAIL_BYTES))
-            tail = handle.read(_TAIL_BYTES)
-    except OSError:
-        return None
-    fallback = status.st_mtime
-    for raw in reversed(tail.splitlines()):
-        if b"token_count" not in raw or b"rate_limits" not in raw:
-            continue
-        try:
-            line = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        payload = line.get("payload") if isinstance(line, dict) else None
-        if not isinstance(payload, dict) or payload.get("type") != "token_count":
-            continue
-        snapshot = snapshot_from_rate_limits(payload.get("rate_limits"), _timestamp(line.get("timestamp"), fallback))
-        if snapshot is not None:
-            return replace(snapshot, detail=f"{path.name}" + (f", {snapshot.detail}" if snapshot.detail else ""))
-    return None
-
-
-def newest_rollout_snapshot(codex_home: Path, *, max_files: int = _MAX_ROLLOUTS_SCANNED) -> RateLimitSnapshot | None:
-    """The newest rate-limit snapshot among the most recently modified plain rollouts (the regular
-    files `rollout_files.list_rollouts` lists; Codex compresses only old sessions)."""
-    candidates: list[tuple[int, Path]] = []
-    for folder in (paths.SESSIONS_DIR, paths.ARCHIVED_SESSIONS_DIR):
-        listing = list_rollouts(codex_home / folder, suffixes=(PLAIN_SUFFIX,))
-        candidates += [(rollout.mtime_ns, rollout.path) for rollout in listing.rollouts]
-    candidates.sort(reverse=True)
-    found = [snapshot for _, path in candidates[:max_files] if (snapshot := rollout_snapshot(path)) is not None]
-    return max(found, key=lambda snapshot: snapshot.observed_at) if found else None

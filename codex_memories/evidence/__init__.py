@@ -1,0 +1,1 @@
+"""Text from a session as evidence, never an instruction: the screen every path shares (`screen`)."""
