@@ -1,7 +1,7 @@
 """`codex-memories export` and `codex-memories rebuild` (merged into the main CLI).
 
 `export --project DIR` writes the project's memories to `<repository>/.codex/memories.md` (see
-`codex_memories.read.team_memory` for where and why); it calls the library directly, no Prefect
+`codex_memories.memory_folder.team_memory` for where and why); it calls the library directly, no Prefect
 run. `rebuild` runs the `memories-rebuild` flow in-process (a forced phase 2 on a fresh folder,
 the old folder kept until it succeeded). A user error is one line on stderr and exit 1.
 """
@@ -31,7 +31,7 @@ def export(
     project: ProjectDir,
 ) -> None:
     """Write the project's memories to <repository>/.codex/memories.md for the team to review and commit."""
-    from codex_memories.read.team_memory import export_team_memory
+    from codex_memories.memory_folder.team_memory import export_team_memory
     from codex_memories.runtime import open_store
 
     config = overrides.load()

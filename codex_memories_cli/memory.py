@@ -65,7 +65,7 @@ def note(
 ) -> None:
     """Write an ad-hoc note for this project (or, with --user, every project), or accept or drop a
     held one: the next session sees it at once, the next phase 2 folds it into MEMORY.md."""
-    from codex_memories.read import notes
+    from codex_memories.memory_folder import notes
     from codex_memories_cli.steering import hooks_installed, next_phase2
 
     if sum(option is not None for option in (text, accept, drop)) != 1:

@@ -327,7 +327,7 @@ def show(
 
 def held_notes(root: Path) -> list:
     """Notes no session gets: an agent's, waiting for the user, and those phase 2 quarantined."""
-    from codex_memories.read.notes import list_held_notes
+    from codex_memories.memory_folder.notes import list_held_notes
 
     return list_held_notes(root)
 

@@ -8,7 +8,7 @@ in place, every later phase 2 would fail on it while the SessionStart hook kept 
 Contract:
 - `quarantine_refused_notes(root_dir, store)`: every regular `extensions/ad_hoc/notes/*.md` of
   the workspace is read and judged by the gate's own decision (`evidence.screen.find_injections`);
-  a refused note is moved to `extensions/ad_hoc/quarantine/` (`read.notes.quarantine_note`: not
+  a refused note is moved to `extensions/ad_hoc/quarantine/` (`memory_folder.notes.quarantine_note`: not
   live, never consolidated, listed by `codex-memories show`), with one forget-audit row (route
   `ad_hoc_note`) naming it and the rules, so the run's report names it too. When the audit row
   cannot be written the note is put back: the folder and the DB change together or not at all.
@@ -22,7 +22,7 @@ from pathlib import Path
 from codex_memories import paths
 from codex_memories.evidence.screen import MAX_GATED_FILE_BYTES, GatedFile, excerpt, find_injections
 from codex_memories.forget.audit import ForgetAction, record_actions
-from codex_memories.read.notes import HeldNote, quarantine_note, remove_held_note, write_ad_hoc_note
+from codex_memories.memory_folder.notes import HeldNote, quarantine_note, remove_held_note, write_ad_hoc_note
 from codex_memories.sandbox import SandboxedFolder
 from codex_memories.state.records import ForgetRoute
 from codex_memories.state.store import MemoryStore

@@ -3,7 +3,7 @@
 Text from a session is evidence, never an instruction. The screen is the tripwire every path
 shares: phase 2's injection gate (`consolidate.injection_gate`) runs it over the consolidated files
 before they go live, extraction runs it over what a model wrote (`extract.extraction`), the read
-path over notes and team files (`read.notes`, `read.team_memory`). It is not the defence that
+path over notes and team files (`memory_folder.notes`, `memory_folder.team_memory`). It is not the defence that
 decides by wording: phase 2's provenance check (`consolidate.provenance_check`) removes every added
 line whose words came only from tool output.
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from codex_memories.read.team_memory import (
+from codex_memories.memory_folder.team_memory import (
     ExportedTeamFile,
     exported_team_files,
     planned_team_file_removal,

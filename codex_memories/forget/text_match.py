@@ -26,7 +26,7 @@ headings left empty, the names carrying it) is applied to every copy of the memo
    waiting for review (`review = ask`) both hold the old memory and its baseline; they are
    deleted (the proposal could not be applied over the rewritten baseline anyway; the next
    phase 2 proposes again);
-5. derived data: the synced-inputs record is invalidated and a local recall index rebuilt;
+5. derived data: the synced-inputs record is invalidated and a local recall index removed (its readers rebuild it);
    the exported team memory files lose their generated lines holding the text
    (`forget.team_files`).
 
@@ -79,7 +79,7 @@ from codex_memories.memory_folder.workspace import (
     rewrite_baseline,
 )
 from codex_memories.raw_memories import rollout_summary_stem, sanitize_slug
-from codex_memories.read.notes import FALLBACK_SLUG
+from codex_memories.memory_folder.notes import FALLBACK_SLUG
 from codex_memories.redact import find_secret_kinds, redact_secrets
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.state.records import ForgetRoute, Stage1Output
@@ -311,7 +311,7 @@ def forget_match(store: MemoryStore, root: MemoryRoot, text: str, *, reason: str
             # 5. Derived data: the next phase 2 must render its inputs again; the recall index held the lines.
             if not plan.empty:
                 forget_synced_inputs(workspace.path)
-                _refresh_recall_index(root)
+                _drop_recall_index(root)
                 workspace.push()
         except Exception as error:
             # Said and audited: the ledger already holds the text, so every later run keeps it
@@ -587,11 +587,11 @@ def _rewrite_output(store: MemoryStore, thread_id: str, needle: Needle) -> None:
     raise RuntimeError(f"the stage-1 output of thread {thread_id} kept changing while its lines were forgotten; run forget again")
 
 
-def _refresh_recall_index(root: MemoryRoot) -> None:
+def _drop_recall_index(root: MemoryRoot) -> None:
+    """Remove the folder's recall index: it held the forgotten lines, so no search may find them
+    there. Its readers rebuild a missing index (`read.index.open_index`: the prompt hook in the
+    background, `recall` and phase 2 at once), so forgetting needs no search machinery."""
     local = root.local_path
     if local is None:
         return  # object-store roots keep no recall index of their own (it lives with the reader)
-    from codex_memories.read.index import build_index, index_file
-
-    if index_file(local).exists():
-        build_index(local)
+    (local / paths.recall_index_path()).unlink(missing_ok=True)

@@ -20,7 +20,7 @@ Contract:
      written for all of them. Newest first, the project's before the user-level ones.
   2. Ad-hoc notes written after `MEMORY.md` was last consolidated: what the user asked to
      remember or forget reaches the next session at once, not after the next phase 2.
-  3. The repository's team memory (`read.team_memory.team_memory_context`), at most half of
+  3. The repository's team memory (`memory_folder.team_memory.team_memory_context`), at most half of
      what is left.
   4. The how-to (`prompts/read_path.md`): where the folder is, how to search and cite it, how to
      change it. Its size is reserved before tier 1 is filled, so a long rule list cannot push it
@@ -63,7 +63,7 @@ from codex_memories.codex_limits import codex_token_count
 from codex_memories.consolidate.conflicts import DatedEntry, find_conflicts
 from codex_memories.prompts import render_prompt
 from codex_memories.read.chunks import chunk_file
-from codex_memories.read.team_memory import TeamMemoryContext, team_memory_context
+from codex_memories.memory_folder.team_memory import TeamMemoryContext, team_memory_context
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.scopes import (
     marked_project_key,
@@ -608,7 +608,7 @@ def pending_notes(folder: SandboxedFolder, *, after_ns: int | None, session_key:
             continue  # changed under us or not a plain file: the next session sees it
         body = " ".join(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
         if text_is_for_other_project(body, session_key):
-            continue  # another project's note (its `(project=<key>)` line, `read.notes`)
+            continue  # another project's note (its `(project=<key>)` line, `memory_folder.notes`)
         body = _SCOPE_NOTE.sub("", body).strip()
         if body:
             entries.append(Entry(body, item.path, item.name[:10]))

@@ -34,7 +34,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from codex_memories.read import memory_tools, notes
+from codex_memories.memory_folder import notes
+from codex_memories.read import memory_tools
 from codex_memories.read.injection import mark_replaced_lines
 from codex_memories.read.mcp_server import SERVER_INSTRUCTIONS, SERVER_NAME, server_version
 from codex_memories.redact import redact_secrets

@@ -71,7 +71,7 @@ from typing import BinaryIO, Literal, TypeVar, get_args
 from pydantic import BaseModel, ConfigDict
 
 from codex_memories import paths
-from codex_memories.read import notes
+from codex_memories.memory_folder import notes
 from codex_memories.sandbox import (
     FolderEntry,
     SandboxedFolder,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.read.notes import PENDING, list_held_notes, validate_note_filename
+from codex_memories.memory_folder.notes import PENDING, list_held_notes, validate_note_filename
 from tests.support.codex_cli import CODEX_VERSIONS, CodexHome, is_user_turn, run_codex_exec, tool_names
 from tests.support.openai_server import OpenAITestServer, RecordedRequest, ScriptedReply, ToolCall
 

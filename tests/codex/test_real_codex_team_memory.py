@@ -21,7 +21,7 @@ import pytest
 
 from codex_memories import paths
 from codex_memories.read.hooks import hook_log_path
-from codex_memories.read.team_memory import BEGIN_MARKER, team_memory_context
+from codex_memories.memory_folder.team_memory import BEGIN_MARKER, team_memory_context
 from codex_memories.runtime import close_stores, open_store
 from tests.codex import test_real_codex_hooks
 from tests.codex.test_real_codex_hooks import HOOK_BYPASS, codex_memories, default_db_url, input_messages

@@ -14,7 +14,7 @@ from codex_memories.forget.manual import plan_reset, reset_memories
 from codex_memories.forget.selective import ProjectTarget, forget_project, plan_project_forget
 from codex_memories.forget.text_match import forget_match, plan_match_forget
 from codex_memories.forget.threads import disable_thread, forget_deleted_threads, forget_thread, pollute_thread
-from codex_memories.read.team_memory import TEAM_NOTES_HEADING, export_team_memory, team_memory_context
+from codex_memories.memory_folder.team_memory import TEAM_NOTES_HEADING, export_team_memory, team_memory_context
 from codex_memories.state.store import MemoryStore
 from codex_memories.storage import LocalMemoryRoot
 from codex_memories.storage import open_memory_root
@@ -180,7 +180,7 @@ def test_a_file_that_cannot_be_rewritten_is_named_and_the_forget_stands(
     def refuse(*_args: object, **_kwargs: object) -> bool:
         raise PermissionError("read-only checkout")
 
-    monkeypatch.setattr("codex_memories.read.team_memory.SandboxedFolder.write_if_changed", refuse)
+    monkeypatch.setattr("codex_memories.memory_folder.team_memory.SandboxedFolder.write_if_changed", refuse)
     [action] = forget_thread(store, "t-make", root=None)
 
     assert action.removed[team_files.TEAM_FILES_FACT] == [{"path": str(exported), "error": "PermissionError: read-only checkout"}]

@@ -9,7 +9,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from codex_memories import paths
-from codex_memories.read import notes
+from codex_memories.memory_folder import notes
 
 NOTE_NAME = "2025-10-14T09-30-00-prefer-pnpm.md"
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.read import memory_tools, notes
+from codex_memories.memory_folder import notes
+from codex_memories.read import memory_tools
 from codex_memories.read.memory_tools import (
     MAX_ANSWER_BYTES,
     MAX_CURSOR_DIGITS,
@@ -34,7 +35,7 @@ from codex_memories.read.memory_tools import (
     read_file,
     search,
 )
-from codex_memories.read.notes import NOTE_MAX_BYTES, InvalidNote, NoteTooLong
+from codex_memories.memory_folder.notes import NOTE_MAX_BYTES, InvalidNote, NoteTooLong
 
 SECRET = "outside the memory root"
 

@@ -9,7 +9,7 @@ import pytest
 
 from codex_memories import paths
 from codex_memories.read.injection import build_session_context
-from codex_memories.read.team_memory import (
+from codex_memories.memory_folder.team_memory import (
     BEGIN_MARKER,
     Directives,
     collect_project_memories,

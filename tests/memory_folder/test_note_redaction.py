@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.read import memory_tools, notes
+from codex_memories.memory_folder import notes
+from codex_memories.read import memory_tools
 from tests.support.secrets import PLANTED_SECRETS, SECRET_VALUES
 
 KINDS = ["openai_api_key", "aws_access_key_id", "github_token", "bearer_token", "password_assignment"]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from codex_memories import paths
-from codex_memories.read.notes import (
+from codex_memories.memory_folder.notes import (
     InvalidNote,
     InvalidNoteFilename,
     NoteAlreadyExists,

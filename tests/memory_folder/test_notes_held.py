@@ -13,7 +13,8 @@ from codex_memories import paths
 from codex_memories.consolidate import heuristic
 from codex_memories.consolidate.injection_gate import gated_files
 from codex_memories.consolidate.note_quarantine import quarantine_refused_notes
-from codex_memories.read import memory_tools, notes
+from codex_memories.memory_folder import notes
+from codex_memories.read import memory_tools
 from codex_memories.read.injection import build_session_context
 from codex_memories.state.records import ForgetRoute
 from codex_memories.state.store import MemoryStore
