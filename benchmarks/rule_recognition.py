@@ -10,7 +10,7 @@ Spanish, Portuguese, French, German and Russian. Kinds `rule`, `convention`, `de
 (`extract/lexicons.py`) were written looking at the `tune` families only; report `holdout`.
 
 Method, per sentence: a session of one user turn (after Codex's environment context) goes
-through the whole offline extractor (`llm.heuristic.extract_heuristically`), now and at
+through the whole offline extractor (`extract.heuristic.extract_heuristically`), now and at
 `BASELINE_COMMIT` (loaded from git, same process). A durable statement is kept when a
 `Preference signals` bullet of the raw memory quotes it (or the part of it that is not a
 one-off). A must-not-keep turn is a false keep when a bullet quoting it would still be served
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from codex_memories.extract.rules import recognise_rule
-from codex_memories.llm import heuristic
+from codex_memories.extract import heuristic
 from codex_memories.llm.base import ExtractionRequest
 from codex_memories.prompts import RenderedPrompt
 from codex_memories.typed_entries import normalise, split_entry
@@ -69,7 +69,7 @@ def baseline_extractor(commit: str = BASELINE_COMMIT) -> Extractor:
     modules = {}
     for name, path, swap in (
         ("baseline_rules", "codex_memories/extract/rules.py", None),
-        ("baseline_heuristic", "codex_memories/llm/heuristic.py", ("codex_memories.extract.rules", "baseline_rules")),
+        ("baseline_heuristic", "codex_memories/extract/heuristic.py", ("codex_memories.extract.rules", "baseline_rules")),
     ):
         text = source(path)
         if swap is not None:

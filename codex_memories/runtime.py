@@ -182,9 +182,14 @@ def codex_runner(config: RuntimeConfig) -> CodexRunner:
 
 
 def extraction_provider(config: RuntimeConfig) -> ExtractionProvider:
-    from codex_memories.llm import CODEX_PROVIDER, build_extraction_provider
+    from codex_memories.llm import CODEX_PROVIDER, HEURISTIC_PROVIDER, build_extraction_provider
 
     settings = config.settings
+    if config.provider_name == HEURISTIC_PROVIDER:
+        from codex_memories.extract.heuristic import HeuristicProvider
+
+        with _providers_lock:
+            return _providers.setdefault((HEURISTIC_PROVIDER,), HeuristicProvider())
     if config.provider_name == CODEX_PROVIDER:
         from codex_memories.llm.codex_provider import CodexExtractionProvider
 

@@ -3,14 +3,15 @@
 - `openai`: the official client against OpenAI or any OpenAI-compatible server (vLLM, Ollama, ...).
 - `codex`: the user's own Codex CLI (`codex exec --ephemeral --output-schema`): their ChatGPT
   login or their configured `model_provider`, no API key of ours.
-- `heuristic`: the offline, rule-based extractor, used automatically when neither of the others
-  is available, so the pipeline runs end to end with no network.
+- `heuristic`: the offline, rule-based extractor (`extract.heuristic`: its rules are extraction's),
+  used automatically when neither of the others is available, so the pipeline runs end to end
+  with no network.
 
 `resolve_provider` is the one resolver (`RuntimeConfig.provider_choice` calls it): an explicit
 request wins; `auto` is `openai` when an API key or a base URL is set, else `codex` when a
 logged-in Codex was detected (`codex_runner.detect_codex_login`), else `heuristic`; the choice
-carries a one-line reason. `build_extraction_provider` builds openai/heuristic from plain values
-(nothing here reads the environment); the codex provider is built by `runtime.py`.
+carries a one-line reason. `build_extraction_provider` builds openai from plain values (nothing
+here reads the environment); the codex and heuristic providers are built by `runtime.py`.
 """
 
 from __future__ import annotations
@@ -112,9 +113,8 @@ def build_extraction_provider(
     if name == CODEX_PROVIDER:
         raise ValueError("the codex provider is built by codex_memories.runtime (it needs a Codex runner)")
     if name == HEURISTIC_PROVIDER:
-        from codex_memories.llm.heuristic import HeuristicProvider
-
-        return HeuristicProvider()
+        # It lives with extraction (its rules are extraction's: `extract.heuristic`), above this package.
+        raise ValueError("the heuristic provider is built by codex_memories.runtime (extract.heuristic.HeuristicProvider)")
     # Imported here so the heuristic path never loads the openai package.
     from codex_memories.llm.openai_provider import OpenAIExtractionProvider
 

@@ -81,7 +81,7 @@ def test_rule_recognition_measures_both_languages_of_the_legacy_holdout_half() -
 
 def test_rule_recognition_keeps_a_statement_and_serves_no_one_off_through_the_whole_extractor() -> None:
     from benchmarks.rule_recognition import judge
-    from codex_memories.llm.heuristic import extract_heuristically
+    from codex_memories.extract.heuristic import extract_heuristically
 
     assert judge(extract_heuristically, "environment", "Heads-up: the sandbox API listens on port 9123.")
     assert not judge(extract_heuristically, "one_off", "Skip the changelog for this PR only.")

@@ -16,7 +16,7 @@ from codex_memories.extract.scope_tagging import (
     tag_raw_memory,
 )
 from codex_memories.llm.base import ExtractionResponse, TokenUsage
-from codex_memories.llm.heuristic import HeuristicProvider, preference_scope
+from codex_memories.extract.heuristic import HeuristicProvider, preference_scope
 from codex_memories.llm.schema import Stage1Extraction
 from codex_memories.outcomes import Outcome
 from codex_memories.state.records import Stage1Claim, ThreadRecord

@@ -3,13 +3,15 @@ import json
 import pytest
 from pydantic import SecretStr
 
+from codex_memories.extract.heuristic import HeuristicProvider
 from codex_memories.llm import (
     ExtractionProvider,
     build_extraction_provider,
     resolve_provider_name,
 )
-from codex_memories.llm.heuristic import HeuristicProvider
 from codex_memories.llm.openai_provider import OpenAIExtractionProvider
+from codex_memories.runtime import extraction_provider
+from codex_memories.settings import load_runtime_config
 from tests.llm.test_openai_provider import VALID_ANSWER, make_request
 from tests.support.openai_server import ScriptedReply, running_openai_server
 
@@ -41,10 +43,12 @@ def common(**overrides):
     return values
 
 
-def test_factory_builds_the_heuristic_provider():
-    provider = build_extraction_provider("heuristic", **common())
+def test_the_runtime_builds_the_heuristic_provider_and_the_llm_factory_leaves_it_to_the_runtime(tmp_path):
+    provider = extraction_provider(load_runtime_config(codex_home=str(tmp_path), provider="heuristic"))
     assert isinstance(provider, HeuristicProvider)
     assert isinstance(provider, ExtractionProvider)
+    with pytest.raises(ValueError, match="built by codex_memories.runtime"):
+        build_extraction_provider("heuristic", **common())
 
 
 def test_explicit_openai_without_key_or_url_fails_loudly():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from codex_memories.llm.heuristic import preference_scope
+from codex_memories.extract.heuristic import preference_scope
 from codex_memories.scopes import PROJECT_SCOPE, USER_SCOPE
 
 USER_LEVEL = [

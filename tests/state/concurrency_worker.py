@@ -88,7 +88,7 @@ def run_pipeline(
         if name.startswith("CODEX_MEMORIES_") or name in {"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"}:
             del os.environ[name]
 
-    from codex_memories.llm.heuristic import HeuristicProvider
+    from codex_memories.extract.heuristic import HeuristicProvider
     from codex_memories_cli.main import app
 
     original_extract = HeuristicProvider.extract

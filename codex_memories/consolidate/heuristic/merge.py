@@ -28,7 +28,7 @@ from codex_memories.consolidate.heuristic.parse import (
     dedupe,
     first_clean,
 )
-from codex_memories.llm.heuristic import UNRESOLVED_COMMAND_LINE, VERIFIED_COMMAND_LINE
+from codex_memories.extract.heuristic import UNRESOLVED_COMMAND_LINE, VERIFIED_COMMAND_LINE
 from codex_memories.scopes import PROJECT_SCOPE, USER_LEVEL_LABEL, USER_SCOPE, project_marker
 from codex_memories.typed_entries import normalise, split_entry
 
