@@ -188,7 +188,8 @@ def provenance_run(model, phase1_check: bool, phase2_check: bool) -> dict[str, i
     import codex_memories_tasks.check_provenance as check_provenance_task
     from codex_memories.consolidate.provenance_check import ProvenanceFindings
     from codex_memories.extract.provenance import Withheld
-    from codex_memories.read.hooks import HookOptions, handle_hook
+    from codex_memories.read.hook_log import HookOptions
+    from codex_memories.read.hooks import handle_hook
     from codex_memories.runtime import close_stores
     from tests.support.openai_server import running_openai_server
 

@@ -81,7 +81,8 @@ from codex_memories.hook_launcher import (
     read_launcher,
 )
 from codex_memories.local_files import write_text_atomically
-from codex_memories.read.hooks import HOOK_EVENTS, SESSION_EVENTS, hook_log_path
+from codex_memories.read.hook_log import hook_log_path
+from codex_memories.read.hooks import HOOK_EVENTS, SESSION_EVENTS
 from codex_memories.settings_sources import (
     DEFAULT_CODEX_HOME,
     REINSTALL_COMMAND,

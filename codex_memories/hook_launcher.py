@@ -40,7 +40,7 @@ from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.hook_notices import NOTICE_EVENT, SYSTEM_MESSAGE_KEY, launcher_gone_notice
-from codex_memories.read.hooks import HookOutcome, hook_log_path
+from codex_memories.read.hook_log import HookOutcome, hook_log_path
 from codex_memories.settings_sources import PINNED_SETTINGS_ENV, pinned_settings_path
 
 LAUNCHER_FILE = "codex-memories-hook"

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from codex_memories.read.hooks import HookOutcome, hook_log_path, hook_options, parse_hook_argv, run
+from codex_memories.read.hook_log import HookOutcome, hook_log_path
+from codex_memories.read.hooks import hook_options, parse_hook_argv, run
 from codex_memories.settings import load_runtime_config
 from codex_memories.settings_sources import SettingsError, resolve_hook_settings
 

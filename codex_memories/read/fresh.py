@@ -17,7 +17,7 @@ Contract:
   one serves the same data, else with the command's own temporary Prefect server). One pass at a time: a machine-wide
   lock file (`flock`); a pass that finds one running waits for it, then runs (the running one
   may have read the rollout before it ended).
-- Every outcome is one line in `hooks.log` (event `Fresh`, codes in `read.hooks.HookOutcome`).
+- Every outcome is one line in `hooks.log` (event `Fresh`, codes in `read.hook_log.HookOutcome`).
   Nothing here blocks or breaks a session: every failure is a `failed_*` line.
 - Known limit: `--ignore-age-windows` applies to every session phase 1 sees, so another
   session still open may be extracted early; phase 1 extracts it again once it changes.
@@ -35,13 +35,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codex_memories.read.detached import start_detached
-from codex_memories.read.hooks import (
+from codex_memories.read.hook_log import (
     HOOK_LOG_DIR,
     HookOptions,
     HookOutcome,
     HookResult,
-    _redact_url,
     hook_log_path,
+    redact_url,
     write_log_line,
 )
 
@@ -193,9 +193,9 @@ def _pass_once(mode: str, rollout: Path, codex_home: Path, memory_root: Path) ->
     summary = _run_summary(finished.stdout)
     if finished.returncode != 0:
         tail = " ".join((finished.stderr or finished.stdout).split())[-300:]
-        return HookResult(EVENT, HookOutcome.failed_fresh_pass, detail=_redact_url(f"{mode}: exit {finished.returncode}: {tail}"))
+        return HookResult(EVENT, HookOutcome.failed_fresh_pass, detail=redact_url(f"{mode}: exit {finished.returncode}: {tail}"))
     _mark_done(codex_home, rollout, signature)
-    return HookResult(EVENT, HookOutcome.fresh_pass_done, detail=_redact_url(f"{mode}, {rollout.name}: {summary}"))
+    return HookResult(EVENT, HookOutcome.fresh_pass_done, detail=redact_url(f"{mode}, {rollout.name}: {summary}"))
 
 
 def _run_summary(stdout: str) -> str:

@@ -220,7 +220,9 @@ async def _serve_sdk(memory_root: Path, notes_enabled: bool, inbox: Any, out: _L
 
     from codex_memories.read.mcp_tools_server import build_server
 
-    server = build_server(memory_root, notes_enabled=notes_enabled)
+    server = build_server(
+        memory_root, name=SERVER_NAME, instructions=SERVER_INSTRUCTIONS, version=server_version(), notes_enabled=notes_enabled
+    )
     lowlevel = server._lowlevel_server  # noqa: SLF001 - what MCPServer.run_stdio_async runs, on our streams
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)

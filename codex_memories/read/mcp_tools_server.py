@@ -2,9 +2,10 @@
 serves over stdio once the SDK has loaded (spec 5.5, 7.1).
 
 Contract:
-- `build_server(memory_root, notes_enabled=True)` returns an `MCPServer` with the tools `list`,
-  `read` and `search` (annotated read-only) and, when notes are enabled, `add_ad_hoc_note` (the
-  only tool that writes, and only new files under `extensions/ad_hoc/notes/`).
+- `build_server(memory_root, name=, instructions=, version=, notes_enabled=True)` returns an
+  `MCPServer` with the tools `list`, `read` and `search` (annotated read-only) and, when notes are
+  enabled, `add_ad_hoc_note` (the only tool that writes, and only new files under
+  `extensions/ad_hoc/notes/`).
 - Every success is a structured JSON result (the pydantic models of `memory_tools`, also echoed as
   JSON text for clients that ignore structured content).
 - Every anticipated failure is a tool error (`is_error`), with one line of text `<Kind>: <message>`
@@ -37,7 +38,6 @@ from pydantic import BaseModel, Field, ValidationError
 from codex_memories.memory_folder import notes
 from codex_memories.read import memory_tools
 from codex_memories.read.injection import mark_replaced_lines
-from codex_memories.read.mcp_server import SERVER_INSTRUCTIONS, SERVER_NAME, server_version
 from codex_memories.redact import redact_secrets
 
 
@@ -98,10 +98,12 @@ def _describe_invalid_arguments(error: ValidationError) -> str:
     return "; ".join(sorted(problems))
 
 
-def build_server(memory_root: Path, *, notes_enabled: bool = True) -> MCPServer:
-    """An MCP server whose tools work on `memory_root`; nothing is read until a tool is called."""
+def build_server(memory_root: Path, *, name: str, instructions: str, version: str, notes_enabled: bool = True) -> MCPServer:
+    """An MCP server whose tools work on `memory_root`; nothing is read until a tool is called.
+    `name`, `instructions` and `version` are the stdio front's (`mcp_server`), which answers
+    `initialize` with them before this module has loaded."""
     root = Path(memory_root)
-    server = _MemoryToolsServer(name=SERVER_NAME, instructions=SERVER_INSTRUCTIONS, version=server_version())
+    server = _MemoryToolsServer(name=name, instructions=instructions, version=version)
 
     def list_tool(
         path: PathArgument = None,

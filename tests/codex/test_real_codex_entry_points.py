@@ -24,7 +24,7 @@ import pytest
 from codex_memories.codex_home import hooks_path, install
 from codex_memories.hook_launcher import FALLBACK_EXECUTABLE, LauncherTarget, current_target
 from codex_memories.hook_notices import PREFIX
-from codex_memories.read.hooks import HookOutcome, hook_log_path
+from codex_memories.read.hook_log import HookOutcome, hook_log_path
 from codex_memories.settings_sources import pinned_settings_path
 from tests.codex.test_real_codex_hooks import input_messages, wait_for_log
 from tests.support.codex_cli import CODEX_VERSIONS, CodexHome, run_codex_exec, run_codex_tui, text_reply, user_turn_requests

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.read.hooks import hook_log_path
+from codex_memories.read.hook_log import hook_log_path
 from codex_memories.read.injection import build_session_context
 from codex_memories.runtime import close_stores, open_store
 from codex_memories.settings_sources import SESSION_START_BUDGET

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.read.hooks import hook_log_path
+from codex_memories.read.hook_log import hook_log_path
 from codex_memories.read.index import build_index
 from tests.codex.test_real_codex_hooks import HOOK_BYPASS, codex_memories
 from tests.support.codex_cli import (

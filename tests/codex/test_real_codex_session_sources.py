@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.read.hooks import hook_log_path
+from codex_memories.read.hook_log import hook_log_path
 from codex_memories.read.injection import HEADER
 from tests.codex.test_real_codex_hooks import HOOK_BYPASS, codex_memories
 from tests.support.codex_cli import (

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.read.hooks import hook_log_path
+from codex_memories.read.hook_log import hook_log_path
 from codex_memories.memory_folder.team_memory import BEGIN_MARKER, team_memory_context
 from codex_memories.runtime import close_stores, open_store
 from tests.codex import test_real_codex_hooks

@@ -29,7 +29,8 @@ from codex_memories.codex_limits import (
 )
 from codex_memories.codex_trust import TrustEntry, read_config, render_config, set_trust, trust_hash, trust_key
 from codex_memories.hook_launcher import launcher_path
-from codex_memories.read.hooks import HookOptions, handle_hook, hook_log_path
+from codex_memories.read.hook_log import HookOptions, hook_log_path
+from codex_memories.read.hooks import handle_hook
 from tests.codex.test_real_codex_hooks import codex_memories, input_messages, wait_for_log
 from tests.support.codex_cli import (
     CODEX_VERSIONS,

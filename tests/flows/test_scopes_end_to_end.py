@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.read.hooks import HookOptions, handle_hook
+from codex_memories.read.hook_log import HookOptions
+from codex_memories.read.hooks import handle_hook
 from codex_memories.read.recall import recall
 from codex_memories.scopes import project_key_for_directory
 from tests.support.memory_home import MemoryHome

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from codex_memories.read.hooks import HookOptions, handle_hook
+from codex_memories.read.hook_log import HookOptions
+from codex_memories.read.hooks import handle_hook
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.flow_runs import report_of
 from codex_memories_flows.phase1 import phase1

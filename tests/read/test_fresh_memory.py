@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories.read import fresh
-from codex_memories.read.hooks import HookOptions, HookOutcome, hook_log_path
+from codex_memories.read.hook_log import HookOptions, HookOutcome, hook_log_path
 from tests.support.memory_home import MemoryHome
 from tests.support.rollout_factory import DEFAULT_CWD
 
