@@ -54,7 +54,7 @@ from prefect.testing.utilities import prefect_test_harness  # noqa: E402
 
 import codex_memories_tasks.consolidate as consolidate_task  # noqa: E402
 from codex_memories.consolidate import heuristic  # noqa: E402
-from codex_memories.consolidate.consolidators import ConsolidationOutcome  # noqa: E402
+from codex_memories.consolidate.outcome import ConsolidationOutcome  # noqa: E402
 from codex_memories.llm.base import TokenUsage  # noqa: E402
 from codex_memories.read.injection import build_session_context  # noqa: E402
 from codex_memories_flows.phase1 import phase1  # noqa: E402

@@ -22,7 +22,7 @@ from codex_memories.redact import redact_secrets
 from codex_memories.state.records import ForgetAuditRecord, ForgetRoute
 
 if TYPE_CHECKING:
-    from codex_memories.consolidate.consolidators import ConsolidationOutcome
+    from codex_memories.consolidate.outcome import ConsolidationOutcome
 
 
 @dataclass

@@ -7,7 +7,7 @@ memory files in the workspace; the lease renewed while it runs.
 
 from prefect import get_run_logger, task
 
-from codex_memories.consolidate.consolidators import ConsolidationOutcome
+from codex_memories.consolidate.outcome import ConsolidationOutcome
 from codex_memories.consolidate.steps import LeaseHeartbeat, run_consolidation
 from codex_memories.runtime import Phase2Context, consolidator
 

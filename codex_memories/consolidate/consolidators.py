@@ -10,7 +10,6 @@ already synced; it gets a `ConsolidationOutcome` back. `AgentConsolidator` runs
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -23,32 +22,13 @@ from codex_memories.consolidate.agent import (
     DEFAULT_TIMEOUT_SECONDS,
     run_consolidation_agent,
 )
-from codex_memories.llm.base import TokenUsage
+from codex_memories.consolidate.outcome import ConsolidationOutcome
 from codex_memories.llm.openai_provider import ApiMode
 from codex_memories.prompts import RenderedPrompt, render_prompt
 
 CONSOLIDATION_TEMPLATE = "consolidation"
 CONSOLIDATION_EXTENSIONS_TEMPLATE = "consolidation_extensions"
 AGENT_CONSOLIDATOR_NAME = "openai"
-
-
-@dataclass(frozen=True)
-class ConsolidationOutcome:
-    """One consolidation's result, from the consolidator to the run report (`Phase2Report.record_consolidation`)."""
-
-    completed: bool
-    stop_reason: str
-    steps: int
-    tool_calls: int
-    usage: TokenUsage
-    files_changed: list[str]
-    refused_calls: int = 0
-    final_message: str | None = None
-    error: str | None = None
-    # Set by phase 2 around the call (`consolidate.steps.run_consolidation`): which consolidator
-    # ran, and whether the lease was lost while it ran (another worker owns the job then).
-    consolidator: str = ""
-    ownership_lost: bool = False
 
 
 @runtime_checkable

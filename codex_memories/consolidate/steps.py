@@ -29,7 +29,8 @@ from datetime import datetime
 from pathlib import Path
 
 from codex_memories.consolidate.conflicts import Conflict
-from codex_memories.consolidate.consolidators import ConsolidationOutcome, Consolidator, build_consolidation_prompt
+from codex_memories.consolidate.outcome import ConsolidationOutcome
+from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
 from codex_memories.consolidate.heuristic import find_input_conflicts
 from codex_memories.consolidate.injection_gate import check_injection_gate, gated_files, redact_gated_files
 from codex_memories.evidence.screen import MAX_REPORTED_FINDINGS, InjectionFinding

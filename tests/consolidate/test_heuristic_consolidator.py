@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.consolidate.consolidators import ConsolidationOutcome, Consolidator, build_consolidation_prompt
+from codex_memories.consolidate.outcome import ConsolidationOutcome
+from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
 from codex_memories.consolidate.heuristic import HeuristicConsolidator, consolidate_heuristically
 from codex_memories.consolidate.heuristic.parse import (
     USER_BLOCK_END,

@@ -19,7 +19,7 @@ from sqlalchemy import text as sql_text
 
 import codex_memories_tasks.consolidate as consolidate_task
 from codex_memories.consolidate import heuristic
-from codex_memories.consolidate.consolidators import ConsolidationOutcome
+from codex_memories.consolidate.outcome import ConsolidationOutcome
 from codex_memories.llm.base import TokenUsage
 from codex_memories.memory_folder import staging
 from codex_memories.memory_folder.workspace import workspace_diff

@@ -68,7 +68,7 @@ from pathlib import Path
 from codex_memories import paths
 from codex_memories.consolidate.agent import AgentStopReason
 from codex_memories.consolidate.conflicts import Conflict, find_conflicts
-from codex_memories.consolidate.consolidators import ConsolidationOutcome
+from codex_memories.consolidate.outcome import ConsolidationOutcome
 from codex_memories.consolidate.heuristic.merge import (
     UNKNOWN_CWD,
     apply_notes,
