@@ -9,7 +9,8 @@ returns the actions. Idempotent: a rerun finds nothing more.
 from prefect import get_run_logger, task
 
 from codex_memories.forget.audit import ForgetAction, record_actions
-from codex_memories.forget.ledger import ForgetLedger, honour_ledger
+from codex_memories.forget.honour import honour_ledger
+from codex_memories.forget.ledger import ForgetLedger
 from codex_memories.runtime import memory_root, open_store
 from codex_memories.settings import RuntimeConfig
 

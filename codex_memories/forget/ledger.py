@@ -29,16 +29,10 @@ Contract:
   changes nothing. A forget writes the ledger BEFORE its DB and folder changes: a forget that
   fails after it is completed by the next run honouring the ledger; one that fails on it (a
   read-only folder) has changed nothing.
-- `honour_ledger(store, ledger)`: what phase 1 runs after discovery and after extraction:
-  every thread the ledger names (by id, project or folder) that still has a memory or is not
-  disabled is forgotten as `forget --thread` does (output deleted, memory mode `disabled`, never
-  claimed again); every stage-1 output holding a forgotten text loses those lines and its slug
-  the words carrying it (as `forget --match` edits outputs). Returns the `ForgetAction`s (route
-  `thread_deletion` / `text_match`, reason `FROM_LEDGER`); no audit row (the caller records
-  them). Idempotent.
+- `forget.honour.honour_ledger(store, ledger)` applies it to a state DB (phase 1).
 - `ledger.honoured(selection)` (with `drops_output`, `scrub`, `scrub_slug`): phase 2's
-  render-time filter (`memory_folder.inputs`), so a DB that was not honoured still cannot write
-  a forgotten memory into `raw_memories.md` or `rollout_summaries/`.
+  render-time filter (`consolidate.steps.sync_inputs`), so a DB that was not honoured still
+  cannot write a forgotten memory into `raw_memories.md` or `rollout_summaries/`.
 """
 
 from __future__ import annotations
@@ -46,17 +40,16 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
 from codex_memories import paths
-from codex_memories.forget.audit import ForgetAction
 from codex_memories.forget.text_edit import MIN_NAME_MATCH_CHARACTERS, TextTest, edit_lines, name_letters
 from codex_memories.raw_memories import sanitize_slug
 from codex_memories.scopes import project_key
-from codex_memories.state.records import ForgetRoute, MemoryMode, Stage1Output
+from codex_memories.state.records import Stage1Output
 from codex_memories.storage import FORGET_LEDGER_PATH, MemoryRoot
 
 LEDGER_PATH = FORGET_LEDGER_PATH
@@ -254,50 +247,3 @@ def record_in_ledger(root: MemoryRoot, add: Callable[[ForgetLedger], None]) -> N
     ledger = ForgetLedger.load(root)
     add(ledger)
     ledger.save(root)
-
-
-# ---- honouring (phase 1) -------------------------------------------------------------------
-
-
-def honour_ledger(store: Any, ledger: ForgetLedger, *, extracted: Collection[str] | None = None) -> list[ForgetAction]:
-    """Forget again, in this state DB, what the folder's ledger says was forgotten (module contract).
-
-    `extracted`: the threads whose outputs this run wrote; only those are tested for forgotten
-    texts (each line is hashed window by window: every output of a large store on every run
-    would cost seconds, and the older ones were tested when they were written). None: all."""
-    # Imported here: text_match imports the folder machinery, and threads the store; the ledger
-    # is read by phase 2's renderer too, which needs neither.
-    from codex_memories.forget.text_match import _output_change, _output_changes, _rewrite_output
-    from codex_memories.forget.threads import forget_thread
-
-    if ledger.empty:
-        return []
-    actions: list[ForgetAction] = []
-    for thread_id, cwd, origin, mode in store.thread_origins():
-        if not ledger.names_thread(thread_id, cwd, origin):
-            continue
-        if mode == MemoryMode.disabled.value and store.get_stage1_output(thread_id) is None:
-            continue
-        actions += forget_thread(store, thread_id, root=None, reason=FROM_LEDGER, team_files=False)
-    for forgotten in ledger.texts:
-        if extracted is None:
-            changes, _kept = _output_changes(store, forgotten)
-        else:
-            outputs = [output for output in map(store.get_stage1_output, sorted(extracted)) if output is not None]
-            changes = [change for change in map(lambda output: _output_change(output, forgotten), outputs) if _changed(change)]
-        for change in changes:
-            _rewrite_output(store, change.output.thread_id, forgotten)
-        if changes:
-            actions.append(
-                ForgetAction(
-                    route=ForgetRoute.text_match,
-                    target="a text the memory folder's forget ledger names",
-                    reason=FROM_LEDGER,
-                    removed={"stage1_outputs": [change.output.thread_id for change in changes]},
-                )
-            )
-    return actions
-
-
-def _changed(change: Any) -> bool:
-    return bool(change.raw_memory.changed or change.rollout_summary.changed or change.slug_renamed)

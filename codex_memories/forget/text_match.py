@@ -296,7 +296,7 @@ def forget_match(store: MemoryStore, root: MemoryRoot, text: str, *, reason: str
             # 1. The stage-1 outputs: what the next phase-2 sync renders raw_memories.md and the rollout
             #    summaries from, so they go first.
             for change in plan.outputs:
-                _rewrite_output(store, change.output.thread_id, needle)
+                rewrite_output(store, change.output.thread_id, needle)
             done.append("stage-1 outputs")
             # 2. The memory folder, then 3. its baseline, then 4. what phase 2 left beside it.
             _apply_to_folder(workspace.path, plan.folder)
@@ -347,7 +347,7 @@ def _working_copy(root: MemoryRoot) -> Iterator[LocalWorkspace]:
 
 
 def _plan(store: MemoryStore, directory: Path, needle: Needle, *, live: bool) -> MatchForgetPlan:
-    outputs, kept = _output_changes(store, needle)
+    outputs, kept = output_changes(store, needle)
     summary_stems = {change.old_stem: change.new_stem for change in outputs if change.slug_renamed}
     folder = SandboxedFolder(directory)
     exists = directory.is_dir()
@@ -385,11 +385,11 @@ def _plan(store: MemoryStore, directory: Path, needle: Needle, *, live: bool) ->
     )
 
 
-def _output_changes(store: MemoryStore, needle: Needle) -> tuple[list[OutputChange], list[str]]:
+def output_changes(store: MemoryStore, needle: Needle) -> tuple[list[OutputChange], list[str]]:
     """The outputs that change, and the record lines of any output that keep the text."""
     changes, kept = [], []
     for output in store.stage1_outputs_where(lambda raw, summary, slug: needle.may_hold(raw) or needle.may_hold(summary) or _slug_holds(needle, slug)):
-        change = _output_change(output, needle)
+        change = output_change(output, needle)
         if change.raw_memory.changed or change.rollout_summary.changed or change.slug_renamed:
             changes.append(change)
         for field_name, edit in (("raw_memory", change.raw_memory), ("rollout_summary", change.rollout_summary)):
@@ -397,7 +397,7 @@ def _output_changes(store: MemoryStore, needle: Needle) -> tuple[list[OutputChan
     return changes, kept
 
 
-def _output_change(output: Stage1Output, needle: Needle) -> OutputChange:
+def output_change(output: Stage1Output, needle: Needle) -> OutputChange:
     slug = output.rollout_slug
     if _slug_holds(needle, slug):
         slug = needle.neutral_name(slug or "") or None
@@ -570,12 +570,12 @@ def _remove_empty_folders(folder: SandboxedFolder, path: str) -> None:
         path = path.rpartition("/")[0]
 
 
-def _rewrite_output(store: MemoryStore, thread_id: str, needle: Needle) -> None:
+def rewrite_output(store: MemoryStore, thread_id: str, needle: Needle) -> None:
     for _attempt in range(_REWRITE_ATTEMPTS):
         output = store.get_stage1_output(thread_id)
         if output is None:
             return  # deleted meanwhile: nothing left to re-create the lines
-        change = _output_change(output, needle)
+        change = output_change(output, needle)
         if store.rewrite_stage1_output_payload(
             thread_id=thread_id,
             source_updated_at=output.source_updated_at,

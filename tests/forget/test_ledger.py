@@ -12,7 +12,8 @@ import pytest
 
 from codex_memories import paths
 from codex_memories.forget.audit import record_actions
-from codex_memories.forget.ledger import LEDGER_PATH, ForgetLedger, LedgerUnreadable, honour_ledger
+from codex_memories.forget.honour import honour_ledger
+from codex_memories.forget.ledger import LEDGER_PATH, ForgetLedger, LedgerUnreadable
 from codex_memories.forget.manual import reset_memories
 from codex_memories.forget.selective import ProjectTarget, forget_project
 from codex_memories.forget.text_edit import Needle
