@@ -27,88 +27,15 @@ the baseline measured in the same run).
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import random
 import string
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from benchmarks.secret_families import FAMILIES, b64, base62, chars, family, hex_digits, mnemonic, password, wif, xprv
 from tests.support.secret_formats import PLACEMENTS, leaked, serialize
-
-Snippet = tuple[str, list[str]]
-
-# ---- value generators ---------------------------------------------------------------------------
-
-
-def _chars(rng: random.Random, alphabet: str, size: int) -> str:
-    return "".join(rng.choice(alphabet) for _ in range(size))
-
-
-def _base62(rng: random.Random, size: int) -> str:
-    while True:
-        value = _chars(rng, string.ascii_letters + string.digits, size)
-        if any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value):
-            return value
-
-
-def _hex(rng: random.Random, size: int) -> str:
-    return _chars(rng, "0123456789abcdef", size)
-
-
-def _password(rng: random.Random) -> str:
-    word = rng.choice(["Harbor", "Tiger", "Sonne", "Gato", "Soleil", "Medved", "Praia", "Sakura", "Hangul", "Nordlys", "Violet", "Kestrel"])
-    return word + rng.choice(["_", "#", "!", "-", "@", ""]) + str(rng.randrange(10, 9999)) + rng.choice(["", "!", "x", "Q", "$"])
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-def _mnemonic(rng: random.Random, language: str = "english", words: int = 12) -> str:
-    from mnemonic import Mnemonic
-
-    strength = {12: 128, 15: 160, 18: 192, 21: 224, 24: 256}[words]
-    return Mnemonic(language).to_mnemonic(bytes(rng.getrandbits(8) for _ in range(strength // 8)))
-
-
-def _wif(rng: random.Random) -> str:
-    import base58
-
-    return base58.b58encode_check(b"\x80" + bytes(rng.getrandbits(8) for _ in range(32)) + b"\x01").decode()
-
-
-def _xprv(rng: random.Random) -> str:
-    import base58
-
-    payload = bytes.fromhex("0488ade4") + bytes(rng.getrandbits(8) for _ in range(9))
-    payload += bytes(rng.getrandbits(8) for _ in range(32)) + b"\x00" + bytes(rng.getrandbits(8) for _ in range(32))
-    return base58.b58encode_check(payload).decode()
-
-
-# ---- families -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Family:
-    name: str
-    klass: str
-    split: str  # "tune", "heldout" (round 1) or "heldout2" (round 2)
-    build: Callable[[random.Random], Snippet]
-
-
-FAMILIES: list[Family] = []
-
-
-def family(name: str, klass: str, split: str) -> Callable[[Callable[[random.Random], Snippet]], Callable[[random.Random], Snippet]]:
-    def wrap(build: Callable[[random.Random], Snippet]) -> Callable[[random.Random], Snippet]:
-        FAMILIES.append(Family(name, klass, split, build))
-        return build
-
-    return wrap
-
 
 # -- credentials in prose, per language. Tune: "word + is/: + value"; held out: other phrasings.
 _PROSE_TUNE = {
@@ -134,27 +61,27 @@ _PROSE_HELDOUT = {
     "ru": "Пароль от тестовой базы — {v}, никому не давай",
 }
 for _language, _template in _PROSE_TUNE.items():
-    family(f"prose_{_language}", f"prose_{_language}", "tune")(lambda rng, t=_template: (lambda v: (t.format(v=v), [v]))(_password(rng)))
+    family(f"prose_{_language}", f"prose_{_language}", "tune")(lambda rng, t=_template: (lambda v: (t.format(v=v), [v]))(password(rng)))
 for _language, _template in _PROSE_HELDOUT.items():
-    family(f"prose2_{_language}", f"prose_{_language}", "heldout")(lambda rng, t=_template: (lambda v: (t.format(v=v), [v]))(_password(rng) + str(rng.randrange(10, 99))))
+    family(f"prose2_{_language}", f"prose_{_language}", "heldout")(lambda rng, t=_template: (lambda v: (t.format(v=v), [v]))(password(rng) + str(rng.randrange(10, 99))))
 
 
 # -- command positions
 @family("ngrok_add_authtoken", "cli_position", "tune")
 def _ngrok(rng):
-    v = "2" + _base62(rng, 26) + "_" + _base62(rng, 21)
+    v = "2" + base62(rng, 26) + "_" + base62(rng, 21)
     return f"ngrok config add-authtoken {v}", [v]
 
 
 @family("service_install_token", "cli_position", "tune")
 def _cloudflared(rng):
-    v = _b64(json.dumps({"a": _hex(rng, 32), "t": str(uuid.UUID(int=rng.getrandbits(128))), "s": _b64(bytes(rng.getrandbits(8) for _ in range(32)))}).encode())
+    v = b64(json.dumps({"a": hex_digits(rng, 32), "t": str(uuid.UUID(int=rng.getrandbits(128))), "s": b64(bytes(rng.getrandbits(8) for _ in range(32)))}).encode())
     return f"sudo cloudflared service install {v}", [v]
 
 
 @family("vault_login_positional", "cli_position", "heldout")
 def _vault_login(rng):
-    v = "hvs." + _base62(rng, 24)
+    v = "hvs." + base62(rng, 24)
     return f"$ vault login -address=https://vault.internal:8200 {v}\nSuccess! You are now authenticated.", [v]
 
 
@@ -166,74 +93,74 @@ def _snyk(rng):
 
 @family("login_user_password_positional", "cli_position", "heldout")
 def _login_pos(rng):
-    v = _password(rng)
+    v = password(rng)
     return f"mega-login dana@example.org {v}", [v]
 
 
 # -- tool-printed JSON and tables
 @family("vault_init_json", "tool_json", "tune")
 def _vault_json(rng):
-    keys = [_b64(bytes(rng.getrandbits(8) for _ in range(32))) for _ in range(3)]
-    root = "hvs." + _base62(rng, 24)
+    keys = [b64(bytes(rng.getrandbits(8) for _ in range(32))) for _ in range(3)]
+    root = "hvs." + base62(rng, 24)
     return json.dumps({"unseal_keys_b64": keys, "unseal_threshold": 2, "root_token": root}, indent=2), [*keys, root]
 
 
 @family("vault_init_text", "tool_json", "heldout")
 def _vault_text(rng):
-    keys = [_b64(bytes(rng.getrandbits(8) for _ in range(33))) for _ in range(3)]
-    root = "hvs." + _base62(rng, 24)
+    keys = [b64(bytes(rng.getrandbits(8) for _ in range(33))) for _ in range(3)]
+    root = "hvs." + base62(rng, 24)
     lines = [f"Unseal Key {i + 1}: {k}" for i, k in enumerate(keys)] + ["", f"Initial Root Token: {root}"]
     return "\n".join(lines), [*keys, root]
 
 
 @family("cloud_key_list_json", "tool_json", "heldout")
 def _az_keys(rng):
-    keys = [_b64(bytes(rng.getrandbits(8) for _ in range(64))) for _ in range(2)]
+    keys = [b64(bytes(rng.getrandbits(8) for _ in range(64))) for _ in range(2)]
     data = [{"creationTime": "2026-03-01T10:00:00Z", "keyName": f"key{i + 1}", "permissions": "FULL", "value": k} for i, k in enumerate(keys)]
     return json.dumps(data, indent=2), keys
 
 
 @family("credential_file_json", "tool_json", "heldout")
 def _sa_json(rng):
-    v = _hex(rng, 40)
-    secret = _base62(rng, 40)
+    v = hex_digits(rng, 40)
+    secret = base62(rng, 40)
     # `private_key_id` names the key, it is no secret (corrected after round 1: only the secret counts).
     return json.dumps({"type": "service_account", "client_id": str(rng.randrange(10**20, 10**21)), "private_key_id": v, "client_secret": secret}, indent=2), [secret]
 
 
 @family("markdown_table", "table", "tune")
 def _md(rng):
-    v1, v2 = _password(rng), _password(rng)
+    v1, v2 = password(rng), password(rng)
     return f"| user | password | role |\n|---|---|---|\n| admin | {v1} | owner |\n| ci | {v2} | deploy |", [v1, v2]
 
 
 @family("csv_table", "table", "tune")
 def _csv(rng):
-    v1, v2 = _base62(rng, 24), _base62(rng, 24)
+    v1, v2 = base62(rng, 24), base62(rng, 24)
     return f"id,email,api_key\n1,dana@example.org,{v1}\n2,lee@example.org,{v2}", [v1, v2]
 
 
 @family("tsv_secret_column", "table", "heldout")
 def _tsv(rng):
-    v1, v2 = _password(rng), _base62(rng, 20)
+    v1, v2 = password(rng), base62(rng, 20)
     return f"service\tusername\tsecret\nbilling\tsvc_bill\t{v1}\nsearch\tsvc_search\t{v2}", [v1, v2]
 
 
 @family("aligned_table", "table", "heldout")
 def _aligned(rng):
-    v = "AK" + _base62(rng, 30)
+    v = "AK" + base62(rng, 30)
     return f"NAME          ACCESS KEY                          CREATED\nprod-deploy   {v}    2026-01-02", [v]
 
 
 @family("sql_insert", "sql", "tune")
 def _sql(rng):
-    v = _password(rng)
+    v = password(rng)
     return f"INSERT INTO users (email, password) VALUES ('dana@example.org', '{v}');", [v]
 
 
 @family("sql_insert_multirow", "sql", "heldout")
 def _sql2(rng):
-    v1, v2 = _base62(rng, 32), _base62(rng, 32)
+    v1, v2 = base62(rng, 32), base62(rng, 32)
     return (f"INSERT INTO `api_clients` (`id`, `name`, `client_secret`, `created_at`) VALUES\n"
             f"  (1, 'web', '{v1}', NOW()),\n  (2, 'cli', '{v2}', NOW());"), [v1, v2]
 
@@ -241,119 +168,119 @@ def _sql2(rng):
 # -- config files of package managers and app servers
 @family("maven_settings_xml", "config_file", "tune")
 def _settings_xml(rng):
-    v = _password(rng)
+    v = password(rng)
     return f"<servers>\n  <server>\n    <id>nexus</id>\n    <username>deploy</username>\n    <password>{v}</password>\n  </server>\n</servers>", [v]
 
 
 @family("nuget_config", "config_file", "tune")
 def _nuget(rng):
-    v = _password(rng)
+    v = password(rng)
     return f'<packageSourceCredentials>\n  <feed>\n    <add key="Username" value="dana" />\n    <add key="ClearTextPassword" value="{v}" />\n  </feed>\n</packageSourceCredentials>', [v]
 
 
 @family("composer_auth_json", "config_file", "tune")
 def _composer(rng):
-    v = _base62(rng, 30)
+    v = base62(rng, 30)
     return json.dumps({"github-oauth": {"github.com": v}}, indent=4), [v]
 
 
 @family("npmrc", "config_file", "heldout")
 def _npmrc(rng):
-    v = _b64(f"dana:{_password(rng)}".encode())
+    v = b64(f"dana:{password(rng)}".encode())
     return f"registry=https://npm.internal.example.org/\n//npm.internal.example.org/:_auth={v}\nalways-auth=true", [v]
 
 
 @family("pip_conf", "config_file", "heldout")
 def _pipconf(rng):
-    v = _password(rng)
+    v = password(rng)
     return f"[global]\nindex-url = https://dana:{v}@pypi.internal.example.org/simple\ntimeout = 60", [v]
 
 
 @family("pypirc", "config_file", "heldout")
 def _pypirc(rng):
-    v = _password(rng)
+    v = password(rng)
     return f"[distutils]\nindex-servers = internal\n\n[internal]\nrepository = https://pypi.internal.example.org/\nusername = dana\npassword = {v}", [v]
 
 
 @family("gradle_properties", "config_file", "heldout")
 def _gradle(rng):
-    v = _password(rng)
+    v = password(rng)
     return f"org.gradle.jvmargs=-Xmx2g\nossrhUsername=dana\nossrhPassword={v}\nsigning.keyId=24875D73", [v]
 
 
 @family("composer_http_basic", "config_file", "heldout")
 def _composer2(rng):
-    v = _password(rng)
+    v = password(rng)
     return json.dumps({"http-basic": {"repo.example.org": {"username": "dana", "password": v}}}, indent=2), [v]
 
 
 @family("tomcat_users", "config_file", "heldout")
 def _tomcat(rng):
-    v = _password(rng)
+    v = password(rng)
     return f'<tomcat-users>\n  <user username="admin" password="{v}" roles="manager-gui"/>\n</tomcat-users>', [v]
 
 
 @family("kubernetes_env_pair", "config_file", "heldout")
 def _k8s_env(rng):
-    v = _base62(rng, 28)
+    v = base62(rng, 28)
     return f"env:\n  - name: STRIPE_API_KEY\n    value: {v}\n  - name: LOG_LEVEL\n    value: info", [v]
 
 
 # -- base64-wrapped config
 @family("dockerconfigjson_secret", "base64_wrapped", "tune")
 def _dockercfg(rng):
-    auth = _b64(f"deploy:{_password(rng)}".encode())
-    blob = _b64(json.dumps({"auths": {"registry.example.com": {"auth": auth}}}).encode())
+    auth = b64(f"deploy:{password(rng)}".encode())
+    blob = b64(json.dumps({"auths": {"registry.example.com": {"auth": auth}}}).encode())
     return f"apiVersion: v1\nkind: Secret\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: {blob}", [blob]
 
 
 @family("base64_env_file", "base64_wrapped", "heldout")
 def _b64env(rng):
-    blob = _b64(f"DATABASE_URL=postgres://app:{_password(rng)}@db:5432/app\nSECRET_KEY={_base62(rng, 40)}\n".encode())
+    blob = b64(f"DATABASE_URL=postgres://app:{password(rng)}@db:5432/app\nSECRET_KEY={base62(rng, 40)}\n".encode())
     return f"echo {blob} | base64 -d > .env", [blob]
 
 
 @family("basic_auth_header_b64", "base64_wrapped", "heldout")
 def _basic_b64(rng):
-    blob = _b64(f"ci-bot:{_password(rng)}".encode())
+    blob = b64(f"ci-bot:{password(rng)}".encode())
     return f"curl -H 'X-Upstream-Credentials: {blob}' https://artifacts.example.org/api", [blob]
 
 
 # -- webhook and collector URLs
 @family("webhook_path_uuid_hex", "url_token", "tune")
 def _outlook(rng):
-    a, b, c = str(uuid.UUID(int=rng.getrandbits(128))), str(uuid.UUID(int=rng.getrandbits(128))), _hex(rng, 32)
+    a, b, c = str(uuid.UUID(int=rng.getrandbits(128))), str(uuid.UUID(int=rng.getrandbits(128))), hex_digits(rng, 32)
     return f"https://acme.webhook.office.com/webhookb2/{a}@{b}/IncomingWebhook/{c}/{a}", [c, b]
 
 
 @family("webhook_path_generated", "url_token", "tune")
 def _hook_path(rng):
-    v = _base62(rng, 32)
+    v = base62(rng, 32)
     return f"curl -X POST https://hooks.example.com/webhook/{v} -d '{{\"text\":\"deploy done\"}}'", [v]
 
 
 @family("collector_query_key", "url_token", "heldout")
 def _collector_query(rng):
-    v = _hex(rng, 32)
+    v = hex_digits(rng, 32)
     return f"OTEL_EXPORTER_OTLP_ENDPOINT=https://collector.example.io/v1/traces?dd-api-key={v}", [v]
 
 
 @family("collector_path_hex", "url_token", "heldout")
 def _collector_path(rng):
-    v = _hex(rng, 32)
+    v = hex_digits(rng, 32)
     return f"logs shipped to https://http-intake.logs.example.com/v1/input/{v}?ddsource=app", [v]
 
 
 @family("function_url_code", "url_token", "heldout")
 def _func_code(rng):
-    v = _base62(rng, 40) + "=="
+    v = base62(rng, 40) + "=="
     return f"POST https://app-prod.azurewebsites.net/api/ingest?code={v}", [v[:-2]]
 
 
 # -- wallet material
 @family("bip39_english", "wallet", "tune")
 def _bip_en(rng):
-    v = _mnemonic(rng)
+    v = mnemonic(rng)
     return f"seed backup for the test wallet:\n{v}", [v]
 
 
@@ -365,7 +292,7 @@ def _arr32(rng):
 
 @family("bip39_24_other_language", "wallet", "heldout")
 def _bip_other(rng):
-    v = _mnemonic(rng, rng.choice(["spanish", "french", "italian"]), 24)
+    v = mnemonic(rng, rng.choice(["spanish", "french", "italian"]), 24)
     return f"phrase: {v}", [v]
 
 
@@ -377,27 +304,27 @@ def _arr64(rng):
 
 @family("wif_key", "wallet", "heldout")
 def _wif_case(rng):
-    v = _wif(rng)
+    v = wif(rng)
     return f"bitcoin-cli importprivkey {v} \"\" false", [v]
 
 
 @family("xprv_key", "wallet", "heldout")
 def _xprv_case(rng):
-    v = _xprv(rng)
+    v = xprv(rng)
     return f"export WALLET_ROOT={v}", [v]
 
 
 # -- recovery codes
 @family("recovery_codes_list", "recovery_codes", "tune")
 def _codes(rng):
-    codes = [f"{_chars(rng, string.ascii_lowercase + string.digits, 4)}-{_chars(rng, string.ascii_lowercase + string.digits, 4)}" for _ in range(6)]
+    codes = [f"{chars(rng, string.ascii_lowercase + string.digits, 4)}-{chars(rng, string.ascii_lowercase + string.digits, 4)}" for _ in range(6)]
     codes = [c if any(ch.isdigit() for ch in c) else c[:-1] + "7" for c in codes]
     return "recovery codes: " + " ".join(codes), codes
 
 
 @family("backup_codes_block", "recovery_codes", "heldout")
 def _codes2(rng):
-    codes = [_hex(rng, 5) + "-" + _hex(rng, 5) for _ in range(8)]
+    codes = [hex_digits(rng, 5) + "-" + hex_digits(rng, 5) for _ in range(8)]
     return "Your backup codes (each works once):\n\n" + "\n".join(f"  {c}" for c in codes) + "\n\nKeep them somewhere safe.", codes
 
 
@@ -420,84 +347,84 @@ _PROSE_HELDOUT2 = {
     "ru": "новый пароль для VPN {v}",
 }
 for _language, _template in _PROSE_HELDOUT2.items():
-    family(f"prose3_{_language}", f"prose_{_language}", "heldout2")(lambda rng, t=_template: (lambda v: (t.format(v=v), [v]))(_password(rng) + str(rng.randrange(10, 99))))
+    family(f"prose3_{_language}", f"prose_{_language}", "heldout2")(lambda rng, t=_template: (lambda v: (t.format(v=v), [v]))(password(rng) + str(rng.randrange(10, 99))))
 
 
 @family("doppler_set_token", "cli_position", "heldout2")
 def _doppler(rng):
-    v = "dp.st.prd." + _base62(rng, 40)
+    v = "dp.st.prd." + base62(rng, 40)
     return f"doppler configure set token {v} --scope /srv/app", [v]
 
 
 @family("bw_unlock_password", "cli_position", "heldout2")
 def _bw(rng):
-    v = _password(rng)
+    v = password(rng)
     return f"export BW_SESSION=$(bw unlock {v} --raw)", [v]
 
 
 @family("markdown_table_spaced_header", "table", "heldout2")
 def _md2(rng):
-    v = _base62(rng, 40)
-    return f"| Access Key ID | Secret Key | Owner |\n| --- | --- | --- |\n| AKIA{_chars(rng, string.ascii_uppercase + string.digits, 16)} | {v} | ci |", [v]
+    v = base62(rng, 40)
+    return f"| Access Key ID | Secret Key | Owner |\n| --- | --- | --- |\n| AKIA{chars(rng, string.ascii_uppercase + string.digits, 16)} | {v} | ci |", [v]
 
 
 @family("csv_quoted_cells", "table", "heldout2")
 def _csv2(rng):
-    v = _password(rng)
+    v = password(rng)
     return f'"id","user","password"\n"1","dana","{v}"', [v]
 
 
 @family("aws_create_access_key_json", "tool_json", "heldout2")
 def _aws_key(rng):
-    v = _chars(rng, string.ascii_letters + string.digits + "/+", 40)
-    return json.dumps({"AccessKey": {"UserName": "ci", "AccessKeyId": "AKIA" + _chars(rng, string.ascii_uppercase + string.digits, 16), "Status": "Active", "SecretAccessKey": v}}, indent=4), [v]
+    v = chars(rng, string.ascii_letters + string.digits + "/+", 40)
+    return json.dumps({"AccessKey": {"UserName": "ci", "AccessKeyId": "AKIA" + chars(rng, string.ascii_uppercase + string.digits, 16), "Status": "Active", "SecretAccessKey": v}}, indent=4), [v]
 
 
 @family("sql_insert_without_columns", "sql", "heldout2")
 def _sql3(rng):
-    v = _password(rng)
+    v = password(rng)
     return f"INSERT INTO service_accounts VALUES (7, 'svc-report', '{v}', now());", [v]
 
 
 @family("cargo_credentials", "config_file", "heldout2")
 def _cargo(rng):
-    v = "cio" + _base62(rng, 32)
+    v = "cio" + base62(rng, 32)
     return f"[registry]\ntoken = \"{v}\"", [v]
 
 
 @family("spring_yaml_password", "config_file", "heldout2")
 def _spring(rng):
-    v = _password(rng)
+    v = password(rng)
     return f"spring:\n  datasource:\n    url: jdbc:postgresql://db:5432/app\n    username: app\n    password: {v}", [v]
 
 
 @family("k8s_secret_config_json", "base64_wrapped", "heldout2")
 def _k8s_cfg(rng):
-    blob = _b64(json.dumps({"endpoint": "https://api.example.org", "token": _base62(rng, 32)}).encode())
+    blob = b64(json.dumps({"endpoint": "https://api.example.org", "token": base62(rng, 32)}).encode())
     return f"kind: Secret\ndata:\n  config.json: {blob}", [blob]
 
 
 @family("url_push_path", "url_token", "heldout2")
 def _push(rng):
-    v = _base62(rng, 32)
+    v = base62(rng, 32)
     return f"curl -d 'build ok' https://api.example.io/v2/push/{v}", [v]
 
 
 @family("url_events_hex_path", "url_token", "heldout2")
 def _events(rng):
-    v = _hex(rng, 40)
+    v = hex_digits(rng, 40)
     return f"SENTRYISH_URL=https://events.example.net/e/{v}/store", [v]
 
 
 @family("bip39_chinese", "wallet", "heldout2")
 def _bip_zh(rng):
-    v = _mnemonic(rng, "chinese_simplified")
+    v = mnemonic(rng, "chinese_simplified")
     return f"助记词：{v}", [v]
 
 
 @family("eth_private_key_hex", "wallet", "heldout2")
 def _eth(rng):
-    v = "0x" + _hex(rng, 64)
+    v = "0x" + hex_digits(rng, 64)
     return f"deployer private key: {v}", [v]
 
 
@@ -558,11 +485,11 @@ _PROSE = [
 
 
 def _ordinary_templates(rng: random.Random) -> list[str]:
-    sha = _hex(rng, 40)
+    sha = hex_digits(rng, 40)
     short = sha[:7]
     version = f"{rng.randrange(0, 20)}.{rng.randrange(0, 40)}.{rng.randrange(0, 20)}"
     port = rng.choice([3000, 5432, 6379, 8080, 8443, 9200, 27017, 5173])
-    fixture = _b64(rng.choice(["hello world, this is a fixture", '{"user": "dana", "role": "admin"}', "line one\nline two\n", "The quick brown fox jumps over the lazy dog"]).encode())
+    fixture = b64(rng.choice(["hello world, this is a fixture", '{"user": "dana", "role": "admin"}', "line one\nline two\n", "The quick brown fox jumps over the lazy dog"]).encode())
     fixture_uuid = str(uuid.UUID(int=rng.getrandbits(128)))
     path = rng.choice(["/home/dana/src/app/src/main.py", "/usr/local/lib/python3.11/site-packages/requests/adapters.py", "C:\\Users\\dana\\repo\\src\\index.ts", "./node_modules/.bin/vite"])
     placeholder = rng.choice(["<your-token>", "${DB_PASSWORD}", "********", "YOUR_API_KEY", "{{ secrets.NPM_TOKEN }}", "$GITHUB_TOKEN", "%API_KEY%", "xxxxxxxx", "<password>", "changeme"])
@@ -570,15 +497,15 @@ def _ordinary_templates(rng: random.Random) -> list[str]:
         f"terraform plan -parallelism={rng.randrange(2, 64)} -out=tfplan",
         f"node --max-old-space-size={rng.choice([2048, 4096, 8192])} scripts/build.js",
         f"docker run -p {port}:{port} -e NODE_ENV=production app:{version}",
-        f"git log --oneline -n 5\n{short} fix: handle empty config\n{_hex(rng, 7)} chore: bump deps to {version}",
+        f"git log --oneline -n 5\n{short} fix: handle empty config\n{hex_digits(rng, 7)} chore: bump deps to {version}",
         f"git checkout {sha}",
-        f"git push origin main\nTo github.com:acme/app.git\n   {_hex(rng, 7)}..{short}  main -> main",
+        f"git push origin main\nTo github.com:acme/app.git\n   {hex_digits(rng, 7)}..{short}  main -> main",
         f"pip install 'requests=={version}' --index-url https://pypi.org/simple --no-cache-dir",
         f"  File \"{path}\", line {rng.randrange(1, 900)}, in send\n    raise ConnectionError(e, request=request)",
         f"npm ERR! code ERESOLVE\nnpm ERR! While resolving: app@{version}",
-        f"sha256:{_hex(rng, 64)}",
-        f"Digest: sha256:{_hex(rng, 64)}",
-        f"  \"integrity\": \"sha512-{_b64(bytes(rng.getrandbits(8) for _ in range(64)))}\",",
+        f"sha256:{hex_digits(rng, 64)}",
+        f"Digest: sha256:{hex_digits(rng, 64)}",
+        f"  \"integrity\": \"sha512-{b64(bytes(rng.getrandbits(8) for _ in range(64)))}\",",
         f"const FIXTURE = \"{fixture}\";",
         f"echo {fixture} | base64 -d",
         f"user_id = \"{fixture_uuid}\"  # fixture",
@@ -601,7 +528,7 @@ def _ordinary_templates(rng: random.Random) -> list[str]:
         f"INSERT INTO users (email, name) VALUES ('dana@example.org', 'Dana');",
         f"https://github.com/acme/app/commit/{sha}",
         f"https://github.com/acme/webhooks-service/blob/{sha}/src/main.go#L{rng.randrange(1, 400)}",
-        f"https://files.pythonhosted.org/packages/{_hex(rng, 2)}/{_hex(rng, 2)}/{_hex(rng, 60)}/requests-{version}-py3-none-any.whl",
+        f"https://files.pythonhosted.org/packages/{hex_digits(rng, 2)}/{hex_digits(rng, 2)}/{hex_digits(rng, 60)}/requests-{version}-py3-none-any.whl",
         f"https://example.com/search?q=redaction+rules&page={rng.randrange(1, 9)}",
         f"ssh -p 2222 -i ~/.ssh/id_ed25519 deploy@10.0.{rng.randrange(0, 255)}.{rng.randrange(1, 255)}",
         f"psql -h localhost -p {port} -U app -d app_dev -c 'select 1'",
@@ -611,8 +538,8 @@ def _ordinary_templates(rng: random.Random) -> list[str]:
         f"      at Object.<anonymous> ({path}:{rng.randrange(1, 300)}:{rng.randrange(1, 80)})",
         f"Successfully installed pydantic-{version} typing-extensions-4.12.2",
         f"{{\"name\": \"app\", \"version\": \"{version}\", \"private\": true, \"scripts\": {{\"build\": \"vite build\"}}}}",
-        f"image: ghcr.io/acme/app@sha256:{_hex(rng, 64)}",
-        f"ETag: \"{_hex(rng, 32)}\"",
+        f"image: ghcr.io/acme/app@sha256:{hex_digits(rng, 64)}",
+        f"ETag: \"{hex_digits(rng, 32)}\"",
         f"Set-Cookie: theme=dark; Path=/; Max-Age=31536000",
         f"jobs:\n  build:\n    runs-on: ubuntu-latest\n    env:\n      NPM_TOKEN: ${{{{ secrets.NPM_TOKEN }}}}",
         f"secrets: inherit",

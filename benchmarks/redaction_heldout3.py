@@ -4,8 +4,9 @@
     .venv/bin/python -m benchmarks.redaction_heldout3 [--seed 1]          # lists the cases, redacts nothing
 
 Written by someone who read neither the redactor nor its results on these families: only the
-family registry and value generators of `redaction_classes.py` (so that these are other shapes and
-wordings than the tune, heldout and heldout2 families) and the placements of
+family registry and value generators (now `secret_families.py`) and the families of
+`redaction_classes.py` (so that these are other shapes and wordings than the tune, heldout and
+heldout2 families) and the placements of
 `tests/support/secret_formats.py` (whose command lines, such as `curl -u`, `docker login -p`,
 `htpasswd -b`, `openssl -passin`/`-k`, `.netrc` and `.pgpass`, are development data and so are
 left out here). Each family is one way a credential is handed over, with random values from the
@@ -22,7 +23,7 @@ import random
 import string
 import uuid
 
-from benchmarks.redaction_classes import FAMILIES, _b64, _base62, _chars, _hex, _mnemonic, _password, family
+from benchmarks.secret_families import FAMILIES, b64, base62, chars, family, hex_digits, mnemonic, password
 
 SPLIT = "heldout3"
 
@@ -35,7 +36,7 @@ _WORDS = ["lantern", "quartz", "mosaic", "harbor", "pepper", "glacier", "violet"
 def _generated(rng: random.Random, size: int = 16, symbols: str = "!#%*-_.~+=@") -> str:
     """A password manager's password: letters, digits and a few symbols, every class present."""
     while True:
-        value = _chars(rng, string.ascii_letters + string.digits + symbols, size)
+        value = chars(rng, string.ascii_letters + string.digits + symbols, size)
         if any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value) \
                 and (not symbols or any(c in symbols for c in value)):
             return value
@@ -50,7 +51,7 @@ def _memorable(rng: random.Random, separator: str | None = None) -> str:
 
 def _human(rng: random.Random) -> str:
     """A person's own password (`_password`), lengthened with a year the way people do."""
-    return _password(rng) + str(rng.randrange(1990, 2027))
+    return password(rng) + str(rng.randrange(1990, 2027))
 
 
 def _pw(rng: random.Random, symbols: str = "!#%*-_.~+=@") -> str:
@@ -95,8 +96,8 @@ for _language, _template in _PROSE.items():
 # ---- command positions: other tools that take a secret on the command line --------------------------
 @family("minio_alias_set_keys", "cli_position", SPLIT)
 def _mc_alias(rng):
-    access = _chars(rng, string.ascii_uppercase + string.digits, 20)
-    secret = _base62(rng, 40)
+    access = chars(rng, string.ascii_uppercase + string.digits, 20)
+    secret = base62(rng, 40)
     text = f"mc alias set backup https://minio.internal.example.org:9000 {access} {secret}\n"
     text += "Added `backup` successfully."
     return text, [secret]
@@ -104,7 +105,7 @@ def _mc_alias(rng):
 
 @family("aws_configure_set_secret", "cli_position", SPLIT)
 def _aws_configure(rng):
-    v = _chars(rng, string.ascii_letters + string.digits + "/+", 40)
+    v = chars(rng, string.ascii_letters + string.digits + "/+", 40)
     return f"aws configure set aws_secret_access_key {v} --profile billing-prod", [v]
 
 
@@ -129,14 +130,14 @@ def _tf_output(rng):
         "db_endpoint": {"sensitive": False, "type": "string",
                         "value": "ledger.c8x2k1.eu-west-1.rds.amazonaws.com:5432"},
         "db_master_password": {"sensitive": True, "type": "string", "value": v},
-        "vpc_id": {"sensitive": False, "type": "string", "value": "vpc-0" + _hex(rng, 16)},
+        "vpc_id": {"sensitive": False, "type": "string", "value": "vpc-0" + hex_digits(rng, 16)},
     }
     return "$ terraform output -json\n" + json.dumps(data, indent=2), [v]
 
 
 @family("az_sp_create_for_rbac_json", "tool_json", SPLIT)
 def _az_sp(rng):
-    v = _base62(rng, 3) + "8Q~" + _chars(rng, string.ascii_letters + string.digits + "-_.~", 34)
+    v = base62(rng, 3) + "8Q~" + chars(rng, string.ascii_letters + string.digits + "-_.~", 34)
     data = {"appId": _uuid(rng), "displayName": "gh-actions-deploy", "password": v, "tenant": _uuid(rng)}
     return ("The output includes credentials that you must protect. Be sure that you do not include these credentials "
             "in your code or check the credentials into your source control.\n" + json.dumps(data, indent=2)), [v]
@@ -145,7 +146,7 @@ def _az_sp(rng):
 # ---- tables -------------------------------------------------------------------------------------------
 @family("psql_aligned_result", "table", SPLIT)
 def _psql_table(rng):
-    rows = [("1", "ci-runner", _base62(rng, 32)), ("2", "nightly-export", _base62(rng, 32))]
+    rows = [("1", "ci-runner", base62(rng, 32)), ("2", "nightly-export", base62(rng, 32))]
     lines = [" id |      name      |            api_token             ",
              "----+----------------+----------------------------------"]
     lines += [f" {i:>2} | {name:<14} | {token}" for i, name, token in rows]
@@ -164,7 +165,7 @@ def _replication(rng):
 # ---- config files -------------------------------------------------------------------------------------
 @family("terraform_tfvars", "config_file", SPLIT)
 def _tfvars(rng):
-    v = _base62(rng, 40)
+    v = base62(rng, 40)
     return (f'region               = "eu-central-1"\ninstance_type        = "t3.medium"\n'
             f'cloudflare_api_token = "{v}"\nenable_waf           = true'), [v]
 
@@ -194,19 +195,19 @@ def _hibernate(rng):
 # ---- base64-wrapped -----------------------------------------------------------------------------------
 @family("kubeconfig_pasted_as_base64", "base64_wrapped", SPLIT)
 def _kubeconfig_b64(rng):
-    token = _chars(rng, string.ascii_letters + string.digits + "-_", 48)
+    token = chars(rng, string.ascii_letters + string.digits + "-_", 48)
     kubeconfig = ("apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: https://10.0.12.5:6443\n"
                   "  name: stage\n"
                   f"users:\n- name: ci\n  user:\n    token: {token}\n")
-    blob = _b64(kubeconfig.encode())
+    blob = b64(kubeconfig.encode())
     return f"here's the kubeconfig for the new stage cluster, base64'd so chat doesn't mangle it:\n{blob}", [blob]
 
 
 # ---- URLs ---------------------------------------------------------------------------------------------
 @family("chat_space_webhook_token", "url_token", SPLIT)
 def _chat_webhook(rng):
-    space = "AAAA" + _chars(rng, string.ascii_letters + string.digits + "-_", 7)
-    token = _chars(rng, string.ascii_letters + string.digits + "-_", 43)
+    space = "AAAA" + chars(rng, string.ascii_letters + string.digits + "-_", 7)
+    token = chars(rng, string.ascii_letters + string.digits + "-_", 43)
     # The `key` is the same in every such webhook (no secret); assembled so that scanners do not flag this file.
     key = "AI" + "zaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI"
     url = f"https://chat.googleapis.com/v1/spaces/{space}/messages?key={key}&token={token}%3D"
@@ -217,7 +218,7 @@ def _chat_webhook(rng):
 # ---- wallet material ----------------------------------------------------------------------------------
 @family("bip39_japanese_18", "wallet", SPLIT)
 def _bip_ja(rng):
-    v = _mnemonic(rng, "japanese", 18)
+    v = mnemonic(rng, "japanese", 18)
     return f"テスト用ウォレットの復元フレーズ（紙に控えたら消す）\n{v}", [v]
 
 
@@ -225,7 +226,7 @@ def _bip_ja(rng):
 @family("account_recovery_key_groups", "recovery_codes", SPLIT)
 def _recovery_key(rng):
     alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-    v = "-".join(_chars(rng, alphabet, 4) for _ in range(7))
+    v = "-".join(chars(rng, alphabet, 4) for _ in range(7))
     return f"Recovery key for the shared Apple ID (print it, then delete this message):\n{v}", [v]
 
 
