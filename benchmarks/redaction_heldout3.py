@@ -4,7 +4,7 @@
     .venv/bin/python -m benchmarks.redaction_heldout3 [--seed 1]          # lists the cases, redacts nothing
 
 Written by someone who read neither the redactor nor its results on these families: only the
-family registry and value generators (now `secret_families.py`) and the families of
+family registry and value generators (now `tests/support/secret_families.py`) and the families of
 `redaction_classes.py` (so that these are other shapes and wordings than the tune, heldout and
 heldout2 families) and the placements of
 `tests/support/secret_formats.py` (whose command lines, such as `curl -u`, `docker login -p`,
@@ -23,7 +23,7 @@ import random
 import string
 import uuid
 
-from benchmarks.secret_families import FAMILIES, b64, base62, chars, family, hex_digits, mnemonic, password
+from tests.support.secret_families import FAMILIES, b64, base62, chars, family, hex_digits, mnemonic, password
 
 SPLIT = "heldout3"
 
