@@ -37,7 +37,8 @@ def backfill(
     config = overrides.load()
     require_codex_home(config)
     prepare_prefect(verbose)
-    from codex_memories.ingest.backfill import BackfillSourceError, day_window, render_backfill_markdown, resolve_source
+    from codex_memories.ingest.backfill import BackfillSourceError, day_window, resolve_source
+    from codex_memories.reports.backfill import render_backfill_markdown
     from codex_memories_flows.backfill import backfill as backfill_flow
 
     try:  # check the source and days before starting Prefect
@@ -46,7 +47,7 @@ def backfill(
     except BackfillSourceError as error:
         fail(str(error))
     from codex_memories import progress
-    from codex_memories.reports import format_counts
+    from codex_memories.reports.verdicts import format_counts
     from codex_memories_cli.interrupts import RUN, interruptible_run
     from codex_memories_cli.prefect_server import reporting_to_prefect
     from codex_memories_flows.flow_runs import report_of

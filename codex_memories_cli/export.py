@@ -57,7 +57,7 @@ def rebuild(
     config = overrides.load()
     local_memory_root(config, "rebuild")
     prepare_prefect(verbose)
-    from codex_memories.reports import render_phase2_text
+    from codex_memories.reports.phase2 import render_phase2_text
     from codex_memories_flows.flow_runs import report_of
     from codex_memories_flows.rebuild import rebuild as rebuild_flow
 

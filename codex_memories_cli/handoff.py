@@ -434,7 +434,8 @@ def decode_report(flow: str, data: Any) -> Any:
 def _report_adapter(flow: str) -> Any:
     from pydantic import TypeAdapter
 
-    from codex_memories.reports import Phase1Report, Phase2Report
+    from codex_memories.reports.phase1 import Phase1Report
+    from codex_memories.reports.phase2 import Phase2Report
 
     return TypeAdapter(Phase1Report if flow == "phase1" else Phase2Report)
 

@@ -73,7 +73,7 @@ def phase1(overrides: SettingsOverrides, local: Local = False, verbose: Verbose 
     require_codex_home(config)
     _check_memory_folder(config, rebuild=rebuild_state)
     prepare_prefect(verbose)
-    from codex_memories.reports import render_phase1_text
+    from codex_memories.reports.phase1 import render_phase1_text
 
     _print_where(config)
     with interruptible_run():
@@ -92,7 +92,7 @@ def phase2(
     """Run phase 2 now: consolidate the selected stage-1 outputs into the memory folder."""
     config = overrides.load()
     prepare_prefect(verbose)
-    from codex_memories.reports import render_phase2_text
+    from codex_memories.reports.phase2 import render_phase2_text
 
     _print_where(config)
     with interruptible_run():
@@ -125,7 +125,8 @@ def run(
     require_codex_home(config)
     _check_memory_folder(config, rebuild=rebuild_state)
     prepare_prefect(verbose)
-    from codex_memories.reports import render_phase1_text, render_phase2_text
+    from codex_memories.reports.phase1 import render_phase1_text
+    from codex_memories.reports.phase2 import render_phase2_text
 
     _print_where(config)
     with interruptible_run():

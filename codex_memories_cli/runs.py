@@ -20,7 +20,7 @@ from codex_memories_cli.errors import fail
 from codex_memories_cli.interrupts import RUN
 
 if TYPE_CHECKING:
-    from codex_memories.reports import Phase1Report
+    from codex_memories.reports.phase1 import Phase1Report
 
 console = Console(stderr=False)
 errors = Console(stderr=True)
@@ -72,7 +72,7 @@ def _with_progress(run: Any) -> Any:
 
 
 def run_phase1(overrides: SettingsOverrides, config: RuntimeConfig, *, local: bool, verbose: bool) -> Phase1Report:
-    from codex_memories.reports import format_counts
+    from codex_memories.reports.verdicts import format_counts
 
     RUN.begin("phase 1")
     report = None if local else _handed_off("phase1", overrides, config, verbose=verbose, force=False)

@@ -61,7 +61,7 @@ def next_phase2(config: RuntimeConfig, *, now: float | None = None) -> str:
 def consolidate_now(overrides: SettingsOverrides, config: RuntimeConfig) -> bool:
     """Run phase 2 now, skipping the cooldown (never the lease); print its report. True when it
     did not fail."""
-    from codex_memories.reports import render_phase2_text
+    from codex_memories.reports.phase2 import render_phase2_text
     from codex_memories_cli.options import prepare_prefect
     from codex_memories_cli.runs import run_phase2  # the phase2 command's own runner: one way to run it
 

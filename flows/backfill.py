@@ -10,7 +10,7 @@ claims as phase 1 does. Threads another run holds (its lease, or the team-wide c
 extractions) are claimed again as they free up, for a bounded wait (step 6b). Ends with one
 phase 2, which skips the cooldown (a backfill is an explicit request; never the lease). The run
 ends Failed when extractions or the phase 2 failed, named Incomplete when held threads were left
-(`codex_memories.reports.backfill_verdict`).
+(`codex_memories.reports.verdicts.backfill_verdict`).
 
 Parameters are settings overrides and the source; none is secret (object-store credentials come
 from the worker's AWS environment).
@@ -26,17 +26,13 @@ from prefect import flow, get_run_logger
 from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from codex_memories.ingest.backfill import (
-    BackfillReport,
-    BatchClaim,
-    day_window,
-    older_than_selection_window,
-    resolve_source,
-)
+from codex_memories.ingest.backfill import BatchClaim, day_window, older_than_selection_window, resolve_source
+from codex_memories.reports.backfill import BackfillReport
 from codex_memories.ingest.transcript import KeptLines
 from codex_memories.outcomes import Outcome
 from codex_memories.llm.rate_limits import GuardDecision
-from codex_memories.reports import ExtractionLine, backfill_verdict, model_endpoint
+from codex_memories.reports.phase1 import ExtractionLine, model_endpoint
+from codex_memories.reports.verdicts import backfill_verdict
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1Claim, ThreadRecord
 from codex_memories_flows.flow_runs import final_state, run_overrides, tag_this_run

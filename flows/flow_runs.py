@@ -27,7 +27,7 @@ from prefect import get_client
 from prefect.context import FlowRunContext
 from prefect.states import Cancelled, Completed, Failed, State
 
-from codex_memories.reports import RunNotDone, RunVerdict
+from codex_memories.reports.verdicts import RunNotDone, RunVerdict
 from codex_memories.settings import SettingsOverrides
 
 OVERRIDES_PARAMETER = "overrides"

@@ -27,7 +27,7 @@ import codex_memories_flows  # noqa: F401 - a deployment's file entrypoint: inst
 from codex_memories.forget.audit import ForgetAction
 from codex_memories.forget.routes import requestable_values, targeted_values
 from codex_memories.forget.text_match import audited_match_text
-from codex_memories.reports import ForgetReport
+from codex_memories.reports.forget import ForgetReport
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import ForgetRoute
 from codex_memories_flows.flow_runs import run_overrides

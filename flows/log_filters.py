@@ -4,7 +4,7 @@ Prefect's own logging set-up, which leaves a logger's filters alone.
 
 - A full disk (`codex_memories.disk_full`): the record keeps its line and loses the traceback,
   which says nothing the one-line reason does not.
-- A run that did not do its job (`codex_memories.reports.RunNotDone`, the data of its Failed,
+- A run that did not do its job (`codex_memories.reports.verdicts.RunNotDone`, the data of its Failed,
   Partial or Rejected state): when a deployment's run ends, Prefect raises that data and logs
   "Engine execution exited with unexpected exception" with a traceback. The record becomes one
   line with the verdict (the counts) and where the report is, at ERROR for a failed run and
@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 
 from codex_memories.disk_full import disk_full_cause
-from codex_memories.reports import RunNotDone
+from codex_memories.reports.verdicts import RunNotDone
 
 # The loggers Prefect's task and flow engines write their failures to (and the engine's own, which
 # logs an attempt's end when the flow-run logger did not).

@@ -23,7 +23,8 @@ from codex_memories.consolidate.steps import Phase2Failure, Phase2Lease, Settled
 from codex_memories.memory_folder.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
-from codex_memories.reports import Phase2Report, phase2_verdict
+from codex_memories.reports.phase2 import Phase2Report
+from codex_memories.reports.verdicts import phase2_verdict
 from codex_memories.runtime import Phase2Context, phase2_context
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Phase2ClaimOutcome

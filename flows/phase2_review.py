@@ -24,7 +24,7 @@ from codex_memories.memory_folder.staging import StagedWorkspace
 from codex_memories.memory_folder.workspace import WorkspaceDiff
 from codex_memories.outcomes import Outcome
 from codex_memories.redact import redact_secrets
-from codex_memories.reports import Phase2Report, render_review_form
+from codex_memories.reports.phase2 import Phase2Report, render_review_form
 from codex_memories.runtime import Phase2Context
 from codex_memories_flows.phase2_support import stage_step
 from codex_memories_tasks.confirm_ownership import confirm_ownership

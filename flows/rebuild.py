@@ -18,7 +18,8 @@ from prefect import flow, get_run_logger
 from prefect.states import State
 
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import Phase2Report, phase2_verdict
+from codex_memories.reports.phase2 import Phase2Report
+from codex_memories.reports.verdicts import phase2_verdict
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.flow_runs import final_state, report_of, run_overrides
 from codex_memories_flows.phase2 import phase2

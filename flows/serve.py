@@ -22,7 +22,8 @@ from prefect.deployments.runner import EntrypointType, RunnerDeployment
 from prefect.schedules import Cron
 from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-from codex_memories.reports import Phase1Report, Phase2Report
+from codex_memories.reports.phase1 import Phase1Report
+from codex_memories.reports.phase2 import Phase2Report
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.backfill import backfill
 from codex_memories_flows.flow_runs import deployment_tags, report_of

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 
-from codex_memories.ingest.backfill import BackfillReport, render_backfill_markdown
+from codex_memories.reports.backfill import BackfillReport, render_backfill_markdown
 
 PROGRESS_ARTIFACT_KEY = "memories-backfill-progress"
 REPORT_ARTIFACT_KEY = "memories-backfill"

@@ -19,7 +19,7 @@ from codex_memories import progress
 from codex_memories.extract.extraction import ExtractionResult, arrived_result_json, extract_memory
 from codex_memories.ingest.transcript import MemoryTranscript
 from codex_memories.llm.base import TransientModelError
-from codex_memories.reports import describe_extraction
+from codex_memories.reports.phase1 import describe_extraction
 from codex_memories.runtime import extraction_provider, open_store
 from codex_memories.settings import RuntimeConfig
 from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim

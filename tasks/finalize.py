@@ -10,7 +10,7 @@ reported as written, not written twice (the finalizer is idempotent per claim to
 from prefect import get_run_logger, task
 
 from codex_memories.extract.extraction import ExtractionResult, finalize_extraction
-from codex_memories.reports import ExtractionLine
+from codex_memories.reports.phase1 import ExtractionLine
 from codex_memories.runtime import open_store
 from codex_memories.settings import RuntimeConfig
 

@@ -10,14 +10,9 @@ is created in the flow run's context and shows on the flow run's Artifacts tab.
 
 from prefect.artifacts import create_markdown_artifact
 
-from codex_memories.reports import (
-    ForgetReport,
-    Phase1Report,
-    Phase2Report,
-    render_forget_markdown,
-    render_phase1_markdown,
-    render_phase2_markdown,
-)
+from codex_memories.reports.forget import ForgetReport, render_forget_markdown
+from codex_memories.reports.phase1 import Phase1Report, render_phase1_markdown
+from codex_memories.reports.phase2 import Phase2Report, render_phase2_markdown
 
 
 def publish_phase1_report(report: Phase1Report) -> str:

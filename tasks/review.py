@@ -14,7 +14,7 @@ from codex_memories.consolidate.review import Proposal, load_proposal, proposal_
 from codex_memories.consolidate.steps import Selection
 from codex_memories.memory_folder.staging import discard
 from codex_memories.memory_folder.workspace import WorkspaceDiff
-from codex_memories.reports import render_review_artifact
+from codex_memories.reports.phase2 import render_review_artifact
 from codex_memories.runtime import Phase2Context
 
 REVIEW_ARTIFACT_KEY = "codex-memories-review"

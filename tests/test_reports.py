@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from codex_memories.extract.extraction import ExtractionResult
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import ExtractionLine, Phase1Report, describe_extraction, render_phase1_markdown
+from codex_memories.reports.phase1 import ExtractionLine, Phase1Report, describe_extraction, render_phase1_markdown
 
 
 def result(**fields) -> ExtractionResult:

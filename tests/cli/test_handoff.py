@@ -28,7 +28,8 @@ from typer.testing import CliRunner
 from codex_memories import progress
 from codex_memories.consolidate.conflicts import Conflict, DatedEntry
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import ExtractionLine, Phase1Report, Phase2Report, render_phase1_text
+from codex_memories.reports.phase1 import ExtractionLine, Phase1Report, render_phase1_text
+from codex_memories.reports.phase2 import Phase2Report
 from codex_memories.settings import SettingsOverrides, config_fingerprint
 from codex_memories.state.records import ForgetAuditRecord, ForgetRoute
 from codex_memories_cli import handoff
@@ -354,7 +355,7 @@ def test_the_cli_prints_serves_report_and_runs_nothing_itself(
 def test_run_hands_off_both_phases_and_a_failed_phase_2_exits_1_as_it_would_here(
     environment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from codex_memories.reports import render_phase2_text
+    from codex_memories.reports.phase2 import render_phase2_text
     from codex_memories_cli.main import app
 
     failed = Phase2Report(outcome=Outcome.failed_sync_workspace_inputs, reason="the disk is full")

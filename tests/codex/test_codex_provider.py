@@ -403,7 +403,7 @@ def test_a_fresh_snapshot_in_a_real_codex_rollout_stops_phase1_before_any_claim(
     assert "primary 90.0% used (10.0% left, minimum 25%)" in (report.rate_limit or "")
     assert len(codex_server.requests) == sent_before  # nothing sent
     # The figure is in the run artifact and the CLI's text as well as in the report.
-    from codex_memories.reports import render_phase1_markdown, render_phase1_text
+    from codex_memories.reports.phase1 import render_phase1_markdown, render_phase1_text
 
     assert "skipped_rate_limited`: primary 90.0% used" in render_phase1_markdown(report)
     assert "rate limited: primary 90.0% used" in render_phase1_text(report)

@@ -26,7 +26,8 @@ import codex_memories_tasks.check_provenance as check_provenance_task
 from codex_memories.consolidate.provenance_check import ProvenanceFindings
 from codex_memories.extract.provenance import Withheld
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import render_phase1_markdown, render_phase2_markdown
+from codex_memories.reports.phase1 import render_phase1_markdown
+from codex_memories.reports.phase2 import render_phase2_markdown
 from codex_memories.settings import SettingsOverrides
 from codex_memories.state.records import ForgetRoute
 from codex_memories.state.store import MemoryStore

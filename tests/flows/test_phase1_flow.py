@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import text
 
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import render_phase1_text
+from codex_memories.reports.phase1 import render_phase1_text
 from codex_memories.runtime import close_stores
 from codex_memories.settings import SettingsOverrides
 from codex_memories.state.store import MemoryStore

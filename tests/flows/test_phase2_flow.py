@@ -28,7 +28,7 @@ from codex_memories.memory_folder.workspace import workspace_diff
 from codex_memories.outcomes import Outcome
 from codex_memories.raw_memories import rollout_summary_stem
 from codex_memories.read.injection import build_session_context
-from codex_memories.reports import Phase2Report, render_phase2_markdown
+from codex_memories.reports.phase2 import Phase2Report, render_phase2_markdown
 from codex_memories.runtime import close_stores
 from codex_memories.settings import SettingsOverrides
 from codex_memories.state.records import ForgetRoute, MemoryMode, Phase2ClaimOutcome, ThreadRecord

@@ -24,7 +24,7 @@ from codex_memories.consolidate.review import load_proposal
 from codex_memories.memory_folder.staging import proposal_path
 from codex_memories.memory_folder.workspace import workspace_diff
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import Phase2Report
+from codex_memories.reports.phase2 import Phase2Report
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.flow_runs import report_of
 from codex_memories_flows.phase2 import phase2

@@ -17,14 +17,9 @@ from prefect import get_client
 from prefect.flow_runs import resume_flow_run
 
 from codex_memories.outcomes import Outcome
-from codex_memories.reports import (
-    Phase1Report,
-    Phase2Report,
-    RunNotDone,
-    backfill_verdict,
-    phase1_verdict,
-    phase2_verdict,
-)
+from codex_memories.reports.phase1 import Phase1Report
+from codex_memories.reports.phase2 import Phase2Report
+from codex_memories.reports.verdicts import RunNotDone, backfill_verdict, phase1_verdict, phase2_verdict
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.backfill import backfill
 from codex_memories_flows.phase1 import phase1
@@ -243,7 +238,7 @@ def _review_overrides(home: Home) -> SettingsOverrides:
 
 
 def lines(**counts: int) -> Phase1Report:
-    from codex_memories.reports import ExtractionLine
+    from codex_memories.reports.phase1 import ExtractionLine
 
     report = Phase1Report(claimed=sum(counts.values()))
     for outcome, count in counts.items():

@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from codex_memories import paths
-from codex_memories.reports import render_phase1_markdown, render_phase2_markdown
+from codex_memories.reports.phase1 import render_phase1_markdown
+from codex_memories.reports.phase2 import render_phase2_markdown
 from codex_memories.state.records import JobKind, MemoryMode
 from codex_memories.storage import STATE_BINDING_PATH
 from tests.support.memory_home import MemoryHome

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from codex_memories import paths
-from codex_memories.reports import Phase1Report, Phase2Report
+from codex_memories.reports.phase1 import Phase1Report
+from codex_memories.reports.phase2 import Phase2Report
 from codex_memories.runtime import open_store
 from codex_memories.settings import SettingsOverrides
 from codex_memories.state.store import MemoryStore
