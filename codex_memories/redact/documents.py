@@ -2,7 +2,7 @@
 material; and values that are secrets by their look alone.
 
 Contract: data only, like `rules.py` (plus the checks each rule calls on its match). The engine
-runs `DOCUMENT_SHAPES` after `prose.PROSE_SHAPES` and `DECODED_SHAPES` last of all. Whether a
+runs `DOCUMENT_SHAPES` after `prose.PROSE_SHAPES` and `decoded_shapes(redact_secrets)` last of all. Whether a
 field's name says secret is `names.name_strength` (a strong name takes any value that is not a
 placeholder, a weak one a generated or password-like value); whether a value is generated is `values.py`.
 
@@ -28,8 +28,9 @@ placeholder, a weak one a generated or password-like value); whether a value is 
   list (every language `mnemonic` ships; composed or decomposed, raw or JSON-escaped, after a
   label glued to the first word), a JSON array of 32 or 64 bytes (a keypair file), a WIF key or an
   extended private key whose Base58Check checksum holds.
-* `base64_wrapped_secret` (in `DECODED_SHAPES`): base64 whose decoded text holds a secret (the
-  whole redaction applied to it, recursively) or is a `user:password` pair.
+* `base64_wrapped_secret` (`decoded_shapes`): base64 whose decoded text holds a secret (the
+  whole redaction, which the engine passes in, applied to it, recursively) or is a
+  `user:password` pair.
 A random value on its own, with nothing around it that says credential, is left alone: base64
 of random bytes is as often a public key, a certificate line or a test fixture
 (`tests/support/secret_formats.ordinary_texts`).
@@ -41,7 +42,7 @@ import base64
 import binascii
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 
 from codex_memories.redact.names import name_strength, names_accounts
@@ -663,7 +664,7 @@ def decoded_text(blob: str) -> str | None:
     return decoded if printable >= 0.95 * len(decoded) else None
 
 
-def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
+def _locate_wrapped(match: re.Match[str], text: str, redact_whole: Callable[[str], str]) -> Span | None:
     start = match.start()
     if start > 0 and text[start - 1] == "\\" and text[start] in "nrt":
         start += 1  # the `n` of a JSON-escaped line break (`\\nc2VydmVy...`), not the blob's
@@ -682,9 +683,7 @@ def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
         user, password = decoded.split(":", 1)
         if not password.isdigit() and not password.startswith("//") and not is_placeholder(password):
             return span
-    from codex_memories.redact.engine import redact_secrets  # the whole table, on the decoded text
-
-    return span if redact_secrets(decoded) != decoded else None
+    return span if redact_whole(decoded) != decoded else None
 
 
 DOCUMENT_SHAPES: tuple[Rule, ...] = (
@@ -789,16 +788,20 @@ def _locate_pair(match: re.Match[str], text: str) -> Span | None:
     return (start, start + len(value)) if _secret_for(strength, value) else None
 
 
-DECODED_SHAPES: tuple[Rule, ...] = (
-    Rule(
-        "base64_wrapped_secret",
-        # Standard base64 (what Kubernetes secrets, docker configs and `base64` print): a
-        # URL-safe alphabet would take in every snake_case identifier.
-        # One look-behind only: it is tried at every position (`_locate_wrapped` drops the `n` of a
-        # JSON-escaped line break the match starts with).
-        r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
-        (REDACTED,),
-        (),
-        locate=_locate_wrapped,
-    ),
-)
+def decoded_shapes(redact_whole: Callable[[str], str]) -> tuple[Rule, ...]:
+    """The rules that judge a value by its decoded text, which `redact_whole` (the engine's
+    `redact_secrets`: the whole table) reads. Passed in rather than imported: the engine imports
+    this module for its rules, and the two must not import each other."""
+    return (
+        Rule(
+            "base64_wrapped_secret",
+            # Standard base64 (what Kubernetes secrets, docker configs and `base64` print): a
+            # URL-safe alphabet would take in every snake_case identifier.
+            # One look-behind only: it is tried at every position (`_locate_wrapped` drops the `n` of a
+            # JSON-escaped line break the match starts with).
+            r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
+            (REDACTED,),
+            (),
+            locate=lambda match, text: _locate_wrapped(match, text, redact_whole),
+        ),
+    )

@@ -36,7 +36,7 @@ from codex_memories.redact.detector import DetectorRule, detector_rules, widened
 from codex_memories.redact.rules import REDACTED, RULES, Rule, Template, at_boundary
 from codex_memories.redact.screen import ScreenRule, SecretScreen, build_screen
 from codex_memories.redact.values import is_placeholder
-from codex_memories.redact.documents import DECODED_SHAPES, DOCUMENT_SHAPES
+from codex_memories.redact.documents import DOCUMENT_SHAPES, decoded_shapes
 from codex_memories.redact.prose import PROSE_SHAPES
 from codex_memories.redact.shapes import CONTEXT_SHAPES, TOKEN_SHAPES
 
@@ -156,7 +156,8 @@ def _rules() -> tuple[CompiledRule, ...]:
     """The whole table, compiled on first use (keeps `import codex_memories.redact` cheap)."""
     known = [_compile(rule) for rule in (*RULES, *CONTEXT_SHAPES, *PROSE_SHAPES, *DOCUMENT_SHAPES)]
     detector = [_compile_detector_rule(rule) for rule in detector_rules()]
-    tokens = [_compile(rule) for rule in (*TOKEN_SHAPES, *DECODED_SHAPES)]
+    # The decoded-base64 rule reads the decoded text with this whole table (`redact_secrets`).
+    tokens = [_compile(rule) for rule in (*TOKEN_SHAPES, *decoded_shapes(redact_secrets))]
     return (*known, *detector, *tokens)
 
 
