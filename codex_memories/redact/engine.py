@@ -1,13 +1,16 @@
-"""The redaction engine: compiles the rule tables once and runs them over a text, fast.
+"""The redaction engine: builds the rule table once and runs it over a text, fast.
 
 Contract: `redact_secrets`, `find_secret_kinds`, `prepare_screen` and `SECRET_PATTERNS` as
 documented in `codex_memories.redact`; the output depends only on the rules (`rules.py`,
 `detector.py`, `shapes.py`), never on which of the speed-ups below ran.
 
-Import cost: importing this module compiles nothing and does not import `detect-secrets`
-(≈ 0.1-0.2 s, it pulls in `requests`); both happen on the first call, once per process.
+Import cost: importing this module compiles no rule and does not import `detect-secrets`
+(≈ 0.1-0.2 s, it pulls in `requests`); the table is built on the first call, and each rule's
+regex is compiled the first time a text gets past its hints and gate (`CompiledRule.public`),
+once per process: a hook that redacts one short block compiles the few rules it needs, not the
+whole table (0.3 s of a 0.5 s prompt hook before, benchmarks/README.md, "Hook wall time").
 
-Performance (benchmarks/README.md, "Secrets"): every rule is precompiled, starts with a literal
+Performance (benchmarks/README.md, "Secrets"): every rule starts with a literal
 where it can, bounds its repetitions, and is skipped outright when none of its literal hints
 occurs in the text (all the hints of all the rules are found in one Aho-Corasick pass,
 `pyahocorasick`). Checks a regex cannot do cheaply (word boundaries, "is this value random?")
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -44,8 +47,7 @@ from codex_memories.redact.shapes import CONTEXT_SHAPES, TOKEN_SHAPES
 @dataclass(frozen=True, slots=True)
 class CompiledRule:
     name: str
-    public: re.Pattern[str]  # matches the original text
-    fast: re.Pattern[str]  # matches the lower-cased text when case-insensitive, else = public
+    pattern: str  # the regex as written (a detect-secrets rule: its plugin's first regex)
     template: Template
     hints: tuple[str, ...]
     case_insensitive: bool
@@ -58,6 +60,27 @@ class CompiledRule:
     # More regexes of the same rule (a detect-secrets plugin has several): one hint check.
     extra: tuple[re.Pattern[str], ...] = ()
     locate_all: Callable[[re.Match[str], str], list[tuple[int, int]]] | None = None
+    # The compiled regexes, [public, fast], each filled the first time it is asked for: a hook
+    # redacts one short block, whose hints rule out most of the table, and compiling every rule
+    # up front cost it about 0.3 s per call (benchmarks/README.md, "Hook wall time").
+    _compiled: list[re.Pattern[str] | None] = field(default_factory=lambda: [None, None], compare=False, repr=False)
+
+    @property
+    def public(self) -> re.Pattern[str]:
+        """The regex over the original text (IGNORECASE when the rule is case-insensitive)."""
+        regex = self._compiled[0]
+        if regex is None:
+            regex = self._compiled[0] = re.compile(self.pattern, re.IGNORECASE if self.case_insensitive else 0)
+        return regex
+
+    @property
+    def fast(self) -> re.Pattern[str]:
+        """The regex over the lower-cased text when case-insensitive (see the module docstring),
+        else the same as `public`."""
+        regex = self._compiled[1]
+        if regex is None:
+            regex = self._compiled[1] = re.compile(self.pattern) if self.case_insensitive else self.public
+        return regex
 
     def edits(self, text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, replacement) of every secret this rule finds in `text`, left to right."""
@@ -116,11 +139,10 @@ class CompiledRule:
 
 
 def _compile(rule: Rule) -> CompiledRule:
-    flags = re.IGNORECASE if rule.case_insensitive else 0
+    """The rule ready to run; its regexes are compiled on first use (`CompiledRule.public`)."""
     return CompiledRule(
         name=rule.name,
-        public=re.compile(rule.pattern, flags),
-        fast=re.compile(rule.pattern),
+        pattern=rule.pattern,
         template=rule.template,
         hints=rule.hints,
         case_insensitive=rule.case_insensitive,
@@ -134,11 +156,11 @@ def _compile(rule: Rule) -> CompiledRule:
 
 
 def _compile_detector_rule(rule: DetectorRule) -> CompiledRule:
-    # The plugin's own flags stay with its regexes: they run on the original text.
+    # The plugin's own regexes, compiled by detect-secrets with their own flags: they run on the
+    # original text, as `public` and `fast` alike.
     return CompiledRule(
         name=rule.name,
-        public=rule.regexes[0],
-        fast=rule.regexes[0],
+        pattern=rule.regexes[0].pattern,
         extra=rule.regexes[1:],
         template=(REDACTED,),
         hints=rule.hints,
@@ -148,12 +170,14 @@ def _compile_detector_rule(rule: DetectorRule) -> CompiledRule:
         locate=None,
         boundary=None,
         gate=rule.gate,
+        _compiled=[rule.regexes[0], rule.regexes[0]],
     )
 
 
 @cache
 def _rules() -> tuple[CompiledRule, ...]:
-    """The whole table, compiled on first use (keeps `import codex_memories.redact` cheap)."""
+    """The whole table, built on first use (keeps `import codex_memories.redact` cheap); each
+    rule's regexes are compiled when a text first needs them."""
     known = [_compile(rule) for rule in (*RULES, *CONTEXT_SHAPES, *PROSE_SHAPES, *DOCUMENT_SHAPES)]
     detector = [_compile_detector_rule(rule) for rule in detector_rules()]
     # The decoded-base64 rule reads the decoded text with this whole table (`redact_secrets`).
@@ -170,7 +194,7 @@ class RulePattern:
 
     @property
     def pattern(self) -> str:
-        return self.rule.public.pattern
+        return self.rule.pattern
 
     def search(self, text: str) -> tuple[int, int, str] | None:
         return next(self.rule.edits(text, text.lower()), None) if _applies(self.rule, text, text.lower()) else None
