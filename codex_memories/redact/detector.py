@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from codex_memories.redact.lazy import lazy_compile
 from codex_memories.redact.rules import REDACTED
 
 
@@ -79,8 +80,8 @@ _DETECTOR_HINTS = {
 
 
 
-_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-]*")
-_VALUE_END = re.compile(r"[\s\"'\\]")
+_TOKEN_CHARS = lazy_compile(r"[A-Za-z0-9_\-]*")
+_VALUE_END = lazy_compile(r"[\s\"'\\]")
 
 
 def widened_span(match: re.Match[str], text: str) -> tuple[int, int] | None:
