@@ -60,7 +60,6 @@ from pathlib import Path
 
 from codex_memories import paths
 from codex_memories.codex_limits import codex_token_count
-from codex_memories.consolidate.conflicts import DatedEntry, find_conflicts
 from codex_memories.prompts import render_prompt
 from codex_memories.read.chunks import chunk_file
 from codex_memories.read.team_memory import TeamMemoryContext, team_memory_context
@@ -358,9 +357,16 @@ def replaced_entries(
     the later one only. Later: the entry's date (its task group's newest `updated_at`; a pending
     note is later than all), then its place in the handbook (a group lists its newest task
     first)."""
+    candidates = [*project_rules, *user_rules, *knowledge]
+    if len(candidates) + len(notes) < 2:
+        return []  # nothing to replace or be replaced by
+    # Imported here, past that check: its ~100 patterns cost the prompt hook about 0.08 s to
+    # compile (benchmarks/README.md, "Hook wall time"), and a folder with one entry or none
+    # (a new install, a quiet repository) needs none of them.
+    from codex_memories.consolidate.conflicts import DatedEntry, find_conflicts
+
     dated: list[DatedEntry] = []
     by_key: dict[tuple[str, int], Entry] = {}
-    candidates = [*project_rules, *user_rules, *knowledge]
     for index, entry in enumerate([*candidates, *notes]):
         is_note = index >= len(candidates)
         position = -_line_number(entry.source) if not is_note else index
