@@ -47,7 +47,7 @@ from codex_memories.redact.shapes import CONTEXT_SHAPES, TOKEN_SHAPES
 @dataclass(frozen=True, slots=True)
 class CompiledRule:
     name: str
-    pattern: str  # the regex as written (a detect-secrets rule: its plugin's first regex)
+    source: str | None  # the regex as written; None for a detect-secrets rule (its plugin's, `load`)
     template: Template
     hints: tuple[str, ...]
     case_insensitive: bool
@@ -57,20 +57,30 @@ class CompiledRule:
     boundary: frozenset[str] | None
     gate: re.Pattern[str] | None = None
     starts: Callable[[str], Iterator[int]] | None = None
-    # More regexes of the same rule (a detect-secrets plugin has several): one hint check.
-    extra: tuple[re.Pattern[str], ...] = ()
     locate_all: Callable[[re.Match[str], str], list[tuple[int, int]]] | None = None
+    # A detect-secrets rule's regexes, already compiled by the plugin with its own flags (the
+    # first is `public` and `fast`, the others `extra`); asked for when a text first passes the
+    # rule's hints and gate, since the first call imports detect-secrets (`detector.py`).
+    load: Callable[[], tuple[re.Pattern[str], ...]] | None = None
     # The compiled regexes, [public, fast], each filled the first time it is asked for: a hook
     # redacts one short block, whose hints rule out most of the table, and compiling every rule
     # up front cost it about 0.3 s per call (benchmarks/README.md, "Hook wall time").
     _compiled: list[re.Pattern[str] | None] = field(default_factory=lambda: [None, None], compare=False, repr=False)
 
     @property
+    def pattern(self) -> str:
+        return self.source if self.source is not None else self.public.pattern
+
+    @property
     def public(self) -> re.Pattern[str]:
         """The regex over the original text (IGNORECASE when the rule is case-insensitive)."""
         regex = self._compiled[0]
         if regex is None:
-            regex = self._compiled[0] = re.compile(self.pattern, re.IGNORECASE if self.case_insensitive else 0)
+            if self.load is not None:
+                regex = self.load()[0]
+            else:
+                regex = re.compile(self.pattern, re.IGNORECASE if self.case_insensitive else 0)
+            self._compiled[0] = regex
         return regex
 
     @property
@@ -81,6 +91,11 @@ class CompiledRule:
         if regex is None:
             regex = self._compiled[1] = re.compile(self.pattern) if self.case_insensitive else self.public
         return regex
+
+    @property
+    def extra(self) -> tuple[re.Pattern[str], ...]:
+        """More regexes of the same rule (a detect-secrets plugin has several): one hint check."""
+        return self.load()[1:] if self.load is not None else ()
 
     def edits(self, text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, replacement) of every secret this rule finds in `text`, left to right."""
@@ -142,7 +157,7 @@ def _compile(rule: Rule) -> CompiledRule:
     """The rule ready to run; its regexes are compiled on first use (`CompiledRule.public`)."""
     return CompiledRule(
         name=rule.name,
-        pattern=rule.pattern,
+        source=rule.pattern,
         template=rule.template,
         hints=rule.hints,
         case_insensitive=rule.case_insensitive,
@@ -156,12 +171,12 @@ def _compile(rule: Rule) -> CompiledRule:
 
 
 def _compile_detector_rule(rule: DetectorRule) -> CompiledRule:
-    # The plugin's own regexes, compiled by detect-secrets with their own flags: they run on the
-    # original text, as `public` and `fast` alike.
+    # The plugin's own regexes and flags: they run on the original text, as `public` and `fast`
+    # alike, loaded when first needed (`detector.DetectorRule.regexes`).
     return CompiledRule(
         name=rule.name,
-        pattern=rule.regexes[0].pattern,
-        extra=rule.regexes[1:],
+        source=None,
+        load=lambda: rule.regexes,
         template=(REDACTED,),
         hints=rule.hints,
         case_insensitive=False,
@@ -170,7 +185,6 @@ def _compile_detector_rule(rule: DetectorRule) -> CompiledRule:
         locate=None,
         boundary=None,
         gate=rule.gate,
-        _compiled=[rule.regexes[0], rule.regexes[0]],
     )
 
 

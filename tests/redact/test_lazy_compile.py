@@ -3,7 +3,8 @@ redaction returns.
 
 The reference is an eager table: every rule's regexes compiled up front the way the engine did
 before (`public` with IGNORECASE for a case-insensitive rule, `fast` without), and every
-module-level pattern of the redact modules replaced by `re.compile` of its source. Both tables
+module-level pattern of the redact modules replaced by `re.compile` of its source, and the
+detect-secrets plugins listed by importing it, their regexes all loaded. Both tables
 redact the same texts (secrets of every format in `tests/support/secret_formats`, planted in
 transcript items; ordinary text; prose in several languages; odd characters) one at a time, each
 from a fresh table, so each text compiles only what it reaches in the lazy one."""
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -61,6 +63,15 @@ def _eager_compile(original: Callable[[rules.Rule], engine.CompiledRule]) -> Cal
     return compile_now
 
 
+def _eager_detector(original: Callable[[detector_module.DetectorRule], engine.CompiledRule]) -> Callable[[detector_module.DetectorRule], engine.CompiledRule]:
+    def load_now(rule: detector_module.DetectorRule) -> engine.CompiledRule:
+        compiled = original(rule)
+        compiled._compiled[:] = [rule.regexes[0], rule.regexes[0]]
+        return compiled
+
+    return load_now
+
+
 def _fresh_tables() -> None:
     engine._rules.cache_clear()
     engine._hint_search.cache_clear()
@@ -86,8 +97,15 @@ def unscreened(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_lazy_and_eager_tables_redact_alike(unscreened: None, monkeypatch: pytest.MonkeyPatch) -> None:
     texts = _texts()
-    lazy = _outputs(texts)
+    detector_module._installed_plugins()  # loaded once, whichever way the list is known
     with monkeypatch.context() as patch:
+        # As in a fresh process: the detector's plugins listed from the record, their regexes
+        # loaded when a text first passes their hints and gate.
+        patch.delitem(sys.modules, "detect_secrets", raising=False)
+        lazy = _outputs(texts)
+    with monkeypatch.context() as patch:
+        patch.setattr(detector_module, "recorded_plugins", lambda: None)
+        patch.setattr(engine, "_compile_detector_rule", _eager_detector(engine._compile_detector_rule))
         patch.setattr(engine, "_compile", _eager_compile(engine._compile))
         for module in _MODULES:
             for name, value in vars(module).items():
@@ -110,6 +128,8 @@ def test_a_short_ordinary_block_compiles_few_rules(unscreened: None) -> None:
     own_rules = [rule for rule in table if not rule.widen]
     # The hints rule out most of the table: the point of compiling on first use.
     assert len(compiled) < len(own_rules) // 2, compiled
+    # Nor does it pass any detect-secrets plugin's hints and gate: none of their regexes loaded.
+    assert [rule.name for rule in table if rule.widen and rule._compiled != [None, None]] == []
 
 
 def test_a_lazy_pattern_answers_as_the_compiled_one() -> None:
