@@ -6,9 +6,10 @@ documented in `codex_memories.redact`; the output depends only on the rules (`ru
 
 Import cost: importing this module compiles no rule and does not import `detect-secrets`
 (≈ 0.1-0.2 s, it pulls in `requests`); the table is built on the first call, and each rule's
-regex is compiled the first time a text gets past its hints and gate (`CompiledRule.public`),
-once per process: a hook that redacts one short block compiles the few rules it needs, not the
-whole table (0.3 s of a 0.5 s prompt hook before, benchmarks/README.md, "Hook wall time").
+regex is compiled (a detect-secrets rule's loaded, `detector.py`) the first time a text gets
+past its hints and gate (`CompiledRule.public`), once per process: a hook that redacts one
+short block compiles the few rules it needs, not the whole table (0.3 s of a 0.5 s prompt hook
+before, benchmarks/README.md, "Hook wall time").
 
 Performance (benchmarks/README.md, "Secrets"): every rule starts with a literal
 where it can, bounds its repetitions, and is skipped outright when none of its literal hints
