@@ -101,10 +101,12 @@ class CompiledRule:
     def edits(self, text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, replacement) of every secret this rule finds in `text`, left to right."""
         on_lowered = self.case_insensitive and len(lowered) == len(text)
-        if self.starts is not None and next(self.starts(lowered if on_lowered else text), None) is None:
-            # No position where a match can start (`_matches` would try none): the regex is not
-            # compiled for nothing (`credential_phrase` takes 10 ms, a tenth of a prompt hook).
-            return
+        if self.starts is not None and self._compiled[1 if on_lowered else 0] is None:
+            # Not compiled yet: when there is no position where a match can start (`_matches`
+            # would try none), it need not be (`credential_phrase` takes 10 ms, a tenth of a
+            # prompt hook). Once compiled, no second pass over the starts (bulk work pays 10 %).
+            if next(self.starts(lowered if on_lowered else text), None) is None:
+                return
         if self.extra or self.locate_all is not None:
             # Several regexes: their finds merged left to right.
             if on_lowered:
