@@ -58,7 +58,11 @@ class LazyPattern:
         return self.compiled.split(string, maxsplit)
 
     def __getattr__(self, name: str) -> Any:
-        # Everything else a compiled pattern has (`flags`, `groups`, `groupindex`), from it.
+        # Everything else a compiled pattern has (`flags`, `groups`, `groupindex`), from it. A
+        # private name is not forwarded: before `__init__` has run (`copy`, unpickling) `_compiled`
+        # is missing, and forwarding it would ask `compiled` for it again, endlessly.
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self.compiled, name)
 
     def __repr__(self) -> str:

@@ -11,6 +11,7 @@ from a fresh table, so each text compiles only what it reaches in the lazy one."
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import sys
@@ -145,3 +146,5 @@ def test_a_lazy_pattern_answers_as_the_compiled_one() -> None:
     assert pattern.sub("x", text, 2) == compiled.sub("x", text, 2)
     assert pattern.split(text, 1) == compiled.split(text, 1)
     assert (pattern.flags, pattern.groups, pattern.groupindex) == (compiled.flags, compiled.groups, compiled.groupindex)
+    copied = copy.copy(pattern)
+    assert copied.match(text).span() == compiled.match(text).span()
