@@ -57,13 +57,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codex_memories import paths
 from codex_memories.codex_limits import codex_token_count
-from codex_memories.consolidate.conflicts import DatedEntry, find_conflicts
 from codex_memories.prompts import render_prompt
 from codex_memories.read.chunks import chunk_file
-from codex_memories.memory_folder.team_memory import TeamMemoryContext, team_memory_context
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.scopes import (
     marked_project_key,
@@ -74,6 +73,9 @@ from codex_memories.scopes import (
 )
 from codex_memories.settings_sources import SESSION_START_BUDGET
 from codex_memories.typed_entries import EntryMeta, normalise, split_entry
+
+if TYPE_CHECKING:
+    from codex_memories.memory_folder.team_memory import TeamMemoryContext
 
 READ_PATH_TEMPLATE = "read_path"
 DEFAULT_SESSION_START_BUDGET_TOKENS = SESSION_START_BUDGET.default
@@ -194,6 +196,10 @@ def build_session_context(
     passes that home's)."""
     if budget_tokens < 1:
         raise ValueError("budget_tokens must be at least 1")
+    # Imported here: only SessionStart reads the team memory, and the prompt hook, which imports
+    # this module for the replaced entries, need not load it (benchmarks/README.md, "Hook wall time").
+    from codex_memories.memory_folder.team_memory import team_memory_context
+
     session_key = project_key_for_directory(cwd, recorded=recorded_project_keys) if cwd else None
     memory = read_folder_memory(Path(memory_root), cwd=cwd, session_key=session_key, now=now or datetime.now(UTC))
     if memory.empty:
@@ -358,9 +364,16 @@ def replaced_entries(
     the later one only. Later: the entry's date (its task group's newest `updated_at`; a pending
     note is later than all), then its place in the handbook (a group lists its newest task
     first)."""
+    candidates = [*project_rules, *user_rules, *knowledge]
+    if len(candidates) + len(notes) < 2:
+        return []  # nothing to replace or be replaced by
+    # Imported here, past that check: its ~100 patterns cost the prompt hook about 0.08 s to
+    # compile (benchmarks/README.md, "Hook wall time"), and a folder with one entry or none
+    # (a new install, a quiet repository) needs none of them.
+    from codex_memories.consolidate.conflicts import DatedEntry, find_conflicts
+
     dated: list[DatedEntry] = []
     by_key: dict[tuple[str, int], Entry] = {}
-    candidates = [*project_rules, *user_rules, *knowledge]
     for index, entry in enumerate([*candidates, *notes]):
         is_note = index >= len(candidates)
         position = -_line_number(entry.source) if not is_note else index

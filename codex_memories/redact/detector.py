@@ -4,26 +4,42 @@ Contract: `detector_rules()` lists every installed plugin that has a `denylist`,
 `_SKIPPED_PLUGINS` (each with its reason), as a `DetectorRule`: the plugin's own compiled regexes
 (with their own flags, run over the original text), and the literal hints and gate that only
 decide when it is worth running. `widened_span` turns one of its matches into the span to
-replace: a plugin's match is widened to the whole token it sits in. Importing this module does
-not import `detect-secrets` (about 0.1-0.2 s, it pulls in `requests`); `detector_rules` does.
+replace: a plugin's match is widened to the whole token it sits in.
+
+Import cost: importing this module does not import `detect-secrets` (0.06-0.2 s, it pulls in
+`requests`), and neither does `detector_rules` when the installed version is the one
+`_RECORDED_PLUGINS` was read from: the plugins' names, hints and gates are known without it, and
+a rule's regexes (`DetectorRule.regexes`) import it the first time a text passes that rule's
+hints and gate. A prompt hook's block rarely does, so the hook does not pay for the import.
+Otherwise (another version, or detect-secrets already imported, whose settings may add plugins)
+`detector_rules` imports it and lists what is installed, as before.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
+from codex_memories.redact.lazy import lazy_compile
 from codex_memories.redact.rules import REDACTED
 
 
 @dataclass(frozen=True, slots=True)
 class DetectorRule:
     name: str
-    regexes: tuple[re.Pattern[str], ...]
     # Lower-case literals, one of which every match contains (empty: always runs).
     hints: tuple[str, ...]
     # A regex every match contains, tried before the plugin's own (None: always runs).
     gate: re.Pattern[str] | None
+
+    @property
+    def regexes(self) -> tuple[re.Pattern[str], ...]:
+        """The plugin's own compiled regexes (imports detect-secrets on first use)."""
+        return _installed_plugins()[self.name.removeprefix(_PREFIX)]
 
 
 # Plugins whose denylist is not used, and why.
@@ -42,11 +58,21 @@ _SKIPPED_PLUGINS = {
 }
 
 # Regexes (on the original text) that every match of a plugin must contain, for speed only: the
-# plugin runs only on texts where its gate matches. A plugin not listed always runs.
+# plugin runs only on texts where its gate matches. A plugin not listed always runs. Plugins
+# whose hints are common in ordinary text (`ac`, `://`, `aws`, `-us`, `sg.` of `msg.`) have one
+# too, so that a short block that holds none of their tokens does not import detect-secrets
+# (see the module docstring); each is a part of every one of the plugin's regexes (1.5.0), with
+# its character classes as wide or wider (`tests/redact/test_detector_import.py` checks them on
+# the plugins' own matches).
 _DETECTOR_GATES = {
     "ArtifactoryDetector": r"AKC|AP[0-9A-F]",
+    "AWSKeyDetector": r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}|(?i:[0-9a-z/+]{40}[\'\"])",
+    "BasicAuthDetector": r"://[^\s:/@]+:[^\s:/@]+@",
     "DiscordBotTokenDetector": r"\.[a-zA-Z0-9_\-]{6}\.[a-zA-Z0-9_\-]{27}",
+    "MailchimpDetector": r"[0-9a-z]{32}-us[0-9]",
+    "SendGridDetector": r"SG\.[a-zA-Z0-9_\-]{22}\.",
     "TelegramBotTokenDetector": r":[0-9A-Za-z_\-]{35}",
+    "TwilioKeyDetector": r"(?:AC|SK)[a-z0-9]{32}",
 }
 
 # Literal hints (lower case) per plugin, for speed only: a plugin not listed always runs.
@@ -79,8 +105,8 @@ _DETECTOR_HINTS = {
 
 
 
-_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-]*")
-_VALUE_END = re.compile(r"[\s\"'\\]")
+_TOKEN_CHARS = lazy_compile(r"[A-Za-z0-9_\-]*")
+_VALUE_END = lazy_compile(r"[\s\"'\\]")
 
 
 def widened_span(match: re.Match[str], text: str) -> tuple[int, int] | None:
@@ -106,23 +132,63 @@ def widened_span(match: re.Match[str], text: str) -> tuple[int, int] | None:
 
 
 
+_PREFIX = "detect_secrets."
+
+# The plugins `detector_rules` lists for detect-secrets 1.5.0 (with a denylist, not skipped), in
+# the order its plugin mapping gives them: the rule table's order. Checked against the installed
+# package by tests/redact/test_detector_import.py.
+_RECORDED_VERSION = "1.5.0"
+_RECORDED_PLUGINS = (
+    "ArtifactoryDetector", "AWSKeyDetector", "AzureStorageKeyDetector", "BasicAuthDetector", "DiscordBotTokenDetector",
+    "GitHubTokenDetector", "GitLabTokenDetector", "JwtTokenDetector", "MailchimpDetector", "NpmDetector", "OpenAIDetector",
+    "PypiTokenDetector", "SendGridDetector", "SlackDetector", "SquareOAuthDetector", "StripeDetector",
+    "TelegramBotTokenDetector", "TwilioKeyDetector",
+)
+
+
 def detector_rules() -> list[DetectorRule]:
     """One rule per installed detect-secrets plugin with regexes (except `_SKIPPED_PLUGINS`)."""
+    names = recorded_plugins()
+    if names is None:
+        names = tuple(_installed_plugins())
+    return [
+        DetectorRule(
+            name=_PREFIX + name,
+            hints=_DETECTOR_HINTS.get(name, ()),
+            gate=re.compile(_DETECTOR_GATES[name]) if name in _DETECTOR_GATES else None,
+        )
+        for name in names
+    ]
+
+
+def recorded_plugins() -> tuple[str, ...] | None:
+    """`_RECORDED_PLUGINS` when they are what `_installed_plugins` would list, known without
+    importing detect-secrets: it is not imported yet (so nothing has configured custom plugins
+    in its settings) and its version file says the recorded version. None: import it to know."""
+    if "detect_secrets" in sys.modules:
+        return None
+    spec = importlib.util.find_spec("detect_secrets")
+    if spec is None or not spec.submodule_search_locations:
+        return None  # not installed: the import says so, as before
+    try:
+        version = (Path(spec.submodule_search_locations[0]) / "__version__.py").read_text(encoding="utf-8")
+    except OSError:
+        return None  # an unusual layout: the import decides
+    return _RECORDED_PLUGINS if version.strip() == f"VERSION = '{_RECORDED_VERSION}'" else None
+
+
+@cache
+def _installed_plugins() -> dict[str, tuple[re.Pattern[str], ...]]:
+    """{plugin class name: its compiled denylist} of every installed plugin with one, in
+    detect-secrets' order, `_SKIPPED_PLUGINS` left out. Imports detect-secrets."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-    rules = []
+    plugins = {}
     for plugin_class in get_mapping_from_secret_type_to_class().values():
         name = plugin_class.__name__
         if name in _SKIPPED_PLUGINS:
             continue
         regexes = tuple(plugin_class().denylist)
         if regexes:
-            rules.append(
-                DetectorRule(
-                    name=f"detect_secrets.{name}",
-                    regexes=regexes,
-                    hints=_DETECTOR_HINTS.get(name, ()),
-                    gate=re.compile(_DETECTOR_GATES[name]) if name in _DETECTOR_GATES else None,
-                )
-            )
-    return rules
+            plugins[name] = regexes
+    return plugins

@@ -2,7 +2,7 @@
 material; and values that are secrets by their look alone.
 
 Contract: data only, like `rules.py` (plus the checks each rule calls on its match). The engine
-runs `DOCUMENT_SHAPES` after `prose.PROSE_SHAPES` and `DECODED_SHAPES` last of all. Whether a
+runs `DOCUMENT_SHAPES` after `prose.PROSE_SHAPES` and `decoded_shapes(redact_secrets)` last of all. Whether a
 field's name says secret is `names.name_strength` (a strong name takes any value that is not a
 placeholder, a weak one a generated or password-like value); whether a value is generated is `values.py`.
 
@@ -28,8 +28,9 @@ placeholder, a weak one a generated or password-like value); whether a value is 
   list (every language `mnemonic` ships; composed or decomposed, raw or JSON-escaped, after a
   label glued to the first word), a JSON array of 32 or 64 bytes (a keypair file), a WIF key or an
   extended private key whose Base58Check checksum holds.
-* `base64_wrapped_secret` (in `DECODED_SHAPES`): base64 whose decoded text holds a secret (the
-  whole redaction applied to it, recursively) or is a `user:password` pair.
+* `base64_wrapped_secret` (`decoded_shapes`): base64 whose decoded text holds a secret (the
+  whole redaction, which the engine passes in, applied to it, recursively) or is a
+  `user:password` pair.
 A random value on its own, with nothing around it that says credential, is left alone: base64
 of random bytes is as often a public key, a certificate line or a test fixture
 (`tests/support/secret_formats.ordinary_texts`).
@@ -41,9 +42,10 @@ import base64
 import binascii
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 
+from codex_memories.redact.lazy import lazy_compile
 from codex_memories.redact.names import name_strength, names_accounts
 from codex_memories.redact.rules import REDACTED, Rule
 from codex_memories.redact.shapes import _NAME_HINTS, _SECRET_NAME_END, _looks_generated, _secret_word_starts, _token_run_starts
@@ -51,7 +53,7 @@ from codex_memories.redact.values import HEX_DIGITS, is_indirect, is_placeholder
 
 Span = tuple[int, int]
 
-_LINE_BREAK = re.compile(r"\r?\n|\\+(?:r\\+)?n")
+_LINE_BREAK = lazy_compile(r"\r?\n|\\+(?:r\\+)?n")
 _MARKER_UPPER = REDACTED
 
 
@@ -116,8 +118,8 @@ def _cells(text: str, span: Span, delimiter: str) -> list[Span]:
 
 _DELIMITERS = ("|", "\t", "\\t", ",", ";")
 # A few words and a colon, no delimiter or quote among them.
-_TABLE_LABEL = re.compile(r"[^|,;\t\"'\\:\n]{1,60}:[ \t]+")
-_HEADER_NAME = re.compile(r"[A-Za-z_#][\w .#/\-]{0,39}")
+_TABLE_LABEL = lazy_compile(r"[^|,;\t\"'\\:\n]{1,60}:[ \t]+")
+_HEADER_NAME = lazy_compile(r"[A-Za-z_#][\w .#/\-]{0,39}")
 
 
 def _string_quote_before(text: str, start: int, end: int, depth: int) -> int | None:
@@ -222,9 +224,9 @@ def _locate_table(match: re.Match[str], text: str) -> list[Span]:
 
 # ---- SQL ------------------------------------------------------------------------------------------
 
-_SQL_VALUE = re.compile(r"\\*'((?:[^'\\]|'')*)\\*'|(-?\d+(?:\.\d+)?|null|true|false|default|\w{1,40}\([^()]{0,200}\))", re.IGNORECASE)
+_SQL_VALUE = lazy_compile(r"\\*'((?:[^'\\]|'')*)\\*'|(-?\d+(?:\.\d+)?|null|true|false|default|\w{1,40}\([^()]{0,200}\))", re.IGNORECASE)
 # Blanks between SQL tokens, line breaks raw or JSON-escaped.
-_SQL_GAP = re.compile(r"(?:\s|\\+[nrt]|\+)*")  # `+`: an added line of a patch
+_SQL_GAP = lazy_compile(r"(?:\s|\\+[nrt]|\+)*")  # `+`: an added line of a patch
 
 
 def _split_sql_tuple(text: str, start: int) -> tuple[list[Span | None], int] | None:
@@ -304,7 +306,7 @@ def _locate_sql_insert(match: re.Match[str], text: str) -> list[Span]:
 
 # The attribute that names what an element holds: `<property name="db.password">`,
 # `<entry key="smtp.password">`, `<setting id="ApiSecret">` (Hibernate, Java properties, .NET).
-_XML_NAME_ATTRIBUTE = re.compile(
+_XML_NAME_ATTRIBUTE = lazy_compile(
     r"(?<![\w\-:])(?:name|key|id)\s{0,3}=\s{0,3}\\*[\"']([\w.:\-]{1,80})\\*[\"']", re.IGNORECASE
 )
 
@@ -318,8 +320,8 @@ def _locate_xml_element(match: re.Match[str], text: str) -> Span | None:
     return (start, end) if _secret_for(strength, text[start:end]) else None
 
 
-_JSON_STRING = re.compile(r"\\*\"((?:[^\"\\]|\\+[^\"\\])*)\\*\"")
-_JSON_NUMBERS = re.compile(r"\s*(?:-?\d+(?:\.\d+)?\s*,?\s*(?:\\+n\s*)?)+\]")
+_JSON_STRING = lazy_compile(r"\\*\"((?:[^\"\\]|\\+[^\"\\])*)\\*\"")
+_JSON_NUMBERS = lazy_compile(r"\s*(?:-?\d+(?:\.\d+)?\s*,?\s*(?:\\+n\s*)?)+\]")
 
 
 def _locate_container(match: re.Match[str], text: str) -> list[Span]:
@@ -392,12 +394,12 @@ def _locate_labelled_index(match: re.Match[str], text: str) -> Span | None:
 
 # Words of a host or path that take events from clients authenticated by a token in the path
 # (webhooks, collectors, intake and telemetry endpoints, error and event stores).
-_CREDENTIAL_PATH_WORD = re.compile(
+_CREDENTIAL_PATH_WORD = lazy_compile(
     r"(?i)webhook|hooks?\b|trigger|\bkeys?\b|tokens?|secret|\binput\b|ingest|collect|\bbot|apikey|api_key|notify|beacon|push"
     r"|\bevents?\b|intake|telemetry|\bcapture\b|\btrack(?:ing)?\b|\breport(?:ing)?\b|\bsink\b|\bdsn\b"
 )
-_CODE_HOSTING_SEGMENT = re.compile(r"(?i)commits?|blob|tree|compare|pull|sha|releases|tags?|raw|archive|actions|runs|packages|ipfs|objects|blobs|manifests|builds?|jobs?|artifacts?|issues|snapshots?")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_CODE_HOSTING_SEGMENT = lazy_compile(r"(?i)commits?|blob|tree|compare|pull|sha|releases|tags?|raw|archive|actions|runs|packages|ipfs|objects|blobs|manifests|builds?|jobs?|artifacts?|issues|snapshots?")
+_UUID = lazy_compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _token_segment(segment: str) -> bool:
@@ -473,13 +475,13 @@ _WORD_MARKS = bytes(
 # (the Japanese list's), raw or escaped.
 _MNEMONIC_LETTER = r"(?:[^\W\d_]|[\u0300-\u036f\u3099\u309a]|\\{1,8}u(?!3000)[0-9a-fA-F]{4})"
 _MNEMONIC_BLANK = r"(?:[ \u3000]|\\{1,8}u3000)"
-_MNEMONIC_RUN = re.compile(
+_MNEMONIC_RUN = lazy_compile(
     r"(?:(?<=\\[nrt])|(?<![^\W\d_])(?<!\\))(?:" + _MNEMONIC_LETTER + r"{1,12}" + _MNEMONIC_BLANK + r")+" + _MNEMONIC_LETTER
     + r"{1,12}(?![^\W\d_])"
 )
-_MNEMONIC_SEPARATOR = re.compile(_MNEMONIC_BLANK)
-_ESCAPED_CHAR = re.compile(r"\\+u([0-9a-fA-F]{4})")
-_ESCAPE_DEPTH = re.compile(r"\\+u")
+_MNEMONIC_SEPARATOR = lazy_compile(_MNEMONIC_BLANK)
+_ESCAPED_CHAR = lazy_compile(r"\\+u([0-9a-fA-F]{4})")
+_ESCAPE_DEPTH = lazy_compile(r"\\+u")
 
 
 @cache
@@ -489,7 +491,7 @@ def _escape_pattern(depth: int, blank: bool) -> re.Pattern[bytes]:
     code = rb"3000" if blank else rb"(?!3000)[0-9a-fA-F]{4}"
     return re.compile(rb"(?<!\\)" + rb"\\" * depth + rb"u" + code)
 # Maximal runs of words between single blanks (no backtracking: each run is read once).
-_WORD_RUNS = re.compile(rb"(?:a+ )+a+")
+_WORD_RUNS = lazy_compile(rb"(?:a+ )+a+")
 # A list word has up to 8 letters (9 with a JSON escape's `n`), 3 bytes each when not ASCII.
 _LONGEST_WORD_BYTES = 27
 
@@ -639,8 +641,8 @@ def _locate_base58check(match: re.Match[str], text: str) -> Span | None:
 
 # ---- base64 and generated values -------------------------------------------------------------------------
 
-_PRINTABLE = re.compile(rb"[\x20-\x7e\t\r\n]*")
-_USER_PASSWORD = re.compile(r"[^\s:]{1,64}:[^\s]{4,128}")
+_PRINTABLE = lazy_compile(rb"[\x20-\x7e\t\r\n]*")
+_USER_PASSWORD = lazy_compile(r"[^\s:]{1,64}:[^\s]{4,128}")
 
 
 def decoded_text(blob: str) -> str | None:
@@ -663,7 +665,7 @@ def decoded_text(blob: str) -> str | None:
     return decoded if printable >= 0.95 * len(decoded) else None
 
 
-def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
+def _locate_wrapped(match: re.Match[str], text: str, redact_whole: Callable[[str], str]) -> Span | None:
     start = match.start()
     if start > 0 and text[start - 1] == "\\" and text[start] in "nrt":
         start += 1  # the `n` of a JSON-escaped line break (`\\nc2VydmVy...`), not the blob's
@@ -682,9 +684,7 @@ def _locate_wrapped(match: re.Match[str], text: str) -> Span | None:
         user, password = decoded.split(":", 1)
         if not password.isdigit() and not password.startswith("//") and not is_placeholder(password):
             return span
-    from codex_memories.redact.engine import redact_secrets  # the whole table, on the decoded text
-
-    return span if redact_secrets(decoded) != decoded else None
+    return span if redact_whole(decoded) != decoded else None
 
 
 DOCUMENT_SHAPES: tuple[Rule, ...] = (
@@ -789,16 +789,20 @@ def _locate_pair(match: re.Match[str], text: str) -> Span | None:
     return (start, start + len(value)) if _secret_for(strength, value) else None
 
 
-DECODED_SHAPES: tuple[Rule, ...] = (
-    Rule(
-        "base64_wrapped_secret",
-        # Standard base64 (what Kubernetes secrets, docker configs and `base64` print): a
-        # URL-safe alphabet would take in every snake_case identifier.
-        # One look-behind only: it is tried at every position (`_locate_wrapped` drops the `n` of a
-        # JSON-escaped line break the match starts with).
-        r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
-        (REDACTED,),
-        (),
-        locate=_locate_wrapped,
-    ),
-)
+def decoded_shapes(redact_whole: Callable[[str], str]) -> tuple[Rule, ...]:
+    """The rules that judge a value by its decoded text, which `redact_whole` (the engine's
+    `redact_secrets`: the whole table) reads. Passed in rather than imported: the engine imports
+    this module for its rules, and the two must not import each other."""
+    return (
+        Rule(
+            "base64_wrapped_secret",
+            # Standard base64 (what Kubernetes secrets, docker configs and `base64` print): a
+            # URL-safe alphabet would take in every snake_case identifier.
+            # One look-behind only: it is tried at every position (`_locate_wrapped` drops the `n` of a
+            # JSON-escaped line break the match starts with).
+            r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{16,65536}={0,2}(?![A-Za-z0-9+/_\-=])",
+            (REDACTED,),
+            (),
+            locate=lambda match, text: _locate_wrapped(match, text, redact_whole),
+        ),
+    )

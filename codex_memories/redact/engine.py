@@ -1,13 +1,17 @@
-"""The redaction engine: compiles the rule tables once and runs them over a text, fast.
+"""The redaction engine: builds the rule table once and runs it over a text, fast.
 
 Contract: `redact_secrets`, `find_secret_kinds`, `prepare_screen` and `SECRET_PATTERNS` as
 documented in `codex_memories.redact`; the output depends only on the rules (`rules.py`,
 `detector.py`, `shapes.py`), never on which of the speed-ups below ran.
 
-Import cost: importing this module compiles nothing and does not import `detect-secrets`
-(≈ 0.1-0.2 s, it pulls in `requests`); both happen on the first call, once per process.
+Import cost: importing this module compiles no rule and does not import `detect-secrets`
+(≈ 0.1-0.2 s, it pulls in `requests`); the table is built on the first call, and each rule's
+regex is compiled (a detect-secrets rule's loaded, `detector.py`) the first time a text gets
+past its hints and gate (`CompiledRule.public`), once per process: a hook that redacts one
+short block compiles the few rules it needs, not the whole table (0.3 s of a 0.5 s prompt hook
+before, benchmarks/README.md, "Hook wall time").
 
-Performance (benchmarks/README.md, "Secrets"): every rule is precompiled, starts with a literal
+Performance (benchmarks/README.md, "Secrets"): every rule starts with a literal
 where it can, bounds its repetitions, and is skipped outright when none of its literal hints
 occurs in the text (all the hints of all the rules are found in one Aho-Corasick pass,
 `pyahocorasick`). Checks a regex cannot do cheaply (word boundaries, "is this value random?")
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -36,7 +40,7 @@ from codex_memories.redact.detector import DetectorRule, detector_rules, widened
 from codex_memories.redact.rules import REDACTED, RULES, Rule, Template, at_boundary
 from codex_memories.redact.screen import ScreenRule, SecretScreen, build_screen
 from codex_memories.redact.values import is_placeholder
-from codex_memories.redact.documents import DECODED_SHAPES, DOCUMENT_SHAPES
+from codex_memories.redact.documents import DOCUMENT_SHAPES, decoded_shapes
 from codex_memories.redact.prose import PROSE_SHAPES
 from codex_memories.redact.shapes import CONTEXT_SHAPES, TOKEN_SHAPES
 
@@ -44,8 +48,7 @@ from codex_memories.redact.shapes import CONTEXT_SHAPES, TOKEN_SHAPES
 @dataclass(frozen=True, slots=True)
 class CompiledRule:
     name: str
-    public: re.Pattern[str]  # matches the original text
-    fast: re.Pattern[str]  # matches the lower-cased text when case-insensitive, else = public
+    source: str | None  # the regex as written; None for a detect-secrets rule (its plugin's, `load`)
     template: Template
     hints: tuple[str, ...]
     case_insensitive: bool
@@ -55,22 +58,66 @@ class CompiledRule:
     boundary: frozenset[str] | None
     gate: re.Pattern[str] | None = None
     starts: Callable[[str], Iterator[int]] | None = None
-    # More regexes of the same rule (a detect-secrets plugin has several): one hint check.
-    extra: tuple[re.Pattern[str], ...] = ()
     locate_all: Callable[[re.Match[str], str], list[tuple[int, int]]] | None = None
+    # A detect-secrets rule's regexes, already compiled by the plugin with its own flags (the
+    # first is `public` and `fast`, the others `extra`); asked for when a text first passes the
+    # rule's hints and gate, since the first call imports detect-secrets (`detector.py`).
+    load: Callable[[], tuple[re.Pattern[str], ...]] | None = None
+    # The compiled regexes, [public, fast], each filled the first time it is asked for: a hook
+    # redacts one short block, whose hints rule out most of the table, and compiling every rule
+    # up front cost it about 0.3 s per call (benchmarks/README.md, "Hook wall time").
+    _compiled: list[re.Pattern[str] | None] = field(default_factory=lambda: [None, None], compare=False, repr=False)
+
+    @property
+    def pattern(self) -> str:
+        return self.source if self.source is not None else self.public.pattern
+
+    @property
+    def public(self) -> re.Pattern[str]:
+        """The regex over the original text (IGNORECASE when the rule is case-insensitive)."""
+        regex = self._compiled[0]
+        if regex is None:
+            if self.load is not None:
+                regex = self.load()[0]
+            else:
+                regex = re.compile(self.pattern, re.IGNORECASE if self.case_insensitive else 0)
+            self._compiled[0] = regex
+        return regex
+
+    @property
+    def fast(self) -> re.Pattern[str]:
+        """The regex over the lower-cased text when case-insensitive (see the module docstring),
+        else the same as `public`."""
+        regex = self._compiled[1]
+        if regex is None:
+            regex = self._compiled[1] = re.compile(self.pattern) if self.case_insensitive else self.public
+        return regex
+
+    @property
+    def extra(self) -> tuple[re.Pattern[str], ...]:
+        """More regexes of the same rule (a detect-secrets plugin has several): one hint check."""
+        return self.load()[1:] if self.load is not None else ()
 
     def edits(self, text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, replacement) of every secret this rule finds in `text`, left to right."""
+        on_lowered = self.case_insensitive and len(lowered) == len(text)
+        if self.starts is not None and self._compiled[1 if on_lowered else 0] is None:
+            # Not compiled yet: when there is no position where a match can start (`_matches`
+            # would try none), it need not be (`credential_phrase` takes 10 ms, a tenth of a
+            # prompt hook). Once compiled, the starts are not looked at twice (that cost bulk
+            # redaction about 10 %).
+            if next(self.starts(lowered if on_lowered else text), None) is None:
+                return
         if self.extra or self.locate_all is not None:
             # Several regexes: their finds merged left to right.
-            if self.case_insensitive and len(lowered) == len(text):
+            if on_lowered:
                 pairs = [(lowered, self.fast)]
             else:
                 pairs = [(text, regex) for regex in (self.public, *self.extra)]
             found = sorted({edit for haystack, regex in pairs for edit in self._edits(regex, text, haystack)})
             yield from found
             return
-        if self.case_insensitive and len(lowered) == len(text):
+        if on_lowered:
             haystack, regex = lowered, self.fast
         else:
             # Unicode lower-casing changed the length (e.g. "İ"): positions would not carry over.
@@ -116,11 +163,10 @@ class CompiledRule:
 
 
 def _compile(rule: Rule) -> CompiledRule:
-    flags = re.IGNORECASE if rule.case_insensitive else 0
+    """The rule ready to run; its regexes are compiled on first use (`CompiledRule.public`)."""
     return CompiledRule(
         name=rule.name,
-        public=re.compile(rule.pattern, flags),
-        fast=re.compile(rule.pattern),
+        source=rule.pattern,
         template=rule.template,
         hints=rule.hints,
         case_insensitive=rule.case_insensitive,
@@ -134,12 +180,12 @@ def _compile(rule: Rule) -> CompiledRule:
 
 
 def _compile_detector_rule(rule: DetectorRule) -> CompiledRule:
-    # The plugin's own flags stay with its regexes: they run on the original text.
+    # The plugin's own regexes and flags: they run on the original text, as `public` and `fast`
+    # alike, loaded when first needed (`detector.DetectorRule.regexes`).
     return CompiledRule(
         name=rule.name,
-        public=rule.regexes[0],
-        fast=rule.regexes[0],
-        extra=rule.regexes[1:],
+        source=None,
+        load=lambda: rule.regexes,
         template=(REDACTED,),
         hints=rule.hints,
         case_insensitive=False,
@@ -153,10 +199,12 @@ def _compile_detector_rule(rule: DetectorRule) -> CompiledRule:
 
 @cache
 def _rules() -> tuple[CompiledRule, ...]:
-    """The whole table, compiled on first use (keeps `import codex_memories.redact` cheap)."""
+    """The whole table, built on first use (keeps `import codex_memories.redact` cheap); each
+    rule's regexes are compiled when a text first needs them."""
     known = [_compile(rule) for rule in (*RULES, *CONTEXT_SHAPES, *PROSE_SHAPES, *DOCUMENT_SHAPES)]
     detector = [_compile_detector_rule(rule) for rule in detector_rules()]
-    tokens = [_compile(rule) for rule in (*TOKEN_SHAPES, *DECODED_SHAPES)]
+    # The decoded-base64 rule reads the decoded text with this whole table (`redact_secrets`).
+    tokens = [_compile(rule) for rule in (*TOKEN_SHAPES, *decoded_shapes(redact_secrets))]
     return (*known, *detector, *tokens)
 
 
@@ -169,7 +217,7 @@ class RulePattern:
 
     @property
     def pattern(self) -> str:
-        return self.rule.public.pattern
+        return self.rule.pattern
 
     def search(self, text: str) -> tuple[int, int, str] | None:
         return next(self.rule.edits(text, text.lower()), None) if _applies(self.rule, text, text.lower()) else None

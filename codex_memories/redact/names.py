@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+from codex_memories.redact.lazy import lazy_compile
+
 STRONG_WORDS: tuple[tuple[str, ...], ...] = (
     ("password",),
     ("passwd",),
@@ -70,7 +72,7 @@ PUBLIC_WORDS = frozenset({"public", "pub"})
 
 _LAST_WORDS = frozenset(entry[-1] for entry in (*STRONG_WORDS, *WEAK_WORDS)) - {"pas"}
 
-_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD_SPLIT = lazy_compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def name_words(name: str) -> list[str]:

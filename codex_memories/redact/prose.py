@@ -42,6 +42,7 @@ from functools import cache
 
 import ahocorasick
 
+from codex_memories.redact.lazy import lazy_compile
 from codex_memories.redact.names import (
     CREDENTIAL_PHRASES,
     LOGIN_PHRASES,
@@ -117,7 +118,7 @@ _CONNECTOR_MARKS = (
 # "set the password to X", "пароль на X", "Passwort auf X": a connector only when a value follows;
 # before a word ("the password to the db is X") it is one of the phrase's filler words.
 _SOFT_CONNECTOR_WORDS = ("to", "na", "на", "auf", "zu", "op", "a", "en", "sur", "para", "per", "till", "til")
-_CONNECTOR = re.compile(
+_CONNECTOR = lazy_compile(
     "(?:"
     + "|".join(escaped_form(mark) for mark in sorted(_CONNECTOR_MARKS, key=len, reverse=True))
     + r"|-(?=\s)|"
@@ -133,21 +134,21 @@ _CONNECTOR_FIRST = frozenset(
 )
 # Scripts written without blanks between words: a run of their letters after the credential
 # word is one filler ("密码已经", "비밀번호 변경"), up to a connector.
-_UNSPACED_LETTER = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_UNSPACED_LETTER = lazy_compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 # A connector glued to the word before it can only be a mark of these scripts (a Latin word
 # stands alone): a filler word of their letters, raw or escaped, ends before the first letter of
 # one (a character class: one test per letter).
 _GLUED_MARK_STARTS = sorted({mark[0] for mark in _CONNECTOR_MARKS if _UNSPACED_LETTER.match(mark)})
 _GLUED_MARK = "(?:[" + "".join(_GLUED_MARK_STARTS) + r"]|\\+u(?:" + "|".join(f"{ord(char):04x}" for char in _GLUED_MARK_STARTS) + "))"
-_UNSPACED_WORD = re.compile(_UNSPACED_LETTER.pattern + "(?:(?!" + _GLUED_MARK + ")" + _UNSPACED_LETTER.pattern + ")*")
+_UNSPACED_WORD = lazy_compile(_UNSPACED_LETTER.pattern + "(?:(?!" + _GLUED_MARK + ")" + _UNSPACED_LETTER.pattern + ")*")
 # Short words a phrase may carry before its connector ("del servidor", "for the db", "de la base").
-_FILLER = re.compile(r"[^\W\d_][\w'’\-]{0,15}")
+_FILLER = lazy_compile(r"[^\W\d_][\w'’\-]{0,15}")
 # `「`, `『`, `“`, `‘`, `（`, `【`, `«` JSON-escaped.
-_ESCAPED_OPENER = re.compile(r"\\+u(?:300c|300e|201c|2018|ff08|3010|00ab)", re.IGNORECASE)
-_ESCAPED_LETTERS = re.compile(r"(?:[^\W\d_]*\\+u[0-9a-fA-F]{4})+[^\W\d_]*")
-_ESCAPED_WORD = re.compile(r"(?:[^\W\d_]|\\+u[0-9a-fA-F]{4})(?:(?!" + _GLUED_MARK + r")(?:[^\W\d_]|\\+u[0-9a-fA-F]{4}))*")
+_ESCAPED_OPENER = lazy_compile(r"\\+u(?:300c|300e|201c|2018|ff08|3010|00ab)", re.IGNORECASE)
+_ESCAPED_LETTERS = lazy_compile(r"(?:[^\W\d_]*\\+u[0-9a-fA-F]{4})+[^\W\d_]*")
+_ESCAPED_WORD = lazy_compile(r"(?:[^\W\d_]|\\+u[0-9a-fA-F]{4})(?:(?!" + _GLUED_MARK + r")(?:[^\W\d_]|\\+u[0-9a-fA-F]{4}))*")
 _OPENERS = "\"'`「『“‘（(《【<>«"
-_VALUE_CHARS = re.compile(r"[^\s\"'`「」『』“”‘’（）()。，、；！？《》【】«»<\\" + _CJK + r"]{1,256}")
+_VALUE_CHARS = lazy_compile(r"[^\s\"'`「」『』“”‘’（）()。，、；！？《》【】«»<\\" + _CJK + r"]{1,256}")
 _TRAILING = ".,;:!?)]}>"
 
 
@@ -297,7 +298,7 @@ def _value_before(match: re.Match[str], text: str) -> Span | None:
 
 
 # The value, blanks, a phrase of `VALUE_AS_PHRASES`, blanks, right before the password word.
-_VALUE_AS = re.compile(
+_VALUE_AS = lazy_compile(
     r"(?:(?<=\\[nrt])|(?<![^\s\"'`(\[]))(?P<value>[^\s\"'`\\]{6,128})[ \t]{1,3}(?:"
     + "|".join(sorted((escaped_form(p) for group in VALUE_AS_PHRASES.values() for p in group), key=len, reverse=True))
     + r")[ \t]{1,3}\Z",
@@ -344,7 +345,7 @@ _CREDENTIAL_VERBS = (
 # Verbs whose first positional argument is the secret a person typed, no user name before it
 # (`bw unlock <master password>`, `rbw unlock`, `vault operator unseal <key>`).
 _UNLOCK_VERBS = frozenset(("unlock", "unseal"))
-_COMMAND_TOKEN = re.compile(r"\\*[\"']?([^\s\"'\\]{1,512})\\*[\"']?")
+_COMMAND_TOKEN = lazy_compile(r"\\*[\"']?([^\s\"'\\]{1,512})\\*[\"']?")
 
 
 def _locate_verb_arguments(match: re.Match[str], text: str) -> list[Span]:
@@ -380,7 +381,7 @@ def _locate_verb_arguments(match: re.Match[str], text: str) -> list[Span]:
     return spans
 
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_UUID = lazy_compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _looks_uuid_token(value: str) -> bool:
@@ -391,10 +392,10 @@ def _looks_uuid_token(value: str) -> bool:
 # A code starts at a word start, or right after a JSON escape (`\\n8f3k-2mzp`), never at its `n`.
 # Groups are joined by `-`, or by single blanks when they are all digits (`8410 2275`,
 # `123 456 789`: how authenticator apps print them).
-_CODE_TOKEN = re.compile(
+_CODE_TOKEN = lazy_compile(
     r"(?:(?<=\\[nrt])|(?<![\w\-\\]))(\d{3,8}(?: \d{3,8}){1,3}(?![\w\-])|[A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){0,11}(?![\w\-]))"
 )
-_BLANK_LINE = re.compile(r"(?:\r?\n|\\+n)[ \t]*(?:\r?\n|\\+n)")
+_BLANK_LINE = lazy_compile(r"(?:\r?\n|\\+n)[ \t]*(?:\r?\n|\\+n)")
 
 
 def _is_code(token: str) -> bool:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from codex_memories.redact.lazy import lazy_compile
 from codex_memories.redact.names import STRONG_WORDS, words_pattern
 from codex_memories.redact.values import is_indirect, is_placeholder, looks_random
 
@@ -114,7 +115,7 @@ def _session_cookie_name(match: re.Match[str], text: str) -> bool:
     return False
 
 
-_CODE_VALUE = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:\(.*|[,)].*)?")
+_CODE_VALUE = lazy_compile(r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:\(.*|[,)].*)?")
 
 
 def _not_code(match: re.Match[str], text: str) -> bool:

@@ -37,6 +37,7 @@ from functools import cache, lru_cache
 
 import ahocorasick
 
+from codex_memories.redact.lazy import lazy_compile
 from codex_memories.redact.names import STRONG_WORDS, WEAK_WORDS, name_strength, name_words, words_pattern
 from codex_memories.redact.rules import (
     CONTINUATION,
@@ -71,8 +72,8 @@ _SAME_COMMAND = r"(?:[^\n;|&\\]|\\+(?![nr\\]))"
 
 # ---- reading the value --------------------------------------------------------------------------
 
-_OPEN_QUOTE = re.compile(r"\\{0,31}[\"']")
-_BARE_VALUE = re.compile(r"[^\s\"'\\]{1,512}")
+_OPEN_QUOTE = lazy_compile(r"\\{0,31}[\"']")
+_BARE_VALUE = lazy_compile(r"[^\s\"'\\]{1,512}")
 _MARKERS = (REDACTED, REDACTED.lower())
 
 
@@ -117,7 +118,7 @@ def _looks_generated(value: str) -> bool:
     )
 
 
-_GLUED_HEX = re.compile(r"([A-Za-z]{2,8}?)([0-9a-f]{32,128})(?:-\d{1,2})?")
+_GLUED_HEX = lazy_compile(r"([A-Za-z]{2,8}?)([0-9a-f]{32,128})(?:-\d{1,2})?")
 
 
 def _glued_hex(value: str) -> bool:
@@ -200,7 +201,7 @@ def _tool_flag_rule(flag: str, separation: str, tools: tuple[str, ...]) -> Rule:
 _FLAG_WORDS = words_pattern(STRONG_WORDS + WEAK_WORDS)
 # Literals one of which every name that says secret holds (the words of `names.py`, shortened).
 _NAME_HINTS = ("pass", "pwd", "secret", "token", "key", "auth", "credential", "sig", "cookie", "session", "salt", "seed", "psk")
-_GLUED_PASS = re.compile(r"(?:store|key|src|dest|srcstore|deststore|srckey|destkey|new|old|db|root|admin|user|proxy|bind|ssh|sudo|become|vault)(?:pass|pwd)")
+_GLUED_PASS = lazy_compile(r"(?:store|key|src|dest|srcstore|deststore|srckey|destkey|new|old|db|root|admin|user|proxy|bind|ssh|sudo|become|vault)(?:pass|pwd)")
 
 
 def _locate_flag_value(match: re.Match[str], text: str) -> Span | None:
@@ -239,7 +240,7 @@ def _locate_password_like(match: re.Match[str], text: str) -> Span | None:
 
 
 # The rest of a one-dash long option after its `p`: lower-case letters up to `=` or `:`.
-_SINGLE_DASH_OPTION = re.compile(r"[a-z][a-z0-9_\-.]*[=:]")
+_SINGLE_DASH_OPTION = lazy_compile(r"[a-z][a-z0-9_\-.]*[=:]")
 
 
 def _locate_access_key_pair(match: re.Match[str], text: str) -> Span | None:
@@ -270,7 +271,7 @@ def _locate_user_password(match: re.Match[str], text: str) -> Span | None:
     return span if looks_like_password(value) or looks_like_word_and_number(value) or _looks_generated(value) else None
 
 
-_USER_AND_HOST = re.compile(r"[A-Za-z0-9_.\-$]{1,64}(?:[/\\]{1,2}[A-Za-z0-9_.\-$]{1,64})?\Z")
+_USER_AND_HOST = lazy_compile(r"[A-Za-z0-9_.\-$]{1,64}(?:[/\\]{1,2}[A-Za-z0-9_.\-$]{1,64})?\Z")
 
 
 def _locate_password_at_host(match: re.Match[str], text: str) -> Span | None:
@@ -301,7 +302,7 @@ def _locate_user_slash_password(match: re.Match[str], text: str) -> Span | None:
     return (start, end) if _secret_value(value) and _any_value(value) else None
 
 
-_SQL_ACCOUNT = re.compile(r"(?i)\b(?:user|role|login)\b")
+_SQL_ACCOUNT = lazy_compile(r"(?i)\b(?:user|role|login)\b")
 
 
 def _locate_sql_password(match: re.Match[str], text: str) -> Span | None:
@@ -318,13 +319,13 @@ def _locate_sql_password(match: re.Match[str], text: str) -> Span | None:
     return span if _secret_value(value) and _any_value(value) else None
 
 
-_STDIN_READER = re.compile(
+_STDIN_READER = lazy_compile(
     r"\s{0,4}\|\s{0,4}(?:sudo\b" + _SAME_COMMAND + r"{0,40}?\s-[A-Za-z]{0,3}S\b|(?:sudo\s+)?(?:chpasswd|kinit|vncpasswd)\b"
     r"|passwd\s+--stdin|" + _SAME_COMMAND + r"{0,200}?(?:--password-stdin|--passphrase-fd|-passin\s+stdin|--with-token)\b)"
 )
 
 
-_CLOSE_QUOTE = re.compile(r"\\{0,31}[\"']?")
+_CLOSE_QUOTE = lazy_compile(r"\\{0,31}[\"']?")
 
 
 def _locate_piped_password(match: re.Match[str], text: str) -> Span | None:
@@ -455,7 +456,7 @@ _COMMAND_LINE_SHAPES: tuple[Rule, ...] = (
 
 # ---- 2. config files, and names that say secret ---------------------------------------------------
 
-_LINE_BREAK = re.compile(r"\n|\\+n")
+_LINE_BREAK = lazy_compile(r"\n|\\+n")
 
 
 def _line_starts(text: str) -> Iterator[int]:
@@ -465,7 +466,7 @@ def _line_starts(text: str) -> Iterator[int]:
         yield match.end()
 
 
-_PGPASS_HOST = re.compile(r"[A-Za-z0-9_.\-*]{1,253}\Z")
+_PGPASS_HOST = lazy_compile(r"[A-Za-z0-9_.\-*]{1,253}\Z")
 
 
 def _locate_pgpass_password(match: re.Match[str], text: str) -> Span | None:
@@ -492,7 +493,7 @@ def _locate_base64_private_key(match: re.Match[str], text: str) -> Span | None:
     return match.span() if b"PRIVATE KEY" in decoded else None
 
 
-_NAME_BEFORE = re.compile(r"[A-Za-z0-9_.\-]{0,64}\Z")
+_NAME_BEFORE = lazy_compile(r"[A-Za-z0-9_.\-]{0,64}\Z")
 # The secret word at the end of a name, and the words that may follow it (`names.py`).
 _SECRET_NAME_END = (
     words_pattern(STRONG_WORDS + WEAK_WORDS) + r"(?:[_\-.]?(?:value|data|string|str|material|b64|base64|hex|raw|plain|text))?"
@@ -535,8 +536,8 @@ def _find_secret_word_starts(lowered: str) -> Iterator[int]:
         following = lowered[end + 1] if end + 1 < size else " "
         if not following.isalnum() or following in _NAME_CONTINUES:
             yield end - length + 1
-_WORD_BEFORE = re.compile(r"(?<![A-Za-z0-9_\-])([A-Za-z]{2,20})[ \t]\Z")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD_BEFORE = lazy_compile(r"(?<![A-Za-z0-9_\-])([A-Za-z]{2,20})[ \t]\Z")
+_IDENTIFIER = lazy_compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pass", "pwd"})
 
 
@@ -654,8 +655,8 @@ CONTEXT_SHAPES: tuple[Rule, ...] = (*_COMMAND_LINE_SHAPES, *_CONTEXT_CONFIG_SHAP
 
 # ---- 3. key material cut over lines, and generated tokens -------------------------------------------
 
-_PUBLIC_BLOCK = re.compile(r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|CERTIFICATE REQUEST|NEW CERTIFICATE REQUEST|X509 CRL|PGP PUBLIC KEY BLOCK|PGP SIGNATURE|PGP MESSAGE|SSH2 PUBLIC KEY)-----")
-_LINE_PREFIX = re.compile(r"[+ \t]{0,8}")
+_PUBLIC_BLOCK = lazy_compile(r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|CERTIFICATE REQUEST|NEW CERTIFICATE REQUEST|X509 CRL|PGP PUBLIC KEY BLOCK|PGP SIGNATURE|PGP MESSAGE|SSH2 PUBLIC KEY)-----")
+_LINE_PREFIX = lazy_compile(r"[+ \t]{0,8}")
 
 
 def _locate_key_lines(match: re.Match[str], text: str) -> Span | None:
@@ -771,7 +772,7 @@ def _token_run_starts(text: str) -> Iterator[int]:
 
 
 _HEX_MARKS = bytes(0x61 if chr(code) in "0123456789abcdef" else 0x20 for code in range(256))
-_PREFIX_LETTERS = re.compile(r"[A-Za-z]{1,9}\Z")
+_PREFIX_LETTERS = lazy_compile(r"[A-Za-z]{1,9}\Z")
 
 
 _KEY_ID_MARKS = bytes(0x61 if chr(code) in "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" else 0x20 for code in range(256))

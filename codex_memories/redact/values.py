@@ -24,6 +24,8 @@ import math
 import re
 from collections import Counter
 
+from codex_memories.redact.lazy import lazy_compile
+
 HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
@@ -74,8 +76,8 @@ def looks_random(value: str) -> bool:
     return len(run) >= 16 and len(run) * 0.15 <= digits < len(run) and switches >= 4 and entropy(run) >= 3.2
 
 
-_TOKEN_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]{0,24}[_\-.]")
-_UPPER_OR_DIGIT = re.compile(r"[0-9A-Z]")
+_TOKEN_PREFIX = lazy_compile(r"[A-Za-z][A-Za-z0-9]{0,24}[_\-.]")
+_UPPER_OR_DIGIT = lazy_compile(r"[0-9A-Z]")
 
 
 HASH_NAMES = frozenset(
@@ -106,7 +108,7 @@ def token_looks_random(token: str) -> bool:
 
 # Punctuation a password holds and an identifier, a path or a version does not.
 _PASSWORD_SYMBOLS = frozenset("!@#$%^&*+=?~;:,<>|()[]{}`'\"")
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = lazy_compile(
     r"""\$\{?[A-Za-z_][A-Za-z0-9_]*(?::?[-=?+][^{}]*)?\}?|%[A-Za-z_][A-Za-z0-9_]*%|\$\(.*\)|<[^<>]*>|\{\{.*\}\}|(?:env|file|fd|stdin|prompt)(?::.*)?"""
     r"""|(?:(?:your|my|the|some|new|old)[_\-]?)?(?:password|passwd|secret|token|key|api[_\-]?key)(?:[_\-]?here)?"""
     # Masked values, as tools and docs print them: `********`, `xxxx`, `••••`, `****abcd`.
@@ -118,23 +120,23 @@ _PLACEHOLDER = re.compile(
 # Code: a call, or an attribute path of words (`self.token`, `os.environ["X"]`, `settings.API_KEY`);
 # `qDuQUW8etRc.f` is not one (its capitals do not start words).
 _WORD = r"(?:[a-z_][a-z0-9_]*|[A-Z][A-Z0-9_]*|(?:[A-Z]?[a-z][a-z0-9]*)(?:[A-Z][a-z][a-z0-9]*)*)"
-_CALL_OR_ATTRIBUTE = re.compile(
+_CALL_OR_ATTRIBUTE = lazy_compile(
     r"[A-Za-z_][A-Za-z0-9_]*\(.*\)?|" + _WORD + r"(?:\." + _WORD + r")+(?:\(.*\)?|\[.*\]?)?|[A-Za-z_][A-Za-z0-9_]*\[.*\]"
 )
 # A regular expression is not a password: classes, counted repeats, anchors, escapes, `.*`
 # (two of them; one `$` at the end is a password's symbol).
-_REGEX_SIGNS = re.compile(r"\[(?:\^)?[a-zA-Z0-9]-[a-zA-Z0-9]|\{\d+(?:,\d*)?\}|\\[dwsbDWS]|\.[*+]|^\^|\$$|\(\?")
+_REGEX_SIGNS = lazy_compile(r"\[(?:\^)?[a-zA-Z0-9]-[a-zA-Z0-9]|\{\d+(?:,\d*)?\}|\\[dwsbDWS]|\.[*+]|^\^|\$$|\(\?")
 # A template's field (`{password}`, `%(secret)s`, `{{ .Values.token }}`): the value is filled in
 # later. A value starting `(`, `:` or a backtick is code or markup (`(self.user, ...`,
 # `:py:class:`, ``exc_type=...``).
-_TEMPLATE_FIELD = re.compile(r"\{[A-Za-z_][\w.]*\}|%\(\w+\)[sdr]|\{\{.*\}\}")
+_TEMPLATE_FIELD = lazy_compile(r"\{[A-Za-z_][\w.]*\}|%\(\w+\)[sdr]|\{\{.*\}\}")
 # The next option of a command (`--verbose`, `-xvf`, `--format=json`, `-storepass`,
 # `-AsPlainText`), not a value; `-yMEwCNSaX...` is a value that starts with a dash.
-_OPTION = re.compile(
+_OPTION = lazy_compile(
     r"-|-[A-Za-z0-9]{1,3}|--?[a-z][a-z0-9]*(?:[\-_.][a-z0-9]+)*(?:=\S*)?|-[A-Z][a-z]+(?:[A-Z][a-z]+)*"
 )
-_EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+")
-_VERSION_OR_NUMBER = re.compile(r"v?\d+(?:[.:,\-]\d+)*[a-z]?")
+_EMAIL = lazy_compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+")
+_VERSION_OR_NUMBER = lazy_compile(r"v?\d+(?:[.:,\-]\d+)*[a-z]?")
 
 
 def is_placeholder(value: str) -> bool:
@@ -193,7 +195,7 @@ def looks_like_password(value: str) -> bool:
 # One to four words (any script) joined by a sign, then a number of 2+ digits after a sign or
 # glued on, maybe a closing sign or a letter or two (`Pinecone-7731x`). `Release-2024` has this
 # shape too, which is why only a credential position makes it a secret.
-_WORDS_AND_NUMBER = re.compile(
+_WORDS_AND_NUMBER = lazy_compile(
     r"[^\W\d_]{3,16}(?:[\-_.#@!+*%~=&$][^\W\d_]{2,16}){0,3}(?:[\-_.#@!+*%~=&$]|(?<=[^\W\d_]))\d{2,10}(?:[!?#*]|[a-z]{1,2})?"
 )
 
@@ -220,7 +222,7 @@ def looks_like_fragment(value: str) -> bool:
     return switches >= 3 or (irregular >= 2 and any(char.islower() for char in body))
 
 
-_BASE64 = re.compile(r"[A-Za-z0-9+/]{22,}={0,2}|[A-Za-z0-9_\-]{22,}={0,2}")
+_BASE64 = lazy_compile(r"[A-Za-z0-9+/]{22,}={0,2}|[A-Za-z0-9_\-]{22,}={0,2}")
 
 
 def looks_like_random_base64(value: str) -> bool:

@@ -4,13 +4,14 @@ folders of one project each kept theirs), a session gets the later one only."""
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from codex_memories import paths
-from codex_memories.read.injection import REPLACED, build_session_context, read_folder_memory
+from codex_memories.read.injection import REPLACED, Entry, build_session_context, read_folder_memory, replaced_entries
 
 APP_KEY = "github.com/acme/app"
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -147,3 +148,18 @@ def test_the_mcp_read_of_the_handbook_marks_the_replaced_lines_and_only_them(mem
         "The dev database listens on port 5432.", "The AWS profile is `staging-admin`.",
     }
     assert len(lines) == len(MEMORY.split("\n"))  # the file as it is, line for line
+
+
+
+def test_fewer_than_two_entries_load_no_conflict_finder(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One entry has nothing to replace: the prompt hook then skips compiling the later-words
+    # patterns (consolidate.conflicts); two entries still go through them.
+    one = Entry("Use port 8080 for the dev server.", "MEMORY.md:3", "2026-11-01")
+    two = Entry("Use port 9090 for the dev server.", "MEMORY.md:9", "2026-11-20")
+    with monkeypatch.context() as patch:
+        patch.setitem(sys.modules, "codex_memories.consolidate.conflicts", None)  # importing it now raises
+        assert replaced_entries([one], [], [], []) == []
+        assert replaced_entries([], [], [], [two]) == []
+        with pytest.raises(ImportError):
+            replaced_entries([two], [], [one], [])
+    assert replaced_entries([two], [], [one], []) == [(one, two)]
