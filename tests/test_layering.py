@@ -1,7 +1,9 @@
 """The package layers: the library never loads Prefect, the flows, the tasks or the CLI.
 
 Each library module is imported alone in one fresh interpreter, in order; after each import the
-test looks for what must not be there, so a failure names the module that pulled it in.
+test looks for what must not be there, so a failure names the module that pulled it in. Inside the
+library, each capability imports only the ones below it (`CAPABILITY_FLOORS`) and no two modules
+or packages import each other.
 """
 
 from __future__ import annotations
@@ -80,3 +82,74 @@ def test_forgetting_and_the_memory_folder_never_import_phase_2() -> None:
                 )
                 offenders += [f"{path.name}: {name}" for name in names if name.startswith("codex_memories.consolidate")]
     assert offenders == []
+
+
+# The library's capabilities from the ground up (farm-studio's floors): a package imports only
+# packages below it. Each line says why it stands where it does.
+CAPABILITY_FLOORS = (
+    ("redact",),         # every path's secret redaction: imports nothing of ours
+    ("evidence",),       # the instruction screen extraction, consolidation and the read path share
+    ("llm",),            # model providers and the rate limits of their answers
+    ("state",),          # the state DB
+    ("ingest",),         # rollouts: reading, discovery, backfill sources, the rollouts' rate limits
+    ("memory_folder",),  # the folder, its notes and the team files: what forgetting and phase 2 change
+    ("forget",),         # the routes, over the folder and the state DB
+    ("extract",),        # phase 1's extraction, the offline extractor included
+    ("consolidate",),    # phase 2
+    ("read", "reports"),  # sessions reading memories; what runs report (neither imports the other)
+)
+
+
+def _library_imports() -> list[tuple[str, str]]:
+    """(importing module, imported module) for every import of our library inside it."""
+    import ast
+
+    pairs = []
+    for path in sorted((REPO_ROOT / "codex_memories").rglob("*.py")):
+        module = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            pairs += [(module, name) for name in names if name.startswith("codex_memories.")]
+    return pairs
+
+
+def _room(module: str) -> str:
+    """The top-level module or package of the library a module belongs to."""
+    return module.split(".")[1]
+
+
+def test_each_capability_imports_only_the_floors_below_it() -> None:
+    floor = {package: rank for rank, packages in enumerate(CAPABILITY_FLOORS) for package in packages}
+    offenders = sorted(
+        f"{module} -> {imported}"
+        for module, imported in _library_imports()
+        if _room(module) in floor and _room(imported) in floor and _room(module) != _room(imported)
+        and floor[_room(imported)] >= floor[_room(module)]
+    )
+    assert offenders == []
+
+
+def test_no_two_parts_of_the_library_import_each_other() -> None:
+    """No import circle between the library's top-level modules and packages (a circle inside one
+    package is as much of a trap, so modules are checked too)."""
+    import graphlib
+
+    for level in (_room, lambda module: module):
+        graph: dict[str, set[str]] = {}
+        for module, imported in _library_imports():
+            source, target = level(module), level(imported)
+            if source != target and (level is _room or target in _modules()):
+                graph.setdefault(source, set()).add(target)
+        graphlib.TopologicalSorter(graph).prepare()  # raises CycleError naming the circle
+
+
+def _modules() -> set[str]:
+    return {
+        ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for path in (REPO_ROOT / "codex_memories").rglob("*.py")
+    }
