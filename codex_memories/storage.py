@@ -375,7 +375,12 @@ def is_transient_storage_error(error: BaseException) -> bool:
     return isinstance(error, OSError) and not isinstance(error, _FINAL_OS_ERRORS)
 
 
-def open_memory_root(url_or_path: str | os.PathLike[str] | MemoryRoot, **storage_options) -> MemoryRoot:
+# What a library function that works on the memory folder accepts: the opened root, or a local
+# path or URL `open_memory_root` opens.
+RootLike = MemoryRoot | str | os.PathLike[str]
+
+
+def open_memory_root(url_or_path: RootLike, **storage_options) -> MemoryRoot:
     """A `MemoryRoot` for a local path, a `file://` URL or any other fsspec URL.
 
     `storage_options` go to fsspec (`object_store_options` builds them from our settings)."""

@@ -27,7 +27,6 @@ Must run under the phase-2 lock, after the inputs sync and before the diff.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -37,10 +36,9 @@ from codex_memories.raw_memories import rollout_summary_stem, thread_sections
 from codex_memories.redact import redact_secrets
 from codex_memories.state.records import ForgetRoute, Stage1OutputRef
 from codex_memories.state.store import MemoryStore
-from codex_memories.storage import MemoryRoot, open_memory_root
+from codex_memories.storage import RootLike, open_memory_root
 from codex_memories.typed_entries import ExpiredEntry, drop_expired_lines, has_expired_entry, next_expiry, normalise
 
-RootLike = MemoryRoot | str | os.PathLike[str]
 
 def expire_entries(root: RootLike, store: MemoryStore, refs: Sequence[Stage1OutputRef], now: datetime) -> list[ForgetAction]:
     """Remove expired typed entries from the selected rows and the synced files; one action each."""

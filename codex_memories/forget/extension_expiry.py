@@ -18,7 +18,6 @@ records the actions. Idempotent: a second call finds nothing expired and returns
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -26,9 +25,8 @@ from datetime import UTC, datetime, timedelta
 from codex_memories.forget.audit import ForgetAction
 from codex_memories.paths import EXTENSION_INSTRUCTIONS_FILE, EXTENSION_RESOURCES_DIR, EXTENSIONS_DIR, extension_dir
 from codex_memories.state.records import ForgetRoute
-from codex_memories.storage import Entry, MemoryRoot, open_memory_root
+from codex_memories.storage import Entry, MemoryRoot, RootLike, open_memory_root
 
-RootLike = MemoryRoot | str | os.PathLike[str]
 
 RESOURCE_TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
 EXTENSION_RESOURCE_RETENTION_DAYS = 7

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +34,8 @@ from codex_memories.paths import (
 from codex_memories.raw_memories import escape_metadata, render_raw_memories, rfc3339, stem_for
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.state.records import OutputIdentity, Stage1Output, Stage1OutputRef
-from codex_memories.storage import MemoryRoot, open_memory_root
+from codex_memories.storage import MemoryRoot, RootLike, open_memory_root
 
-RootLike = MemoryRoot | str | os.PathLike[str]
 
 
 @dataclass(frozen=True)
