@@ -47,18 +47,32 @@ class Outcome(StrEnum):
     # Phase 2 (spec 12.1).
     skipped_cooldown = "skipped_cooldown"
     skipped_retry_unavailable = "skipped_retry_unavailable"
+    # Ours: where the forget audit stood when the run started could not be read (the report lists
+    # the rows written after it).
+    failed_mark_forget_audit = "failed_mark_forget_audit"
     failed_claim = "failed_claim"
     failed_prepare_workspace = "failed_prepare_workspace"
     failed_sandbox_policy = "failed_sandbox_policy"
     failed_load_stage1_outputs = "failed_load_stage1_outputs"
     failed_sync_workspace_inputs = "failed_sync_workspace_inputs"
+    # Ours: one code per step of ours around the sync (`flows/phase2.py`), so a red run names the
+    # step that failed: the refused notes' quarantine, forgetting routes 6 (extension resources)
+    # and 8 (typed entries past their date), and the later-words conflicts.
+    failed_quarantine_refused_notes = "failed_quarantine_refused_notes"
+    failed_prune_extension_resources = "failed_prune_extension_resources"
+    failed_expire_typed_entries = "failed_expire_typed_entries"
+    failed_find_entry_conflicts = "failed_find_entry_conflicts"
     failed_workspace_status = "failed_workspace_status"
     failed_workspace_diff_file = "failed_workspace_diff_file"
     failed_spawn_agent = "failed_spawn_agent"
     failed_agent = "failed_agent"
     failed_invalid_artifacts = "failed_invalid_artifacts"
+    # Ours: the provenance check could not run (its findings are a report, never a failure).
+    failed_provenance_check = "failed_provenance_check"
     # Ours: the consolidated files hold lines that look injected (spec 12.1 has no gate).
     failed_injection_gate = "failed_injection_gate"
+    # Ours: the sources of the refused lines could not be traced or quarantined.
+    failed_quarantine_injection_sources = "failed_quarantine_injection_sources"
     # Ours: another run's stage-1 extractions are in flight under live leases; the global job
     # stays dirty for the next run (no consolidation, no cooldown).
     skipped_stage1_in_flight = "skipped_stage1_in_flight"

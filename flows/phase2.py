@@ -102,7 +102,7 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool =
         #    a bounded time for stage-1 extractions in flight under live leases. A DB that cannot
         #    be reached is this step's own outcome, reported like any other.
         try:
-            audit_start = stage_step(Outcome.failed_claim, mark_forget_audit, config)
+            audit_start = stage_step(Outcome.failed_mark_forget_audit, mark_forget_audit, config)
             claim, worker = stage_step(Outcome.failed_claim, claim_lock, config, force, retried_flow_run())
         except Phase2Failure as failure:
             report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
@@ -155,16 +155,16 @@ def _consolidate(context: Phase2Context, report: Phase2Report) -> None:
     stage_step(Outcome.failed_prepare_workspace, prepare_workspace, context)
     # 4a. A live note the injection gate refuses goes to the quarantine (audited), so the rest
     #     consolidates instead of every run failing on it while it is served.
-    stage_step(Outcome.failed_injection_gate, quarantine_refused_notes, context)
+    stage_step(Outcome.failed_quarantine_refused_notes, quarantine_refused_notes, context)
     # 5. Select the top-N stage-1 outputs.
     selection = stage_step(Outcome.failed_load_stage1_outputs, select, context)
     report.selected = len(selection.refs)
     # 6. Sync raw_memories.md and rollout_summaries/ from the selection.
     synced = stage_step(Outcome.failed_sync_workspace_inputs, sync, context, selection)
     # 7. Prune expired extension resources.
-    expired = stage_step(Outcome.failed_sync_workspace_inputs, prune_extension_resources, context)
+    expired = stage_step(Outcome.failed_prune_extension_resources, prune_extension_resources, context)
     # 8. Expire temporary memory entries past their date (route entry_expiry).
-    expired_entries = stage_step(Outcome.failed_sync_workspace_inputs, expire_typed_entries, context, selection)
+    expired_entries = stage_step(Outcome.failed_expire_typed_entries, expire_typed_entries, context, selection)
     report.forgotten = [(item.route, item.target) for item in [*synced.forgotten, *expired, *expired_entries]]
     # 9. Diff against the baseline.
     diff, unchanged = stage_step(Outcome.failed_workspace_status, git_diff, context)
@@ -195,7 +195,7 @@ def _consolidate_and_publish(context: Phase2Context, report: Phase2Report, diff:
     # 11. Write the diff file the consolidator reads first.
     stage_step(Outcome.failed_workspace_diff_file, write_workspace_diff, context, diff)
     # 12. Contradicting memory entries, the newer winning: listed in the run artifact.
-    report.conflicts = stage_step(Outcome.failed_sync_workspace_inputs, find_entry_conflicts, context)
+    report.conflicts = stage_step(Outcome.failed_find_entry_conflicts, find_entry_conflicts, context)
     # 13. Rate-limit guard (spec 1.3): too little quota left means the agent does not start;
     #     the lease is given back (no failure, no backoff) for the next run.
     guard = check_rate_limits(context.config)
@@ -217,13 +217,13 @@ def _consolidate_and_publish(context: Phase2Context, report: Phase2Report, diff:
         raise Phase2Failure(Outcome.failed_invalid_artifacts, "; ".join(problems))
     # 16. Provenance: a new line whose words came only from tool output in its sessions leaves
     #     the files (audited, route tool_output_provenance); the rest goes on to the gate.
-    report.provenance = stage_step(Outcome.failed_injection_gate, check_provenance, context, selection)
+    report.provenance = stage_step(Outcome.failed_provenance_check, check_provenance, context, selection)
     # 17. The injection gate: no line that looks injected goes live. The stage-1 outputs a
     #     refused line came from are quarantined (route pollution), so the next run, without
     #     backoff, consolidates the rest; with no source found the run backs off as any failure.
     findings = stage_step(Outcome.failed_injection_gate, injection_gate, context)
     if findings:
-        verdict = stage_step(Outcome.failed_injection_gate, quarantine_injection_sources, context, findings, selection)
+        verdict = stage_step(Outcome.failed_quarantine_injection_sources, quarantine_injection_sources, context, findings, selection)
         report.injection_findings, report.quarantined_threads = verdict.report_lines, verdict.quarantined
         raise verdict.failure()
     # 18. Confirm ownership before anything irreversible.
