@@ -257,3 +257,35 @@ def test_another_runs_full_batch_does_not_hold_this_backfill_back(home: MemoryHo
     report = backfill(home, backfill_batch_size=1, max_rollouts_per_startup=1)
 
     assert extracted(report) == {first: "succeeded", second: "succeeded"}
+
+
+def test_a_backfills_phase2_does_not_wait_for_extractions_other_runs_have_in_flight(home: MemoryHome, monkeypatch) -> None:
+    """Issue 37.5: a finished backfill's phase 2 waited up to `phase2_stage1_wait_seconds` for
+    any live stage-1 lease, holding its worker slot: with eight backfills at once every finished
+    run sat idle for the others, and a dead worker's leases held every run for the whole wait
+    while its retried runs waited for a slot. The other runs consolidate at their own end."""
+    from codex_memories.state.store import MemoryStore
+
+    monkeypatch.setenv("CODEX_MEMORIES_PHASE2_STAGE1_WAIT_SECONDS", "600")
+    first = archived(home, PNPM, days_ago=3)
+    other = home.store.try_claim_stage1_job(
+        thread_id="another-runs-thread", worker_id="host:1:another-run", source_updated_at=1, lease_seconds=3600, max_running_jobs=1
+    )
+    assert other.ownership_token is not None
+    answers: list[str] = []
+    claim = MemoryStore.try_claim_global_phase2_job
+
+    def claim_then_the_other_run_finishes(self: MemoryStore, **arguments):
+        result = claim(self, **arguments)
+        answers.append(result.outcome.value)
+        # The other run finishes right after the first answer: a phase 2 that waits claims next.
+        home.store.release_stage1_claims([("another-runs-thread", other.ownership_token)])
+        return result
+
+    monkeypatch.setattr(MemoryStore, "try_claim_global_phase2_job", claim_then_the_other_run_finishes)
+
+    report = backfill(home)
+
+    assert extracted(report) == {first: "succeeded"}
+    assert answers == ["skipped_stage1_in_flight"]
+    assert report.phase2_outcome == "skipped_stage1_in_flight"
