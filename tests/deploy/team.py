@@ -11,7 +11,9 @@ import dataclasses
 import os
 import re
 import signal
+import threading
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -28,10 +30,44 @@ MARKER = re.compile(r"team-session-(\d{3})")
 BACKFILL_DEPLOYMENT = "memories-backfill/memories-backfill"
 
 
-def slow_extractions(otherwise: Any, delay: float) -> Any:
-    """Stage-1 requests answered as `otherwise` answers them, after `delay` seconds."""
+class ModelGate:
+    """While closed, extraction requests wait unanswered at the model (`slow_extractions`): a test
+    closes it to kill a worker at a moment when every answer already sent has been stored."""
+
+    def __init__(self) -> None:
+        self._open = threading.Event()
+        self._open.set()
+        self._lock = threading.Lock()
+        self._waiting: Counter[int] = Counter()
+
+    def close(self) -> None:
+        self._open.clear()
+
+    def open(self) -> None:
+        self._open.set()
+
+    def held_sessions(self) -> set[int]:
+        with self._lock:
+            return {session for session, count in self._waiting.items() if count}
+
+    def pass_through(self, request: RecordedRequest) -> None:
+        if self._open.is_set():
+            return
+        session = session_of(request)
+        with self._lock:
+            self._waiting[session] += 1
+        self._open.wait()
+        with self._lock:
+            self._waiting[session] -= 1
+
+
+def slow_extractions(otherwise: Any, delay: float, gate: ModelGate | None = None) -> Any:
+    """Stage-1 requests answered as `otherwise` answers them, after `delay` seconds (and after
+    `gate` opens, when it is closed)."""
 
     def handler(request: RecordedRequest) -> ScriptedReply:
+        if gate is not None and is_stage1_request(request):
+            gate.pass_through(request)
         reply = otherwise(request)
         if is_stage1_request(request):
             return dataclasses.replace(reply, delay_seconds=reply.delay_seconds + delay)
@@ -83,11 +119,12 @@ def fresh_database(prefix: str) -> Iterator[str]:
 
 def launch_day_backfills(client: Any, days: list[str]) -> list[Any]:
     """One run of the backfill deployment per day, as a team launches them."""
+    return [launch_backfill(client, {"since": day, "until": day}) for day in days]
+
+
+def launch_backfill(client: Any, parameters: dict[str, Any]) -> Any:
     deployment = client.read_deployment_by_name(BACKFILL_DEPLOYMENT)
-    return [
-        client.create_flow_run_from_deployment(deployment.id, parameters={"since": day, "until": day}).id
-        for day in days
-    ]
+    return client.create_flow_run_from_deployment(deployment.id, parameters=parameters).id
 
 
 def final_or_none(client: Any, flow_run_id: Any) -> Any:

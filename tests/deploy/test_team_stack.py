@@ -8,7 +8,8 @@ is shared because both workers run on this machine; a team on several machines g
 
 The model is the OpenAI-compatible test server with a delay on every extraction, so the model is
 the bottleneck. 240 archived sessions over eight days are backfilled as eight one-day runs of the
-`memories-backfill` deployment, as a team would launch them, spread over both workers. Mid-run,
+`memories-backfill` deployment, as a team would launch them, plus one catch-all run over every
+day at the same time (each thread is then wanted by two runs), spread over both workers. Mid-run,
 one worker is killed with SIGKILL together with its flow-run processes (a lost machine); then
 what the README says for a dead worker: its runs, still Running, are marked Crashed through the
 API (the UI's "Change state") and retried (the UI's "Retry"). Checked at the end:
@@ -16,7 +17,10 @@ API (the UI's "Change state") and retried (the UI's "Retry"). Checked at the end
 - every session extracted exactly once (one stage-1 output per thread, every job done);
 - no extraction answered twice: per session, exactly one answered stage-1 request at the test
   server; a second request only for a session whose first one the killed worker never received
-  (the server saw its client hang up before the answer was ready);
+  (the server saw its client hang up before the answer was ready). The kill is timed for a
+  moment when every answer sent has been stored (the model holds further answers meanwhile): an
+  answer the process received and had not stored yet when it died is asked again, a window of
+  its redaction and one DB write that no retry can close (infra/README.md says so);
 - no flow run left Running, Pending or Scheduled, and every run's final state truthful: a run
   whose report counts held sessions (`skipped_running`) is never Completed.
 """
@@ -34,9 +38,11 @@ import pytest
 
 from tests.deploy.prefect_stack import REPO_ROOT, PrefectStack, retry_like_the_ui, wait_for
 from tests.deploy.team import (
+    ModelGate,
     Team,
     final_or_none,
     fresh_database,
+    launch_backfill,
     launch_day_backfills,
     session_of,
     slow_extractions,
@@ -55,10 +61,16 @@ RUNNING_LIKE = {"RUNNING", "PENDING", "SCHEDULED", "PAUSED", "CANCELLING"}
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[OpenAITestServer]:
+def gate() -> ModelGate:
+    return ModelGate()
+
+
+@pytest.fixture(scope="module")
+def model(gate: ModelGate) -> Iterator[OpenAITestServer]:
     released = threading.Event()
     released.set()
-    with running_openai_server(handler=slow_extractions(_consolidation_agent(released), EXTRACTION_DELAY_SECONDS)) as server:
+    handler = slow_extractions(_consolidation_agent(released), EXTRACTION_DELAY_SECONDS, gate)
+    with running_openai_server(handler=handler) as server:
         yield server
 
 
@@ -110,13 +122,16 @@ def team(
 
 
 def test_a_backfill_over_two_workers_survives_a_killed_worker_and_extracts_every_session_once(
-    team: tuple[Team, dict[str, list[str]]], model: OpenAITestServer, state_db: str
+    team: tuple[Team, dict[str, list[str]]], model: OpenAITestServer, gate: ModelGate, state_db: str
 ) -> None:
     stack_team, by_day = team
     stack = stack_team.stack
     sessions = sum(len(ids) for ids in by_day.values())
     with stack.client() as client:
         runs = launch_day_backfills(client, sorted(by_day))
+        # A teammate's catch-all backfill over every day at the same time: the threads it finds
+        # held by the day runs (and they by it) are waited for and taken later, never a success.
+        runs.append(launch_backfill(client, {}))
         # Both workers are running flow runs, and extractions are under way.
         wait_for(
             lambda: all(stack_team.flow_run_processes(name) for name in ("worker-a", "worker-b")),
@@ -124,7 +139,20 @@ def test_a_backfill_over_two_workers_survives_a_killed_worker_and_extracts_every
         )
         wait_for(lambda: len(_stage1(model.requests)) >= sessions // 5, timeout=240, what="a fifth of the extractions")
 
-        lost = stack_team.kill_worker("worker-a")
+        # The kill lands while worker-a's extractions wait for the model, at a moment when every
+        # answer already sent has been stored (`stage1_arrived_results`, or finalized): an answer
+        # the process had received but not yet stored when it died is asked again, and that
+        # window (the answer's redaction and the DB write) is not what this test measures.
+        gate.close()
+        try:
+            thread_ids = [thread_id for day in sorted(by_day) for thread_id in by_day[day]]
+            wait_for(
+                lambda: _unstored(model, gate, thread_ids, state_db) == set(), timeout=120,
+                what="every answer sent to be stored",
+            )
+            lost = stack_team.kill_worker("worker-a")
+        finally:
+            gate.open()
         assert lost, "worker-a was running no flow run when it was killed"
         time.sleep(3)
         for flow_run_id in lost:  # what infra/README.md says for a dead worker's runs
@@ -179,6 +207,21 @@ def test_a_backfill_over_two_workers_survives_a_killed_worker_and_extracts_every
 
 def _stage1(requests: list[RecordedRequest]) -> list[RecordedRequest]:
     return [request for request in requests if is_stage1_request(request)]
+
+
+def _unstored(model: OpenAITestServer, gate: ModelGate, thread_ids: list[str], db_url: str) -> set[int]:
+    """Sessions whose extraction was asked, is not held at the gate, and has neither an arrived
+    answer nor an output in the state DB (its answer is on its way, or being stored)."""
+    asked = {session_of(request) for request in _stage1(model.requests)} - gate.held_sessions()
+    dsn = db_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn) as connection:
+        stored = {
+            row[0]
+            for row in connection.execute(
+                "SELECT thread_id FROM stage1_arrived_results UNION SELECT thread_id FROM stage1_outputs"
+            )
+        }
+    return {session for session in asked if thread_ids[session] not in stored}
 
 
 def _mark_crashed(client: Any, flow_run_id: Any) -> None:
