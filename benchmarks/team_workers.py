@@ -17,7 +17,7 @@ once, each with `concurrency` (8) extractions in flight, so two workers have twi
 in flight; each run's fixed cost (a flow-run process starting Prefect and our code on a shared
 2-core machine, discovery, phase 2) is paid in both, and so are the CPU of twice the processes.
 
-    .venv/bin/python -m benchmarks.team_workers [--days 8] [--per-day 40] [--delay 2] [--limit 2] [--repeats 1] [--save-report]
+    .venv/bin/python -m benchmarks.team_workers [--days 8] [--per-day 40] [--delay 12] [--limit 2] [--repeats 1] [--save-report]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--days", type=int, default=8, help="one backfill run per day")
     parser.add_argument("--per-day", type=int, default=40, help="archived sessions per day")
-    parser.add_argument("--delay", type=float, default=2.0, help="seconds the model takes per extraction")
+    parser.add_argument("--delay", type=float, default=12.0, help="seconds the model takes per extraction")
     parser.add_argument("--limit", type=int, default=2, help="flow runs a worker runs at once (`--limit`)")
     parser.add_argument("--repeats", type=int, default=1, help="pairs of measurements (1 worker, 2 workers)")
     parser.add_argument("--save-report", action="store_true")
