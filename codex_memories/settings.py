@@ -291,6 +291,17 @@ class Settings(BaseSettings):
     backfill_batch_size: int = Field(
         default=32, ge=1, le=1024, description="Backfill: threads claimed and extracted per batch."
     )
+    backfill_max_running: int = Field(
+        default=256,
+        ge=1,
+        le=65_536,
+        description=(
+            "Backfill: the team-wide cap of stage-1 extractions under a live lease, all runs and "
+            "workers together (never below one batch); a claim past it is skipped_running and waits. "
+            "Size it to what the model endpoint takes; how many runs go at once is the work pool's "
+            "and the workers' limit."
+        ),
+    )
     backfill_held_wait_seconds: float = Field(
         default=900.0,
         ge=0,

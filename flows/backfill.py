@@ -8,7 +8,8 @@ candidates, so a re-run continues, and a finished backfill re-run extracts nothi
 flow run (the UI's Retry) works through its own candidates and batches again, taking back its
 claims as phase 1 does. Threads another run holds (its lease, or the team-wide cap of running
 extractions) are claimed again as they free up, for a bounded wait (step 6b). Ends with one
-phase 2, which skips the cooldown (a backfill is an explicit request; never the lease). The run
+phase 2, which skips the cooldown (a backfill is an explicit request; never the lease) and does
+not wait for other runs' extractions in flight (they consolidate at their end). The run
 ends Failed when extractions or the phase 2 failed, named Incomplete when held threads were left
 (`codex_memories.reports.verdicts.backfill_verdict`).
 
@@ -168,8 +169,12 @@ def run_backfill(
             for thread in still_held
         ]
 
-    # 7. One phase 2 for everything the batches produced.
-    phase2 = run_phase2(config, force=True)
+    # 7. One phase 2 for everything the batches produced. It does not wait for extractions other
+    #    runs have in flight: those runs consolidate at their own end (a backfill) or the next
+    #    phase 2 does (phase 1's); waiting kept a finished run, and its worker slot, idle for up
+    #    to `phase2_stage1_wait_seconds` while other backfills ran or a dead worker's leases
+    #    lived, and the dead worker's retried runs waited for that slot.
+    phase2 = run_phase2(config, force=True, wait_for_stage1=False)
     report.phase2_outcome = phase2.outcome.value if phase2.outcome else None
     report.phase2_reason = phase2.reason
 

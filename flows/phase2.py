@@ -81,18 +81,24 @@ def phase2(overrides: SettingsOverrides | None = None, force: bool = False, from
     return final_state(phase2_verdict(report), report)
 
 
-def run_phase2(config: RuntimeConfig, *, force: bool = False, from_scratch: bool = False) -> Phase2Report:
-    report = _run_phase2_once(config, force=force, from_scratch=from_scratch)
+def run_phase2(
+    config: RuntimeConfig, *, force: bool = False, from_scratch: bool = False, wait_for_stage1: bool = True
+) -> Phase2Report:
+    """`wait_for_stage1=False`: do not wait for other runs' extractions in flight (a backfill's
+    phase 2: those runs consolidate at their own end, or the next phase 2 does)."""
+    report = _run_phase2_once(config, force=force, from_scratch=from_scratch, wait_for_stage1=wait_for_stage1)
     # A consolidation that missed stage-1 outputs (they arrived while it ran) started no cooldown
     # and left the job dirty: consolidate again now rather than leave them to the next schedule.
     for _ in range(PHASE2_MAX_PASSES - 1):
         if not report.work_left:
             break
-        report = _run_phase2_once(config, force=force)
+        report = _run_phase2_once(config, force=force, wait_for_stage1=wait_for_stage1)
     return report
 
 
-def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool = False) -> Phase2Report:
+def _run_phase2_once(
+    config: RuntimeConfig, *, force: bool, from_scratch: bool = False, wait_for_stage1: bool = True
+) -> Phase2Report:
     report = Phase2Report(
         memory_root=config.settings.resolved_memory_root, provider=config.provider_name, provider_reason=config.provider_reason
     )
@@ -103,7 +109,7 @@ def _run_phase2_once(config: RuntimeConfig, *, force: bool, from_scratch: bool =
         #    be reached is this step's own outcome, reported like any other.
         try:
             audit_start = stage_step(Outcome.failed_mark_forget_audit, mark_forget_audit, config)
-            claim, worker = stage_step(Outcome.failed_claim, claim_lock, config, force, retried_flow_run())
+            claim, worker = stage_step(Outcome.failed_claim, claim_lock, config, force, retried_flow_run(), wait_for_stage1)
         except Phase2Failure as failure:
             report.outcome, report.reason = failure.outcome, redact_secrets(failure.reason)
             publish_phase2_report(report)  # `stage_step` logged the failure with its outcome code

@@ -60,5 +60,13 @@ def _claim(config: RuntimeConfig, threads: list[ThreadRecord]) -> BatchClaim:
         threads,
         worker_id=worker_id(),
         lease_seconds=settings.stage1_lease_seconds,
-        max_running_jobs=max(settings.backfill_batch_size, config.memories.max_rollouts_per_startup),
+        max_running_jobs=backfill_running_cap(config),
     )
+
+
+def backfill_running_cap(config: RuntimeConfig) -> int:
+    """The team-wide cap of live stage-1 leases a backfill claims against: `backfill_max_running`,
+    never below one batch. (It was one batch: a single run's batch then filled the cap and every
+    other run, on any worker, waited for it, so a second worker added nothing.)"""
+    settings = config.settings
+    return max(settings.backfill_max_running, settings.backfill_batch_size, config.memories.max_rollouts_per_startup)

@@ -2,7 +2,8 @@
 
 Input: the configuration, `force` (skips the cooldown and lifts a failure's backoff, never the
 lease) and, in a retried flow run, its id (the backoff or lease an earlier attempt of it left does
-not apply). A backoff left by a failure that ran with other settings is lifted too
+not apply), and whether to wait `phase2_stage1_wait_seconds` for extractions in flight (a
+backfill does not). A backoff left by a failure that ran with other settings is lifted too
 (`MemoryStore.lift_global_phase2_backoff`). Output: the claim result and this worker's id. Side
 effect: the global `jobs` row leased when claimed; a lifted backoff is logged.
 """
@@ -20,7 +21,9 @@ from codex_memories_tasks.claim import worker_id
 
 
 @task(name="claim-global-lock", cache_policy=None)
-def claim_lock(config: RuntimeConfig, force: bool, retried_flow_run: str | None = None) -> tuple[Phase2ClaimResult, str]:
+def claim_lock(
+    config: RuntimeConfig, force: bool, retried_flow_run: str | None = None, wait_for_stage1: bool = True
+) -> tuple[Phase2ClaimResult, str]:
     worker = worker_id()
     settings = config.settings
     store = open_store(settings.resolved_db_url)
@@ -33,7 +36,7 @@ def claim_lock(config: RuntimeConfig, force: bool, retried_flow_run: str | None 
         lease_seconds=settings.phase2_lease_seconds,
         cooldown_seconds=settings.phase2_cooldown_seconds,
         force=force,
-        stage1_wait_seconds=settings.phase2_stage1_wait_seconds,
+        stage1_wait_seconds=settings.phase2_stage1_wait_seconds if wait_for_stage1 else 0.0,
         retried_flow_run=retried_flow_run,
     )
     return result, worker

@@ -197,3 +197,31 @@ def test_default_stage1_extraction_passes_the_quality_check():
     request = RecordedRequest("POST", "/v1/chat/completions", {}, {"messages": [{"role": "user", "content": "rollout_context:\n- rollout_cwd: /src/My Shop!\n"}]})
     report = check_extraction_batch([QualityRow(thread_id="t", **stage1_extraction_for(request))])
     assert report.success, report.rows
+
+
+def test_a_request_whose_client_hung_up_before_its_answer_is_listed_and_not_answered():
+    held = threading.Event()
+
+    def handler(request: RecordedRequest) -> ScriptedReply:
+        held.wait(10)  # the first client hangs up meanwhile
+        return ScriptedReply.output_text("late")
+
+    with running_openai_server(handler) as server:
+        body = json.dumps({"model": "m", "input": "gone"}).encode()
+        with socket.create_connection(("127.0.0.1", server.port)) as connection:
+            connection.sendall(
+                b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+            )
+            while not server.requests:
+                threading.Event().wait(0.02)
+        held.set()
+        answered = client_for(server).responses.create(model="m", input="still here")
+
+        for _ in range(250):
+            if server.hung_up:
+                break
+            threading.Event().wait(0.02)
+        assert [request.body["input"] for request in server.hung_up] == ["gone"]
+        assert answered.output_text == "late"
+        assert len(server.requests) == 2 and server.requests[1] not in server.hung_up

@@ -104,10 +104,15 @@ class PrefectStack:
     def deploy(self, *arguments: str) -> subprocess.CompletedProcess[str]:
         return self.prefect("--no-prompt", "deploy", *arguments, timeout=180)
 
-    def start_worker(self, extra_env: dict[str, str]) -> None:
-        self._spawn(
-            "worker",
-            [*PREFECT, "worker", "start", "--pool", WORK_POOL, "--type", "process", "--name", "test-worker"],
+    def start_worker(
+        self, extra_env: dict[str, str], *, name: str = "test-worker", limit: int | None = None
+    ) -> subprocess.Popen[bytes]:
+        """A process worker polling the pool (`--limit`: flow runs it runs at once); its log is
+        `<name>.log`. Started in its own session: `stop_process_group` stops it with its children."""
+        command = [*PREFECT, "worker", "start", "--pool", WORK_POOL, "--type", "process", "--name", name]
+        return self._spawn(
+            "worker" if name == "test-worker" else name,
+            command + (["--limit", str(limit)] if limit is not None else []),
             extra_env=extra_env,
         )
 
@@ -130,6 +135,15 @@ class PrefectStack:
             raise AssertionError(f"prefect {' '.join(arguments)} failed:\n{result.stdout}\n{result.stderr}")
         return result
 
+    def prefect_python(self, *arguments: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """`python <arguments>` against this server (a setup script of infra/, as a team runs it)."""
+        result = subprocess.run(
+            [sys.executable, *arguments], cwd=REPO_ROOT, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+        if result.returncode != 0:
+            raise AssertionError(f"python {' '.join(arguments)} failed:\n{result.stdout}\n{result.stderr}")
+        return result
+
     def log_text(self, name: str) -> str:
         return (self.root / f"{name}.log").read_text(encoding="utf-8", errors="replace")
 
@@ -141,7 +155,7 @@ class PrefectStack:
         with temporary_settings({PREFECT_API_URL: self.api_url}), get_client(sync_client=True) as client:
             yield client
 
-    def _spawn(self, name: str, command: list[str], extra_env: dict[str, str] | None = None) -> None:
+    def _spawn(self, name: str, command: list[str], extra_env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = (self.root / f"{name}.log").open("wb")
         process = subprocess.Popen(
             command,
@@ -152,6 +166,7 @@ class PrefectStack:
             start_new_session=True,
         )
         self._processes.append((process, log))
+        return process
 
     def _healthy(self) -> bool:
         try:

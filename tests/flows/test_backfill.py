@@ -184,10 +184,11 @@ def test_a_bad_source_or_day_fails_before_any_work(home: MemoryHome, tmp_path: P
 # ---- threads another run holds: never a success ------------------------------------------------
 
 
-def _hold_the_running_cap(home: MemoryHome) -> str:
-    """Another run's live extraction, with a running cap of 1 (`backfill_batch_size` and
-    `max_rollouts_per_startup` 1): every claim of this backfill is `skipped_running`. Returns its
-    ownership token."""
+def _hold_the_running_cap(home: MemoryHome, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Another run's live extraction, with a team-wide running cap of 1 (`backfill_max_running`,
+    `backfill_batch_size` and `max_rollouts_per_startup` 1): every claim of this backfill is
+    `skipped_running`. Returns its ownership token."""
+    monkeypatch.setenv("CODEX_MEMORIES_BACKFILL_MAX_RUNNING", "1")
     held = home.store.try_claim_stage1_job(
         thread_id="another-runs-thread", worker_id="host:1:another-run", source_updated_at=1, lease_seconds=3600, max_running_jobs=1
     )
@@ -201,7 +202,7 @@ def test_threads_held_by_another_run_past_the_wait_end_the_backfill_incomplete_n
     monkeypatch.setenv("CODEX_MEMORIES_BACKFILL_HELD_WAIT_SECONDS", "1")
     monkeypatch.setenv("CODEX_MEMORIES_PHASE2_STAGE1_WAIT_SECONDS", "0")  # its phase 2 does not wait for the other run
     first, second = archived(home, PNPM, days_ago=3), archived(home, DEPLOY, days_ago=2)
-    _hold_the_running_cap(home)
+    _hold_the_running_cap(home, monkeypatch)
     settings = SettingsOverrides(
         codex_home=str(home.codex_home), db_url=home.db_url, memory_root=str(home.memory_root), provider="heuristic",
         backfill_batch_size=1, max_rollouts_per_startup=1,
@@ -227,7 +228,7 @@ def test_a_backfill_waits_for_threads_another_run_holds_and_takes_them_when_they
     monkeypatch.setenv("CODEX_MEMORIES_BACKFILL_HELD_WAIT_SECONDS", "120")
     monkeypatch.setattr(backfill_module, "HELD_POLL_SECONDS", 0.2)
     first, second = archived(home, PNPM, days_ago=3), archived(home, DEPLOY, days_ago=2)
-    token = _hold_the_running_cap(home)
+    token = _hold_the_running_cap(home, monkeypatch)
     # The other run finishes a few seconds in: its slot frees up while this backfill waits.
     release = threading.Timer(3.0, lambda: home.store.release_stage1_claims([("another-runs-thread", token)]))
     release.start()
@@ -239,3 +240,52 @@ def test_a_backfill_waits_for_threads_another_run_holds_and_takes_them_when_they
     assert extracted(report) == {first: "succeeded", second: "succeeded"}
     assert report.phase2_outcome == "succeeded"
     assert "pnpm" in home.memory_text() and "make ship" in home.memory_text()
+
+
+def test_another_runs_full_batch_does_not_hold_this_backfill_back(home: MemoryHome, monkeypatch) -> None:
+    """Issue 37.5: the team-wide cap was one batch (`max(backfill_batch_size,
+    max_rollouts_per_startup)`), so one run's batch filled it and every other run, on any worker,
+    waited: a second worker added nothing. The cap is `backfill_max_running` (all runs together)."""
+    monkeypatch.setenv("CODEX_MEMORIES_BACKFILL_HELD_WAIT_SECONDS", "0")  # a held thread would end it Incomplete
+    monkeypatch.setenv("CODEX_MEMORIES_PHASE2_STAGE1_WAIT_SECONDS", "0")  # its phase 2 does not wait for the other run
+    first, second = archived(home, PNPM, days_ago=3), archived(home, DEPLOY, days_ago=2)
+    other_runs_batch = home.store.try_claim_stage1_job(
+        thread_id="another-runs-thread", worker_id="host:1:another-run", source_updated_at=1, lease_seconds=3600, max_running_jobs=1
+    )
+    assert other_runs_batch.ownership_token is not None
+
+    report = backfill(home, backfill_batch_size=1, max_rollouts_per_startup=1)
+
+    assert extracted(report) == {first: "succeeded", second: "succeeded"}
+
+
+def test_a_backfills_phase2_does_not_wait_for_extractions_other_runs_have_in_flight(home: MemoryHome, monkeypatch) -> None:
+    """Issue 37.5: a finished backfill's phase 2 waited up to `phase2_stage1_wait_seconds` for
+    any live stage-1 lease, holding its worker slot: with eight backfills at once every finished
+    run sat idle for the others, and a dead worker's leases held every run for the whole wait
+    while its retried runs waited for a slot. The other runs consolidate at their own end."""
+    from codex_memories.state.store import MemoryStore
+
+    monkeypatch.setenv("CODEX_MEMORIES_PHASE2_STAGE1_WAIT_SECONDS", "600")
+    first = archived(home, PNPM, days_ago=3)
+    other = home.store.try_claim_stage1_job(
+        thread_id="another-runs-thread", worker_id="host:1:another-run", source_updated_at=1, lease_seconds=3600, max_running_jobs=1
+    )
+    assert other.ownership_token is not None
+    answers: list[str] = []
+    claim = MemoryStore.try_claim_global_phase2_job
+
+    def claim_then_the_other_run_finishes(self: MemoryStore, **arguments):
+        result = claim(self, **arguments)
+        answers.append(result.outcome.value)
+        # The other run finishes right after the first answer: a phase 2 that waits claims next.
+        home.store.release_stage1_claims([("another-runs-thread", other.ownership_token)])
+        return result
+
+    monkeypatch.setattr(MemoryStore, "try_claim_global_phase2_job", claim_then_the_other_run_finishes)
+
+    report = backfill(home)
+
+    assert extracted(report) == {first: "succeeded"}
+    assert answers == ["skipped_stage1_in_flight"]
+    assert report.phase2_outcome == "skipped_stage1_in_flight"

@@ -11,7 +11,8 @@ It listens on 127.0.0.1 on a free port, in a background thread, one thread per r
 - `POST /v1/chat/completions` (non-streaming);
 - `GET /v1/models`.
 
-Every request is recorded (`server.requests`) before it is answered. The answer comes from a
+Every request is recorded (`server.requests`) before it is answered; one whose client hung up
+before its answer was ready (a killed run) is not answered and is listed in `server.hung_up`. The answer comes from a
 scripted handler `Callable[[RecordedRequest], ScriptedReply]`: output text, function calls (for
 tool-calling loops), an HTTP error status, a raw body, and an optional delay. The default handler
 answers stage-1 extraction requests with a valid extraction derived from the request text, and
@@ -31,6 +32,8 @@ import hashlib
 import itertools
 import json
 import re
+import select
+import socket
 import sys
 import threading
 import time
@@ -292,6 +295,7 @@ class OpenAITestServer:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._handler_errors: list[BaseException] = []
+        self._hung_up: list[RecordedRequest] = []
         self._ids = itertools.count(1)
         self._httpd = _Server(("127.0.0.1", 0), _RequestHandler)
         self._httpd.owner = self
@@ -318,6 +322,13 @@ class OpenAITestServer:
         with self._lock:
             return list(self._handler_errors)
 
+    @property
+    def hung_up(self) -> list[RecordedRequest]:
+        """Requests whose client had closed the connection when their answer was ready: never
+        answered (compare with `is`: two requests can be equal)."""
+        with self._lock:
+            return list(self._hung_up)
+
     def set_handler(self, handler: Handler | None) -> None:
         with self._lock:
             self._handler = handler or default_handler
@@ -339,6 +350,10 @@ class OpenAITestServer:
         with self._lock:
             self._requests.append(request)
             return self._handler
+
+    def _record_hang_up(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._hung_up.append(request)
 
     def _record_handler_error(self, error: BaseException) -> None:
         with self._lock:
@@ -414,6 +429,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         delay = owner.latency_seconds + reply.delay_seconds
         if delay > 0:
             time.sleep(delay)
+        if self._client_hung_up():
+            owner._record_hang_up(request)
+            self.close_connection = True
+            return
         self._extra_headers = {**owner.response_headers, **dict(reply.headers)}
         if reply.raw_body is not None:
             self._send_bytes(reply.status, reply.raw_body.encode("utf-8"), "application/json")
@@ -432,6 +451,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._send_error(400, "the test server does not stream chat completions")
             return
         self._send_json(reply.status, _build_chat_completion(owner, request, reply))
+
+    def _client_hung_up(self) -> bool:
+        """The client closed its end (its process was killed): the socket reads as at its end."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (ConnectionResetError, BrokenPipeError):
+            return True
 
     # -- reading ---------------------------------------------------------------------------------
 
