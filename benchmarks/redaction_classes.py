@@ -1,6 +1,6 @@
 """Secrets by class, and ordinary coding-session text: recall and precision of redaction, side by side.
 
-    .venv/bin/python -m benchmarks.redaction_classes [--seed 1] [--split tune|heldout|all] [--lines 6000]
+    .venv/bin/python -m benchmarks.redaction_classes [--seed 1] [--split tune|heldout|heldout2|heldout3|heldout4|all] [--lines 6000]
 
 1. Secret set (`SECRET_FAMILIES`, written for issues 34/36, not copied from
    tests/support/secret_formats.py): each family is one way a credential is handed over, with
@@ -440,6 +440,11 @@ from benchmarks import redaction_heldout3 as _heldout3  # noqa: E402
 
 FAMILIES.extend(f for f in getattr(_heldout3, "FAMILIES", ()) if f.split == "heldout3" and f not in FAMILIES)
 
+# Held-out round 4 (written blind by an outside author, benchmarks/redaction_heldout4.py), the same way.
+from benchmarks import redaction_heldout4 as _heldout4  # noqa: E402
+
+FAMILIES.extend(f for f in getattr(_heldout4, "FAMILIES", ()) if f.split == "heldout4" and f not in FAMILIES)
+
 SECRET_FAMILIES = FAMILIES
 
 # ---- placements -----------------------------------------------------------------------------------
@@ -617,7 +622,7 @@ def measure(redactor: Callable[[str], str], seed: int, split: str, lines: int) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--split", choices=["tune", "heldout", "heldout2", "heldout3", "all"], default="tune")
+    parser.add_argument("--split", choices=["tune", "heldout", "heldout2", "heldout3", "heldout4", "all"], default="tune")
     parser.add_argument("--lines", type=int, default=6000)
     parser.add_argument("--show", action="store_true", help="print the passing cases and changed ordinary snippets")
     args = parser.parse_args()
