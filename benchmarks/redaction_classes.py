@@ -34,7 +34,18 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable
 
-from tests.support.secret_families import FAMILIES, b64, base62, chars, family, hex_digits, mnemonic, password, wif, xprv
+from tests.support.secret_families import (
+    FAMILIES,
+    b64,
+    base62,
+    chars,
+    family,
+    hex_digits,
+    mnemonic,
+    password,
+    wif,
+    xprv,
+)
 from tests.support.secret_formats import PLACEMENTS, leaked, serialize
 
 # -- credentials in prose, per language. Tune: "word + is/: + value"; held out: other phrasings.

@@ -36,8 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from codex_memories.extract.rules import recognise_rule
 from codex_memories.extract import heuristic
+from codex_memories.extract.rules import recognise_rule
 from codex_memories.llm.base import ExtractionRequest
 from codex_memories.prompts import RenderedPrompt
 from codex_memories.typed_entries import normalise, split_entry

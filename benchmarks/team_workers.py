@@ -29,7 +29,14 @@ from pathlib import Path
 
 import psycopg
 
-from benchmarks.support import machine_description, markdown_table, prepare_prefect_environment, save_report, scratch_dir, spread
+from benchmarks.support import (
+    machine_description,
+    markdown_table,
+    prepare_prefect_environment,
+    save_report,
+    scratch_dir,
+    spread,
+)
 
 
 def main() -> None:

@@ -28,7 +28,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, WithJsonSchema, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,

@@ -187,7 +187,12 @@ def _catch_up_stops(report: Any, done: int, waiting: int | None) -> str | None:
 def _check_memory_folder(config: RuntimeConfig, *, rebuild: bool) -> None:
     """Before a run: the memory folder takes writes and was built with this state DB; else one
     line and exit 2, nothing extracted (`memory_folder.identity`)."""
-    from codex_memories.memory_folder.identity import BindingOutcome, StateDbMismatch, check_memory_folder, check_missing_state_db
+    from codex_memories.memory_folder.identity import (
+        BindingOutcome,
+        StateDbMismatch,
+        check_memory_folder,
+        check_missing_state_db,
+    )
     from codex_memories.runtime import memory_root, open_store
     from codex_memories.state.db import StateDbUnavailable, shown_db_url, sqlite_database_file
     from codex_memories.storage import MemoryRootNotWritable

@@ -133,8 +133,8 @@ def _note_scope(config: RuntimeConfig, *, user: bool, cwd: str | None) -> tuple[
 def _change_note_with_audit(config: RuntimeConfig, change: Callable[[], object], undo: Callable[[], object], *, target: str | None, reason: str, note: str):
     """Make a note's change in the folder, then write its audit row (route `ad_hoc_note`); when the
     row cannot be written, undo the change: the folder and the state DB change together or not at all."""
-    from codex_memories.forget.audit import ForgetAction, record_actions
     from codex_memories.evidence.screen import excerpt
+    from codex_memories.forget.audit import ForgetAction, record_actions
     from codex_memories.state.records import ForgetRoute
     from codex_memories_cli.steering import _existing_store
 

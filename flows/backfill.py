@@ -28,10 +28,10 @@ from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from codex_memories.ingest.backfill import BatchClaim, day_window, older_than_selection_window, resolve_source
-from codex_memories.reports.backfill import BackfillReport
 from codex_memories.ingest.transcript import KeptLines
-from codex_memories.outcomes import Outcome
 from codex_memories.llm.rate_limits import GuardDecision
+from codex_memories.outcomes import Outcome
+from codex_memories.reports.backfill import BackfillReport
 from codex_memories.reports.phase1 import ExtractionLine, model_endpoint
 from codex_memories.reports.verdicts import backfill_verdict
 from codex_memories.settings import RuntimeConfig, SettingsOverrides

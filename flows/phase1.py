@@ -30,11 +30,11 @@ from codex_memories.extract.extraction import ExtractionResult, failed_extractio
 from codex_memories.extract.prefetch import TranscriptPrefetch, prepare_quality_check, transcript_pool
 from codex_memories.extract.waves import WaveGuard
 from codex_memories.ingest.transcript import KeptLines
-from codex_memories.outcomes import Outcome
 from codex_memories.llm.rate_limits import GuardDecision
-from codex_memories.runtime import rate_limit_decision
+from codex_memories.outcomes import Outcome
 from codex_memories.reports.phase1 import ExtractionLine, Phase1Report, model_endpoint
 from codex_memories.reports.verdicts import phase1_verdict
+from codex_memories.runtime import rate_limit_decision
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories.state.records import Stage1ArrivedResult, Stage1Claim
 from codex_memories_flows.flow_runs import final_state, retried_flow_run, run_overrides, tag_this_run

@@ -9,10 +9,10 @@ quarantine, audited (`consolidate.note_quarantine`), so the rest consolidates.
 
 from prefect import get_run_logger, task
 
-from codex_memories.evidence.screen import InjectionFinding
 from codex_memories.consolidate.note_quarantine import quarantine_refused_notes as quarantine_notes
 from codex_memories.consolidate.steps import GateVerdict, Selection, gate_consolidated_files
 from codex_memories.consolidate.steps import quarantine_injection_sources as quarantine_sources
+from codex_memories.evidence.screen import InjectionFinding
 from codex_memories.runtime import Phase2Context
 
 

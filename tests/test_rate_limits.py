@@ -9,8 +9,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codex_memories.llm.rate_limits import SOURCE_RESPONSE_HEADERS, SOURCE_ROLLOUT, RateLimitSnapshot, RateLimitWindow, decide, parse_reset_duration, snapshot_allows, snapshot_from_headers
 from codex_memories.ingest.rate_limits import newest_rollout_snapshot, snapshot_from_rate_limits
+from codex_memories.llm.rate_limits import (
+    SOURCE_RESPONSE_HEADERS,
+    SOURCE_ROLLOUT,
+    RateLimitSnapshot,
+    RateLimitWindow,
+    decide,
+    parse_reset_duration,
+    snapshot_allows,
+    snapshot_from_headers,
+)
 from tests.support.hostile_files import NOT_A_FILE_KINDS, plant
 
 NOW = 1_800_000_000.0

@@ -34,8 +34,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from codex_memories.consolidate.outcome import ConsolidationOutcome
 from codex_memories.consolidate.consolidators import build_consolidation_prompt
+from codex_memories.consolidate.outcome import ConsolidationOutcome
 from codex_memories.consolidate.steps import Phase2Failure
 from codex_memories.llm.base import ModelProviderError, TokenUsage
 from codex_memories.llm.codex_runner import (

@@ -50,7 +50,6 @@ from typing import Any
 from codex_memories import paths
 from codex_memories.consolidate.injection_gate import gated_files
 from codex_memories.evidence.screen import MAX_GATED_FILE_BYTES, GatedFile, excerpt
-from codex_memories.paths import is_held_note
 from codex_memories.extract.provenance import (
     MIN_UNITS,
     TRUSTED_ORIGINS,
@@ -65,6 +64,7 @@ from codex_memories.extract.user_claims import ClaimCheck, is_user_claim, rule_s
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.ingest.transcript import ItemOrigin, iter_kept_items
 from codex_memories.memory_folder.workspace import baseline_texts
+from codex_memories.paths import is_held_note
 from codex_memories.sandbox import SandboxedFolder
 from codex_memories.state.records import ForgetRoute, Stage1Output, Stage1OutputRef
 from codex_memories.state.store import MemoryStore

@@ -29,12 +29,12 @@ from datetime import datetime
 from pathlib import Path
 
 from codex_memories.consolidate.conflicts import Conflict
-from codex_memories.consolidate.outcome import ConsolidationOutcome
 from codex_memories.consolidate.consolidators import Consolidator, build_consolidation_prompt
 from codex_memories.consolidate.heuristic import find_input_conflicts
 from codex_memories.consolidate.injection_gate import check_injection_gate, gated_files, redact_gated_files
-from codex_memories.evidence.screen import MAX_REPORTED_FINDINGS, InjectionFinding
 from codex_memories.consolidate.injection_sources import describe_traced, trace_findings
+from codex_memories.consolidate.outcome import ConsolidationOutcome
+from codex_memories.evidence.screen import MAX_REPORTED_FINDINGS, InjectionFinding
 from codex_memories.forget.audit import ForgetAction, record_actions
 from codex_memories.forget.entry_expiry import expire_entries, synced_inputs_hold_expired_entry
 from codex_memories.forget.extension_expiry import expire_extension_resources, expired_extension_resources

@@ -45,16 +45,12 @@ Measured on held-out phrasings in benchmarks/injection_gate_holdout.py: a tripwi
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
-from codex_memories import paths
-from codex_memories.paths import MEMORY_FILE, MEMORY_SUMMARY_FILE, SKILLS_DIR
+from codex_memories.paths import SKILLS_DIR
 from codex_memories.redact import redact_secrets
 
 MAX_EXCERPT_CHARS = 160

@@ -41,10 +41,9 @@ from codex_memories.llm.base import (
 )
 from codex_memories.llm.schema import typed_raw_memory
 from codex_memories.outcomes import Outcome, failure_reason
-from codex_memories.scopes import repository_switch
 from codex_memories.prompts import render_stage_one_prompts
 from codex_memories.redact import redact_secrets
-from codex_memories.scopes import normalise_git_origin, project_key, project_key_for_directory
+from codex_memories.scopes import normalise_git_origin, project_key, project_key_for_directory, repository_switch
 from codex_memories.state.records import JobKind, JobStatus, Stage1ArrivedResult, Stage1Claim
 from codex_memories.state.store import MemoryStore
 

@@ -27,7 +27,6 @@ from codex_memories.paths import EXTENSION_INSTRUCTIONS_FILE, EXTENSION_RESOURCE
 from codex_memories.state.records import ForgetRoute
 from codex_memories.storage import Entry, MemoryRoot, RootLike, open_memory_root
 
-
 RESOURCE_TIME_FORMAT = "%Y-%m-%dT%H-%M-%S"
 EXTENSION_RESOURCE_RETENTION_DAYS = 7
 # strptime alone would accept one-digit months and days; the resource prefix must be exact.

@@ -70,6 +70,7 @@ from codex_memories.forget.selective import SelectiveForgetError
 from codex_memories.forget.team_files import TEAM_FILES_FACT, TeamFiles
 from codex_memories.forget.text_edit import LineEdit, Needle, edit_lines
 from codex_memories.memory_folder.inputs import forget_synced_inputs
+from codex_memories.memory_folder.notes import FALLBACK_SLUG
 from codex_memories.memory_folder.staging import discard
 from codex_memories.memory_folder.workspace import (
     BaselineChange,
@@ -79,7 +80,6 @@ from codex_memories.memory_folder.workspace import (
     rewrite_baseline,
 )
 from codex_memories.raw_memories import rollout_summary_stem, sanitize_slug
-from codex_memories.memory_folder.notes import FALLBACK_SLUG
 from codex_memories.redact import find_secret_kinds, redact_secrets
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
 from codex_memories.state.records import ForgetRoute, Stage1Output

@@ -34,9 +34,9 @@ from codex_memories.llm.base import (
     TokenUsage,
     TransientModelError,
 )
+from codex_memories.llm.rate_limits import RateLimitSnapshot, snapshot_from_headers
 from codex_memories.llm.schema import STAGE1_SCHEMA_NAME, Stage1OutputError, parse_stage1_output, stage1_output_schema
 from codex_memories.llm.usage import chat_usage, responses_usage
-from codex_memories.llm.rate_limits import RateLimitSnapshot, snapshot_from_headers
 
 PROVIDER_NAME = "openai"
 

@@ -19,16 +19,11 @@ was reached. No signal at all allows (as Codex does).
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from pathlib import Path
 from typing import Any
-
 
 SOURCE_RESPONSE_HEADERS = "response headers of our last model call"
 SOURCE_ROLLOUT = "newest token_count in the user's rollouts"

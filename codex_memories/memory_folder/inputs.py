@@ -37,7 +37,6 @@ from codex_memories.state.records import OutputIdentity, Stage1Output, Stage1Out
 from codex_memories.storage import MemoryRoot, RootLike, open_memory_root
 
 
-
 @dataclass(frozen=True)
 class SyncResult:
     written: list[str]

@@ -40,7 +40,6 @@ from codex_memories.read import memory_tools
 from codex_memories.read.injection import mark_replaced_lines
 from codex_memories.redact import redact_secrets
 
-
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 APPEND_ONLY = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 

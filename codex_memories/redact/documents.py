@@ -48,7 +48,13 @@ from functools import cache
 from codex_memories.redact.lazy import lazy_compile
 from codex_memories.redact.names import name_strength, names_accounts
 from codex_memories.redact.rules import REDACTED, Rule
-from codex_memories.redact.shapes import _NAME_HINTS, _SECRET_NAME_END, _looks_generated, _secret_word_starts, _token_run_starts
+from codex_memories.redact.shapes import (
+    _NAME_HINTS,
+    _SECRET_NAME_END,
+    _looks_generated,
+    _secret_word_starts,
+    _token_run_starts,
+)
 from codex_memories.redact.values import HEX_DIGITS, is_indirect, is_placeholder, looks_like_password
 
 Span = tuple[int, int]

@@ -37,12 +37,12 @@ from typing import Any
 import ahocorasick
 
 from codex_memories.redact.detector import DetectorRule, detector_rules, widened_span
-from codex_memories.redact.rules import REDACTED, RULES, Rule, Template, at_boundary
-from codex_memories.redact.screen import ScreenRule, SecretScreen, build_screen
-from codex_memories.redact.values import is_placeholder
 from codex_memories.redact.documents import DOCUMENT_SHAPES, decoded_shapes
 from codex_memories.redact.prose import PROSE_SHAPES
+from codex_memories.redact.rules import REDACTED, RULES, Rule, Template, at_boundary
+from codex_memories.redact.screen import ScreenRule, SecretScreen, build_screen
 from codex_memories.redact.shapes import CONTEXT_SHAPES, TOKEN_SHAPES
+from codex_memories.redact.values import is_placeholder
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from codex_memories.reports.markdown import cell
-from codex_memories.state.records import ForgetAuditRecord
 
 
 class AuditLine(Protocol):

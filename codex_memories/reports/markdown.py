@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-
 def one_line(text: str) -> str:
     return " ".join(text.split())
 

@@ -12,7 +12,6 @@ from codex_memories.outcomes import Outcome
 from codex_memories.reports.phase1 import Phase1Report
 from codex_memories.reports.phase2 import Phase2Report
 
-
 # Prefect state names beyond the type's own: each is shown on the run's badge and can be filtered
 # on, and Prefect emits it as the event `prefect.flow-run.<name>` that automations trigger on.
 PARTIAL = "Partial"

@@ -27,7 +27,14 @@ from codex_memories.hook_notices import PREFIX
 from codex_memories.read.hook_log import HookOutcome, hook_log_path
 from codex_memories.settings_sources import pinned_settings_path
 from tests.codex.test_real_codex_hooks import input_messages, wait_for_log
-from tests.support.codex_cli import CODEX_VERSIONS, CodexHome, run_codex_exec, run_codex_tui, text_reply, user_turn_requests
+from tests.support.codex_cli import (
+    CODEX_VERSIONS,
+    CodexHome,
+    run_codex_exec,
+    run_codex_tui,
+    text_reply,
+    user_turn_requests,
+)
 from tests.support.openai_server import OpenAITestServer
 
 pytestmark = [pytest.mark.codex]

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.read.hook_log import hook_log_path
 from codex_memories.memory_folder.team_memory import BEGIN_MARKER, team_memory_context
+from codex_memories.read.hook_log import hook_log_path
 from codex_memories.runtime import close_stores, open_store
 from tests.codex import test_real_codex_hooks
 from tests.codex.test_real_codex_hooks import HOOK_BYPASS, codex_memories, default_db_url, input_messages

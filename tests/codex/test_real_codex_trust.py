@@ -19,8 +19,6 @@ from pathlib import Path
 import pytest
 
 from codex_memories.codex_home import hooks_path, our_trust_entries
-from codex_memories.read.hooks import HOOK_EVENTS
-from codex_memories.read.index import build_index
 from codex_memories.codex_limits import (
     CODEX_HOOK_CONTEXT_LIMIT_TOKENS,
     codex_token_count,
@@ -30,7 +28,8 @@ from codex_memories.codex_limits import (
 from codex_memories.codex_trust import TrustEntry, read_config, render_config, set_trust, trust_hash, trust_key
 from codex_memories.hook_launcher import launcher_path
 from codex_memories.read.hook_log import HookOptions, hook_log_path
-from codex_memories.read.hooks import handle_hook
+from codex_memories.read.hooks import HOOK_EVENTS, handle_hook
+from codex_memories.read.index import build_index
 from tests.codex.test_real_codex_hooks import codex_memories, input_messages, wait_for_log
 from tests.support.codex_cli import (
     CODEX_VERSIONS,

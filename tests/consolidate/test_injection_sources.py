@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codex_memories.evidence.screen import GatedFile, find_injections
 from codex_memories.consolidate.injection_sources import describe_traced, trace_findings
+from codex_memories.evidence.screen import GatedFile, find_injections
 from codex_memories.state.records import Stage1Output
 
 POISONED_RAW = (

@@ -3,9 +3,9 @@ import re
 
 import pytest
 
+from codex_memories.extract.heuristic import GENERATED_BY, HeuristicProvider
 from codex_memories.extract.quality import QualityRow, parse_front_matter
 from codex_memories.llm.base import ExtractionRequest, TokenUsage
-from codex_memories.extract.heuristic import GENERATED_BY, HeuristicProvider
 from codex_memories.prompts import RenderedPrompt
 
 PROMPT = RenderedPrompt(text="unused", template_name="stage_one_input", sha256="0" * 64)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from codex_memories.extract.extraction import claim_project_key, extract_memory, finalize_extraction
+from codex_memories.extract.heuristic import HeuristicProvider, preference_scope
 from codex_memories.extract.scope_tagging import (
     block_scopes,
     front_matter_project_key,
@@ -16,7 +17,6 @@ from codex_memories.extract.scope_tagging import (
     tag_raw_memory,
 )
 from codex_memories.llm.base import ExtractionResponse, TokenUsage
-from codex_memories.extract.heuristic import HeuristicProvider, preference_scope
 from codex_memories.llm.schema import Stage1Extraction
 from codex_memories.outcomes import Outcome
 from codex_memories.state.records import Stage1Claim, ThreadRecord

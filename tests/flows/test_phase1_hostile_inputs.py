@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codex_memories.ingest import rollout_files
-from codex_memories.outcomes import Outcome
 from codex_memories.ingest.rate_limits import newest_rollout_snapshot
+from codex_memories.outcomes import Outcome
 from codex_memories.runtime import close_stores
 from codex_memories.settings import SettingsOverrides
 from tests.ingest.test_rollouts_fuzz import mutated_line

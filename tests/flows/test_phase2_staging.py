@@ -22,9 +22,9 @@ from codex_memories.consolidate import heuristic
 from codex_memories.consolidate.outcome import ConsolidationOutcome
 from codex_memories.llm.base import TokenUsage
 from codex_memories.memory_folder import staging
+from codex_memories.memory_folder.notes import add_ad_hoc_note
 from codex_memories.memory_folder.workspace import workspace_diff
 from codex_memories.outcomes import Outcome
-from codex_memories.memory_folder.notes import add_ad_hoc_note
 from codex_memories.reports.phase2 import Phase2Report
 from tests.flows import test_phase2_flow as phase2_tests
 from tests.flows.test_phase2_flow import NOW, Home, PlantingConsolidator, served_summary

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.outcomes import Outcome
 from codex_memories.memory_folder.notes import add_ad_hoc_note
+from codex_memories.outcomes import Outcome
 from codex_memories.runtime import close_stores
 from codex_memories.state.records import ForgetRoute
 from codex_memories_flows.flow_runs import report_of

@@ -16,8 +16,7 @@ from codex_memories.forget.text_match import forget_match, plan_match_forget
 from codex_memories.forget.threads import disable_thread, forget_deleted_threads, forget_thread, pollute_thread
 from codex_memories.memory_folder.team_memory import TEAM_NOTES_HEADING, export_team_memory, team_memory_context
 from codex_memories.state.store import MemoryStore
-from codex_memories.storage import LocalMemoryRoot
-from codex_memories.storage import open_memory_root
+from codex_memories.storage import LocalMemoryRoot, open_memory_root
 from tests.support.memory_home import remember as remember_thread
 from tests.support.secrets import SECRET_VALUES
 

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from codex_memories.extract.heuristic import extract_heuristically
 from codex_memories.ingest.rollout_scan import scan_rollout
 from codex_memories.ingest.transcript import build_memory_transcript
 from codex_memories.llm.base import ExtractionRequest
-from codex_memories.extract.heuristic import extract_heuristically
 from codex_memories.prompts import RenderedPrompt
 
 PROMPT = RenderedPrompt(text="unused", template_name="stage_one_input", sha256="0" * 64)

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.read.injection import build_session_context
 from codex_memories.memory_folder.team_memory import (
     BEGIN_MARKER,
     Directives,
@@ -19,6 +18,7 @@ from codex_memories.memory_folder.team_memory import (
     memory_lines,
     team_memory_context,
 )
+from codex_memories.read.injection import build_session_context
 from codex_memories.state.records import MemoryMode
 from codex_memories.state.store import MemoryStore
 from tests.support.memory_home import remember as remember_thread

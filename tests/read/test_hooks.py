@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from codex_memories.read.harvest import harvest_citations
-from codex_memories.read.index import build_index, index_file
 from codex_memories.read.hook_log import HookOptions, HookOutcome, hook_log_path
 from codex_memories.read.hooks import handle_hook, run
+from codex_memories.read.index import build_index, index_file
 from codex_memories.read.injection import build_session_context
 from codex_memories.redact import REDACTED
 from codex_memories.settings_sources import SESSION_START_BUDGET

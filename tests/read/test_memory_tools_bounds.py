@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories.memory_folder import notes
+from codex_memories.memory_folder.notes import NOTE_MAX_BYTES, InvalidNote, NoteTooLong
 from codex_memories.read import memory_tools
 from codex_memories.read.memory_tools import (
     MAX_ANSWER_BYTES,
@@ -35,7 +36,6 @@ from codex_memories.read.memory_tools import (
     read_file,
     search,
 )
-from codex_memories.memory_folder.notes import NOTE_MAX_BYTES, InvalidNote, NoteTooLong
 
 SECRET = "outside the memory root"
 

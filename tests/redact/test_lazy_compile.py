@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import pytest
 
-from codex_memories.redact import documents, engine, names, prose, rules, shapes, values
 from codex_memories.redact import detector as detector_module
+from codex_memories.redact import documents, engine, names, prose, rules, shapes, values
 from codex_memories.redact.lazy import LazyPattern
 from tests.support.secret_formats import ordinary_texts, planted_items, secret_cases, serialize
 

@@ -68,14 +68,13 @@ from pathlib import Path
 from codex_memories import paths
 from codex_memories.consolidate.agent import AgentStopReason
 from codex_memories.consolidate.conflicts import Conflict, find_conflicts
-from codex_memories.consolidate.outcome import ConsolidationOutcome
 from codex_memories.consolidate.heuristic.merge import (
     UNKNOWN_CWD,
     apply_notes,
     build_groups,
     merge_summaries,
-    statement_entries,
     resolve_conflicts,
+    statement_entries,
 )
 from codex_memories.consolidate.heuristic.parse import (
     RolloutSummary,
@@ -85,6 +84,7 @@ from codex_memories.consolidate.heuristic.parse import (
     parse_rollout_summary,
 )
 from codex_memories.consolidate.heuristic.render import render_memory_file, render_memory_summary
+from codex_memories.consolidate.outcome import ConsolidationOutcome
 from codex_memories.llm.base import TokenUsage
 from codex_memories.prompts import RenderedPrompt
 from codex_memories.redact import redact_secrets
