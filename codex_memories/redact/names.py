@@ -52,6 +52,8 @@ STRONG_WORDS: tuple[tuple[str, ...], ...] = (
     ("recovery", "code"),
     ("recovery", "key"),
     ("backup", "code"),
+    # sssd's `ldap_default_authtok` (the bind password of an LDAP client).
+    ("authtok",),
 )
 
 WEAK_WORDS: tuple[tuple[str, ...], ...] = (
@@ -65,8 +67,8 @@ WEAK_WORDS: tuple[tuple[str, ...], ...] = (
 )
 
 # Words after the secret word that do not change what the name holds: `token_value`,
-# `client-key-data`, `SecretString`, `key_material`, `password_b64`.
-TRANSPARENT_WORDS = frozenset({"value", "data", "string", "str", "material", "b64", "base64", "hex", "raw", "plain", "text"})
+# `client-key-data`, `SecretString`, `key_material`, `password_b64`, Rails' `SECRET_KEY_BASE`.
+TRANSPARENT_WORDS = frozenset({"value", "data", "string", "str", "material", "b64", "base64", "hex", "raw", "plain", "text", "base"})
 # Words before the secret word that say it is not one: `PublicKey`, `public_key`.
 PUBLIC_WORDS = frozenset({"public", "pub"})
 

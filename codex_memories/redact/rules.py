@@ -132,6 +132,15 @@ def _not_placeholder(match: re.Match[str], text: str) -> bool:
     return not is_placeholder(text[match.start("value") : match.end("value")])
 
 
+_BASE58 = lazy_compile(r"[1-9A-HJ-NP-Za-km-z]+")
+
+
+def _is_base58(match: re.Match[str], text: str) -> bool:
+    """The value, in the original text (the rule matches the lower-cased one), uses only the
+    base58 alphabet."""
+    return _BASE58.fullmatch(text, match.start("value"), match.end("value")) is not None
+
+
 def _not_indirect(match: re.Match[str], text: str) -> bool:
     """`passwd: password updated`, `password = ${DB_PASSWORD}`: a value that only names or
     points at the secret (`values.is_indirect`) is left alone."""
@@ -451,5 +460,68 @@ RULES: tuple[Rule, ...] = (
         ("sess", "sid=", "remember"),
         case_insensitive=True,
         accept=_session_cookie_name,
+    ),
+    # --- Shapes from held-out round 4 (benchmarks/redaction_heldout4.py), fixed after it was
+    # measured once: that round no longer measures generalisation for these.
+    Rule(
+        # A Nostr private key (NIP-19: bech32 `nsec1` + 58 characters of the bech32 alphabet).
+        "nostr_private_key",
+        word_start("nsec1") + r"[02-9ac-hj-np-z]{58}\b",
+        (REDACTED,),
+        ("nsec1",),
+    ),
+    Rule(
+        # `AUTH [user] <password>` typed at a redis-cli prompt (`host:6379> AUTH default ...`).
+        "redis_prompt_auth",
+        r"(:\d{2,5}(?:\[\d+\])?>\s*auth\s+(?:\S+\s+)?)" + NOT_REDACTED
+        # The password is the command's last word (`AUTH [username] password`).
+        + r"(?P<value>[^\s\\\"']{6,})(?=[ \t]*(?:" + NEWLINE + r"|$|\\*\"))",
+        (1, REDACTED),
+        ("> auth",),
+        case_insensitive=True,
+        accept=_not_placeholder,
+    ),
+    Rule(
+        # A value piped into a Kubernetes secret (`echo -n <value> | kubectl create secret ...`,
+        # `printf '%s' <value> | kubectl create secret`): whatever is piped in is the secret.
+        "piped_into_kubectl_secret",
+        r"((?:" + word_start("echo") + r"(?:\s+-[neE]+)*|" + word_start("printf") + r"\s+(?:'%s'|\\*\"%s\\*\"|%s))\s+(?:\\*[\"'])?)"
+        + NOT_REDACTED
+        + r"(?P<value>[^\s\\\"'|]{8,})(?=(?:\\*[\"'])?\s*\|\s*kubectl\s+create\s+secret)",
+        (1, REDACTED),
+        ("kubectl create secret",),
+        accept=_not_placeholder,
+    ),
+    Rule(
+        # A Kubernetes secret's field printed decoded (`kubectl get secret ... | base64 -d`): the
+        # output line after the command is the secret.
+        "kubectl_secret_decoded",
+        r"(kubectl\s+get\s+secrets?\b(?:[^\n\\]|\\+[^n\\])*\|\s*base64\s+(?:-d|--decode|-D)\b(?:[^\n\\]|\\+[^n\\])*"
+        + NEWLINE + r")" + NOT_REDACTED + r"(?!\$\s)(?P<value>[^\s\\\"']{8,})(?=[ \t]*(?:" + NEWLINE + r"|$|\\*\"))",
+        (1, REDACTED),
+        ("kubectl get secret",),
+        accept=_not_placeholder,
+    ),
+    Rule(
+        # A TOTP setup key shown for manual entry, in groups of four base32 characters
+        # ("Enter this setup key: c76n 4tj3 r4ep ..."): the words say what it is.
+        "totp_setup_key",
+        r"((?:setup|secret|manual(?:\s+entry)?)\s+key\b(?:[^\n\\]|\\+[^n\\]){0,80}?(?::|" + NEWLINE + r")(?:\s|" + NEWLINE + r"\+?)*)"
+        + r"(?P<value>[a-z2-7]{4}(?: [a-z2-7]{4}){3,15})\b",
+        (1, REDACTED),
+        ("setup key", "secret key", "manual entry key", "manual key"),
+        case_insensitive=True,
+    ),
+    Rule(
+        # A keypair exported as base58 (Solana wallets: 64 bytes, 87 or 88 characters) after words
+        # that say it is a private key ("Show Private Key gave me this: ..."). Transaction
+        # signatures have the same shape, so the words are required.
+        "private_key_base58",
+        r"((?:private|secret)\s+key\b(?:[^\n\\]|\\+[^n\\]){0,120}?(?::|" + NEWLINE + r")(?:\s|" + NEWLINE + r")*)"
+        + r"(?P<value>[1-9a-z]{86,88})\b",
+        (1, REDACTED),
+        ("private key", "secret key"),
+        case_insensitive=True,
+        accept=_is_base58,
     ),
 )

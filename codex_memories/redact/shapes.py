@@ -38,7 +38,7 @@ from functools import cache, lru_cache
 import ahocorasick
 
 from codex_memories.redact.lazy import lazy_compile
-from codex_memories.redact.names import STRONG_WORDS, WEAK_WORDS, name_strength, name_words, words_pattern
+from codex_memories.redact.names import STRONG_WORDS, TRANSPARENT_WORDS, WEAK_WORDS, name_strength, name_words, words_pattern
 from codex_memories.redact.rules import (
     CONTINUATION,
     NAME_CHARS,
@@ -496,12 +496,15 @@ def _locate_base64_private_key(match: re.Match[str], text: str) -> Span | None:
 _NAME_BEFORE = lazy_compile(r"[A-Za-z0-9_.\-]{0,64}\Z")
 # The secret word at the end of a name, and the words that may follow it (`names.py`).
 _SECRET_NAME_END = (
-    words_pattern(STRONG_WORDS + WEAK_WORDS) + r"(?:[_\-.]?(?:value|data|string|str|material|b64|base64|hex|raw|plain|text))?"
+    words_pattern(STRONG_WORDS + WEAK_WORDS)
+    + r"(?:[_\-.]?(?:"
+    + "|".join(sorted(TRANSPARENT_WORDS, key=len, reverse=True))
+    + r"))?"
 )
 
 
 # Letters that may follow a secret word inside one name: a transparent word (`value`, `data`,
-# `string`, `material`, `b64`, `hex`, `raw`, `plain`, `text`) or the `key` of `apikey`.
+# `string`, `material`, `b64`, `base`, `hex`, `raw`, `plain`, `text`) or the `key` of `apikey`.
 _NAME_CONTINUES = frozenset("vdsmbhrptk")
 
 
