@@ -517,7 +517,7 @@ RULES: tuple[Rule, ...] = (
         # that say it is a private key ("Show Private Key gave me this: ..."). Transaction
         # signatures have the same shape, so the words are required.
         "private_key_base58",
-        r"((?:private|secret)\s+key\b(?:[^\n\\]|\\+[^n\\]){0,120}?(?::|" + NEWLINE + r")(?:\s|" + NEWLINE + r")*)"
+        r"((?:private|secret)\s+key\b(?:[^\n\\]|\\+[^n\\]){0,120}?(?::|" + NEWLINE + r")(?:\s|" + NEWLINE + r"\+?)*)"
         + r"(?P<value>[1-9a-z]{86,88})\b",
         (1, REDACTED),
         ("private key", "secret key"),
