@@ -42,6 +42,14 @@ NEWLINE = r"(?:\r?\n|(?:\\{1,31}r)?\\{1,31}n)"
 # plain escaped line break has 1, 2, 4 or 8, so the count tells them apart. Written right after
 # a character that is not a backslash (a blank, a name, a value), where the count is exact.
 CONTINUATION = r"(?:\\\r?\n|\\{3}n|\\{6}n|\\{12}n)"
+# One character of the same line, in plain text or inside JSON strings: an escape that is not a
+# line break (`\"`, `\t`) stays on the line, an escaped `n` ends it.
+SAME_LINE_CHAR = r"(?:[^\n\\]|\\+[^n\\])"
+# What comes between the words that announce a value and the value: a colon or a line break,
+# then blanks, line breaks and a patch's `+` (`setup key:\n+abcd efgh ...`).
+ANNOUNCED = r"(?::|" + NEWLINE + r")(?:\s|" + NEWLINE + r"\+?)*"
+# After a line's last word: blanks, then a line break, the text's end or a JSON string's end.
+LINE_END = r"(?=[ \t]*(?:" + NEWLINE + r"|$|\\*\"))"
 
 
 def at_boundary(text: str, position: int, excluded: frozenset[str]) -> bool:
@@ -475,7 +483,7 @@ RULES: tuple[Rule, ...] = (
         "redis_prompt_auth",
         r"(:\d{2,5}(?:\[\d+\])?>\s*auth\s+(?:\S+\s+)?)" + NOT_REDACTED
         # The password is the command's last word (`AUTH [username] password`).
-        + r"(?P<value>[^\s\\\"']{6,})(?=[ \t]*(?:" + NEWLINE + r"|$|\\*\"))",
+        + r"(?P<value>[^\s\\\"']{6,})" + LINE_END,
         (1, REDACTED),
         ("> auth",),
         case_insensitive=True,
@@ -496,8 +504,8 @@ RULES: tuple[Rule, ...] = (
         # A Kubernetes secret's field printed decoded (`kubectl get secret ... | base64 -d`): the
         # output line after the command is the secret.
         "kubectl_secret_decoded",
-        r"(kubectl\s+get\s+secrets?\b(?:[^\n\\]|\\+[^n\\])*\|\s*base64\s+(?:-d|--decode|-D)\b(?:[^\n\\]|\\+[^n\\])*"
-        + NEWLINE + r")" + NOT_REDACTED + r"(?!\$\s)(?P<value>[^\s\\\"']{8,})(?=[ \t]*(?:" + NEWLINE + r"|$|\\*\"))",
+        r"(kubectl\s+get\s+secrets?\b" + SAME_LINE_CHAR + r"*\|\s*base64\s+(?:-d|--decode|-D)\b" + SAME_LINE_CHAR + r"*"
+        + NEWLINE + r")" + NOT_REDACTED + r"(?!\$\s)(?P<value>[^\s\\\"']{8,})" + LINE_END,
         (1, REDACTED),
         ("kubectl get secret",),
         accept=_not_placeholder,
@@ -506,7 +514,7 @@ RULES: tuple[Rule, ...] = (
         # A TOTP setup key shown for manual entry, in groups of four base32 characters
         # ("Enter this setup key: c76n 4tj3 r4ep ..."): the words say what it is.
         "totp_setup_key",
-        r"((?:setup|secret|manual(?:\s+entry)?)\s+key\b(?:[^\n\\]|\\+[^n\\]){0,80}?(?::|" + NEWLINE + r")(?:\s|" + NEWLINE + r"\+?)*)"
+        r"((?:setup|secret|manual(?:\s+entry)?)\s+key\b" + SAME_LINE_CHAR + r"{0,80}?" + ANNOUNCED + r")"
         + r"(?P<value>[a-z2-7]{4}(?: [a-z2-7]{4}){3,15})\b",
         (1, REDACTED),
         ("setup key", "secret key", "manual entry key", "manual key"),
@@ -517,7 +525,7 @@ RULES: tuple[Rule, ...] = (
         # that say it is a private key ("Show Private Key gave me this: ..."). Transaction
         # signatures have the same shape, so the words are required.
         "private_key_base58",
-        r"((?:private|secret)\s+key\b(?:[^\n\\]|\\+[^n\\]){0,120}?(?::|" + NEWLINE + r")(?:\s|" + NEWLINE + r"\+?)*)"
+        r"((?:private|secret)\s+key\b" + SAME_LINE_CHAR + r"{0,120}?" + ANNOUNCED + r")"
         + r"(?P<value>[1-9a-z]{86,88})\b",
         (1, REDACTED),
         ("private key", "secret key"),
