@@ -8,6 +8,7 @@ or packages import each other.
 
 from __future__ import annotations
 
+import functools
 import json
 import pkgutil
 import subprocess
@@ -100,7 +101,8 @@ CAPABILITY_FLOORS = (
 )
 
 
-def _library_imports() -> list[tuple[str, str]]:
+@functools.cache
+def _library_imports() -> tuple[tuple[str, str], ...]:
     """(importing module, imported module) for every import of our library inside it."""
     import ast
 
@@ -115,7 +117,7 @@ def _library_imports() -> list[tuple[str, str]]:
             else:
                 continue
             pairs += [(module, name) for name in names if name.startswith("codex_memories.")]
-    return pairs
+    return tuple(pairs)
 
 
 def _room(module: str) -> str:
@@ -139,17 +141,11 @@ def test_no_two_parts_of_the_library_import_each_other() -> None:
     package is as much of a trap, so modules are checked too)."""
     import graphlib
 
+    modules = set(library_modules())
     for level in (_room, lambda module: module):
         graph: dict[str, set[str]] = {}
         for module, imported in _library_imports():
             source, target = level(module), level(imported)
-            if source != target and (level is _room or target in _modules()):
+            if source != target and (level is _room or target in modules):
                 graph.setdefault(source, set()).add(target)
         graphlib.TopologicalSorter(graph).prepare()  # raises CycleError naming the circle
-
-
-def _modules() -> set[str]:
-    return {
-        ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
-        for path in (REPO_ROOT / "codex_memories").rglob("*.py")
-    }
