@@ -189,7 +189,10 @@ def extraction_provider(config: RuntimeConfig) -> ExtractionProvider:
         from codex_memories.extract.heuristic import HeuristicProvider
 
         with _providers_lock:
-            return _providers.setdefault((HEURISTIC_PROVIDER,), HeuristicProvider())
+            provider = _providers.get((HEURISTIC_PROVIDER,))
+            if provider is None:
+                provider = _providers[(HEURISTIC_PROVIDER,)] = HeuristicProvider()
+            return provider
     if config.provider_name == CODEX_PROVIDER:
         from codex_memories.llm.codex_provider import CodexExtractionProvider
 
