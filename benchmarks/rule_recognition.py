@@ -69,7 +69,8 @@ def baseline_extractor(commit: str = BASELINE_COMMIT) -> Extractor:
     modules = {}
     for name, path, swap in (
         ("baseline_rules", "codex_memories/extract/rules.py", None),
-        ("baseline_heuristic", "codex_memories/extract/heuristic.py", ("codex_memories.extract.rules", "baseline_rules")),
+        # At that commit the offline extractor lived in `llm/`.
+        ("baseline_heuristic", "codex_memories/llm/heuristic.py", ("codex_memories.extract.rules", "baseline_rules")),
     ):
         text = source(path)
         if swap is not None:

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from codex_memories.extract.rules import RecognisedRule, rules_in_session
+from codex_memories.extract.rules import RecognisedRule, asks_one_off, rules_in_session
 from codex_memories.ingest.transcript import is_harness_text, unspotlight_item
 from codex_memories.llm.base import ExtractionRequest, ExtractionResponse, TokenUsage
 from codex_memories.llm.schema import Stage1Extraction
@@ -162,6 +162,8 @@ class CommandRun:
     command: str
     workdir: str
     exit_code: int
+    # The user message it answered (1 is the first the user typed; 0 is before any).
+    turn: int = 0
 
     @property
     def succeeded(self) -> bool:
@@ -313,7 +315,12 @@ def _collect_tasks(
     preferences = _preferences(user_texts, said_at)
     primary = TaskEvidence(workdir=cwd, preferences=[rule for rule in preferences if preference_scope(rule.text) == PROJECT_SCOPE])
     by_workdir: dict[str, TaskEvidence] = {cwd: primary}
+    # Commands run for a one-off ("skip the hooks for this commit only") did the exception once;
+    # remembered as commands that worked, they would serve it as a way of working.
+    one_off_turns = {turn for turn, text in enumerate(user_texts, start=1) if asks_one_off(text, said_at)}
     for run in _command_runs(items, cwd):
+        if run.turn in one_off_turns:
+            continue
         by_workdir.setdefault(run.workdir, TaskEvidence(workdir=run.workdir)).runs.append(run)
     user_level = [rule for rule in preferences if preference_scope(rule.text) == USER_SCOPE]
     # Last, so the block numbers of the project's tasks do not depend on it.
@@ -328,7 +335,11 @@ def _command_runs(items: list[dict[str, Any]], default_workdir: str) -> list[Com
             outputs[item["call_id"]] = _output_text(item.get("output"))
 
     runs = []
+    turn = 0
     for item in items:
+        # Counted as `extract_heuristically` counts the user's turns: what the harness injected is not one.
+        if item.get("type") == "message" and item.get("role") == "user":
+            turn += sum(1 for text in _user_texts([item]) if not is_harness_text(text))
         parsed = _parse_command_call(item)
         if parsed is None:
             continue
@@ -344,6 +355,7 @@ def _command_runs(items: list[dict[str, Any]], default_workdir: str) -> list[Com
                 command=_clip(command, MAX_COMMAND_CHARS),
                 workdir=workdir or default_workdir,
                 exit_code=exit_code,
+                turn=turn,
             )
         )
     return runs

@@ -48,7 +48,11 @@ class Lexicon:
     convention: re.Pattern[str]  # where and how things are: "live in", "are named", "go in", "each"
     narration: re.Pattern[str]  # past events: "yesterday", "last time", "had to", "tried"
     status: re.Pattern[str]  # the state of the moment: "fails", "broken", "error", "timeout"
-    correction: re.Pattern[str]  # "actually", "I meant", "not X but Y": replaces what was said
+    correction: re.Pattern[str]  # "actually", "I meant", "not X but Y", "changed my mind": replaces what was said
+    # The project moved to a new standing state ("we moved the workspace to node 20", "auf Postgres
+    # 16 umgestiegen", 升级到): past in form, a fact from now on. `extract.rules` also wants a value.
+    state_change: re.Pattern[str]
+    retraction: re.Pattern[str]  # "no more X", "X 不要了", "statt X": names what is dropped
     reason: re.Pattern[str] | None = None  # "because ..." (group 1 is the reason)
 
 
@@ -141,11 +145,16 @@ ENGLISH = Lexicon(
     ),
     status=_p(
         r"\b(?:fails?|failing|failed|broken|breaks|crash(?:es|ed)?|errors?|exception|time[sd]? out|timeout|hangs?|flaky|slow"
-        r"|doesn'?t work|does not work|not working|bug|bugs|wrong)\b"
+        r"|doesn'?t work|does not work|not working|bug|bugs|wrong|won'?t (?:start|run|build|load|compile|open|work|boot|connect))\b"
     ),
-    correction=_p(
-        r"^(?:actually|correction|sorry|wait|scratch that|I meant|I mean|oops|my bad|no wait|update|rather)\b|\bnot\s+\S+\s*,\s*but\b"
+    correction=_p(r"^(?:actually|correction|sorry|wait|scratch that|I meant|I mean|oops|my bad|no wait|update|rather|on second thought|second thoughts"
+        r"|(?:I|I've|I have)\s+changed my mind|change of plans?|never mind that|forget (?:that|what I said))\b|\bnot\s+\S+\s*,\s*but\b"),
+    state_change=_p(
+        r"\b(?:moved|switched|migrated|upgraded|updated|bumped|changed|ported|transitioned|swapped|standardi[sz]ed|converted|went"
+        r"|downgraded|rolled (?:over|forward))\b.{0,60}?\b(?:to|onto|over to)\b(?!\s+(?:see|try|check|test|make|fix|get|avoid)\b)"
+        r"|\bfrom\s+\S+(?:\s+\S+)?\s+to\s+\S|\b(?:is|are|lives?|runs?)\s+now\b|\bnow\s+(?:on|uses?|runs?|lives?|is|are)\b"
     ),
+    retraction=_p(r"\b(?:no more|not any ?more|no longer|drop|dropped|ditch|scrap|forget|is out|are out|instead of|rather than|replaced?|replaces)\b"),
 )
 
 CHINESE = Lexicon(
@@ -166,7 +175,11 @@ CHINESE = Lexicon(
     convention=_p(r"放在|位于|命名为|叫做|以.{1,10}开头|遵循|遵守|存储|读取|写入|都有|每个|各个"),
     narration=_p(r"昨天|上周|上个月|以前我|之前我|去年|用过|说过|当时|那次|不得不|上次"),
     status=_p(r"失败|报错|出错|挂了|坏了|不工作|超时|崩溃|卡住|有问题|bug"),
-    correction=_p(r"^(?:其实|不对|更正|纠正|抱歉|等等|说错了|我是说|应该是)|不是.{1,20}而是"),
+    correction=_p(r"^(?:其实|不对|更正|纠正|抱歉|等等|等一下|等下|说错了|我是说|应该是|改主意|算了|还是改)|改主意了|不是.{1,20}而是"),
+    state_change=_p(
+        r"升级到|升到|迁移到|迁到|切换到|切到|换成|换到|改成|改为|改到|搬到|转到|更新到|升级为|迁移至|现在(?:用|是|在|跑)"
+    ),
+    retraction=_p(r"不要了|不用了|不再|弃用|废弃|去掉|换掉|代替|取代|而不是|已经删|删掉了"),
     reason=re.compile(r"(?:因为|由于)(.+)$"),
 )
 
@@ -194,7 +207,11 @@ JAPANESE = Lexicon(
     convention=_p(r"に置き|に置く|に入れ|の隣|という名前|の形式|に従|で始め|で終わ|に保存|から読み|に書き|を持って|ごとに|各"),
     narration=_p(r"昨日|先週|先月|去年|前回|以前|この前|なかった|しまった"),
     status=_p(r"失敗|落ちる|落ちて|動かない|エラー|壊れ|タイムアウト|遅い|バグ|おかしい|クラッシュ"),
-    correction=_p(r"^(?:訂正|間違え|すみません|ごめん|やっぱり|実は|いや)|ではなくて|じゃなくて"),
+    correction=_p(r"^(?:訂正|間違え|すみません|ごめん|やっぱり|実は|いや|待って|ちょっと待って|気が変わ)|気が変わった|ではなくて|じゃなくて"),
+    state_change=_p(
+        r"に移行|へ移行|に上げ|に切り替え|へ切り替え|に変更し|に変え|に移し|に移っ|に更新し|にアップグレード|に乗り換え|今は"
+    ),
+    retraction=_p(r"やめ|使わない|廃止|代わりに|ではなく|じゃなく|不要|なし(?:で|に)"),
 )
 
 KOREAN = Lexicon(
@@ -221,7 +238,11 @@ KOREAN = Lexicon(
     convention=_p(r"에 둡|에 두|에 넣|옆에|이름은|형식|따릅|따른|로 시작|저장합|저장해|에서 읽|을 가지|이 있습니다|마다|각 "),
     narration=_p(r"어제|지난주|지난달|작년|지난번|예전에|했었|해야 했"),
     status=_p(r"실패|안 돼|안돼|에러|오류|깨져|깨졌|타임아웃|느려|버그|멈춰|크래시"),
-    correction=_p(r"^(?:정정|아니|죄송|잠깐|아 참|사실은)|가 아니라|이 아니라"),
+    correction=_p(r"^(?:정정|아니|죄송|잠깐|아 참|사실은|생각이 바뀌)|생각이 바뀌었|가 아니라|이 아니라"),
+    state_change=_p(
+        r"(?:로|으로)\s*(?:다\s*)?(?:옮겼|바꿨|바꾸었|올렸|전환했|이전했|마이그레이션했|업그레이드했|변경했|갈아탔|넘어갔)|이제는?\s"
+    ),
+    retraction=_p(r"말고|대신|안 써|쓰지 않|폐기|그만|더 이상"),
 )
 
 SPANISH = Lexicon(
@@ -264,7 +285,12 @@ SPANISH = Lexicon(
     convention=_p(r"\b(?:viven|vive|van en|va en|se llaman|se llama|se guardan|se guarda|se leen|se lee|se escriben|siguen|sigue|empiezan con|terminan en|tiene su propio|tienen su propio|cada)\b"),
     narration=_p(r"\b(?:ayer|anoche|la semana pasada|el mes pasado|el año pasado|la última vez|hace \w+|tuve que|tuvimos que|intenté|intentamos|usaba|usábamos)\b"),
     status=_p(r"\b(?:falla|fallan|falló|fallando|roto|rota|se rompe|error|errores|no funciona|timeout|se cuelga|lento|bug)\b"),
-    correction=_p(r"^(?:en realidad|corrijo|corrección|perdón|perdona|mejor dicho|quise decir|espera)\b|\bno\s+\S+,\s*sino\b"),
+    correction=_p(r"^(?:en realidad|corrijo|corrección|perdón|perdona|mejor dicho|quise decir|espera|pensándolo mejor|cambio de planes|cambié de opinión)\b|\bno\s+\S+,\s*sino\b"),
+    state_change=_p(
+        r"\b(?:migramos|migré|migrado|migrada|cambiamos|cambié|cambiado|pasamos|pasé|pasado|actualizamos|actualicé|actualizado|movimos|movido|subimos|subido)\b.{0,60}?\b(?:a|al|hacia)\b"
+        r"|\bde\s+\S+\s+a\s+\S|\bahora\s+(?:usa|usamos|corre|está|es|vive)\b"
+    ),
+    retraction=_p(r"\b(?:ya no|nada de|en vez de|en lugar de|olvida|olvídate|descarta|fuera)\b"),
     reason=re.compile(r"(?:,\s*|\s)(?:porque|ya que|puesto que)\s+(.+)$", _FLAGS),
 )
 
@@ -306,7 +332,12 @@ PORTUGUESE = Lexicon(
     convention=_p(r"\b(?:ficam|fica|vão em|vai em|se chamam|se chama|são guardad\w+|é guardad\w+|são lid\w+|é lid\w+|são escrit\w+|seguem|segue|começam com|terminam em|tem seu próprio|têm seu próprio|cada)\b"),
     narration=_p(r"\b(?:ontem|semana passada|mês passado|ano passado|da última vez|na última vez|há \w+|tive que|tivemos que|tentei|tentamos|usava|usávamos)\b"),
     status=_p(r"\b(?:falha|falham|falhou|falhando|quebrado|quebrada|quebra|erro|erros|não funciona|timeout|trava|lento|bug)\b"),
-    correction=_p(r"^(?:na verdade|corrigindo|correção|desculpa|quer dizer|quis dizer|espera)\b|\bnão\s+\S+,\s*(?:mas|e sim)\b"),
+    correction=_p(r"^(?:na verdade|corrigindo|correção|desculpa|quer dizer|quis dizer|espera|pensando bem|mudei de ideia|mudança de planos)\b|\bnão\s+\S+,\s*(?:mas|e sim)\b"),
+    state_change=_p(
+        r"\b(?:migramos|migrei|migrado|mudamos|mudei|mudado|passamos|passei|atualizamos|atualizei|atualizado|movemos|trocamos|troquei|subimos)\b.{0,60}?\b(?:para|pra|pro|ao|à|a)\b"
+        r"|\bde\s+\S+\s+para\s+\S|\bagora\s+(?:usa|usamos|roda|está|é|fica)\b"
+    ),
+    retraction=_p(r"\b(?:não mais|nada de|em vez de|ao invés de|esquece|descarta|chega de)\b"),
     reason=re.compile(r"(?:,\s*|\s)(?:porque|pois|já que)\s+(.+)$", _FLAGS),
 )
 
@@ -356,7 +387,12 @@ FRENCH = Lexicon(
     ),
     narration=_p(r"\b(?:hier|la semaine dernière|le mois dernier|l'an dernier|la dernière fois|il y a|j'ai dû|on a dû|j'ai essayé|on a essayé)\b"),
     status=_p(r"\b(?:échoue|échouent|a échoué|plante|cassé|cassée|erreur|erreurs|ne marche pas|ne fonctionne pas|timeout|bloque|lent|bug)\b"),
-    correction=_p(r"^(?:en fait|correction|pardon|désolé|je voulais dire|plutôt|attends)\b|\bpas\s+\S+,\s*mais\b"),
+    correction=_p(r"^(?:en fait|correction|pardon|désolé|je voulais dire|plutôt|attends|réflexion faite|finalement|changement de plan|j'ai changé d'avis)\b|\bpas\s+\S+,\s*mais\b"),
+    state_change=_p(
+        r"\b(?:migré|migrés|migrée|passé|passés|passée|basculé|basculés|changé|mis à jour|monté|montés|déplacé|déménagé)\b.{0,60}?\b(?:à|au|aux|vers|sur|en)\b"
+        r"|\bde\s+\S+\s+(?:à|vers)\s+\S|\bmaintenant\s+(?:sur|on utilise|tourne|est)\b"
+    ),
+    retraction=_p(r"\b(?:plus de|fini|à la place de|au lieu de|oublie|abandonne|on abandonne)\b"),
     reason=re.compile(r"(?:,\s*|\s)(?:parce que|car|puisque)\s+(.+)$", _FLAGS),
 )
 
@@ -405,7 +441,12 @@ GERMAN = Lexicon(
     ),
     narration=_p(r"\b(?:gestern|letzte woche|letzten monat|letztes jahr|letztes mal|beim letzten mal|vor (?:\d+|einer|einem|zwei|drei|ein paar|kurzem|langem)\b|musste|mussten|habe versucht|haben versucht|hatte|hatten|früher)\b"),
     status=_p(r"\b(?:schlägt fehl|schlagen fehl|fehlgeschlagen|kaputt|stürzt ab|fehler|funktioniert nicht|geht nicht|timeout|hängt|langsam|bug)\b"),
-    correction=_p(r"^(?:eigentlich|korrektur|sorry|pardon|ich meinte|vielmehr|warte)\b|\bnicht\s+\S+,\s*sondern\b"),
+    correction=_p(r"^(?:eigentlich|korrektur|sorry|pardon|ich meinte|vielmehr|warte|planänderung|ich hab's mir anders überlegt|doch lieber)\b|anders überlegt|\bnicht\s+\S+,\s*sondern\b"),
+    state_change=_p(
+        r"\b(?:umgestiegen|umgezogen|migriert|gewechselt|aktualisiert|hochgezogen|angehoben|umgestellt|geupdatet|upgegradet|gehoben|verschoben)\b"
+        r"|\bvon\s+\S+\s+(?:auf|zu|nach)\s+\S|\b(?:läuft|laufen|liegt|liegen|ist|sind)\s+(?:jetzt|nun)\b|\b(?:jetzt|nun)\s+(?:auf|mit|läuft|laufen|ist|sind)\b"
+    ),
+    retraction=_p(r"\b(?:nicht mehr|kein\w*\s.{0,20}mehr|statt|anstatt|vergiss|ist raus|sind raus|fliegt raus|ersetzt)\b"),
     reason=re.compile(r"(?:,\s*|\s)(?:weil|da|denn)\s+(.+)$", _FLAGS),
 )
 
@@ -449,7 +490,12 @@ RUSSIAN = Lexicon(
     convention=_p(r"\b(?:лежат|лежит|хранятся|хранится|называются|называется|читаются|читается|пишутся|следуют|начинаются с|складываются|идут в|у каждого|каждый|каждая|свой)\b"),
     narration=_p(r"\b(?:вчера|на прошлой неделе|в прошлом месяце|в прошлом году|в прошлый раз|раньше|пришлось|пытался|пытались|было)\b"),
     status=_p(r"\b(?:падает|падают|упал|сломан\w*|ломается|ошибк\w*|не работает|таймаут\w*|зависает|тормозит|медленно|баг)\b"),
-    correction=_p(r"^(?:на самом деле|поправка|точнее|вернее|извини|я имел в виду|стоп)\b|\bне\s+\S+,\s*а\b"),
+    correction=_p(r"^(?:на самом деле|поправка|точнее|вернее|извини|я имел в виду|стоп|передумал|передумала|хотя нет)\b|\bпередумал|\bне\s+\S+,\s*а\b"),
+    state_change=_p(
+        r"\b(?:перешли|перешёл|перешел|переехали|переехал|мигрировали|обновили|обновил|подняли|поднял|переключились|переключили|сменили|поменяли|перевели)\b.{0,60}?\b(?:на|в)\b"
+        r"|\bс\s+\S+\s+на\s+\S|\bтеперь\s+(?:на|используем|работает|живёт|живет|крутится)\b"
+    ),
+    retraction=_p(r"\b(?:больше не|вместо|забудь|убираем|отказались|выкинули)\b"),
     reason=re.compile(r"(?:,\s*|\s)(?:потому что|так как|поскольку)\s+(.+)$", _FLAGS),
 )
 

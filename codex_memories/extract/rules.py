@@ -230,6 +230,13 @@ def rules_in_message(
     return rules
 
 
+def asks_one_off(text: str, said_at: datetime | None) -> bool:
+    """The message asks for an exception for once ("use --no-verify for this commit only", 今回だけ,
+    "nur dieses Mal"): a sentence of it is judged a one-off. What is done in answer is not a way
+    of working to remember."""
+    return any(judge_sentence(sentence, said_at).verdict == ONE_OFF for sentence in message_sentences(text))
+
+
 def rules_in_session(
     user_turns: list[str], said_at: datetime | None, *, fallback: Callable[[str], RecognisedRule | None] | None = None
 ) -> list[RecognisedRule]:
@@ -278,10 +285,34 @@ def _replaces(later: RecognisedRule, earlier: RecognisedRule) -> bool:
     shared = later_words & earlier_words
     later_values = {value.strip("`").casefold() for value in VALUE.findall(later.text)}
     earlier_values = {value.strip("`").casefold() for value in VALUE.findall(earlier.text)}
-    if lexicon_for(later.text).correction.search(later.text.strip()) and (len(shared) >= 2 or later_values & earlier_values):
+    lexicon = lexicon_for(later.text)
+    if lexicon.correction.search(later.text.strip()) and (len(shared) >= 2 or later_values & earlier_values):
+        return True
+    # "logging goes through structlog now, loguru is out": the later statement drops what the earlier one named.
+    if _drops_earlier(later.text, earlier.text, lexicon):
         return True
     smaller = min(len(later_words), len(earlier_words))
     return bool(smaller and later_values and earlier_values and later_values != earlier_values and len(shared) / smaller >= REPLACEMENT_OVERLAP)
+
+
+# A name a statement is about (a tool, a library, a value): something in backticks or a Latin word
+# of three characters or more.
+_NAME = re.compile(r"`[^`]+`|[A-Za-z][\w.+-]{2,}")
+# How far from a retraction marker the name it drops may stand ("loguru 不要了", "no more yarn").
+_DROPPED_NAME_REACH = 24
+
+
+def _drops_earlier(later: str, earlier: str, lexicon: Lexicon) -> bool:
+    """The later statement drops what the earlier one named: the name right beside a retraction
+    marker ("loguru 不要了", "instead of loguru", "yarn is out") is one the earlier statement used."""
+    earlier_names = {name.strip("`").casefold() for name in _NAME.findall(earlier)}
+    for marker in lexicon.retraction.finditer(later):
+        before = _NAME.findall(later[max(0, marker.start() - _DROPPED_NAME_REACH) : marker.start()])
+        after = _NAME.findall(later[marker.end() : marker.end() + _DROPPED_NAME_REACH])
+        beside = ([before[-1]] if before else []) + ([after[0]] if after else [])
+        if any(name.strip("`").casefold() in earlier_names for name in beside):
+            return True
+    return False
 
 
 def recognise_rule(sentence: str, said_at: datetime | None) -> RecognisedRule | None:
@@ -347,7 +378,10 @@ def _judge_in(lexicon: Lexicon, stripped: str, judged: str, said_at: datetime | 
         return Judgement((), NARRATION)
     whole = _join(content, lexicon)
     one_off = [clause for clause in content if lexicon.one_off.search(clause)]
-    timed = [clause for clause in content if clause not in one_off and _time_boxed(clause, said_at, lexicon)]
+    # A day named beside a change of state dates the change ("we moved to node 20 today"); it does not box the fact.
+    timed = [
+        clause for clause in content if clause not in one_off and not _changes_state(clause, lexicon) and _time_boxed(clause, said_at, lexicon)
+    ]
     standing_beside = [clause for clause in content if clause not in one_off and clause not in timed and _strong(clause, lexicon)]
     if one_off and not standing_beside:
         return Judgement((), ONE_OFF)
@@ -453,8 +487,45 @@ def _join(clauses: list[str], lexicon: Lexicon) -> str:
 
 
 def _narrates(clause: str, lexicon: Lexicon) -> bool:
-    """A past event ("we shipped a broken lockfile last time"), unless it is a decision or holds from now on."""
-    return bool(lexicon.narration.search(clause)) and not (lexicon.decision.search(clause) or FROM_NOW_ON.search(clause))
+    """A past event ("we shipped a broken lockfile last time"), unless it is a decision, holds
+    from now on, or moved the project to a new state ("we moved the workspace to node 20 last week")."""
+    return bool(lexicon.narration.search(clause)) and not (
+        lexicon.decision.search(clause) or FROM_NOW_ON.search(clause) or _changes_state(clause, lexicon)
+    )
+
+
+# A file a clause names (`utils.py`, `src/app/`): moving something into it is an edit of the moment.
+_FILE_VALUE = re.compile(r"/|\.(?:[a-z]{1,5})$", re.IGNORECASE)
+
+
+def _changes_state(clause: str, lexicon: Lexicon) -> bool:
+    """The project or its environment moved to a new standing state, and the clause names it: a
+    version, a port, a profile, a host ("switched the CI image to ubuntu-24.04", "von yarn auf bun",
+    "ポートを 8093 に変えた"). Moving a function into a file is an edit of the moment, not a state."""
+    change = lexicon.state_change.search(clause)
+    if change is None:
+        return False
+    # The new state follows the verb ("switched the repo to pnpm 9"), except where the verb comes
+    # last ("auf Postgres 16 umgestiegen", "Python 3.12 に上げた").
+    target = clause if lexicon.language in _VERB_LAST_LANGUAGES else clause[change.end() :]
+    values = [value.strip("`") for value in VALUE.findall(target)]
+    if any(not _FILE_VALUE.search(value) for value in values) or _NAMED_VERSION.search(target):
+        return True
+    # "the team switched from yarn to bun": two named tools and no number is still a state.
+    return bool(_FROM_TO.search(clause))
+
+
+_VERB_LAST_LANGUAGES = frozenset({"ja", "ko", "de"})
+
+
+# A tool and its major version, which `VALUE` leaves out for being one digit: "pnpm 9", "Java 8".
+_NAMED_VERSION = re.compile(r"\b[A-Za-z][\w.+-]*\s+v?\d+(?:\.\d+)*\b")
+
+
+_FROM_TO = re.compile(
+    r"\b(?:from|von|de|desde|с)\s+\S+(?:\s+\S+)?\s+(?:to|auf|zu|nach|a|para|à|vers|на)\s+\S|从.{1,20}(?:换成|改成|切换到|迁移到|升级到|到)",
+    re.IGNORECASE,
+)
 
 
 _MEANINGFUL_LEAD_IN = re.compile(r"^(?:btw|by the way|au fait|übrigens|кстати|顺便|ちなみに|참고로|por cierto|aliás)\b", re.IGNORECASE)
@@ -505,8 +576,10 @@ def _signal(whole: str, sentence: str, lexicon: Lexicon, *, lead_in: bool) -> tu
         return "constraint", 0.8
     if lead_in:
         return ("constraint", 0.8) if _DECIDING_LEAD_IN.match(sentence) else ("fact", 0.6)
-    if lexicon.durable.search(whole) and not (lexicon.status.search(whole) or _DESCRIBED.search(whole)):
+    if lexicon.durable.search(whole) and not (lexicon.status.search(whole) or _DESCRIBED.search(whole) or _scope_of_request(whole, lexicon)):
         return "constraint", 0.8
+    if _changes_state(whole, lexicon) and not (lexicon.request.search(whole) or lexicon.chatter.search(whole) or lexicon.at_hand.search(whole)):
+        return "fact", 0.7
     if _weak_blocked(whole, lexicon) or _too_short(whole, lexicon):
         return None
     if lexicon.preference.search(whole):
@@ -516,6 +589,18 @@ def _signal(whole: str, sentence: str, lexicon: Lexicon, *, lead_in: bool) -> tu
     if lexicon.team.search(whole) or lexicon.convention.search(whole):
         return "preference", 0.7
     return None
+
+
+# "everywhere" in each language's durable words: in a request it says how far the change at hand
+# reaches ("rename get_usr to get_user everywhere"), not that something holds from now on.
+_EVERYWHERE = re.compile(r"\b(?:everywhere|partout|überall|везде|en todas partes|em todo lugar|em toda parte)\b|到处|所有地方|どこでも|모든 곳", re.IGNORECASE)
+
+
+def _scope_of_request(text: str, lexicon: Lexicon) -> bool:
+    """A request whose only standing word is its reach: "rename X everywhere please"."""
+    if not lexicon.request.search(text):
+        return False
+    return all(_EVERYWHERE.fullmatch(match.group(0).strip()) for match in lexicon.durable.finditer(text))
 
 
 # A weak signal in fewer words than this is a fragment ("go", "in dev"), not a statement.
