@@ -317,7 +317,7 @@ def _collect_tasks(
     by_workdir: dict[str, TaskEvidence] = {cwd: primary}
     # Commands run for a one-off ("skip the hooks for this commit only") did the exception once;
     # remembered as commands that worked, they would serve it as a way of working.
-    one_off_turns = {turn for turn, text in enumerate(user_texts, start=1) if asks_one_off(text, said_at)}
+    one_off_turns = {turn for turn, text in enumerate(user_texts, start=1) if asks_one_off(text)}
     for run in _command_runs(items, cwd):
         if run.turn in one_off_turns:
             continue

@@ -53,6 +53,7 @@ class Lexicon:
     # 16 umgestiegen", 升级到): past in form, a fact from now on. `extract.rules` also wants a value.
     state_change: re.Pattern[str]
     retraction: re.Pattern[str]  # "no more X", "X 不要了", "statt X": names what is dropped
+    also: re.Pattern[str]  # "also", 另外, あと, außerdem: adds to what was said before
     reason: re.Pattern[str] | None = None  # "because ..." (group 1 is the reason)
 
 
@@ -86,7 +87,7 @@ ENGLISH = Lexicon(
         r"|^(?:can|could|would|will)\s+you\b|^let'?s\b|^I\s+(?:need|want|'d like)\s+you\s+to\b|^go ahead\b"
     ),
     at_hand=_p(
-        r"\b(?:this|that|these|those)\s+(?:function|method|class|file|module|test|bug|error|issue|PR|pull request|change|diff"
+        r"\b(?:this|that|these|those)\s+(?:(?:one|flaky|failing|broken|new|old|same|last|first)\s+)?(?:function|method|class|file|module|test|bug|error|issue|PR|pull request|change|diff"
         r"|line|query|endpoint|component|script|snippet|variable|loop|client|case|one)s?\b|\bthe failing\b"
         r"|^(?:starting|working|moving|continuing|back) on\b"
     ),
@@ -112,7 +113,7 @@ ENGLISH = Lexicon(
         r"|(?:^|,\s*)(?:(?:just|please|and|but|so|also|then)\s+)*(?:don'?t|do not)\b"
     ),
     decision=_p(
-        r"\b(?:we|I|the team)\s+(?:have\s+|'ve\s+|had\s+)?(?:decided|agreed|chose|chosen|picked|settled on|went with|are going with"
+        r"\b(?:we|I|the team)\s*(?:have\s+|'ve\s+|had\s+)?(?:decided|agreed|chose|chosen|picked|settled on|went with|are going with"
         r"|'re going with|will go with|'ll go with|go with|are sticking with|'re sticking with|will stick with|'ll stick with"
         r"|stick with|are keeping|'re keeping|keep|standardi[sz]ed on|switched to|moved to|migrated to|are using|'re using)\b"
         r"|\bdecision\b|\bfinal call\b"
@@ -154,6 +155,7 @@ ENGLISH = Lexicon(
         r"|downgraded|rolled (?:over|forward))\b.{0,60}?\b(?:to|onto|over to)\b(?!\s+(?:see|try|check|test|make|fix|get|avoid)\b)"
         r"|\bfrom\s+\S+(?:\s+\S+)?\s+to\s+\S|\b(?:is|are|lives?|runs?)\s+now\b|\bnow\s+(?:on|uses?|runs?|lives?|is|are)\b"
     ),
+    also=_p(r"^(?:and\s+)?(?:also|additionally|plus|on top of that|as well)\b|\b(?:as well|too)[.!]?$"),
     retraction=_p(r"\b(?:no more|not any ?more|no longer|drop|dropped|ditch|scrap|forget|is out|are out|instead of|rather than|replaced?|replaces)\b"),
 )
 
@@ -179,6 +181,7 @@ CHINESE = Lexicon(
     state_change=_p(
         r"升级到|升到|迁移到|迁到|切换到|切到|换成|换到|改成|改为|改到|搬到|转到|更新到|升级为|迁移至|现在(?:用|是|在|跑)"
     ),
+    also=_p(r"^(?:另外|还有|此外|并且|而且)|也要|也得|也请"),
     retraction=_p(r"不要了|不用了|不再|弃用|废弃|去掉|换掉|代替|取代|而不是|已经删|删掉了"),
     reason=re.compile(r"(?:因为|由于)(.+)$"),
 )
@@ -211,6 +214,7 @@ JAPANESE = Lexicon(
     state_change=_p(
         r"に移行|へ移行|に上げ|に切り替え|へ切り替え|に変更し|に変え|に移し|に移っ|に更新し|にアップグレード|に乗り換え|今は"
     ),
+    also=_p(r"^(?:あと|それと|さらに|加えて|また)|も(?:必ず|コミット|PR|実行|走らせ)"),
     retraction=_p(r"やめ|使わない|廃止|代わりに|ではなく|じゃなく|不要|なし(?:で|に)"),
 )
 
@@ -242,6 +246,7 @@ KOREAN = Lexicon(
     state_change=_p(
         r"(?:로|으로)\s*(?:다\s*)?(?:옮겼|바꿨|바꾸었|올렸|전환했|이전했|마이그레이션했|업그레이드했|변경했|갈아탔|넘어갔)|이제는?\s"
     ),
+    also=_p(r"^(?:그리고|또|또한|추가로)|도\s"),
     retraction=_p(r"말고|대신|안 써|쓰지 않|폐기|그만|더 이상"),
 )
 
@@ -259,7 +264,7 @@ SPANISH = Lexicon(
     ),
     at_hand=_p(r"\b(?:este|esta|estos|estas|ese|esa)\s+(?:función|método|clase|archivo|fichero|módulo|test|prueba|bug|error|problema|PR|cambio|script|variable|cliente)\b"),
     one_off=_p(
-        r"\b(?:esta vez|por esta vez|por una vez|solo esta vez|sólo esta vez|(?:solo|sólo)\s+(?:por\s+)?hoy"
+        r"\b(?:esta vez|por esta vez|por una vez|solo esta vez|sólo esta vez|(?:solo|sólo)\s+(?:por\s+)?hoy|por hoy|hoy solo|hoy sólo"
         r"|(?<!no )(?:solo|sólo|solamente|únicamente)\s+(?:para|en)\s+(?:este|esta)\b|excepcionalmente|de forma excepcional)"
     ),
     temporary=_p(r"\b(?:por ahora|de momento|por el momento|temporalmente|provisionalmente|esta semana|hasta|todavía no|aún no|todavía|hoy|mañana)\b"),
@@ -290,6 +295,7 @@ SPANISH = Lexicon(
         r"\b(?:migramos|migré|migrado|migrada|cambiamos|cambié|cambiado|pasamos|pasé|pasado|actualizamos|actualicé|actualizado|movimos|movido|subimos|subido)\b.{0,60}?\b(?:a|al|hacia)\b"
         r"|\bde\s+\S+\s+a\s+\S|\bahora\s+(?:usa|usamos|corre|está|es|vive)\b"
     ),
+    also=_p(r"^(?:y\s+)?(?:también|además)\b|\btambién\b"),
     retraction=_p(r"\b(?:ya no|nada de|en vez de|en lugar de|olvida|olvídate|descarta|fuera)\b"),
     reason=re.compile(r"(?:,\s*|\s)(?:porque|ya que|puesto que)\s+(.+)$", _FLAGS),
 )
@@ -309,7 +315,7 @@ PORTUGUESE = Lexicon(
     ),
     at_hand=_p(r"\b(?:este|esta|esse|essa|nesse|nessa|neste|nesta)\s+(?:função|método|classe|arquivo|módulo|teste|bug|erro|problema|PR|mudança|script|variável|cliente)\b"),
     one_off=_p(
-        r"\b(?:desta vez|dessa vez|só desta vez|só dessa vez|uma vez só|(?:só|somente|apenas)\s+(?:por\s+)?hoje|por hoje"
+        r"\b(?:desta vez|dessa vez|só desta vez|só dessa vez|uma vez só|(?:só|somente|apenas)\s+(?:por\s+)?hoje|por hoje|hoje só|hoje somente"
         r"|(?<!não )(?:só|somente|apenas)\s+(?:neste|nesse|nesta|nessa|para este|pra este|para esse|pra esse)\b|excepcionalmente)"
     ),
     temporary=_p(r"\b(?:por enquanto|por ora|temporariamente|provisoriamente|esta semana|essa semana|até|ainda não|ainda(?=\s*[.!]?$)|hoje|amanhã)\b"),
@@ -337,6 +343,7 @@ PORTUGUESE = Lexicon(
         r"\b(?:migramos|migrei|migrado|mudamos|mudei|mudado|passamos|passei|atualizamos|atualizei|atualizado|movemos|trocamos|troquei|subimos)\b.{0,60}?\b(?:para|pra|pro|ao|à|a)\b"
         r"|\bde\s+\S+\s+para\s+\S|\bagora\s+(?:usa|usamos|roda|está|é|fica)\b"
     ),
+    also=_p(r"^(?:e\s+)?(?:também|além disso)\b|\btambém\b"),
     retraction=_p(r"\b(?:não mais|nada de|em vez de|ao invés de|esquece|descarta|chega de)\b"),
     reason=re.compile(r"(?:,\s*|\s)(?:porque|pois|já que)\s+(.+)$", _FLAGS),
 )
@@ -392,6 +399,7 @@ FRENCH = Lexicon(
         r"\b(?:migré|migrés|migrée|passé|passés|passée|basculé|basculés|changé|mis à jour|monté|montés|déplacé|déménagé)\b.{0,60}?\b(?:à|au|aux|vers|sur|en)\b"
         r"|\bde\s+\S+\s+(?:à|vers)\s+\S|\bmaintenant\s+(?:sur|on utilise|tourne|est)\b"
     ),
+    also=_p(r"^(?:et\s+)?(?:aussi|en plus|également)\b|\baussi\b"),
     retraction=_p(r"\b(?:plus de|fini|à la place de|au lieu de|oublie|abandonne|on abandonne)\b"),
     reason=re.compile(r"(?:,\s*|\s)(?:parce que|car|puisque)\s+(.+)$", _FLAGS),
 )
@@ -446,6 +454,7 @@ GERMAN = Lexicon(
         r"\b(?:umgestiegen|umgezogen|migriert|gewechselt|aktualisiert|hochgezogen|angehoben|umgestellt|geupdatet|upgegradet|gehoben|verschoben)\b"
         r"|\bvon\s+\S+\s+(?:auf|zu|nach)\s+\S|\b(?:läuft|laufen|liegt|liegen|ist|sind)\s+(?:jetzt|nun)\b|\b(?:jetzt|nun)\s+(?:auf|mit|läuft|laufen|ist|sind)\b"
     ),
+    also=_p(r"^(?:und\s+)?(?:außerdem|auch|zusätzlich|ebenfalls)\b|\bauch\b"),
     retraction=_p(r"\b(?:nicht mehr|kein\w*\s.{0,20}mehr|statt|anstatt|vergiss|ist raus|sind raus|fliegt raus|ersetzt)\b"),
     reason=re.compile(r"(?:,\s*|\s)(?:weil|da|denn)\s+(.+)$", _FLAGS),
 )
@@ -495,6 +504,7 @@ RUSSIAN = Lexicon(
         r"\b(?:перешли|перешёл|перешел|переехали|переехал|мигрировали|обновили|обновил|подняли|поднял|переключились|переключили|сменили|поменяли|перевели)\b.{0,60}?\b(?:на|в)\b"
         r"|\bс\s+\S+\s+на\s+\S|\bтеперь\s+(?:на|используем|работает|живёт|живет|крутится)\b"
     ),
+    also=_p(r"^(?:и\s+)?(?:ещё|еще|также|тоже|кроме того)\b|\b(?:тоже|также)\b"),
     retraction=_p(r"\b(?:больше не|вместо|забудь|убираем|отказались|выкинули)\b"),
     reason=re.compile(r"(?:,\s*|\s)(?:потому что|так как|поскольку)\s+(.+)$", _FLAGS),
 )

@@ -230,11 +230,11 @@ def rules_in_message(
     return rules
 
 
-def asks_one_off(text: str, said_at: datetime | None) -> bool:
+def asks_one_off(text: str) -> bool:
     """The message asks for an exception for once ("use --no-verify for this commit only", 今回だけ,
-    "nur dieses Mal"): a sentence of it is judged a one-off. What is done in answer is not a way
-    of working to remember."""
-    return any(judge_sentence(sentence, said_at).verdict == ONE_OFF for sentence in message_sentences(text))
+    "nur dieses Mal"), as a statement or as a question ("could you build it with X just today?").
+    What is done in answer is not a way of working to remember."""
+    return any(lexicon_for(sentence).one_off.search(sentence) for sentence in message_sentences(text))
 
 
 def rules_in_session(
@@ -250,13 +250,83 @@ def rules_in_session(
     8090"). Said again with no change, the first saying is kept."""
     kept: list[RecognisedRule] = []
     for turn, text in enumerate(user_turns, start=1):
-        for rule in rules_in_message(text, said_at, fallback=fallback):
+        found = rules_in_message(text, said_at, fallback=fallback)
+        follow_ups = [] if found else _follow_up(text, kept, said_at)
+        for rule in found or follow_ups:
             rule = replace(rule, turn=turn)
             if any(rule.text == seen.text for seen in kept):
                 continue
-            kept = [seen for seen in kept if not _replaces(rule, seen)]
+            corrected = _corrected(rule, kept, answers_the_last=not found)
+            kept = [seen for seen in kept if seen is not corrected and not _replaces(rule, seen)]
             kept.append(rule)
     return kept
+
+
+def _follow_up(text: str, kept: list[RecognisedRule], said_at: datetime | None) -> list[RecognisedRule]:
+    """A message that only makes sense beside a standing statement said earlier in the session:
+    it corrects it ("actually scratch that, ruff format instead"), drops what it named ("loguru is
+    out") or adds to it ("also run tsc before committing" after "always
+    run eslint before you commit"). It stands as the earlier one stood, with its type."""
+    stripped = text.strip()
+    if not kept or not stripped or len(stripped) > MAX_RULE_CHARS or "\n" in stripped:
+        return []
+    if judge_sentence(stripped, said_at).verdict in (QUESTION, PROGRAM_OUTPUT, CHATTER, ONE_OFF):
+        return []
+    lexicon = lexicon_for(stripped)
+    candidate = RecognisedRule(text=stripped, type=kept[-1].type, weight=kept[-1].weight, language=lexicon.language)
+    if _corrects(stripped, lexicon):
+        earlier = _corrected(candidate, kept, answers_the_last=True)
+        return [replace(candidate, type=earlier.type, weight=earlier.weight)] if earlier is not None else []
+    dropped = [seen for seen in kept if _drops_earlier(stripped, seen.text, lexicon)]
+    if dropped:
+        return [replace(candidate, type=dropped[-1].type, weight=dropped[-1].weight)]
+    if lexicon.also.search(stripped):
+        related = [seen for seen in kept if len(_subject_words(stripped) & _subject_words(seen.text)) >= ADDITION_SHARED_WORDS]
+        return [replace(candidate, type=related[-1].type, weight=related[-1].weight)] if related else []
+    return []
+
+
+# An addition ("also run tsc before committing") shares this many words with the rule it adds to.
+ADDITION_SHARED_WORDS = 2
+# "No, ..." in each language: the message answers what was said before it.
+_LEADING_NO = re.compile(r"^(?:[^\W\d]+[,\s]+){0,2}?(?:no|nope|nah|nee|nein|ne|non|não|нет|不|いや|아니)\s*[,，.!、]", re.IGNORECASE)
+
+
+def _corrects(text: str, lexicon: Lexicon) -> bool:
+    return bool(lexicon.correction.search(text) or _LEADING_NO.search(text))
+
+
+def _corrected(later: RecognisedRule, kept: list[RecognisedRule], *, answers_the_last: bool = False) -> RecognisedRule | None:
+    """The earlier statement a correction ("actually", "no, ...", "wait, changed my mind") replaces:
+    the latest that shares a word or a value with it. With `answers_the_last` (a message that
+    states nothing on its own) led by a "no" ("en fait non, on part sur Liquibase"), else the latest of all. None
+    when the later statement is no correction, or adds ("actually, also run the linter")."""
+    stripped = later.text.strip()
+    lexicon = lexicon_for(stripped)
+    if not _corrects(stripped, lexicon) or lexicon.also.search(stripped):
+        return None
+    earlier = [seen for seen in kept if seen.turn is None or later.turn is None or seen.turn < later.turn]
+    if not earlier:
+        return None
+    later_stems, later_values = _stems(stripped), _values(stripped)
+    related = [seen for seen in earlier if later_stems & _stems(seen.text) or later_values & _values(seen.text)]
+    if related:
+        return related[-1]
+    # "en fait non, on part sur Liquibase": a "no" answers what was just said, whatever it names.
+    return earlier[-1] if answers_the_last and _LEADING_NO.search(stripped) else None
+
+
+# Words of one family share their first letters in the Latin and Cyrillic languages ("format",
+# "formatting", "formatage", "Formatierung"): a correction need not repeat the earlier word exactly.
+STEM_CHARACTERS = 5
+
+
+def _stems(text: str) -> set[str]:
+    return {word[:STEM_CHARACTERS] for word in _subject_words(text)}
+
+
+def _values(text: str) -> set[str]:
+    return {value.strip("`").casefold() for value in VALUE.findall(text)}
 
 
 _SUBJECT_WORD = re.compile(r"[^\W\d_]{3,}|[\u3400-\u9fff\u3040-\u30ff\uac00-\ud7af]{2}")
@@ -382,7 +452,9 @@ def _judge_in(lexicon: Lexicon, stripped: str, judged: str, said_at: datetime | 
     timed = [
         clause for clause in content if clause not in one_off and not _changes_state(clause, lexicon) and _time_boxed(clause, said_at, lexicon)
     ]
-    standing_beside = [clause for clause in content if clause not in one_off and clause not in timed and _strong(clause, lexicon)]
+    # Beside a one-off, only what says it holds from now on stands ("just this once skip the hooks,
+    # but never push to main"); a bare imperative ("..., usa SKIP=rubocop") is how the one-off is done.
+    standing_beside = [clause for clause in content if clause not in one_off and clause not in timed and _standing(clause, lexicon)]
     if one_off and not standing_beside:
         return Judgement((), ONE_OFF)
     signal = _signal(whole, judged, lexicon, lead_in=bool(lead) and _meaningful_lead_in(lead.group(0)))
