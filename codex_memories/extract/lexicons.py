@@ -88,7 +88,7 @@ ENGLISH = Lexicon(
     ),
     at_hand=_p(
         r"\b(?:this|that|these|those)\s+(?:(?:one|flaky|failing|broken|new|old|same|last|first)\s+)?(?:function|method|class|file|module|test|bug|error|issue|PR|pull request|change|diff"
-        r"|line|query|endpoint|component|script|snippet|variable|loop|client|case|one)s?\b|\bthe failing\b"
+        r"|line|query|endpoint|component|script|snippet|variable|loop|client|case|one)s?\b|\bthe failing\b|\b(?:just\s+)?to see (?:if|whether)\b|\bto try (?:it|something)\b|\bas an experiment\b"
         r"|^(?:starting|working|moving|continuing|back) on\b"
     ),
     one_off=_p(
@@ -153,7 +153,7 @@ ENGLISH = Lexicon(
     state_change=_p(
         r"\b(?:moved|switched|migrated|upgraded|updated|bumped|changed|ported|transitioned|swapped|standardi[sz]ed|converted|went"
         r"|downgraded|rolled (?:over|forward))\b.{0,60}?\b(?:to|onto|over to)\b(?!\s+(?:see|try|check|test|make|fix|get|avoid)\b)"
-        r"|\bfrom\s+\S+(?:\s+\S+)?\s+to\s+\S|\b(?:is|are|lives?|runs?)\s+now\b|\bnow\s+(?:on|uses?|runs?|lives?|is|are)\b"
+        r"|\b(?:is|are|lives?|runs?)\s+now\b|\bnow\s+(?:on|uses?|runs?|lives?|is|are)\b"
     ),
     also=_p(r"^(?:and\s+)?(?:also|additionally|plus|on top of that|as well)\b|\b(?:as well|too)[.!]?$"),
     retraction=_p(r"\b(?:no more|not any ?more|no longer|drop|dropped|ditch|scrap|forget|is out|are out|instead of|rather than|replaced?|replaces)\b"),
@@ -164,7 +164,7 @@ CHINESE = Lexicon(
     question=_p(r"^(?:为什么|为啥|怎么|能不能|可不可以|是不是|要不要|是否|哪|什么|谁|几)|是不是|有没有|能不能|要不要|可不可以|对不对|是否|吗[。！.!]?$|呢[。.]?$|^不知道"),
     chatter=_p(r"^(?:谢谢|多谢|感谢|好的|好吧|行|可以了|没问题|收到|明白|了解|早上好|你好|嗨|晚安|辛苦了|不错|完美|太好了|我觉得|我猜|可能|也许|好像|似乎|感觉)"),
     request=_p(r"^(?:请)?(?:帮我|帮忙|麻烦你?|给我|把|修一下|修复|加上|加个|添加|实现|重构|改一下|修改|重命名|写一个|写个|删掉|删除|看看|看一下|检查|跑一下|运行|调试|查一下|解释|你能|你可以)|(?:我们|咱们)把.*吧|吧[。！!]?$"),
-    at_hand=_p(r"这个(?:函数|方法|类|文件|模块|测试|bug|错误|问题|PR|改动|提交|脚本|变量|客户端)|这次改动|刚才"),
+    at_hand=_p(r"这个(?:函数|方法|类|文件|模块|测试|bug|错误|问题|PR|改动|提交|脚本|变量|客户端)|这次改动|刚才|试试|试一下|看看效果"),
     one_off=_p(r"这次|这一次|本次|就这一次|只这一次|仅此一次|只有这次|今天先|就今天|只今天|仅今天|只限今天|这个提交|这次提交|例外"),
     temporary=_p(r"暂时|目前先|直到|先别|先不要|还不|暂且|这周|本周|这个星期|本月|这个月|今天|今晚|明天|之前先|在.{1,12}之前"),
     durable=_p(r"总是|一直|始终|永远|以后|今后|从现在开始|往后|默认|一律|统一|每次|长期|彻底|在这个(?:仓库|项目|代码库)|本仓库|本项目|这个(?:仓库|项目)"),
@@ -179,7 +179,7 @@ CHINESE = Lexicon(
     status=_p(r"失败|报错|出错|挂了|坏了|不工作|超时|崩溃|卡住|有问题|bug"),
     correction=_p(r"^(?:其实|不对|更正|纠正|抱歉|等等|等一下|等下|说错了|我是说|应该是|改主意|算了|还是改)|改主意了|不是.{1,20}而是"),
     state_change=_p(
-        r"升级到|升到|迁移到|迁到|切换到|切到|换成|换到|改成|改为|改到|搬到|转到|更新到|升级为|迁移至|现在(?:用|是|在|跑)"
+        r"升级到|升到|迁移到|迁到|切换到|切到|换成|换到|改成|改为|改到|搬到|挪到|移到|转到|更新到|升级为|迁移至|现在(?:用|是|在|跑)"
     ),
     also=_p(r"^(?:另外|还有|此外|并且|而且)|也要|也得|也请"),
     retraction=_p(r"不要了|不用了|不再|弃用|废弃|去掉|换掉|代替|取代|而不是|已经删|删掉了"),
@@ -197,7 +197,7 @@ JAPANESE = Lexicon(
         r"(?:直して|修正して|追加して|実装して|リファクタ|リネームして|名前を変えて|書いて|作って|削除して|消して|確認して|見て|調べて"
         r"|実行して|動かして|更新して|説明して|変更して)(?:ください|くれ|ほしい|もらえ|もらえると)?|しよう[。！]?$|しましょう[。！]?$"
     ),
-    at_hand=_p(r"この(?:関数|メソッド|クラス|ファイル|モジュール|テスト|バグ|エラー|問題|PR|変更|コミット|スクリプト|変数|クライアント)|今の|さっきの"),
+    at_hand=_p(r"この(?:関数|メソッド|クラス|ファイル|モジュール|テスト|バグ|エラー|問題|PR|変更|コミット|スクリプト|変数|クライアント)|今の|さっきの|試しに|様子見"),
     one_off=_p(r"今回だけ|今回は|今回のみ|今日だけ|本日のみ|(?:この|今回の)(?:コミット|PR|プルリクエスト|デプロイ)(?:だけ|のみ)|一回だけ|一度だけ|例外的に|今だけ"),
     temporary=_p(r"当面|しばらく|一時的に|暫定|今週|来週まで|まで|まだ|とりあえず|当分|今日|明日"),
     durable=_p(r"常に|いつも|必ず|絶対|今後|これから|以後|ずっと|デフォルトで|基本的に|原則|毎回|すべて|全て|このリポジトリ|このプロジェクト|このチーム"),
@@ -212,7 +212,7 @@ JAPANESE = Lexicon(
     status=_p(r"失敗|落ちる|落ちて|動かない|エラー|壊れ|タイムアウト|遅い|バグ|おかしい|クラッシュ"),
     correction=_p(r"^(?:訂正|間違え|すみません|ごめん|やっぱり|実は|いや|待って|ちょっと待って|気が変わ)|気が変わった|ではなくて|じゃなくて"),
     state_change=_p(
-        r"に移行|へ移行|に上げ|に切り替え|へ切り替え|に変更し|に変え|に移し|に移っ|に更新し|にアップグレード|に乗り換え|今は"
+        r"に移行|へ移行|に上げ|に切り替え|へ切り替え|に変更し|に変え|に移し|に移っ|に移り|へ移|に更新し|にアップグレード|に乗り換え|今は"
     ),
     also=_p(r"^(?:あと|それと|さらに|加えて|また)|も(?:必ず|コミット|PR|実行|走らせ)"),
     retraction=_p(r"やめ|使わない|廃止|代わりに|ではなく|じゃなく|不要|なし(?:で|に)"),
@@ -229,7 +229,7 @@ KOREAN = Lexicon(
         r"(?:고쳐|수정해|추가해|구현해|리팩터링해|바꿔|변경해|작성해|만들어|삭제해|지워|확인해|봐|찾아|실행해|돌려|업데이트해|설명해|알려)\s*(?:줘|주세요|줄래|주실래요|줘요|줘야)"
         r"|하자[.!]?$|바꾸자|해 ?줘야"
     ),
-    at_hand=_p(r"이 (?:함수|메서드|클래스|파일|모듈|테스트|버그|에러|오류|문제|PR|변경|커밋|스크립트|변수|클라이언트)|이번 변경|방금"),
+    at_hand=_p(r"이 (?:함수|메서드|클래스|파일|모듈|테스트|버그|에러|오류|문제|PR|변경|커밋|스크립트|변수|클라이언트)|이번 변경|방금|시험 삼아|한번 보려고"),
     one_off=_p(r"이번만|이번에만|이번에는|이번 커밋|오늘만|이번 한 번|한 번만|딱 한 번|예외적으로|지금만"),
     temporary=_p(r"당분간|일단|임시로|잠시|이번 주|까지|아직|오늘|내일"),
     durable=_p(r"항상|늘|언제나|절대|반드시|무조건|앞으로|이제부터|기본적으로|기본으로|원칙적으로|매번|모든|이 저장소|이 프로젝트|이 레포|이 팀"),
@@ -262,7 +262,7 @@ SPANISH = Lexicon(
         r"|borra|quita|mueve|depura|investiga|mira|revisa|comprueba|prueba|ejecuta|corre|haz|muéstrame|explica|explícame|pon)\b"
         r"|^(?:puedes|podrías)\b|^vamos a\s+(?!usar\b)\w+|^necesito que\b|^quiero que\b"
     ),
-    at_hand=_p(r"\b(?:este|esta|estos|estas|ese|esa)\s+(?:función|método|clase|archivo|fichero|módulo|test|prueba|bug|error|problema|PR|cambio|script|variable|cliente)\b"),
+    at_hand=_p(r"\b(?:este|esta|estos|estas|ese|esa)\s+(?:función|método|clase|archivo|fichero|módulo|test|prueba|bug|error|problema|PR|cambio|script|variable|cliente)\b|\bpara ver si\b|\ba ver si\b"),
     one_off=_p(
         r"\b(?:esta vez|por esta vez|por una vez|solo esta vez|sólo esta vez|(?:solo|sólo)\s+(?:por\s+)?hoy|por hoy|hoy solo|hoy sólo"
         r"|(?<!no )(?:solo|sólo|solamente|únicamente)\s+(?:para|en)\s+(?:este|esta)\b|excepcionalmente|de forma excepcional)"
@@ -293,7 +293,7 @@ SPANISH = Lexicon(
     correction=_p(r"^(?:en realidad|corrijo|corrección|perdón|perdona|mejor dicho|quise decir|espera|pensándolo mejor|cambio de planes|cambié de opinión)\b|\bno\s+\S+,\s*sino\b"),
     state_change=_p(
         r"\b(?:migramos|migré|migrado|migrada|cambiamos|cambié|cambiado|pasamos|pasé|pasado|actualizamos|actualicé|actualizado|movimos|movido|subimos|subido)\b.{0,60}?\b(?:a|al|hacia)\b"
-        r"|\bde\s+\S+\s+a\s+\S|\bahora\s+(?:usa|usamos|corre|está|es|vive)\b"
+        r"|\bahora\s+(?:usa|usamos|corre|está|es|vive)\b"
     ),
     also=_p(r"^(?:y\s+)?(?:también|además)\b|\btambién\b"),
     retraction=_p(r"\b(?:ya no|nada de|en vez de|en lugar de|olvida|olvídate|descarta|fuera)\b"),
@@ -313,7 +313,7 @@ PORTUGUESE = Lexicon(
         r"|verifique|testa|roda|rode|executa|faz|faça|mostra|explica|coloca)\b"
         r"|^(?:você pode|pode|poderia)\b|^vamos\s+(?!de\b|usar\b|com\b|continuar\b)\w+|^preciso que\b|^quero que\b"
     ),
-    at_hand=_p(r"\b(?:este|esta|esse|essa|nesse|nessa|neste|nesta)\s+(?:função|método|classe|arquivo|módulo|teste|bug|erro|problema|PR|mudança|script|variável|cliente)\b"),
+    at_hand=_p(r"\b(?:este|esta|esse|essa|nesse|nessa|neste|nesta)\s+(?:função|método|classe|arquivo|módulo|teste|bug|erro|problema|PR|mudança|script|variável|cliente)\b|\bpr?a ver se\b|\bpara ver se\b"),
     one_off=_p(
         r"\b(?:desta vez|dessa vez|só desta vez|só dessa vez|uma vez só|(?:só|somente|apenas)\s+(?:por\s+)?hoje|por hoje|hoje só|hoje somente"
         r"|(?<!não )(?:só|somente|apenas)\s+(?:neste|nesse|nesta|nessa|para este|pra este|para esse|pra esse)\b|excepcionalmente)"
@@ -340,8 +340,9 @@ PORTUGUESE = Lexicon(
     status=_p(r"\b(?:falha|falham|falhou|falhando|quebrado|quebrada|quebra|erro|erros|não funciona|timeout|trava|lento|bug)\b"),
     correction=_p(r"^(?:na verdade|corrigindo|correção|desculpa|quer dizer|quis dizer|espera|pensando bem|mudei de ideia|mudança de planos)\b|\bnão\s+\S+,\s*(?:mas|e sim)\b"),
     state_change=_p(
-        r"\b(?:migramos|migrei|migrado|mudamos|mudei|mudado|passamos|passei|atualizamos|atualizei|atualizado|movemos|trocamos|troquei|subimos)\b.{0,60}?\b(?:para|pra|pro|ao|à|a)\b"
-        r"|\bde\s+\S+\s+para\s+\S|\bagora\s+(?:usa|usamos|roda|está|é|fica)\b"
+        r"\b(?:migramos|migrei|migrou|migraram|migrado|mudamos|mudei|mudou|mudaram|mudado|passamos|passei|passou|passaram|atualizamos|atualizei|atualizou|atualizado"
+        r"|movemos|moveu|trocamos|troquei|trocou|trocaram|subimos|subiu)\b.{0,60}?\b(?:para|pra|pro|ao|à|a|pelo|pela)\b"
+        r"|\bagora\s+(?:usa|usamos|roda|está|é|fica)\b"
     ),
     also=_p(r"^(?:e\s+)?(?:também|além disso)\b|\btambém\b"),
     retraction=_p(r"\b(?:não mais|nada de|em vez de|ao invés de|esquece|descarta|chega de)\b"),
@@ -363,7 +364,7 @@ FRENCH = Lexicon(
         r"|écris|crée|supprime|enlève|déplace|débogue|regarde|vérifie|teste|lance|exécute|fais|montre|explique)\b"
         r"|^(?:tu peux|peux-tu|pourrais-tu|est-ce que tu peux)\b|^\w+ons\b|^j'ai besoin que\b|^je veux que\b"
     ),
-    at_hand=_p(r"\b(?:ce|cet|cette|ces)\s+(?:fonction|méthode|classe|fichier|module|test|bug|erreur|problème|PR|changement|script|variable|client)s?\b"),
+    at_hand=_p(r"\b(?:ce|cet|cette|ces)\s+(?:fonction|méthode|classe|fichier|module|test|bug|erreur|problème|PR|changement|script|variable|client)s?\b|\bpour voir si\b|\bà l'essai\b"),
     one_off=_p(
         r"\b(?:cette fois|pour cette fois|pour une fois|(?:juste|seulement|uniquement) aujourd'hui|aujourd'hui seulement"
         r"|(?<!pas )(?:juste|uniquement|seulement|rien que) pour (?:ce|cette|cet)\b|exceptionnellement|à titre exceptionnel)"
@@ -397,7 +398,7 @@ FRENCH = Lexicon(
     correction=_p(r"^(?:en fait|correction|pardon|désolé|je voulais dire|plutôt|attends|réflexion faite|finalement|changement de plan|j'ai changé d'avis)\b|\bpas\s+\S+,\s*mais\b"),
     state_change=_p(
         r"\b(?:migré|migrés|migrée|passé|passés|passée|basculé|basculés|changé|mis à jour|monté|montés|déplacé|déménagé)\b.{0,60}?\b(?:à|au|aux|vers|sur|en)\b"
-        r"|\bde\s+\S+\s+(?:à|vers)\s+\S|\bmaintenant\s+(?:sur|on utilise|tourne|est)\b"
+        r"|\bmaintenant\s+(?:sur|on utilise|tourne|est)\b"
     ),
     also=_p(r"^(?:et\s+)?(?:aussi|en plus|également)\b|\baussi\b"),
     retraction=_p(r"\b(?:plus de|fini|à la place de|au lieu de|oublie|abandonne|on abandonne)\b"),
@@ -419,7 +420,7 @@ GERMAN = Lexicon(
         r"|schreib|schreibe|erstell|erstelle|lösch|lösche|entfern|entferne|verschieb|debugg|schau|prüf|prüfe|teste|mach|zeig|erklär|erkläre)\b"
         r"|^(?:kannst du|könntest du|würdest du)\b|^lass uns\b|^ich brauche,? dass\b|^ich möchte,? dass\b"
     ),
-    at_hand=_p(r"\b(?:diese[nmrs]?|dieser)\s+(?:Funktion|Methode|Klasse|Datei|Modul|Test|Bug|Fehler|Problem|PR|Änderung|Skript|Variable|Client)\b"),
+    at_hand=_p(r"\b(?:diese[nmrs]?|dieser)\s+(?:Funktion|Methode|Klasse|Datei|Modul|Test|Bug|Fehler|Problem|PR|Änderung|Skript|Variable|Client)\b|\bum zu sehen\b|\bzum Testen\b|\bprobeweise\b|\bmal testen\b"),
     one_off=_p(
         r"\b(?:diesmal|dieses mal|dieses eine mal|(?<!nicht )nur heute|heute nur|(?<!nicht )nur für (?:diesen|dieses|diese)\b|ausnahmsweise|einmalig|nur einmal)"
     ),
@@ -452,7 +453,7 @@ GERMAN = Lexicon(
     correction=_p(r"^(?:eigentlich|korrektur|sorry|pardon|ich meinte|vielmehr|warte|planänderung|ich hab's mir anders überlegt|doch lieber)\b|anders überlegt|\bnicht\s+\S+,\s*sondern\b"),
     state_change=_p(
         r"\b(?:umgestiegen|umgezogen|migriert|gewechselt|aktualisiert|hochgezogen|angehoben|umgestellt|geupdatet|upgegradet|gehoben|verschoben)\b"
-        r"|\bvon\s+\S+\s+(?:auf|zu|nach)\s+\S|\b(?:läuft|laufen|liegt|liegen|ist|sind)\s+(?:jetzt|nun)\b|\b(?:jetzt|nun)\s+(?:auf|mit|läuft|laufen|ist|sind)\b"
+        r"|\b(?:läuft|laufen|liegt|liegen|ist|sind)\s+(?:jetzt|nun)\b|\b(?:jetzt|nun)\s+(?:auf|mit|läuft|laufen|ist|sind)\b"
     ),
     also=_p(r"^(?:und\s+)?(?:außerdem|auch|zusätzlich|ebenfalls)\b|\bauch\b"),
     retraction=_p(r"\b(?:nicht mehr|kein\w*\s.{0,20}mehr|statt|anstatt|vergiss|ist raus|sind raus|fliegt raus|ersetzt)\b"),
@@ -474,7 +475,7 @@ RUSSIAN = Lexicon(
         r"|убери|перенеси|отладь|посмотри|проверь|протестируй|запусти|сделай|покажи|объясни|расскажи)\b"
         r"|^(?:можешь|можете|не мог бы)\b|^давай(?:те)?\b|^нужно,? чтобы ты\b|^хочу,? чтобы ты\b"
     ),
-    at_hand=_p(r"\b(?:этот|эта|это|эту|этом|этой|эти)\s+(?:функци\w*|метод\w*|класс\w*|файл\w*|модул\w*|тест\w*|баг\w*|ошибк\w*|проблем\w*|PR|изменени\w*|скрипт\w*|переменн\w*|клиент\w*)"),
+    at_hand=_p(r"\b(?:этот|эта|это|эту|этом|этой|эти)\s+(?:функци\w*|метод\w*|класс\w*|файл\w*|модул\w*|тест\w*|баг\w*|ошибк\w*|проблем\w*|PR|изменени\w*|скрипт\w*|переменн\w*|клиент\w*)|просто посмотреть|чтобы посмотреть|на пробу|для проверки"),
     one_off=_p(r"\b(?:в этот раз|на этот раз|(?<!не )только сегодня|сегодня только|(?<!не )только для (?:этого|этой)|(?<!не )только в (?:этом|этой)|один раз|разово|в виде исключения|в порядке исключения|единожды)\b"),
     temporary=_p(r"\b(?:пока|пока что|временно|на время|на этой неделе|до|пока не|сегодня|завтра)\b"),
     durable=_p(
@@ -501,8 +502,9 @@ RUSSIAN = Lexicon(
     status=_p(r"\b(?:падает|падают|упал|сломан\w*|ломается|ошибк\w*|не работает|таймаут\w*|зависает|тормозит|медленно|баг)\b"),
     correction=_p(r"^(?:на самом деле|поправка|точнее|вернее|извини|я имел в виду|стоп|передумал|передумала|хотя нет)\b|\bпередумал|\bне\s+\S+,\s*а\b"),
     state_change=_p(
-        r"\b(?:перешли|перешёл|перешел|переехали|переехал|мигрировали|обновили|обновил|подняли|поднял|переключились|переключили|сменили|поменяли|перевели)\b.{0,60}?\b(?:на|в)\b"
-        r"|\bс\s+\S+\s+на\s+\S|\bтеперь\s+(?:на|используем|работает|живёт|живет|крутится)\b"
+        r"\b(?:перешли|перешла|перешёл|перешел|ушли|ушла|ушёл|ушел|переехали|переехал|мигрировали|мигрировал|обновили|обновил|подняли|поднял"
+        r"|переключились|переключили|переключил|сменили|сменил|поменяли|поменял|перевели|перевёл|перевел)\b.{0,60}?\b(?:на|в)\b"
+        r"|\bтеперь\s+(?:на|используем|работает|живёт|живет|крутится)\b"
     ),
     also=_p(r"^(?:и\s+)?(?:ещё|еще|также|тоже|кроме того)\b|\b(?:тоже|также)\b"),
     retraction=_p(r"\b(?:больше не|вместо|забудь|убираем|отказались|выкинули)\b"),

@@ -568,6 +568,10 @@ def _narrates(clause: str, lexicon: Lexicon) -> bool:
 
 # A file a clause names (`utils.py`, `src/app/`): moving something into it is an edit of the moment.
 _FILE_VALUE = re.compile(r"/|\.(?:[a-z]{1,5})$", re.IGNORECASE)
+_FILE_NAME = re.compile(
+    r"[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|mjs|go|rs|rb|java|kt|kts|scala|swift|c|h|cc|cpp|hpp|cs|php|vue|svelte|css|scss|html"
+    r"|md|rst|txt|json|ya?ml|toml|ini|cfg|sh|sql|proto|lock)\b"
+)
 
 
 def _changes_state(clause: str, lexicon: Lexicon) -> bool:
@@ -579,7 +583,7 @@ def _changes_state(clause: str, lexicon: Lexicon) -> bool:
         return False
     # The new state follows the verb ("switched the repo to pnpm 9"), except where the verb comes
     # last ("auf Postgres 16 umgestiegen", "Python 3.12 に上げた").
-    target = clause if lexicon.language in _VERB_LAST_LANGUAGES else clause[change.end() :]
+    target = _FILE_NAME.sub(" ", clause if lexicon.language in _VERB_LAST_LANGUAGES else clause[change.end() :])
     values = [value.strip("`") for value in VALUE.findall(target)]
     if any(not _FILE_VALUE.search(value) for value in values) or _NAMED_VERSION.search(target):
         return True
@@ -595,7 +599,8 @@ _NAMED_VERSION = re.compile(r"\b[A-Za-z][\w.+-]*\s+v?\d+(?:\.\d+)*\b")
 
 
 _FROM_TO = re.compile(
-    r"\b(?:from|von|de|desde|с)\s+\S+(?:\s+\S+)?\s+(?:to|auf|zu|nach|a|para|à|vers|на)\s+\S|从.{1,20}(?:换成|改成|切换到|迁移到|升级到|到)",
+    r"\b(?:from|von|de|desde|с)\s+\S+(?:\s+\S+)?\s+(?:to|auf|zu|nach|a|para|à|vers|на)\s+\S|从.{1,20}(?:换成|改成|切换到|迁移到|升级到|到)"
+    r"|から.{1,30}(?:に|へ)|에서.{1,30}(?:으로|로)",
     re.IGNORECASE,
 )
 
