@@ -101,6 +101,7 @@ _ATTRIBUTE_CUES: dict[str, str] = {
     "alias": r"\balias(?:es)?\b|エイリアス|别名|別名|псевдоним\w*|별칭",
     "region": r"\bregions?\b|\bregión\b|\brégion\b|\bregião\b|リージョン|区域|регион\w*|리전",
     "version": r"\bversions?\b|\bversión\b|\bversão\b|バージョン|版本|верси\w*|버전",
+    "registry": r"\bregistr(?:y|ies)\b|\bregistro\b|\bregistre\b|レジストリ|镜像仓库|реестр\w*|레지스트리",
     "package manager": (
         r"package[ -]manager|gestor de paquetes|gerenciador de pacotes|gestionnaire de paquets|paketmanager"
         r"|パッケージ(?:マネージャ|管理)\w*|包管理\w*|менеджер\w* пакетов|패키지 매니저"
@@ -120,10 +121,12 @@ _CUE_STEMS = {
     "alias": ("alias", "エイリアス", "别名", "別名", "псевдоним", "별칭"),
     "region": ("region", "región", "région", "região", "リージョン", "区域", "регион", "리전"),
     "version": ("version", "versión", "versão", "バージョン", "版本", "верси", "버전"),
+    "registry": ("registr", "registre", "レジストリ", "镜像仓库", "реестр", "레지스트리"),
     "package manager": ("package", "paquet", "pacote", "paketmanager", "パッケージ", "包管理", "пакет", "패키지"),
     "naming": ("nam", "call", "heiß", "heiss", "benenn", "llam", "nombr", "appel", "nomm", "chamad", "nome", "命名", "名前", "이름", "назва", "называ"),
 }
 _CUE_WORDS = frozenset({"port", "ports", "profile", "profiles", "alias", "aliases", "region", "regions", "version", "versions",
+                        "registry", "registries", "registro", "registre",
                         "package", "manager", "puerto", "perfil", "porta", "profil", "versión", "versão", "región",
                         "name", "named", "naming", "call", "called", "heißen", "heisst", "heißt"})
 _CUE_WINDOW = 40
@@ -157,6 +160,13 @@ _COPULA = re.compile(
 _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]")
 _LOCAL_NAME = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]{2,12}$")
 _SUBJECT_END = re.compile(r"[.;:!?。！？\n=]")
+# Words that say a value changed, beside `_CHANGE`'s "change Y to X" forms.
+_CHANGE_MARKER = re.compile(
+    r"\b(?:moved|switched|migrated|changed|replaced|now|no longer|anymore|going forward|ahora|agora|daqui pra frente|daqui para a frente"
+    r"|a partir de (?:agora|ahora|hoy|hoje)|desde ahora|maintenant|désormais|dorénavant|jetzt|nun|ab sofort|künftig|теперь|отныне"
+    r"|перешл\w*|перешёл)\b|现在|以后|今后|改成|换成|換成|今は|今後|これから|이제|앞으로|변경",
+    re.IGNORECASE,
+)
 # "change Y to X", "cambiamos Y a X", "Y 换成 X": Y is the slot, X its new value.
 _CHANGE = (
     re.compile(
@@ -198,6 +208,9 @@ _REPLACED = (
     re.compile(r"\b(?:replace|replaced)\s+" + _ARTICLES + _WORD + r"\s+(?:with|by)\b", re.I),
     re.compile(r"\b(?:cambia(?:mos)?|pasamos|migramos|wechsel\w*|passamos|passé|passe)\s+de\s+" + _ARTICLES + _WORD, re.I),
     re.compile(r"\bvon\s+" + _WORD + r"\s+(?:auf|zu)\b", re.I),
+    re.compile(r"(?<!\w)(?:с|со)\s+" + _WORD + r"\s+на\b", re.I),
+    # The dropped thing first: "stern ya no", "yarn nicht mehr", "black, no more", "jest はもう".
+    re.compile(_WORD + r"[\s,—-]+(?:ya no|no more|not any ?more|nicht mehr|n'est plus|não mais|больше не)\b", re.I),
     re.compile(r"\bnot\s+" + _ARTICLES + _WORD + r"\s+(?:anymore|any more|any longer)\b", re.I),
     # "not X but Y" in several languages: X was the old value.
     re.compile(r"\b(?:not|no|não|pas|nicht|не)\s+" + _ARTICLES + _WORD + r"(?:\s+v?\d[\d.]*)?[\s,]+(?:but|sino|mas|mais|sondern|а)\b", re.I),
@@ -209,7 +222,10 @@ _REPLACED = (
     re.compile(r"`?([A-Za-z0-9_.+#/@-]+)`?\s*(?:ではなく|じゃなくて|じゃなく|の代わりに|はもう使わない|대신)"),
 )
 # Literal text without which a pattern cannot match (its cost is paid only where it can).
-_SUFFIX_MARKERS = ("ではなく", "じゃな", "の代わりに", "使わない", "대신", "を使", "で統一", "に統一", "に変更", "に切り替", "사용", "통일")
+_SUFFIX_MARKERS = (
+    "ではなく", "じゃな", "の代わりに", "使わない", "대신", "を使", "で統一", "に統一", "に変更", "に切り替", "사용", "통일",
+    "ya no", "no more", "not any", "nicht mehr", "n'est plus", "não mais", "больше не",
+)
 _ARROWS = ("->", "→", "=>")
 _ASKED = (
     re.compile(r"\b(?:use|using|prefer|switch to|switched to|stick to|stick with|indent with|move to|moved to|migrate to|migrated to)\s+" + _ARTICLES + r"(?:only\s+)?" + _WORD, re.I),
@@ -220,6 +236,12 @@ _ASKED = (
     re.compile(r"\b(?:de|from)\s+`?[\w.+#/@-]+`?\s+(?:a|para|to)\s+" + _WORD, re.I),
     re.compile(r"\bvon\s+`?[\w.+#/@-]+`?\s+(?:auf|zu)\s+" + _WORD, re.I),
     re.compile(r"\b(?:используй\w*|переходим на|предпочитаю|предпочитаем)\s+" + _WORD, re.I),
+    # What things are now: "now it's pnpm", "agora é pnpm", "ahora usamos kubectl", "теперь ruff".
+    re.compile(
+        r"\b(?:now(?:\s+it'?s|\s+we\s+use)?|it'?s\s+now|agora(?:\s+é|\s+usamos)?|ahora(?:\s+es|\s+usamos)?|maintenant(?:\s+c'est|\s+on\s+utilise)?"
+        r"|jetzt(?:\s+ist\s+es|\s+nehmen\s+wir)?|теперь)\s+" + _ARTICLES + _WORD,
+        re.I,
+    ),
     re.compile(r"(?:统一用|统一使用|优先用|优先使用|必须用|都用|改用|换成|用)\s*" + _WORD),
     re.compile(r"`?([A-Za-z0-9_.+#/@-]+)`?\s*(?:を使|で統一|に統一|に変更|に切り替|를 사용|을 사용|로 통일|으로 통일|사용)"),
 )
@@ -283,6 +305,11 @@ class _Claims:
     replaced: frozenset[str] = frozenset()  # what the statement says is no longer used
     mentions: frozenset[str] = frozenset()  # the tools and code-like tokens it names
     purpose: frozenset[str] = frozenset()  # "to deploy", "para desplegar": what it is for
+    changes: bool = False  # it says something changed ("we moved the registry over to ...", "now", 换成)
+    # The statement with its code-like tokens left out, and those tokens: the same words around
+    # another value ("sign commits with the key ABC123" / "... DEF456") say the same thing anew.
+    frame: str = ""
+    frame_values: frozenset[str] = frozenset()
 
     @property
     def values(self) -> frozenset[str]:
@@ -329,6 +356,7 @@ def _offered_keys(claim: _Claims) -> set[str]:
     keys = {f"value:{value}" for value in claim.values} | {f"mention:{value}" for value in claim.mentions}
     keys |= {f"forbidden:{value}" for value in claim.forbidden} | {f"setting:{name}" for name in claim.settings}
     keys |= {f"family:{index}" for index, family in enumerate(_FAMILIES) if claim.asked & family}
+    keys |= {f"frame:{claim.frame}"} if claim.frame else set()
     return keys | {key for slot in claim.slots for key in _slot_keys(slot)}
 
 
@@ -336,6 +364,7 @@ def _sought_keys(claim: _Claims) -> set[str]:
     keys = {f"value:{value}" for value in claim.forbidden} | {f"mention:{value}" for value in claim.replaced}
     keys |= {f"forbidden:{value}" for value in claim.asked} | {f"setting:{name}" for name in claim.settings}
     keys |= {f"family:{index}" for index, family in enumerate(_FAMILIES) if claim.asked & family}
+    keys |= {f"frame:{claim.frame}"} if claim.frame else set()
     return keys | {key for slot in claim.slots for key in _slot_keys(slot)}
 
 
@@ -374,7 +403,7 @@ def _contradiction(newer: _Claims, older: _Claims) -> str | None:
             return subject
     for mine in newer.slots:
         for theirs in older.slots:
-            if mine.attribute == theirs.attribute and mine.value != theirs.value and _same_entity(mine, theirs):
+            if mine.attribute == theirs.attribute and mine.value != theirs.value and _same_entity(mine, theirs, changed=newer.changes):
                 if newer.purpose and older.purpose and not newer.purpose & older.purpose:
                     continue  # one profile to read invoices, another to deploy: two subjects
                 # The older value reappearing in the newer statement ("18 -> 20", "not 18 but
@@ -382,16 +411,25 @@ def _contradiction(newer: _Claims, older: _Claims) -> str | None:
                 if mine.value in newer.values and theirs.value in newer.values and theirs.value not in newer.forbidden:
                     continue
                 return mine.label
+    if newer.frame and newer.frame == older.frame and newer.frame_values != older.frame_values:
+        return ", ".join(sorted(newer.frame_values - older.frame_values)) or newer.frame
     return None
 
 
-def _same_entity(mine: Slot, theirs: Slot) -> bool:
+def _same_entity(mine: Slot, theirs: Slot, *, changed: bool = False) -> bool:
+    """Whether two slots of one attribute qualify the same thing. A newer statement that says it
+    changed something ("we moved the image registry over to ...") needs less in common with the
+    older one than one that only states a value: "base images come from registry docker.io" and
+    "our images are pushed to registry ghcr.io" are two registries."""
     if mine.attribute in _CUE:
         if not mine.entity and not theirs.entity and mine.local_name and theirs.local_name:
             return mine.local_name == theirs.local_name
         if not mine.entity or not theirs.entity:
             return True
-        return len(mine.entity & theirs.entity) * 2 >= min(len(mine.entity), len(theirs.entity))
+        # "images" and "the image registry": one thing, whatever its number.
+        mine_stems, their_stems = _stems(mine.entity), _stems(theirs.entity)
+        shared = len(mine_stems & their_stems) * 2
+        return shared >= (min(len(mine_stems), len(their_stems)) if changed else len(mine_stems | their_stems))
     if not mine.entity or not theirs.entity:
         return False
     return len(mine.entity & theirs.entity) * 2 >= len(mine.entity | theirs.entity)
@@ -440,7 +478,23 @@ def statement_claims(text: str) -> _Claims:
         replaced=frozenset(target for target in replaced if len(target) > 2),
         mentions=frozenset(mentions - {""}),
         purpose=purpose,
+        changes=bool(_CHANGE_MARKER.search(bare) or _matches(_CHANGE, bare)),
+        **_frame(bare),
     )
+
+
+# A restatement's frame holds at least this many words of its own.
+_FRAME_WORDS = 2
+
+
+def _frame(text: str) -> dict[str, object]:
+    tokens = [token for match in _ASCII_TOKEN.finditer(text) if _code_like(token := match.group(1) or match.group(2))]
+    if not tokens:
+        return {}
+    frame = _ASCII_TOKEN.sub(lambda match: "\u0000" if _code_like(match.group(1) or match.group(2)) else match.group(0), text)
+    if len(_content_words(frame)) < _FRAME_WORDS:
+        return {}  # `STAGING_URL=...` and `PROD_URL=...` are two values with no words around them
+    return {"frame": " ".join(frame.casefold().split()), "frame_values": frozenset(token.casefold() for token in tokens)}
 
 
 def _matches(patterns: tuple[re.Pattern[str], ...], text: str) -> list[re.Match[str]]:
@@ -523,7 +577,11 @@ def _slots(text: str) -> list[Slot]:
         slots.append(Slot(f"key {config.group('key').lower()}", frozenset({config.group("key").lower()}), config.group("value").lower()))
     # Attribute slots are qualified by the statement's other words; computed last so that every
     # value found above is left out of them.
-    entity = _content_words(text) - _CUE_WORDS - {value.lower() for value in values}
+    # The value's own parts ("ghcr", "io" of `ghcr.io/acme`) are not what it qualifies.
+    unvalued = text
+    for value in sorted(values, key=len, reverse=True):
+        unvalued = re.sub(re.escape(value), " ", unvalued, flags=re.IGNORECASE)
+    entity = _content_words(unvalued) - _CUE_WORDS
     return [
         Slot(slot.attribute, entity, slot.value, slot.local_name) if slot.attribute in _CUE and not slot.entity else slot
         for slot in slots
@@ -566,6 +624,14 @@ def _subject_words(text: str) -> frozenset[str]:
     cjk = re.findall(r"[\u3040-\u30ff\u4e00-\u9fff]{2,12}", text)
     tail = cjk[-1].strip("のはをが的了") if cjk and text.rstrip().endswith(cjk[-1]) else ""
     return _content_words(text) | ({tail} if len(tail) >= 2 else set())
+
+
+# A word's first letters stand for its forms ("image" / "images", "deploy" / "deploys").
+_STEM_LETTERS = 5
+
+
+def _stems(words: frozenset[str]) -> set[str]:
+    return {word[:_STEM_LETTERS] for word in words}
 
 
 def _content_words(text: str) -> frozenset[str]:

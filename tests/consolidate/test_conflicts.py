@@ -93,3 +93,40 @@ def test_a_newer_naming_convention_replaces_the_older_one_in_any_language(older:
 )
 def test_naming_conventions_of_different_things_both_stand(first: str, second: str) -> None:
     assert _pair(first, second) == []
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        # the dropped thing named before the marker
+        ('"Tail the pod logs with stern."', '"stern no more, we read logs in Grafana Loki."'),
+        ('"Die Doku baut mit mkdocs."', '"mkdocs nicht mehr, die Doku baut jetzt mit Sphinx."'),
+        # "с X на Y"
+        ('"Линтим через flake8."', '"Переехали с flake8 на ruff."'),
+        # what things are now
+        ('"Uso npm en todos los proyectos."', '"Ahora es pnpm en todos los proyectos."'),
+        # the same words around another value
+        ('"Deploy previews go to the team slug acme-web-1."', '"Deploy previews go to the team slug acme-web-7."'),
+        # a registry moved, named with one word in each statement's number
+        ('"Our charts are published to registry oci://charts.acme.io."', '"We moved the chart registry to oci://helm.acme.dev."'),
+    ],
+)
+def test_a_replacement_in_other_words_retires_the_older_statement(older: str, newer: str) -> None:
+    old = entry(older, "2026-11-20T10:00:00+00:00", source="thread-old")
+    new = entry(newer, "2026-11-28T10:00:00+00:00", source="thread-new")
+    assert [(conflict.winner, conflict.loser) for conflict in find_conflicts([new, old])] == [(new, old)]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # two registries: where images come from and where ours go
+        ('"Base images are pulled from registry quay.io."', '"Release images are published to registry ghcr.io/acme."'),
+        # two assignments with no words around them
+        ('"API_URL=https://api.acme.dev"', '"WEB_URL=https://acme.dev"'),
+    ],
+)
+def test_look_alike_values_of_two_things_both_stand(first: str, second: str) -> None:
+    older = entry(first, "2026-11-20T10:00:00+00:00", source="thread-old")
+    newer = entry(second, "2026-11-28T10:00:00+00:00", source="thread-new")
+    assert find_conflicts([newer, older]) == []
