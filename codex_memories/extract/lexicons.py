@@ -104,7 +104,8 @@ ENGLISH = Lexicon(
     durable=_p(
         r"\b(?:always|never|from now on|going forward|from here on|by default|in this (?:repo|repository|project|codebase|code base|team|service)"
         r"|everywhere|every time|whenever|as a rule|for good|permanently|across the board|anymore|any more|no longer"
-        r"|(?:don'?t|do not|never) ever|ever again|(?:only )?when I (?:ask|say so|tell you)|(?:before|after|on|for|with) (?:every|each))\b|,\s*ever\b"
+        r"|(?:don'?t|do not|never) ever|ever again|(?:only )?when I (?:ask|say so|tell you)|(?:before|after|on|for|with) (?:every|each)"
+        r"|(?:before|after|when) \w+ing any)\b|,\s*ever\b"
     ),
     normative=_p(
         r"\b(?:must|mustn't|have to|has to|should|shouldn't|ought to|avoid|not allowed|forbidden|prohibited"
@@ -200,8 +201,8 @@ JAPANESE = Lexicon(
     at_hand=_p(r"この(?:関数|メソッド|クラス|ファイル|モジュール|テスト|バグ|エラー|問題|PR|変更|コミット|スクリプト|変数|クライアント)|今の|さっきの|試しに|様子見"),
     one_off=_p(r"今回だけ|今回は|今回のみ|今日だけ|本日のみ|(?:この|今回の)(?:コミット|PR|プルリクエスト|デプロイ)(?:だけ|のみ)|一回だけ|一度だけ|例外的に|今だけ"),
     temporary=_p(r"当面|しばらく|一時的に|暫定|今週|来週まで|まで|まだ|とりあえず|当分|今日|明日"),
-    durable=_p(r"常に|いつも|必ず|絶対|今後|これから|以後|ずっと|デフォルトで|基本的に|原則|毎回|すべて|全て|このリポジトリ|このプロジェクト|このチーム"),
-    normative=_p(r"なければならない|なければいけない|なくてはいけない|ないといけない|べき|禁止|ないで|ないこと|てはいけない|てはだめ|ちゃだめ|使って|使うこと|ではなく|じゃなく|ようにして"),
+    durable=_p(r"常に|いつも|必ず|絶対|今後|これから|以後|ずっと|デフォルトで|基本的に|原則|毎回|すべて|全て|全部|このリポジトリ|このプロジェクト|このチーム|もう\S{0,8}ない"),
+    normative=_p(r"なければならない|なければいけない|なくてはいけない|ないといけない|べき|禁止|ないで|ないこと|る(?:こと|事)[。.！!]?$|(?:決まり|ルール|約束)(?:です)?[。.！!]?$|てはいけない|てはだめ|ちゃだめ|使って|使うこと|ではなく|じゃなく|ようにして"),
     decision=_p(r"決定|決めた|決めました|決まった|決まりました|ことにした|ことにしました|ことになった|採用|選んだ|選びました|合意|にします|でいきます|で行きます|にしよう"),
     preference=_p(r"好き|好み|ほうがいい|方がいい|がいいです|てほしい|と嬉しい|合って|私には|私にとって|個人的に"),
     team=_p(r"^(?:うちでは|うちの|私たち|我々|弊社|チームでは)"),
@@ -439,7 +440,7 @@ GERMAN = Lexicon(
     ),
     preference=_p(r"\b(?:ich bevorzuge|ich mag|ich hätte gern|ich hätte lieber|mir wäre|mir wären|lieber|am liebsten|für mich|meine vorliebe|ich finde)\b"),
     team=_p(r"^(?:wir|unser|unsere|unseren|unserem|bei uns)\b|\bwir (?:nutzen|verwenden|benutzen|deployen)\b"),
-    lead_in=_p(r"^(?:hinweis|notiz|achtung|wichtig|entscheidung|konvention|regel|vereinbarung|zur info|nur zur info|fyi|merke|erinnerung|info|tipp)\b\s*[:,]?\s*"),
+    lead_in=_p(r"^(?:hinweis|notiz|achtung|wichtig|entscheidung|konvention|regel|vereinbarung|zur info|nur zur info|fyi|merke?\s+dir|merke|denk\s+dran|denk\s+daran|erinnerung|info|tipp)\b\s*[:,]?\s*"),
     fact=_p(
         r"\b(?:port|profil|version|pfad|verzeichnis|ordner|host|url|endpoint|datenbank|db|region|cluster|bucket|registry|alias"
         r"|index|umgebungsvariablen?|läuft (?:auf|unter)|lauscht auf|liegt (?:in|auf)|liegen in|zeigt auf|ist)\b"

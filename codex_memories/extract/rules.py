@@ -668,9 +668,10 @@ def _signal(whole: str, sentence: str, lexicon: Lexicon, *, lead_in: bool) -> tu
     return None
 
 
-# "everywhere" in each language's durable words: in a request it says how far the change at hand
-# reaches ("rename get_usr to get_user everywhere"), not that something holds from now on.
-_EVERYWHERE = re.compile(r"\b(?:everywhere|partout|überall|везде|en todas partes|em todo lugar|em toda parte)\b|到处|所有地方|どこでも|모든 곳", re.IGNORECASE)
+# "everywhere" (and Japanese 全部, "all of it") in each language's durable words: in a request it
+# says how far the change at hand reaches ("rename get_usr to get_user everywhere"), not that
+# something holds from now on.
+_EVERYWHERE = re.compile(r"\b(?:everywhere|partout|überall|везде|en todas partes|em todo lugar|em toda parte)\b|到处|所有地方|どこでも|全部|모든 곳", re.IGNORECASE)
 
 
 def _scope_of_request(text: str, lexicon: Lexicon) -> bool:
@@ -838,6 +839,13 @@ def _is_chinese(text: str) -> bool:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
+# An aside inside a request ("fix the address form; by the way, we validate with Zod"): what
+# follows the marker is a sentence of its own, judged without the request around it.
+_ASIDE = re.compile(
+    r"(?<=[,;:，、；])\s*(?:y\s+|and\s+|e\s+|et\s+|und\s+|и\s+)?(?=(?:by the way|btw|por cierto|de paso|a propósito|aliás|au fait"
+    r"|d'ailleurs|übrigens|кстати|顺便说一下|顺便|ちなみに|참고로)\b)",
+    re.IGNORECASE,
+)
 # Where a lead-in ends and the rule begins: "heads-up: ...", "X — ...", "注意：...".
 _LEAD_IN = re.compile(r":\s+|：\s*|\s+(?:—|–|--)\s+")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
@@ -859,7 +867,12 @@ def message_paragraphs(text: str) -> list[list[str]]:
         # Pasted output (indented four spaces, a prompt, a traceback line) is not the user talking.
         if in_code or line.startswith(("    ", "\t")) or _PROGRAM_OUTPUT.search(line):
             continue
-        sentences = [part.strip() for part in _SENTENCE_END.split(line.strip()) if part.strip()]
+        sentences = [
+            aside.strip()
+            for part in _SENTENCE_END.split(line.strip())
+            for aside in _ASIDE.split(part)
+            if aside.strip()
+        ]
         if sentences:
             paragraphs.append(sentences)
     return paragraphs
