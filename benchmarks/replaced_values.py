@@ -211,7 +211,7 @@ def measure_detection(cases: list[dict[str, str]], negatives: list[dict[str, str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--split", choices=("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "all"), default="heldout")
+    parser.add_argument("--split", choices=("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "all"), default="heldout")
     parser.add_argument("--baseline-rev", default="main", help="git revision whose conflict finder is the baseline")
     parser.add_argument("--show-misses", action="store_true")
     options = parser.parse_args(argv)

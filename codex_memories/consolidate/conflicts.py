@@ -164,7 +164,11 @@ _SUBJECT_END = re.compile(r"[.;:!?。！？\n=]")
 _CHANGE_MARKER = re.compile(
     r"\b(?:moved|switched|migrated|changed|replaced|now|no longer|anymore|going forward|ahora|agora|daqui pra frente|daqui para a frente"
     r"|a partir de (?:agora|ahora|hoy|hoje)|desde ahora|maintenant|désormais|dorénavant|jetzt|nun|ab sofort|künftig|теперь|отныне"
-    r"|перешл\w*|перешёл)\b|现在|以后|今后|改成|换成|換成|今は|今後|これから|이제|앞으로|변경",
+    r"|перешл\w*|перешёл|dead|gone|retired|deprecated|killed|correction|actually|movimos|subimos|cambiamos|pasamos|migramos"
+    r"|mudamos|trocamos|morreu|desativad[oa]|umgezogen|umgestellt|gewechselt|korrektur|eigentlich|en realidad|na verdade|en fait"
+    r"|désormais|на самом деле|поправка|с этого момента|больше не)\b"
+    r"|现在|以后|今后|改成|换成|換成|改用|不用了|没了|今は|今後|これから|になった|移した|変えた|切り替えた|に統一|で統一|이제|앞으로|변경"
+    r"|바꿨|바뀌었|없어졌|잘못 말",
     re.IGNORECASE,
 )
 # "change Y to X", "cambiamos Y a X", "Y 换成 X": Y is the slot, X its new value.
@@ -310,6 +314,10 @@ class _Claims:
     # another value ("sign commits with the key ABC123" / "... DEF456") say the same thing anew.
     frame: str = ""
     frame_values: frozenset[str] = frozenset()
+    # Values by the shape they have (a port, a bucket, a URL, a host, a path, a backticked name),
+    # and what the statement is about around them (`_subject_keys`).
+    typed: tuple[tuple[str, str], ...] = ()
+    subject: frozenset[str] = frozenset()
 
     @property
     def values(self) -> frozenset[str]:
@@ -357,6 +365,7 @@ def _offered_keys(claim: _Claims) -> set[str]:
     keys |= {f"forbidden:{value}" for value in claim.forbidden} | {f"setting:{name}" for name in claim.settings}
     keys |= {f"family:{index}" for index, family in enumerate(_FAMILIES) if claim.asked & family}
     keys |= {f"frame:{claim.frame}"} if claim.frame else set()
+    keys |= {f"typed:{kind}" for kind, _ in claim.typed}
     return keys | {key for slot in claim.slots for key in _slot_keys(slot)}
 
 
@@ -365,6 +374,7 @@ def _sought_keys(claim: _Claims) -> set[str]:
     keys |= {f"forbidden:{value}" for value in claim.asked} | {f"setting:{name}" for name in claim.settings}
     keys |= {f"family:{index}" for index, family in enumerate(_FAMILIES) if claim.asked & family}
     keys |= {f"frame:{claim.frame}"} if claim.frame else set()
+    keys |= {f"typed:{kind}" for kind, _ in claim.typed}
     return keys | {key for slot in claim.slots for key in _slot_keys(slot)}
 
 
@@ -413,6 +423,21 @@ def _contradiction(newer: _Claims, older: _Claims) -> str | None:
                 return mine.label
     if newer.frame and newer.frame == older.frame and newer.frame_values != older.frame_values:
         return ", ".join(sorted(newer.frame_values - older.frame_values)) or newer.frame
+    return _moved_value(newer, older)
+
+
+def _moved_value(newer: _Claims, older: _Claims) -> str | None:
+    """A newer statement that says something changed ("api's up at http://localhost:9310 now",
+    "アップロード先のバケット、`acme-media-ap` に移したよ") and names one value of a shape the older
+    one also named once, on a subject they share a word of. Without the change said, two values of
+    one shape are two things ("logs go to s3://a" / "reports go to s3://b")."""
+    if not newer.changes or not newer.subject & older.subject:
+        return None
+    for kind in sorted({kind for kind, _ in newer.typed} & {kind for kind, _ in older.typed}):
+        mine = {value for shape, value in newer.typed if shape == kind}
+        theirs = {value for shape, value in older.typed if shape == kind}
+        if len(mine) == 1 and len(theirs) == 1 and mine != theirs:
+            return f"{kind} {next(iter(mine))}"
     return None
 
 
@@ -480,7 +505,55 @@ def statement_claims(text: str) -> _Claims:
         purpose=purpose,
         changes=bool(_CHANGE_MARKER.search(bare) or _matches(_CHANGE, bare)),
         **_frame(bare),
+        typed=_typed_values(bare),
+        subject=_subject_keys(bare),
     )
+
+
+# Values by their shape. A port inside a URL or after a host is a port as well.
+_BUCKET = re.compile(r"\b(?:s3|gs|az|abfss?|oci|r2)://[^\s`'\"，。、]+", re.IGNORECASE)
+_URL = re.compile(r"\bhttps?://[^\s`'\"，。、]+", re.IGNORECASE)
+_HOST_PORT = re.compile(r"(?:\b[a-z0-9-]+(?:\.[a-z0-9-]+)*|\blocalhost|\]):(\d{2,5})\b", re.IGNORECASE)
+_HOST = re.compile(r"\b[a-z0-9-]+(?:\.[a-z0-9-]+){1,}\.[a-z]{2,}\b", re.IGNORECASE)
+_PATH = re.compile(r"(?<![\w/:])(?:~|\.{1,2})?/?[\w.-]+(?:/[\w.*<>{}-]+)+/?")
+_TICKED = re.compile(r"`([^`\n]{1,80})`")
+
+
+def _typed_values(text: str) -> tuple[tuple[str, str], ...]:
+    found: list[tuple[str, str]] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(kind: str, match: re.Match[str], group: int = 0) -> None:
+        if not any(start <= match.start() < end for start, end in taken):
+            found.append((kind, match.group(group).casefold().rstrip(".,;:)")))
+        taken.append(match.span())
+
+    for pattern, kind in ((_BUCKET, "bucket"), (_URL, "url"), (_HOST, "host"), (_PATH, "path")):
+        for match in pattern.finditer(text):
+            add(kind, match)
+    found += [("port", match.group(1)) for match in _HOST_PORT.finditer(text)]
+    for cue in _CUE["port"].finditer(text):
+        port = _value_near(text, cue.start(), cue.end(), digits_only=True)
+        if port:
+            found.append(("port", port))
+    found += [("name", match.group(1).casefold()) for match in _TICKED.finditer(text)]
+    return tuple(dict.fromkeys(found))
+
+
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]{2,}")
+_ALPHABETIC_WORD = re.compile(r"(?:(?![\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])[^\W\d_]){3,}")
+
+
+def _subject_keys(text: str) -> frozenset[str]:
+    """What a statement is about, its values left out: the stems of its plain words and the pairs
+    of characters of its CJK runs."""
+    bare = _TICKED.sub(" ", _PATH.sub(" ", _HOST.sub(" ", _URL.sub(" ", _BUCKET.sub(" ", text)))))
+    # Words of any alphabet (Cyrillic, accented Latin), not only ASCII, by their first letters.
+    words = {word.casefold() for word in _ALPHABETIC_WORD.findall(bare)} - _STOPWORDS - _SCOPE_WORDS
+    keys = {_SYNONYMS.get(word, word)[:_STEM_LETTERS] for word in words}
+    for run in _CJK_RUN.findall(bare):
+        keys |= {run[index : index + 2] for index in range(len(run) - 1)}
+    return frozenset(keys)
 
 
 # A restatement's frame holds at least this many words of its own.
