@@ -109,6 +109,9 @@ def test_naming_conventions_of_different_things_both_stand(first: str, second: s
         ('"Deploy previews go to the team slug acme-web-1."', '"Deploy previews go to the team slug acme-web-7."'),
         # a registry moved, named with one word in each statement's number
         ('"Our charts are published to registry oci://charts.acme.io."', '"We moved the chart registry to oci://helm.acme.dev."'),
+        # a value of one shape moved, said with other words around it
+        ('"The handbook is served from https://docs.acme.dev"', '"the handbook moved, it lives at https://handbook.acme.io now"'),
+        ('"Nightly dumps are written to gs://acme-dumps"', '"nightly dumps land in gs://acme-archive-2 from now on"'),
     ],
 )
 def test_a_replacement_in_other_words_retires_the_older_statement(older: str, newer: str) -> None:
@@ -124,6 +127,8 @@ def test_a_replacement_in_other_words_retires_the_older_statement(older: str, ne
         ('"Base images are pulled from registry quay.io."', '"Release images are published to registry ghcr.io/acme."'),
         # two assignments with no words around them
         ('"API_URL=https://api.acme.dev"', '"WEB_URL=https://acme.dev"'),
+        # one shape, two things, no change said
+        ('"Audit logs go to s3://acme-audit."', '"Invoices go to s3://acme-invoices."'),
     ],
 )
 def test_look_alike_values_of_two_things_both_stand(first: str, second: str) -> None:
