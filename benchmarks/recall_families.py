@@ -20,7 +20,7 @@ Reported, per split (tune families, held-out families), per family and per langu
 - the trade-off along the shipped gate's threshold on the held-out families: hit@5, silence and
   what the prompt hook injects (facts delivered, tokens, facts per 1,000 tokens).
 
-Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python -m benchmarks.recall_families [--tune] [--save-report]`
+Command: `OPENBLAS_NUM_THREADS=1 .venv/bin/python -m benchmarks.recall_families [--tune] [--save-report] [--questions PATH]`
 """
 
 from __future__ import annotations
@@ -186,11 +186,15 @@ def main() -> None:
     parser.add_argument("--tune", action="store_true", help="Fit the gate on the tune families only; held-out families are not ranked.")
     parser.add_argument("--tune-only", action="store_true", help="Report the tune families alone (while designing).")
     parser.add_argument("--save-report", action="store_true", help="Also write the report to benchmarks/.work/reports/.")
+    parser.add_argument(
+        "--questions", type=Path, default=QUESTIONS,
+        help="Another question file over the same memory folder (data/recall_families/heldout2.json: written blind, every family held out).",
+    )
     arguments = parser.parse_args()
     work = scratch_dir("recall-families-")
     try:
         splits = {"tune"} if arguments.tune or arguments.tune_only else {"tune", "test"}
-        folder = Folder(CORPUS_DATA, work, "memories", splits, QUESTIONS)
+        folder = Folder(CORPUS_DATA, work, "memories", splits, arguments.questions)
         if arguments.tune:
             tune(folder)
             return

@@ -91,8 +91,17 @@ def _session(turns: list[str]) -> list[dict[str, Any]]:
 
 
 def _one_off(turn: str, command: str) -> list[dict[str, Any]]:
-    call = {"type": "function_call", "name": "shell", "call_id": "c1", "arguments": json.dumps({"command": ["bash", "-lc", command]})}
-    output = {"type": "function_call_output", "call_id": "c1", "output": json.dumps({"output": "done", "metadata": {"exit_code": 0}})}
+    call = {
+        "type": "function_call",
+        "name": "shell",
+        "call_id": "c1",
+        "arguments": json.dumps({"command": ["bash", "-lc", command]}),
+    }
+    output = {
+        "type": "function_call_output",
+        "call_id": "c1",
+        "output": json.dumps({"output": "done", "metadata": {"exit_code": 0}}),
+    }
     return [_message("user", turn), call, output, _message("assistant", "Done.")]
 
 
@@ -110,11 +119,15 @@ def measure(show_misses: bool = False) -> dict[str, Any]:
 
     for case in corpus["sentences"]:
         served = _served(_extract([_message("user", case["text"])]))
-        kept = _quoted(case["text"], served) or any(normalise(case["text"]) in bullet or bullet in normalise(case["text"]) for bullet in served)
+        kept = _quoted(case["text"], served) or any(
+            normalise(case["text"]) in bullet or bullet in normalise(case["text"]) for bullet in served
+        )
         count(case["class"], case["language"], kept == (case["expect"] == "keep"), case["text"])
     for case in corpus["sessions"]:
         served = _served(_extract(_session(case["turns"])))
-        right = all(_quoted(piece, served) for piece in case["kept"]) and not any(_quoted(piece, served) for piece in case["dropped"])
+        right = all(_quoted(piece, served) for piece in case["kept"]) and not any(
+            _quoted(piece, served) for piece in case["dropped"]
+        )
         count(case["class"], case["language"], right, " / ".join(case["turns"]))
     for case in corpus["one_offs"]:
         raw_memory = _extract(_one_off(case["turn"], case["command"]))
@@ -124,7 +137,10 @@ def measure(show_misses: bool = False) -> dict[str, Any]:
     for kind, by_language in figures.items():
         cases = sum(counts[0] for counts in by_language.values())
         right = sum(counts[1] for counts in by_language.values())
-        report[kind] = {"right": f"{right}/{cases}", "by_language": {language: f"{r}/{c}" for language, (c, r) in sorted(by_language.items())}}
+        report[kind] = {
+            "right": f"{right}/{cases}",
+            "by_language": {language: f"{r}/{c}" for language, (c, r) in sorted(by_language.items())},
+        }
     return {"corpus": CORPUS.name, "classes": report, "misses": misses}
 
 

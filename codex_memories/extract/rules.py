@@ -265,8 +265,8 @@ def rules_in_session(
 def _follow_up(text: str, kept: list[RecognisedRule], said_at: datetime | None) -> list[RecognisedRule]:
     """A message that only makes sense beside a standing statement said earlier in the session:
     it corrects it ("actually scratch that, ruff format instead"), drops what it named ("loguru is
-    out") or adds to it ("also run tsc before committing" after "always
-    run eslint before you commit"). It stands as the earlier one stood, with its type."""
+    out") or adds to it ("also run tsc before committing" after "always run eslint before you
+    commit"). It stands as the earlier one stood, with its type."""
     stripped = text.strip()
     if not kept or not stripped or len(stripped) > MAX_RULE_CHARS or "\n" in stripped:
         return []
@@ -298,9 +298,10 @@ def _corrects(text: str, lexicon: Lexicon) -> bool:
 
 def _corrected(later: RecognisedRule, kept: list[RecognisedRule], *, answers_the_last: bool = False) -> RecognisedRule | None:
     """The earlier statement a correction ("actually", "no, ...", "wait, changed my mind") replaces:
-    the latest that shares a word or a value with it. With `answers_the_last` (a message that
-    states nothing on its own) led by a "no" ("en fait non, on part sur Liquibase"), else the latest of all. None
-    when the later statement is no correction, or adds ("actually, also run the linter")."""
+    the latest that shares a word or a value with it; failing that, for a message that states
+    nothing on its own (`answers_the_last`) led by a "no" ("en fait non, on part sur Liquibase"),
+    the latest of all. None when the later statement is no correction, or adds ("actually, also
+    run the linter")."""
     stripped = later.text.strip()
     lexicon = lexicon_for(stripped)
     if not _corrects(stripped, lexicon) or lexicon.also.search(stripped):
@@ -843,7 +844,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
 # follows the marker is a sentence of its own, judged without the request around it.
 _ASIDE = re.compile(
     r"(?<=[,;:，、；])\s*(?:y\s+|and\s+|e\s+|et\s+|und\s+|и\s+)?(?=(?:by the way|btw|por cierto|de paso|a propósito|aliás|au fait"
-    r"|d'ailleurs|übrigens|кстати|顺便说一下|顺便|ちなみに|참고로)\b)",
+    r"|d'ailleurs|übrigens|кстати)\b|顺便说一下|顺便|ちなみに|참고로)",
     re.IGNORECASE,
 )
 # Where a lead-in ends and the rule begins: "heads-up: ...", "X — ...", "注意：...".

@@ -51,10 +51,32 @@ def test_an_edit_of_the_moment_is_not_a_fact(sentence: str) -> None:
 @pytest.mark.parametrize(
     ("turns", "kept", "dropped"),
     [
-        (["the changelog lives in docs/CHANGES.md", "wait, I changed my mind: keep the changelog in CHANGELOG.md at the root"], "CHANGELOG.md at the root", "docs/CHANGES.md"),
-        (["部署统一用 helm 3", "帮我看看这个报错", "等一下，改主意了：部署统一用 kustomize，helm 不要了"], "kustomize", "部署统一用 helm 3"),
-        (["on utilise toujours Cypress pour les tests e2e", "en fait non, pour les tests e2e on part sur Playwright"], "Playwright", "Cypress"),
-        (["we format SQL with sqlfluff", "sqlfluff is out, sql-formatter replaces it"], "sql-formatter", "format SQL with sqlfluff"),
+        (
+            [
+                "the changelog lives in docs/CHANGES.md",
+                "wait, I changed my mind: keep the changelog in CHANGELOG.md at the root",
+            ],
+            "CHANGELOG.md at the root",
+            "docs/CHANGES.md",
+        ),
+        (
+            ["部署统一用 helm 3", "帮我看看这个报错", "等一下，改主意了：部署统一用 kustomize，helm 不要了"],
+            "kustomize",
+            "部署统一用 helm 3",
+        ),
+        (
+            [
+                "on utilise toujours Cypress pour les tests e2e",
+                "en fait non, pour les tests e2e on part sur Playwright",
+            ],
+            "Playwright",
+            "Cypress",
+        ),
+        (
+            ["we format SQL with sqlfluff", "sqlfluff is out, sql-formatter replaces it"],
+            "sql-formatter",
+            "format SQL with sqlfluff",
+        ),
     ],
 )
 def test_a_correction_in_a_later_turn_replaces_what_it_corrects(turns: list[str], kept: str, dropped: str) -> None:
@@ -84,7 +106,11 @@ def test_an_unrelated_correction_word_does_not_retire_an_earlier_rule() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["skip the e2e suite just this once, the staging env is down", "今回だけ lint を飛ばしてビルドしてもらえますか", "nur dieses Mal ohne --frozen-lockfile installieren"],
+    [
+        "skip the e2e suite just this once, the staging env is down",
+        "今回だけ lint を飛ばしてビルドしてもらえますか",
+        "nur dieses Mal ohne --frozen-lockfile installieren",
+    ],
 )
 def test_a_one_off_is_asked_as_a_statement_or_a_question(text: str) -> None:
     assert asks_one_off(text)
@@ -92,12 +118,25 @@ def test_a_one_off_is_asked_as_a_statement_or_a_question(text: str) -> None:
 
 def test_what_was_run_for_a_one_off_is_not_remembered_but_the_rest_is() -> None:
     def message(role: str, text: str) -> dict:
-        return {"type": "message", "role": role, "content": [{"type": "input_text" if role == "user" else "output_text", "text": text}]}
+        return {
+            "type": "message",
+            "role": role,
+            "content": [{"type": "input_text" if role == "user" else "output_text", "text": text}],
+        }
 
     def run(call_id: str, command: str) -> list[dict]:
         return [
-            {"type": "function_call", "name": "shell", "call_id": call_id, "arguments": json.dumps({"command": ["bash", "-lc", command]})},
-            {"type": "function_call_output", "call_id": call_id, "output": json.dumps({"output": "ok", "metadata": {"exit_code": 0}})},
+            {
+                "type": "function_call",
+                "name": "shell",
+                "call_id": call_id,
+                "arguments": json.dumps({"command": ["bash", "-lc", command]}),
+            },
+            {
+                "type": "function_call_output",
+                "call_id": call_id,
+                "output": json.dumps({"output": "ok", "metadata": {"exit_code": 0}}),
+            },
         ]
 
     items = [
@@ -111,7 +150,14 @@ def test_what_was_run_for_a_one_off_is_not_remembered_but_the_rest_is() -> None:
     ]
     prompt = RenderedPrompt(text="unused", template_name="stage_one_input", sha256="0" * 64)
     request = ExtractionRequest(
-        thread_id="t", rollout_path="/s/t.jsonl", cwd="/src/app", model="heuristic", system_prompt=prompt, user_prompt=prompt, transcript_items=items, session_time=TUESDAY
+        thread_id="t",
+        rollout_path="/s/t.jsonl",
+        cwd="/src/app",
+        model="heuristic",
+        system_prompt=prompt,
+        user_prompt=prompt,
+        transcript_items=items,
+        session_time=TUESDAY,
     )
     raw_memory = extract_heuristically(request).raw_memory
     assert "npx vitest run -u" in raw_memory
