@@ -422,7 +422,11 @@ def _contradiction(newer: _Claims, older: _Claims) -> str | None:
                     continue
                 return mine.label
     if newer.frame and newer.frame == older.frame and newer.frame_values != older.frame_values:
-        return ", ".join(sorted(newer.frame_values - older.frame_values)) or newer.frame
+        changed = newer.frame_values ^ older.frame_values
+        # Two commands in one template ("`make seed` succeeded (exit 0) in ...", "`pytest -q`
+        # succeeded ...") are two things that worked, not one value said anew.
+        if not any(" " in value for value in changed):
+            return ", ".join(sorted(newer.frame_values - older.frame_values)) or newer.frame
     return _moved_value(newer, older)
 
 

@@ -129,6 +129,8 @@ def test_a_replacement_in_other_words_retires_the_older_statement(older: str, ne
         ('"API_URL=https://api.acme.dev"', '"WEB_URL=https://acme.dev"'),
         # one shape, two things, no change said
         ('"Audit logs go to s3://acme-audit."', '"Invoices go to s3://acme-invoices."'),
+        # two commands that worked, in the offline extractor's one template
+        ("`make seed-fixtures` succeeded (exit 0) in /src/api", "`pytest -q --durations=5` succeeded (exit 0) in /src/api"),
     ],
 )
 def test_look_alike_values_of_two_things_both_stand(first: str, second: str) -> None:
