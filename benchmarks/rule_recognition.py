@@ -58,22 +58,29 @@ Extractor = Callable[[ExtractionRequest], Any]
 
 
 def baseline_extractor(commit: str = BASELINE_COMMIT) -> Extractor:
-    """`extract_heuristically` as it was at `commit`, with the rule recogniser of that commit."""
+    """`extract_heuristically` as it was at `commit`, with the rule recogniser (and, where the
+    commit has them, the lexicons) of that commit."""
 
-    def source(path: str) -> str:
+    def source(path: str) -> str | None:
         shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True, text=True, check=False)
-        if shown.returncode != 0:
-            raise SystemExit(f"cannot read {path} at {commit} (a git checkout with that commit is needed): {shown.stderr.strip()}")
-        return shown.stdout
+        return shown.stdout if shown.returncode == 0 else None
 
+    # The offline extractor lived in `llm/` until the house moves of issue 38.
+    heuristic_path = next(
+        (path for path in ("codex_memories/extract/heuristic.py", "codex_memories/llm/heuristic.py") if source(path) is not None), None
+    )
+    if heuristic_path is None:
+        raise SystemExit(f"cannot read the offline extractor at {commit} (a git checkout with that commit is needed)")
     modules = {}
-    for name, path, swap in (
-        ("baseline_rules", "codex_memories/extract/rules.py", None),
-        # At that commit the offline extractor lived in `llm/`.
-        ("baseline_heuristic", "codex_memories/llm/heuristic.py", ("codex_memories.extract.rules", "baseline_rules")),
+    for name, path, swaps in (
+        ("baseline_lexicons", "codex_memories/extract/lexicons.py", ()),
+        ("baseline_rules", "codex_memories/extract/rules.py", (("codex_memories.extract.lexicons", "baseline_lexicons"),)),
+        ("baseline_heuristic", heuristic_path, (("codex_memories.extract.rules", "baseline_rules"),)),
     ):
         text = source(path)
-        if swap is not None:
+        if text is None:
+            continue  # a commit before the lexicons had none
+        for swap in swaps:
             text = text.replace(*swap)
         module = types.ModuleType(name)
         sys.modules[name] = module  # dataclasses look their module up while the class is built
@@ -99,7 +106,8 @@ def _request(text: str) -> ExtractionRequest:
     )
 
 
-def _preference_bullets(raw_memory: str) -> list[tuple[str, Any]]:
+def preference_bullets(raw_memory: str) -> list[tuple[str, Any]]:
+    """The `Preference signals` bullets of a raw memory: (the quoted text, its entry metadata)."""
     bullets, inside = [], False
     for line in raw_memory.splitlines():
         if line.endswith(":") and not line.startswith("-"):
@@ -122,7 +130,7 @@ def _served_next_day(meta: Any) -> bool:
 
 def judge(extract: Extractor, kind: str, sentence: str) -> bool:
     """Kept (a durable statement) or served as a rule (a must-not-keep turn)."""
-    bullets = _preference_bullets(extract(_request(sentence)).raw_memory)
+    bullets = preference_bullets(extract(_request(sentence)).raw_memory)
     quoting = [meta for text, meta in bullets if _quotes(text, sentence)]
     if kind in KEEP_KINDS:
         return bool(quoting)

@@ -19,10 +19,10 @@ What is measured, through the whole offline extractor (`extract.heuristic.extrac
   exceptional token (`--no-verify`) is nowhere in the raw memory: neither as a rule nor as a
   command that worked.
 
-    .venv/bin/python -m benchmarks.statement_changes [--show-misses]
+    .venv/bin/python -m benchmarks.statement_changes [--show-misses] [--baseline REV]
 
-The extractor before this work is measured in the same way by running this file against an older
-checkout (`PYTHONPATH=<checkout> .venv/bin/python benchmarks/statement_changes.py`).
+`--baseline REV` also measures the extractor of another commit (its lexicons, rules and offline
+extractor loaded from git, `rule_recognition.baseline_extractor`) in the same run.
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.rule_recognition import Extractor, baseline_extractor, preference_bullets
 from codex_memories.extract.heuristic import extract_heuristically
 from codex_memories.llm.base import ExtractionRequest
 from codex_memories.prompts import RenderedPrompt
-from codex_memories.typed_entries import normalise, split_entry
+from codex_memories.typed_entries import normalise
 
 CORPUS = Path(__file__).parent / "data" / "user_statements" / "heldout_changes.json"
 SAID_AT = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
@@ -50,7 +51,7 @@ def _message(role: str, text: str) -> dict[str, Any]:
     return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
 
 
-def _extract(items: list[dict[str, Any]]) -> str:
+def _extract(items: list[dict[str, Any]], extract: Extractor = extract_heuristically) -> str:
     request = ExtractionRequest(
         thread_id="benchmark",
         rollout_path="/sessions/benchmark.jsonl",
@@ -61,21 +62,16 @@ def _extract(items: list[dict[str, Any]]) -> str:
         transcript_items=[_message("user", _ENVIRONMENT), *items],
         session_time=SAID_AT,
     )
-    return extract_heuristically(request).raw_memory
+    return extract(request).raw_memory
 
 
 def _served(raw_memory: str) -> list[str]:
     """The preference bullets a session would still get the next day, folded for comparison."""
-    served, inside = [], False
-    for line in raw_memory.splitlines():
-        if line.endswith(":") and not line.startswith("-"):
-            inside = line == "Preference signals:"
-            continue
-        if inside and line.startswith("- "):
-            text, meta = split_entry(line[2:])
-            if meta is None or meta.expires is None or meta.expires > SAID_AT.date():
-                served.append(normalise(text.strip().strip('"')))
-    return served
+    return [
+        normalise(text)
+        for text, meta in preference_bullets(raw_memory)
+        if meta is None or meta.expires is None or meta.expires > SAID_AT.date()
+    ]
 
 
 def _quoted(piece: str, served: list[str]) -> bool:
@@ -105,7 +101,7 @@ def _one_off(turn: str, command: str) -> list[dict[str, Any]]:
     return [_message("user", turn), call, output, _message("assistant", "Done.")]
 
 
-def measure(show_misses: bool = False) -> dict[str, Any]:
+def measure(show_misses: bool = False, extract: Extractor = extract_heuristically) -> dict[str, Any]:
     corpus = json.loads(CORPUS.read_text(encoding="utf-8"))
     # class -> language -> [cases, right]
     figures: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
@@ -118,19 +114,19 @@ def measure(show_misses: bool = False) -> dict[str, Any]:
             misses.append(f"{kind} [{language}] {what}")
 
     for case in corpus["sentences"]:
-        served = _served(_extract([_message("user", case["text"])]))
+        served = _served(_extract([_message("user", case["text"])], extract))
         kept = _quoted(case["text"], served) or any(
             normalise(case["text"]) in bullet or bullet in normalise(case["text"]) for bullet in served
         )
         count(case["class"], case["language"], kept == (case["expect"] == "keep"), case["text"])
     for case in corpus["sessions"]:
-        served = _served(_extract(_session(case["turns"])))
+        served = _served(_extract(_session(case["turns"]), extract))
         right = all(_quoted(piece, served) for piece in case["kept"]) and not any(
             _quoted(piece, served) for piece in case["dropped"]
         )
         count(case["class"], case["language"], right, " / ".join(case["turns"]))
     for case in corpus["one_offs"]:
-        raw_memory = _extract(_one_off(case["turn"], case["command"]))
+        raw_memory = _extract(_one_off(case["turn"], case["command"]), extract)
         count("one_off", case["language"], case["token"] not in raw_memory, f"{case['turn']} -> {case['command']}")
 
     report: dict[str, Any] = {}
@@ -147,10 +143,13 @@ def measure(show_misses: bool = False) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--show-misses", action="store_true")
+    parser.add_argument("--baseline", metavar="REV", help="also measure the offline extractor of this commit, in the same run")
     arguments = parser.parse_args()
     result = measure(arguments.show_misses)
     if not arguments.show_misses:
         result.pop("misses")
+    if arguments.baseline:
+        result["baseline"] = {"commit": arguments.baseline, "classes": measure(extract=baseline_extractor(arguments.baseline))["classes"]}
     print(json.dumps(result, indent=1, ensure_ascii=False))
 
 
