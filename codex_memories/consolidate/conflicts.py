@@ -33,6 +33,13 @@ Contract:
     "the port is 5432", unless both name only a CJK thing before the cue and those differ:
     前端端口 / 后端端口); "use X for Y" and "Y is X" need most of Y's words in common. Two
     purposes ("to read invoices" / "to deploy") make two subjects.
+  - the same words around another code-like value ("sign commits with the key ABC123" / "...
+    DEF456"; two commands in the extractor's "`X` succeeded" template are two things);
+  - the newer statement says something changed ("moved", "now", "from now on", 换成, に移した,
+    이제, ...) and names one value of a shape the older one named once (a port, also inside a URL;
+    a URL, a bucket, a host, a path, a backticked name), on a subject they share a word of.
+    Without the change said, two values of one shape are two things ("logs go to s3://a",
+    "reports go to s3://b"); an attribute's entities must then overlap more.
 - A temporary entry (a typed entry with an `expires` date: a one-off or a short-lived rule, as
   extraction marks it, `typed_entries`) never replaces a standing entry; a standing entry does
   replace a temporary one.
@@ -166,7 +173,7 @@ _CHANGE_MARKER = re.compile(
     r"|a partir de (?:agora|ahora|hoy|hoje)|desde ahora|maintenant|désormais|dorénavant|jetzt|nun|ab sofort|künftig|теперь|отныне"
     r"|перешл\w*|перешёл|dead|gone|retired|deprecated|killed|correction|actually|movimos|subimos|cambiamos|pasamos|migramos"
     r"|mudamos|trocamos|morreu|desativad[oa]|umgezogen|umgestellt|gewechselt|korrektur|eigentlich|en realidad|na verdade|en fait"
-    r"|désormais|на самом деле|поправка|с этого момента|больше не)\b"
+    r"|на самом деле|поправка|с этого момента|больше не)\b"
     r"|现在|以后|今后|改成|换成|換成|改用|不用了|没了|今は|今後|これから|になった|移した|変えた|切り替えた|に統一|で統一|이제|앞으로|변경"
     r"|바꿨|바뀌었|없어졌|잘못 말",
     re.IGNORECASE,

@@ -400,7 +400,9 @@ def judge_sentence(sentence: str, said_at: datetime | None) -> Judgement:
     2. A lead-in ("Note:", "Decision:", "FYI", 注意：...) is taken off; the rest is judged.
     3. Clauses that narrate the past ("we shipped a broken lockfile last time") are set aside:
        they are the reason of the rule they sit beside, not a rule and not a veto. A sentence
-       with nothing else is a past event.
+       with nothing else is a past event. A clause that moved the project to a new state ("we
+       switched the CI image to ubuntu-24.04 last week") is a fact, and the day it names dates
+       the change rather than boxing it.
     4. The signal: a normative word, a standing-time adverb, a decision, a meaningful lead-in
        (strong), or a preference, a practice of the team, a convention form, an environment
        fact with its value (weak). A weak signal loses to chatter, a request about the change at
