@@ -289,7 +289,7 @@ def _follow_up(text: str, kept: list[RecognisedRule], said_at: datetime | None) 
 # An addition ("also run tsc before committing") shares this many words with the rule it adds to.
 ADDITION_SHARED_WORDS = 2
 # "No, ..." in each language: the message answers what was said before it.
-_LEADING_NO = re.compile(r"^(?:[^\W\d]+[,\s]+){0,2}?(?:no|nope|nah|nee|nein|ne|non|não|нет|不|いや|아니)\s*[,，.!、]", re.IGNORECASE)
+_LEADING_NO = re.compile(r"^(?:[^\W\d]+[,\s]+){0,2}?(?:no|nope|nah|nee|nein|ne|non|não|нет|不|いや|아니|아니다|아뇨|아니요)\s*[,，.!、]", re.IGNORECASE)
 
 
 def _corrects(text: str, lexicon: Lexicon) -> bool:
@@ -367,8 +367,8 @@ def _replaces(later: RecognisedRule, earlier: RecognisedRule) -> bool:
 
 
 # A name a statement is about (a tool, a library, a value): something in backticks or a Latin word
-# of three characters or more.
-_NAME = re.compile(r"`[^`]+`|[A-Za-z][\w.+-]{2,}")
+# of three characters or more, ASCII only: "Redis는" names Redis, its particle is Korean.
+_NAME = re.compile(r"`[^`]+`|[A-Za-z][A-Za-z0-9_.+-]{2,}")
 # How far from a retraction marker the name it drops may stand ("loguru 不要了", "no more yarn").
 _DROPPED_NAME_REACH = 24
 

@@ -77,6 +77,7 @@ def test_an_edit_of_the_moment_is_not_a_fact(sentence: str) -> None:
             "sql-formatter",
             "format SQL with sqlfluff",
         ),
+        (["메시지 큐는 항상 RabbitMQ 써요", "RabbitMQ는 빼고 NATS로 갑니다"], "NATS", "RabbitMQ 써요"),
     ],
 )
 def test_a_correction_in_a_later_turn_replaces_what_it_corrects(turns: list[str], kept: str, dropped: str) -> None:
