@@ -225,5 +225,15 @@ def normalise(text: str) -> str:
     return _NORMALISE.sub(" ", text.casefold()).strip()
 
 
+# A word's first letters stand for its forms in the Latin and Cyrillic languages ("image" /
+# "images", "format" / "formatting" / "Formatierung"): how a word of one statement is matched in
+# another that words it differently.
+STEM_LETTERS = 5
+
+
+def word_stem(word: str) -> str:
+    return word[:STEM_LETTERS]
+
+
 def _holds(bullet: str, wanted: str) -> bool:
     return bool(bullet) and (wanted in bullet or bullet in wanted)

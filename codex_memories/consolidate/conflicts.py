@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from datetime import UTC, datetime
 
-from codex_memories.typed_entries import split_entry
+from codex_memories.typed_entries import split_entry, word_stem
 
 # Alternatives a project picks one of: asking for two of them is a contradiction. Only one
 # source of subjects among several (slots below need no list).
@@ -561,7 +561,7 @@ def _subject_keys(text: str) -> frozenset[str]:
     bare = _TICKED.sub(" ", _PATH.sub(" ", _HOST.sub(" ", _URL.sub(" ", _BUCKET.sub(" ", text)))))
     # Words of any alphabet (Cyrillic, accented Latin), not only ASCII, by their first letters.
     words = {word.casefold() for word in _ALPHABETIC_WORD.findall(bare)} - _STOPWORDS - _SCOPE_WORDS
-    keys = {_SYNONYMS.get(word, word)[:_STEM_LETTERS] for word in words}
+    keys = {word_stem(_SYNONYMS.get(word, word)) for word in words}
     for run in _CJK_RUN.findall(bare):
         keys |= {run[index : index + 2] for index in range(len(run) - 1)}
     return frozenset(keys)
@@ -710,12 +710,8 @@ def _subject_words(text: str) -> frozenset[str]:
     return _content_words(text) | ({tail} if len(tail) >= 2 else set())
 
 
-# A word's first letters stand for its forms ("image" / "images", "deploy" / "deploys").
-_STEM_LETTERS = 5
-
-
 def _stems(words: frozenset[str]) -> set[str]:
-    return {word[:_STEM_LETTERS] for word in words}
+    return {word_stem(word) for word in words}
 
 
 def _content_words(text: str) -> frozenset[str]:

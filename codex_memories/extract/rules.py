@@ -56,6 +56,7 @@ from codex_memories.extract.lexicons import (
     likely_languages,
     other_latin_languages,
 )
+from codex_memories.typed_entries import word_stem
 
 # An open-ended "for now" holds two weeks: long enough for a refactor or a freeze, short
 # enough that a forgotten temporary rule does not outlive its reason for long.
@@ -317,13 +318,9 @@ def _corrected(later: RecognisedRule, kept: list[RecognisedRule], *, answers_the
     return earlier[-1] if answers_the_last and _LEADING_NO.search(stripped) else None
 
 
-# Words of one family share their first letters in the Latin and Cyrillic languages ("format",
-# "formatting", "formatage", "Formatierung"): a correction need not repeat the earlier word exactly.
-STEM_CHARACTERS = 5
-
-
 def _stems(text: str) -> set[str]:
-    return {word[:STEM_CHARACTERS] for word in _subject_words(text)}
+    """A correction need not repeat the earlier word exactly (`typed_entries.word_stem`)."""
+    return {word_stem(word) for word in _subject_words(text)}
 
 
 def _values(text: str) -> set[str]:
@@ -354,8 +351,7 @@ def _replaces(later: RecognisedRule, earlier: RecognisedRule) -> bool:
         return False
     later_words, earlier_words = _subject_words(later.text), _subject_words(earlier.text)
     shared = later_words & earlier_words
-    later_values = {value.strip("`").casefold() for value in VALUE.findall(later.text)}
-    earlier_values = {value.strip("`").casefold() for value in VALUE.findall(earlier.text)}
+    later_values, earlier_values = _values(later.text), _values(earlier.text)
     lexicon = lexicon_for(later.text)
     if lexicon.correction.search(later.text.strip()) and (len(shared) >= 2 or later_values & earlier_values):
         return True
