@@ -86,7 +86,17 @@ def transcript_pool() -> Executor:
             _pool = ProcessPoolExecutor(
                 max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupts
             )
-            _pool.submit(_warm)
+            # The first submit spawns the worker, here, in this thread. The worker imports (the
+            # spawn bootstrap unpickles its initializer) before `_ignore_interrupts` runs, and a
+            # Ctrl-C in that window printed a KeyboardInterrupt traceback beside our one-line
+            # message. A spawned child starts with the spawning thread's signal mask, so it is
+            # born with SIGINT blocked. `pthread_sigmask` works in any thread (`signal.signal`
+            # only in the main one), and the process still takes a SIGINT in its other threads.
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                _pool.submit(_warm)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             return _pool
         if _thread is None:
             _thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="transcripts")
@@ -110,7 +120,10 @@ def stop_transcript_pool() -> None:
 
 
 def _ignore_interrupts() -> None:
+    # Ignoring SIGINT discards one that arrived while it was blocked (see `transcript_pool`);
+    # then the mask goes back to what a process normally has.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     signal.signal(signal.SIGTERM, _end_worker)
 
 

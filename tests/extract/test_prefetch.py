@@ -164,3 +164,45 @@ def test_a_transcript_queued_behind_the_quality_import_is_left_to_the_task(tmp_p
     finally:
         release.set()
         worker.shutdown()
+
+
+def _sigint_state(pid: int) -> dict[str, bool]:
+    """Whether SIGINT is blocked, ignored or caught (a Python handler) in process `pid`."""
+    fields = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line)
+    bit = 1 << (2 - 1)  # SIGINT is 2; the masks are hex bitsets, signal n at bit n-1
+    return {name: bool(int(fields[key], 16) & bit) for name, key in (("blocked", "SigBlk"), ("ignored", "SigIgn"), ("caught", "SigCgt"))}
+
+
+def test_the_transcript_worker_never_takes_a_ctrl_c_while_it_starts(monkeypatch):
+    """A Ctrl-C reaches the whole process group. The worker ignores SIGINT from its initializer
+    on, but it imports for a while before that; it must not be interruptible in that window
+    either (a KeyboardInterrupt traceback beside our one-line message, seen in a full run)."""
+    import time
+
+    from codex_memories.extract import prefetch
+
+    monkeypatch.setattr(prefetch, "_pool", None)
+    monkeypatch.setattr(prefetch, "spare_cores", lambda: 2.0)
+    pool = prefetch.transcript_pool()
+    try:
+        [pid] = list(pool._processes)
+        seen = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            state = _sigint_state(pid)
+            seen.append(state)
+            if state["ignored"] and not state["blocked"]:
+                break  # the initializer ran: ignored, and the mask is back to normal
+            time.sleep(0.005)
+        assert all(state["blocked"] or state["ignored"] for state in seen), seen
+        assert seen[0]["blocked"], "the first look is inside the start-up window: SIGINT blocked there"
+        assert seen[-1] == {"blocked": False, "ignored": True, "caught": False}, seen[-1]
+        assert not signal_mask_has_sigint(), "this thread's mask is as it was"
+    finally:
+        prefetch.stop_transcript_pool()
+
+
+def signal_mask_has_sigint() -> bool:
+    import signal
+
+    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())
