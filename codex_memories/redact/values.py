@@ -109,7 +109,10 @@ def token_looks_random(token: str) -> bool:
 # Punctuation a password holds and an identifier, a path or a version does not.
 _PASSWORD_SYMBOLS = frozenset("!@#$%^&*+=?~;:,<>|()[]{}`'\"")
 _PLACEHOLDER = lazy_compile(
-    r"""\$\{?[A-Za-z_][A-Za-z0-9_]*(?::?[-=?+][^{}]*)?\}?|%[A-Za-z_][A-Za-z0-9_]*%|\$\(.*\)|<[^<>]*>|\{\{.*\}\}|(?:env|file|fd|stdin|prompt)(?::.*)?"""
+    # A variable in braces (`${DB_PASSWORD:-x}`; the closing one may be trimmed), `%APPDATA%`,
+    # or a command substitution (`$(cat /run/secrets/db)`, cut at its first space by the rules
+    # that read a value). A bare `$NAME` is `_bare_variable`'s.
+    r"""\$\{[A-Za-z_][A-Za-z0-9_]*(?::?[-=?+][^{}]*)?\}?|%[A-Za-z_][A-Za-z0-9_]*%|\$\(.*|<[^<>]*>|\{\{.*\}\}|(?:env|file|fd|stdin|prompt)(?::.*)?"""
     r"""|(?:(?:your|my|the|some|new|old)[_\-]?)?(?:password|passwd|secret|token|key|api[_\-]?key)(?:[_\-]?here)?"""
     # Masked values, as tools and docs print them: `********`, `xxxx`, `••••`, `****abcd`.
     r"""|[*x.•·]{3,}[A-Za-z0-9]{0,6}|[A-Za-z0-9]{0,6}[*•]{3,}"""
@@ -139,11 +142,28 @@ _EMAIL = lazy_compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+")
 _VERSION_OR_NUMBER = lazy_compile(r"v?\d+(?:[.:,\-]\d+)*[a-z]?")
 
 
+# `$NAME` or PowerShell's `$env:NAME`, with a word after it (`$PGPASS-dev`, `$HOME.bak`).
+_BARE_VARIABLE = lazy_compile(r"\$(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?:[-.][a-z]+)*")
+
+
+def _bare_variable(value: str) -> bool:
+    """`$DB_PASSWORD`, `$userToken2`, `$DBPass`: a name as people write one (words, or letters
+    only). A generated password may start with `$` too (`$qSscGxt0G487y2` in an odbc.ini, or
+    `$k9Lw-2x.Qp!`): its digits sit inside words that do not start with a capital."""
+    match = _BARE_VARIABLE.fullmatch(value)
+    if match is None:
+        return False
+    name = match.group(1)
+    return re.fullmatch(_WORD, name) is not None or not any(char.isdigit() for char in name)
+
+
 def is_placeholder(value: str) -> bool:
     """A value that stands for the secret and is none (`<your-token>`, `${DB_PASSWORD}`,
     `********`, `YOUR_API_KEY`, `{{ .Values.token }}`): what docs and examples write."""
     trimmed = value.strip("\"'`").rstrip(",;)]}")
-    return bool(trimmed) and (_PLACEHOLDER.fullmatch(trimmed) is not None or _TEMPLATE_FIELD.search(trimmed) is not None)
+    return bool(trimmed) and (
+        _PLACEHOLDER.fullmatch(trimmed) is not None or _bare_variable(trimmed) or _TEMPLATE_FIELD.search(trimmed) is not None
+    )
 
 
 def is_indirect(value: str) -> bool:
@@ -157,6 +177,7 @@ def is_indirect(value: str) -> bool:
         return True
     return bool(
         _PLACEHOLDER.fullmatch(value)
+        or _bare_variable(value)
         or _CALL_OR_ATTRIBUTE.fullmatch(value)
         or _EMAIL.fullmatch(value)
         or _VERSION_OR_NUMBER.fullmatch(value)
