@@ -4,13 +4,14 @@ Contract:
 - `start_fresh(mode, transcript, options)` (called by the hooks, returns at once): starts a
   detached process (its own session, so it outlives the hook and Codex's process group) that
   runs `python -P -m codex_memories.read.fresh <mode> ...`. `mode` is
-  * `end`: Codex said the session ended (`SessionEnd`, Codex 0.171): a fresh pass now.
-  * `idle`: a turn ended (`Stop`; Codex 0.147 sends no `SessionEnd`): wait until the rollout has
+  * `end`: Codex said the session ended (`SessionEnd`; 0.147 and 0.171 send it at `/quit`, on a
+    closed terminal and at the end of `codex exec`): a fresh pass now.
+  * `idle`: a turn ended (`Stop`; a Codex that is killed sends no `SessionEnd`): wait until the rollout has
     had no newer turn for `IDLE_SECONDS`, then a fresh pass. One waiter per rollout (a lock file
     per rollout): a later Stop of the same session finds the waiter alive and leaves; the waiter
     sees the newer turn in the file's modification time and waits on.
 - `fresh_pass(...)` (the detached process): skips when the rollout is unchanged since the last
-  fresh pass of it (so `SessionEnd` and the idle waiter of 0.171 do not both spend a pass), when
+  fresh pass of it (so `SessionEnd` and the idle waiter do not both spend a pass), when
   `fresh_memory` is off (settings tree; opt-in, docs/settings.md says why), else runs `codex-memories run --force
   --ignore-age-windows` (phase 1 regardless of the idle window, under its rate-limit guard;
   phase 2 without the cooldown, never without its lease; handed to `codex-memories serve` when
@@ -47,8 +48,8 @@ from codex_memories.read.hook_log import (
 
 EVENT = "Fresh"
 MODES = ("end", "idle")
-# A rollout with no newer turn for this long is taken as a session that ended (Codex 0.147 has
-# no SessionEnd). Two minutes: a person who pauses to read the answer is not cut short often, and
+# A rollout with no newer turn for this long is taken as a session that ended (a Codex that was
+# killed sends no SessionEnd). Two minutes: a person who pauses to read the answer is not cut short often, and
 # the pass (seconds with the offline provider) still lands within the 5 minutes issue 35 asks.
 IDLE_SECONDS = 120.0
 FRESH_DIR = "fresh"

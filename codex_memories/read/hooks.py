@@ -29,7 +29,7 @@ Contract:
     `harvest_in_background` (the console script's default) the harvest runs in a detached child
     process (`... Stop --inline`) and the hook returns at once (`started_background_harvest`);
     it also arms the fresh-memory idle waiter of that rollout (`read.fresh`, mode `idle`).
-  * `SessionEnd` (Codex 0.171 sends it; 0.147 does not): starts the fresh pass of that rollout
+  * `SessionEnd` (0.147 and 0.171 send it, unless Codex is killed): starts the fresh pass of that rollout
     in a detached process (`read.fresh`, mode `end`) and prints `{}` at once.
 - Never blocks or breaks the session: bad JSON, an unknown event, a missing memory folder, a DB
   outage or any other error is a named `HookOutcome` (a `failed_*` code), `{}` on stdout and exit
@@ -353,7 +353,7 @@ def _stop(payload: dict[str, Any], options: HookOptions) -> HookResult:
 
 
 def _arm_fresh_waiter(rollout: Path, options: HookOptions) -> None:
-    """Codex 0.147 sends no SessionEnd: a detached waiter passes the session once it stays idle
+    """A Codex that is killed sends no SessionEnd: a detached waiter passes the session once it stays idle
     (read.fresh; one per rollout). Only from the console script's Stop (`harvest_in_background`):
     the `--inline` child it starts must not arm a second one. Its start is logged on its own line."""
     from codex_memories.read.fresh import start_fresh
@@ -362,7 +362,7 @@ def _arm_fresh_waiter(rollout: Path, options: HookOptions) -> None:
     write_log_line(options.log_path, start_fresh("idle", rollout, options), time.monotonic() - started)
 
 
-# -- SessionEnd (Codex 0.171) ---------------------------------------------------------------------
+# -- SessionEnd (Codex 0.147 and 0.171) ----------------------------------------------------------------
 
 
 def _session_end(payload: dict[str, Any], options: HookOptions) -> HookResult:

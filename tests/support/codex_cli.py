@@ -374,6 +374,18 @@ class TuiResult:
     seconds: float
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid`, parents before their children."""
+    found: list[int] = []
+    queue = [pid]
+    while queue:
+        parent = queue.pop(0)
+        children = subprocess.run(["pgrep", "-P", str(parent)], capture_output=True, text=True, check=False).stdout.split()
+        found += [int(child) for child in children]
+        queue += [int(child) for child in children]
+    return found
+
+
 def tmux_binary() -> str:
     found = shutil.which("tmux")
     if not found:
@@ -390,8 +402,14 @@ def run_codex_tui(
     timeout: float = 90,
     expect: str | None = None,
     trust_hooks: bool = False,
+    end: str = "quit",
 ) -> TuiResult:
     """Type `prompt` into the interactive TUI (in a private tmux server), wait for the turn, `/quit`.
+
+    `end` says how the session ends: `quit` (typed `/quit`), `close` (the terminal window closed:
+    the tmux server is killed, so Codex gets SIGHUP) or `kill` (Codex dies at once: SIGKILL, as in
+    a crash or an out-of-memory kill). With `close` and `kill`, `returncode` is None (nobody
+    waited for Codex to exit).
 
     The turn is done when the session's rollout records `task_complete` (and, if given, `expect`
     is visible on the pane). With `trust_hooks`, waits for Codex's "Hooks need review" screen (new or
@@ -486,6 +504,17 @@ def run_codex_tui(
 
         wait_for("the turn to complete", turn_done, interval=0.2)
         rollout = new_rollout()
+        if end in ("close", "kill"):
+            text = pane()
+            if end == "kill":
+                # The pane runs `sh run.sh`; below it Codex is a launcher and its native binary
+                # (npm's is a node script that spawns it): every process under the shell dies.
+                shell = tm("list-panes", "-t", "codex", "-F", "#{pane_pid}").stdout.split()[0]
+                for pid in reversed(_descendants(int(shell))):  # children first
+                    os.kill(pid, signal.SIGKILL)
+            return TuiResult(None, text, session_id_from_output(text), rollout, time.monotonic() - started)
+        if end != "quit":
+            raise ValueError(f"end must be quit, close or kill, not {end!r}")
         tm("send-keys", "-t", "codex", "-l", "/quit")
         time.sleep(0.2)
         tm("send-keys", "-t", "codex", "Enter")
