@@ -137,8 +137,8 @@ def judge(extract: Extractor, kind: str, sentence: str) -> bool:
     return any(_served_next_day(meta) for meta in quoting)
 
 
-def measure(split: str, show_misses: bool = False) -> dict[str, Any]:
-    corpus = json.loads(CORPUS.read_text(encoding="utf-8"))
+def measure(split: str, show_misses: bool = False, corpus_path: Path = CORPUS) -> dict[str, Any]:
+    corpus = json.loads(corpus_path.read_text(encoding="utf-8"))
     families = [family for family in corpus["families"] if split == "all" or family["split"] == split]
     extractors = {"now": heuristic.extract_heuristically, "baseline": baseline_extractor()}
     results: dict[str, Any] = {}
@@ -201,12 +201,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("tune", "holdout", "all"), default="holdout")
     parser.add_argument("--show-misses", action="store_true")
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="another corpus of the same shape (e.g. data/user_statements/heldout_verbless.json)")
     parser.add_argument("--legacy", action="store_true", help="the issue-15 English and Chinese phrases, recogniser only")
     arguments = parser.parse_args()
     if arguments.legacy:
         print(json.dumps({"split": arguments.split, **measure_legacy(arguments.split)}, indent=1, ensure_ascii=False))
         return
-    figures = measure(arguments.split, arguments.show_misses)
+    figures = measure(arguments.split, arguments.show_misses, arguments.corpus)
     misses = figures.pop("misses")
     print(json.dumps(figures, indent=1, ensure_ascii=False))
     for miss in misses:

@@ -54,6 +54,10 @@ class Lexicon:
     state_change: re.Pattern[str]
     retraction: re.Pattern[str]  # "no more X", "X 不要了", "statt X": names what is dropped
     also: re.Pattern[str]  # "also", 另外, あと, außerdem: adds to what was said before
+    # The marks of an instruction given without a verb ("pnpm over npm", "small diffs, one change
+    # per PR", "respuestas cortas, sin resumen"): a choice against another, a thing ruled out, a
+    # restriction, a share per unit. `extract.rules` wants them in a short turn of fragments.
+    terse: re.Pattern[str]
     reason: re.Pattern[str] | None = None  # "because ..." (group 1 is the reason)
 
 
@@ -78,7 +82,7 @@ ENGLISH = Lexicon(
     chatter=_p(
         r"^(?:thanks|thank you|thx|ty|ok(?:ay)?|cool|nice|great|perfect|awesome|lgtm|looks good|sounds good|got it|makes sense"
         r"|good (?:morning|night|evening|afternoon)|hi|hello|hey|yes|yep|yeah|sure|no worries|never mind|nvm|done|works"
-        r"|I think|I guess|I suspect|I believe|maybe|perhaps|probably|it seems|seems like|looks like)\b"
+        r"|I think|I guess|I suspect|I believe|maybe|perhaps|probably|it seems|seems like|looks like|not sure)\b"
     ),
     request=_p(
         r"^(?:please\s+)?(?:fix|add|implement|refactor|rename|update|change|write|create|remove|delete|move|debug|investigate"
@@ -147,7 +151,7 @@ ENGLISH = Lexicon(
     ),
     status=_p(
         r"\b(?:fails?|failing|failed|broken|breaks|crash(?:es|ed)?|errors?|exception|time[sd]? out|timeout|hangs?|flaky|slow"
-        r"|doesn'?t work|does not work|not working|bug|bugs|wrong|won'?t (?:start|run|build|load|compile|open|work|boot|connect))\b"
+        r"|doesn'?t work|does not work|not working|bug|bugs|wrong|green|red|passing|all clear|won'?t (?:start|run|build|load|compile|open|work|boot|connect))\b"
     ),
     correction=_p(r"^(?:actually|correction|sorry|wait|scratch that|I meant|I mean|oops|my bad|no wait|update|rather|on second thought|second thoughts"
         r"|(?:I|I've|I have)\s+changed my mind|change of plans?|never mind that|forget (?:that|what I said))\b|\bnot\s+\S+\s*,\s*but\b"),
@@ -158,6 +162,7 @@ ENGLISH = Lexicon(
     ),
     also=_p(r"^(?:and\s+)?(?:also|additionally|plus|on top of that|as well)\b|\b(?:as well|too)[.!]?$"),
     retraction=_p(r"\b(?:no more|not any ?more|no longer|drop|dropped|ditch|scrap|forget|is out|are out|instead of|rather than|replaced?|replaces)\b"),
+    terse=_p(r"\b(?:over|instead of|not|no|without|only|per|each)\b|\s>\s"),
 )
 
 CHINESE = Lexicon(
@@ -177,13 +182,14 @@ CHINESE = Lexicon(
     fact=_p(r"端口|配置|profile|版本|路径|目录|地址|主机|数据库|区域|集群|桶|别名|索引|环境变量|跑在|运行在|跑的是|监听|位于|是"),
     convention=_p(r"放在|位于|命名为|叫做|以.{1,10}开头|遵循|遵守|存储|读取|写入|都有|每个|各个"),
     narration=_p(r"昨天|上周|上个月|以前我|之前我|去年|用过|说过|当时|那次|不得不|上次"),
-    status=_p(r"失败|报错|出错|挂了|坏了|不工作|超时|崩溃|卡住|有问题|bug"),
+    status=_p(r"失败|报错|出错|挂了|坏了|绿了|变绿|通过了|不工作|超时|崩溃|卡住|有问题|bug"),
     correction=_p(r"^(?:其实|不对|更正|纠正|抱歉|等等|等一下|等下|说错了|我是说|应该是|改主意|算了|还是改)|改主意了|不是.{1,20}而是"),
     state_change=_p(
         r"升级到|升到|迁移到|迁到|切换到|切到|换成|换到|改成|改为|改到|搬到|挪到|移到|转到|更新到|升级为|迁移至|现在(?:用|是|在|跑)"
     ),
     also=_p(r"^(?:另外|还有|此外|并且|而且)|也要|也得|也请"),
     retraction=_p(r"不要了|不用了|不再|弃用|废弃|去掉|换掉|代替|取代|而不是|已经删|删掉了"),
+    terse=_p(r"而不是|不要|不用|别用|只用|只要|只|每个|每次一个|一个.{1,8}一个|优先"),
     reason=re.compile(r"(?:因为|由于)(.+)$"),
 )
 
@@ -198,9 +204,9 @@ JAPANESE = Lexicon(
         r"(?:直して|修正して|追加して|実装して|リファクタ|リネームして|名前を変えて|書いて|作って|削除して|消して|確認して|見て|調べて"
         r"|実行して|動かして|更新して|説明して|変更して)(?:ください|くれ|ほしい|もらえ|もらえると)?|しよう[。！]?$|しましょう[。！]?$"
     ),
-    at_hand=_p(r"この(?:関数|メソッド|クラス|ファイル|モジュール|テスト|バグ|エラー|問題|PR|変更|コミット|スクリプト|変数|クライアント)|今の|さっきの|試しに|様子見"),
+    at_hand=_p(r"この(?:関数|メソッド|クラス|ファイル|モジュール|テスト|バグ|エラー|問題|PR|変更|コミット|スクリプト|変数|クライアント)|今の|さっきの|試しに|様子見|てみ(?:た|ました|る|ます)"),
     one_off=_p(r"今回だけ|今回は|今回のみ|今日だけ|本日のみ|(?:この|今回の)(?:コミット|PR|プルリクエスト|デプロイ)(?:だけ|のみ)|一回だけ|一度だけ|例外的に|今だけ"),
-    temporary=_p(r"当面|しばらく|一時的に|暫定|今週|来週まで|まで|まだ|とりあえず|当分|今日|明日"),
+    temporary=_p(r"当面|しばらく|一時的に|暫定|今週|来週まで|まで|まだ|とりあえず|当分|今日|明日|今夜|今晩"),
     durable=_p(r"常に|いつも|必ず|絶対|今後|これから|以後|ずっと|デフォルトで|基本的に|原則|毎回|すべて|全て|全部|このリポジトリ|このプロジェクト|このチーム|もう\S{0,8}ない"),
     normative=_p(r"なければならない|なければいけない|なくてはいけない|ないといけない|べき|禁止|ないで|ないこと|る(?:こと|事)[。.！!]?$|(?:決まり|ルール|約束)(?:です)?[。.！!]?$|てはいけない|てはだめ|ちゃだめ|使って|使うこと|ではなく|じゃなく|ようにして"),
     decision=_p(r"決定|決めた|決めました|決まった|決まりました|ことにした|ことにしました|ことになった|採用|選んだ|選びました|合意|にします|でいきます|で行きます|にしよう"),
@@ -210,13 +216,14 @@ JAPANESE = Lexicon(
     fact=_p(r"ポート|プロファイル|バージョン|パス|ディレクトリ|フォルダ|ホスト|URL|エンドポイント|データベース|DB|リージョン|クラスタ|バケット|レジストリ|エイリアス|インデックス|環境変数|で動いて|で動作|で待ち受け|にあります|にある|です"),
     convention=_p(r"に置き|に置く|に入れ|の隣|という名前|の形式|に従|で始め|で終わ|に保存|から読み|に書き|を持って|ごとに|各"),
     narration=_p(r"昨日|先週|先月|去年|前回|以前|この前|なかった|しまった"),
-    status=_p(r"失敗|落ちる|落ちて|動かない|エラー|壊れ|タイムアウト|遅い|バグ|おかしい|クラッシュ"),
+    status=_p(r"失敗|落ちる|落ちて|通った|グリーン|動かない|エラー|壊れ|タイムアウト|遅い|バグ|おかしい|クラッシュ"),
     correction=_p(r"^(?:訂正|間違え|すみません|ごめん|やっぱり|実は|いや|待って|ちょっと待って|気が変わ)|気が変わった|ではなくて|じゃなくて"),
     state_change=_p(
         r"に移行|へ移行|に上げ|に切り替え|へ切り替え|に変更し|に変え|に移し|に移っ|に移り|へ移|に更新し|にアップグレード|に乗り換え|今は"
     ),
     also=_p(r"^(?:あと|それと|さらに|加えて|また)|も(?:必ず|コミット|PR|実行|走らせ)"),
     retraction=_p(r"やめ|使わない|廃止|代わりに|ではなく|じゃなく|不要|なし(?:で|に)"),
+    terse=_p(r"ではなく|じゃなく|より|なし|無し|不要|だけ|のみ|ごとに|一つの.{1,12}に一|ずつ"),
 )
 
 KOREAN = Lexicon(
@@ -232,7 +239,7 @@ KOREAN = Lexicon(
     ),
     at_hand=_p(r"이 (?:함수|메서드|클래스|파일|모듈|테스트|버그|에러|오류|문제|PR|변경|커밋|스크립트|변수|클라이언트)|이번 변경|방금|시험 삼아|한번 보려고"),
     one_off=_p(r"이번만|이번에만|이번에는|이번 커밋|오늘만|이번 한 번|한 번만|딱 한 번|예외적으로|지금만"),
-    temporary=_p(r"당분간|일단|임시로|잠시|이번 주|까지|아직|오늘|내일"),
+    temporary=_p(r"당분간|일단|임시로|잠시|이번 주|까지|아직|오늘|내일|오늘 밤"),
     durable=_p(r"항상|늘|언제나|절대|반드시|무조건|앞으로|이제부터|기본적으로|기본으로|원칙적으로|매번|모든|이 저장소|이 프로젝트|이 레포|이 팀"),
     normative=_p(r"해야|하면 안|하지 마|지 마세요|지 말|금지|안 됩니다|안 돼요|사용해|써 주세요|쓰세요|사용하세요|말고|대신|아니라|되어야|돼야"),
     decision=_p(r"결정|하기로 했|기로 했|기로 합의|정했|정해졌|합의|선택했|골랐|채택|로 가기로|으로 가기로|쓰기로|사용하기로|로 갑니다|으로 갑니다"),
@@ -249,6 +256,7 @@ KOREAN = Lexicon(
     ),
     also=_p(r"^(?:그리고|또|또한|추가로)|도\s"),
     retraction=_p(r"말고|대신|안 써|쓰지 않|폐기|그만|더 이상|빼고|뺍니다|빼요"),
+    terse=_p(r"말고|대신|없이|금지|만\b|만[,. ]|마다|하나에 하나|보다"),
 )
 
 SPANISH = Lexicon(
@@ -268,7 +276,7 @@ SPANISH = Lexicon(
         r"\b(?:esta vez|por esta vez|por una vez|solo esta vez|sólo esta vez|(?:solo|sólo)\s+(?:por\s+)?hoy|por hoy|hoy solo|hoy sólo"
         r"|(?<!no )(?:solo|sólo|solamente|únicamente)\s+(?:para|en)\s+(?:este|esta)\b|excepcionalmente|de forma excepcional)"
     ),
-    temporary=_p(r"\b(?:por ahora|de momento|por el momento|temporalmente|provisionalmente|esta semana|hasta|todavía no|aún no|todavía|hoy|mañana)\b"),
+    temporary=_p(r"\b(?:por ahora|de momento|por el momento|temporalmente|provisionalmente|esta semana|hasta|todavía no|aún no|todavía|hoy|mañana|esta noche)\b"),
     durable=_p(
         r"\b(?:siempre|nunca|jamás|a partir de ahora|de ahora en adelante|desde ahora|en adelante|por defecto|por norma"
         r"|en este (?:repo|repositorio|proyecto|código)|en todos|cada vez|para siempre|definitivamente|antes de cada|después de cada|en cada)\b"
@@ -290,7 +298,7 @@ SPANISH = Lexicon(
     ),
     convention=_p(r"\b(?:viven|vive|van en|va en|se llaman|se llama|se guardan|se guarda|se leen|se lee|se escriben|siguen|sigue|empiezan con|terminan en|tiene su propio|tienen su propio|cada)\b"),
     narration=_p(r"\b(?:ayer|anoche|la semana pasada|el mes pasado|el año pasado|la última vez|hace \w+|tuve que|tuvimos que|intenté|intentamos|usaba|usábamos)\b"),
-    status=_p(r"\b(?:falla|fallan|falló|fallando|roto|rota|se rompe|error|errores|no funciona|timeout|se cuelga|lento|bug)\b"),
+    status=_p(r"\b(?:falla|fallan|falló|fallando|roto|rota|se rompe|error|errores|no funciona|en verde|en rojo|timeout|se cuelga|lento|bug)\b"),
     correction=_p(r"^(?:en realidad|corrijo|corrección|perdón|perdona|mejor dicho|quise decir|espera|pensándolo mejor|cambio de planes|cambié de opinión)\b|\bno\s+\S+,\s*sino\b"),
     state_change=_p(
         r"\b(?:migramos|migré|migrado|migrada|cambiamos|cambié|cambiado|pasamos|pasé|pasado|actualizamos|actualicé|actualizado|movimos|movido|subimos|subido)\b.{0,60}?\b(?:a|al|hacia)\b"
@@ -298,6 +306,7 @@ SPANISH = Lexicon(
     ),
     also=_p(r"^(?:y\s+)?(?:también|además)\b|\btambién\b"),
     retraction=_p(r"\b(?:ya no|nada de|en vez de|en lugar de|olvida|olvídate|descarta|fuera)\b"),
+    terse=_p(r"\b(?:en vez de|en lugar de|no|sin|nada de|solo|sólo|solamente|por cada|cada|por)\b|\s>\s"),
     reason=re.compile(r"(?:,\s*|\s)(?:porque|ya que|puesto que)\s+(.+)$", _FLAGS),
 )
 
@@ -319,7 +328,7 @@ PORTUGUESE = Lexicon(
         r"\b(?:desta vez|dessa vez|só desta vez|só dessa vez|uma vez só|(?:só|somente|apenas)\s+(?:por\s+)?hoje|por hoje|hoje só|hoje somente"
         r"|(?<!não )(?:só|somente|apenas)\s+(?:neste|nesse|nesta|nessa|para este|pra este|para esse|pra esse)\b|excepcionalmente)"
     ),
-    temporary=_p(r"\b(?:por enquanto|por ora|temporariamente|provisoriamente|esta semana|essa semana|até|ainda não|ainda(?=\s*[.!]?$)|hoje|amanhã)\b"),
+    temporary=_p(r"\b(?:por enquanto|por ora|temporariamente|provisoriamente|esta semana|essa semana|até|ainda não|ainda(?=\s*[.!]?$)|hoje|amanhã|hoje à noite|esta noite)\b"),
     durable=_p(
         r"\b(?:sempre|nunca|jamais|a partir de agora|daqui (?:pra|para) frente|de agora em diante|por padrão"
         r"|(?:neste|nesse) (?:repo|repositório|projeto)|toda vez|de vez|definitivamente|em todos|antes de cada|depois de cada|em cada)\b"
@@ -338,7 +347,7 @@ PORTUGUESE = Lexicon(
     ),
     convention=_p(r"\b(?:ficam|fica|vão em|vai em|se chamam|se chama|são guardad\w+|é guardad\w+|são lid\w+|é lid\w+|são escrit\w+|seguem|segue|começam com|terminam em|tem seu próprio|têm seu próprio|cada)\b"),
     narration=_p(r"\b(?:ontem|semana passada|mês passado|ano passado|da última vez|na última vez|há \w+|tive que|tivemos que|tentei|tentamos|usava|usávamos)\b"),
-    status=_p(r"\b(?:falha|falham|falhou|falhando|quebrado|quebrada|quebra|erro|erros|não funciona|timeout|trava|lento|bug)\b"),
+    status=_p(r"\b(?:falha|falham|falhou|falhando|quebrado|quebrada|quebra|erro|erros|não funciona|verde|vermelho|timeout|trava|lento|bug)\b"),
     correction=_p(r"^(?:na verdade|corrigindo|correção|desculpa|quer dizer|quis dizer|espera|pensando bem|mudei de ideia|mudança de planos)\b|\bnão\s+\S+,\s*(?:mas|e sim)\b"),
     state_change=_p(
         r"\b(?:migramos|migrei|migrou|migraram|migrado|mudamos|mudei|mudou|mudaram|mudado|passamos|passei|passou|passaram|atualizamos|atualizei|atualizou|atualizado"
@@ -347,6 +356,7 @@ PORTUGUESE = Lexicon(
     ),
     also=_p(r"^(?:e\s+)?(?:também|além disso)\b|\btambém\b"),
     retraction=_p(r"\b(?:não mais|nada de|em vez de|ao invés de|esquece|descarta|chega de)\b"),
+    terse=_p(r"\b(?:em vez de|ao invés de|não|sem|nada de|só|somente|apenas|por|cada)\b|\s>\s"),
     reason=re.compile(r"(?:,\s*|\s)(?:porque|pois|já que)\s+(.+)$", _FLAGS),
 )
 
@@ -370,7 +380,7 @@ FRENCH = Lexicon(
         r"\b(?:cette fois|pour cette fois|pour une fois|(?:juste|seulement|uniquement) aujourd'hui|aujourd'hui seulement"
         r"|(?<!pas )(?:juste|uniquement|seulement|rien que) pour (?:ce|cette|cet)\b|exceptionnellement|à titre exceptionnel)"
     ),
-    temporary=_p(r"\b(?:pour l'instant|pour le moment|temporairement|provisoirement|en attendant|cette semaine|jusqu'à|pas encore|pas tout de suite|aujourd'hui|demain)"),
+    temporary=_p(r"\b(?:pour l'instant|pour le moment|temporairement|provisoirement|en attendant|cette semaine|jusqu'à|pas encore|pas tout de suite|aujourd'hui|demain|ce soir|cette nuit)"),
     durable=_p(
         r"\b(?:toujours|jamais|désormais|dorénavant|à partir de maintenant|à l'avenir|par défaut|dans ce (?:dépôt|repo|projet)"
         r"|partout|chaque fois|définitivement|pour de bon|systématiquement|avant chaque|après chaque|à chaque)\b"
@@ -395,7 +405,7 @@ FRENCH = Lexicon(
         r"|sont lues|sont lus|sont écrits|suivent|suit|commencent par|finissent par|a son propre|ont leur propre|chaque)\b"
     ),
     narration=_p(r"\b(?:hier|la semaine dernière|le mois dernier|l'an dernier|la dernière fois|il y a|j'ai dû|on a dû|j'ai essayé|on a essayé)\b"),
-    status=_p(r"\b(?:échoue|échouent|a échoué|plante|cassé|cassée|erreur|erreurs|ne marche pas|ne fonctionne pas|timeout|bloque|lent|bug)\b"),
+    status=_p(r"\b(?:échoue|échouent|a échoué|plante|cassé|cassée|erreur|erreurs|vert|verte|rouge|ne marche pas|ne fonctionne pas|timeout|bloque|lent|bug)\b"),
     correction=_p(r"^(?:en fait|correction|pardon|désolé|je voulais dire|plutôt|attends|réflexion faite|finalement|changement de plan|j'ai changé d'avis)\b|\bpas\s+\S+,\s*mais\b"),
     state_change=_p(
         r"\b(?:migré|migrés|migrée|passé|passés|passée|basculé|basculés|changé|mis à jour|monté|montés|déplacé|déménagé)\b.{0,60}?\b(?:à|au|aux|vers|sur|en)\b"
@@ -403,6 +413,7 @@ FRENCH = Lexicon(
     ),
     also=_p(r"^(?:et\s+)?(?:aussi|en plus|également)\b|\baussi\b"),
     retraction=_p(r"\b(?:plus de|fini|à la place de|au lieu de|oublie|abandonne|on abandonne)\b"),
+    terse=_p(r"\b(?:plutôt que|au lieu de|pas|pas de|sans|jamais de|que|uniquement|seulement|par)\b|\s>\s"),
     reason=re.compile(r"(?:,\s*|\s)(?:parce que|car|puisque)\s+(.+)$", _FLAGS),
 )
 
@@ -425,7 +436,7 @@ GERMAN = Lexicon(
     one_off=_p(
         r"\b(?:diesmal|dieses mal|dieses eine mal|(?<!nicht )nur heute|heute nur|(?<!nicht )nur für (?:diesen|dieses|diese)\b|ausnahmsweise|einmalig|nur einmal)"
     ),
-    temporary=_p(r"\b(?:vorerst|vorläufig|fürs erste|erstmal|erst mal|vorübergehend|diese woche|bis|noch nicht|heute|morgen)\b"),
+    temporary=_p(r"\b(?:vorerst|vorläufig|fürs erste|erstmal|erst mal|vorübergehend|diese woche|bis|noch nicht|heute|morgen|heute abend|heute nacht)\b"),
     durable=_p(
         r"\b(?:immer|nie|niemals|ab jetzt|ab sofort|von nun an|künftig|zukünftig|in zukunft|standardmäßig|grundsätzlich"
         r"|in diesem (?:Repo|Repository|Projekt)|überall|jedes mal|dauerhaft|für immer|(?:vor|nach|bei) jede[mrn]?)\b"
@@ -450,7 +461,7 @@ GERMAN = Lexicon(
         r"|folgt|beginnen mit|enden auf|hat sein eigenes|haben ihr eigenes|jeder|jede|jedes)\b"
     ),
     narration=_p(r"\b(?:gestern|letzte woche|letzten monat|letztes jahr|letztes mal|beim letzten mal|vor (?:\d+|einer|einem|zwei|drei|ein paar|kurzem|langem)\b|musste|mussten|habe versucht|haben versucht|hatte|hatten|früher)\b"),
-    status=_p(r"\b(?:schlägt fehl|schlagen fehl|fehlgeschlagen|kaputt|stürzt ab|fehler|funktioniert nicht|geht nicht|timeout|hängt|langsam|bug)\b"),
+    status=_p(r"\b(?:schlägt fehl|schlagen fehl|fehlgeschlagen|kaputt|stürzt ab|fehler|grün|rot|funktioniert nicht|geht nicht|timeout|hängt|langsam|bug)\b"),
     correction=_p(r"^(?:eigentlich|korrektur|sorry|pardon|ich meinte|vielmehr|warte|planänderung|ich hab's mir anders überlegt|doch lieber)\b|anders überlegt|\bnicht\s+\S+,\s*sondern\b"),
     state_change=_p(
         r"\b(?:umgestiegen|umgezogen|migriert|gewechselt|aktualisiert|hochgezogen|angehoben|umgestellt|geupdatet|upgegradet|gehoben|verschoben)\b"
@@ -458,6 +469,7 @@ GERMAN = Lexicon(
     ),
     also=_p(r"^(?:und\s+)?(?:außerdem|auch|zusätzlich|ebenfalls)\b|\bauch\b"),
     retraction=_p(r"\b(?:nicht mehr|kein\w*\s.{0,20}mehr|statt|anstatt|vergiss|ist raus|sind raus|fliegt raus|ersetzt)\b"),
+    terse=_p(r"\b(?:statt|anstatt|nicht|kein\w*|ohne|nur|pro|je)\b|\s>\s"),
     reason=re.compile(r"(?:,\s*|\s)(?:weil|da|denn)\s+(.+)$", _FLAGS),
 )
 
@@ -478,7 +490,7 @@ RUSSIAN = Lexicon(
     ),
     at_hand=_p(r"\b(?:этот|эта|это|эту|этом|этой|эти)\s+(?:функци\w*|метод\w*|класс\w*|файл\w*|модул\w*|тест\w*|баг\w*|ошибк\w*|проблем\w*|PR|изменени\w*|скрипт\w*|переменн\w*|клиент\w*)|просто посмотреть|чтобы посмотреть|на пробу|для проверки"),
     one_off=_p(r"\b(?:в этот раз|на этот раз|(?<!не )только сегодня|сегодня только|(?<!не )только для (?:этого|этой)|(?<!не )только в (?:этом|этой)|один раз|разово|в виде исключения|в порядке исключения|единожды)\b"),
-    temporary=_p(r"\b(?:пока|пока что|временно|на время|на этой неделе|до|пока не|сегодня|завтра)\b"),
+    temporary=_p(r"\b(?:пока|пока что|временно|на время|на этой неделе|до|пока не|сегодня|завтра|этой ночью)\b"),
     durable=_p(
         r"\b(?:всегда|никогда|впредь|отныне|с этого момента|с сегодняшнего дня|по умолчанию|в этом (?:репозитории|репо|проекте)"
         r"|везде|каждый раз|окончательно|навсегда|перед каждым|перед каждой|после каждого|после каждой|при каждом)\b"
@@ -499,8 +511,8 @@ RUSSIAN = Lexicon(
         r"|кластер\w*|бакет\w*|реестр\w*|алиас\w*|индекс\w*|переменн\w* окружения|работает на|слушает|лежит в|лежат в|находится)\b|\s—\s"
     ),
     convention=_p(r"\b(?:лежат|лежит|хранятся|хранится|называются|называется|читаются|читается|пишутся|следуют|начинаются с|складываются|идут в|у каждого|каждый|каждая|свой)\b"),
-    narration=_p(r"\b(?:вчера|на прошлой неделе|в прошлом месяце|в прошлом году|в прошлый раз|раньше|пришлось|пытался|пытались|было)\b"),
-    status=_p(r"\b(?:падает|падают|упал|сломан\w*|ломается|ошибк\w*|не работает|таймаут\w*|зависает|тормозит|медленно|баг)\b"),
+    narration=_p(r"\b(?:вчера|на прошлой неделе|в прошлом месяце|в прошлом году|в прошлый раз|раньше|пришлось|пытался|пытались|было|только что)\b"),
+    status=_p(r"\b(?:падает|падают|упал|сломан\w*|ломается|ошибк\w*|зелён\w*|зелен\w*|красн\w*|не работает|не помогает|таймаут\w*|зависает|тормозит|медленно|баг)\b"),
     correction=_p(r"^(?:на самом деле|поправка|точнее|вернее|извини|я имел в виду|стоп|передумал|передумала|хотя нет)\b|\bпередумал|\bне\s+\S+,\s*а\b"),
     state_change=_p(
         r"\b(?:перешли|перешла|перешёл|перешел|ушли|ушла|ушёл|ушел|переехали|переехал|мигрировали|мигрировал|обновили|обновил|подняли|поднял"
@@ -509,6 +521,7 @@ RUSSIAN = Lexicon(
     ),
     also=_p(r"^(?:и\s+)?(?:ещё|еще|также|тоже|кроме того)\b|\b(?:тоже|также)\b"),
     retraction=_p(r"\b(?:больше не|вместо|забудь|убираем|отказались|выкинули)\b"),
+    terse=_p(r"\b(?:вместо|не|без|никаких|только|на каждый|на каждую|на каждое|по одному|по одной)\b|\s>\s"),
     reason=re.compile(r"(?:,\s*|\s)(?:потому что|так как|поскольку)\s+(.+)$", _FLAGS),
 )
 

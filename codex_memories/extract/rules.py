@@ -664,7 +664,44 @@ def _signal(whole: str, sentence: str, lexicon: Lexicon, *, lead_in: bool) -> tu
         return "fact", 0.6
     if lexicon.team.search(whole) or lexicon.convention.search(whole):
         return "preference", 0.7
+    if lexicon.terse.search(whole) and _fragments(whole, lexicon):
+        return "preference", 0.6
+    if _versioned_value(whole) and _PLACE.search(whole) and _fragments(whole, lexicon):
+        return "fact", 0.6
     return None
+
+
+# An instruction without a verb is a few short fragments ("Small diffs, one change per PR.",
+# "respuestas cortas, sin resumen al final"); a sentence with a subject is something else.
+_FRAGMENT_BREAK = re.compile(r"[,;，、；：。！]\s*|[.:!](?:\s+|$)|\s[—–>-]\s")
+MAX_FRAGMENT_WORDS = 7
+MAX_FRAGMENT_CHARACTERS = 16
+MAX_FRAGMENTS = 3
+_SUBJECT = re.compile(
+    r"^(?:I|we|you|it|this|that|they|he|she|there|ich|wir|du|es|das|je|nous|tu|il|on|yo|nosotros|tú|eu|nós|você|я|мы|ты|это|он|она)\b|^[jc]['’]"
+    r"|^(?:我|我们|你|它|这|那|他|她|私|僕|俺|これ|それ|나는|저는|우리)",
+    re.IGNORECASE,
+)
+
+
+# Where a value holds, in a fragment ("Node 20 in CI", "Staging at staging.internal:8443"): an
+# environment fact said without a verb. Its value has a digit (a version, a port, a host), so
+# "Commit-Messages auf Deutsch" is not one.
+_PLACE = re.compile(r"\b(?:in|on|at|en|sur|auf|unter|im|em|no|na|nos|nas|в|на)\s|\S\s*(?:上|里)\s", re.IGNORECASE)
+
+
+def _versioned_value(text: str) -> bool:
+    """A value with a digit in it: a version ("Redis 7"), a port, a host, a numbered name."""
+    return bool(_NAMED_VERSION.search(text)) or any(re.search(r"\d", value.group(0)) for value in VALUE.finditer(text))
+
+
+def _fragments(text: str, lexicon: Lexicon) -> bool:
+    parts = [part.strip() for part in _FRAGMENT_BREAK.split(text) if part.strip()]
+    if not parts or len(parts) > MAX_FRAGMENTS or any(_SUBJECT.match(part) for part in parts):
+        return False
+    if lexicon.language in _SPACELESS_LANGUAGES:
+        return all(len(re.sub(r"[\s\w]+", "x", part)) <= MAX_FRAGMENT_CHARACTERS for part in parts)
+    return all(len(part.split()) <= MAX_FRAGMENT_WORDS for part in parts)
 
 
 # "everywhere" (and Japanese 全部, "all of it") in each language's durable words: in a request it
@@ -780,7 +817,11 @@ def _expiry(sentence: str, said_at: datetime | None, lexicon: Lexicon) -> tuple[
 
 
 # The day words of the nine languages (`extract.lexicons`): a rule for today holds through today.
-_TODAY = re.compile(r"\btoday\b|\btonight\b|今天|今晚|今日|오늘|\bhoy\b|\bhoje\b|aujourd'hui|\bheute\b|сегодня", re.IGNORECASE)
+_TODAY = re.compile(
+    r"\btoday\b|\btonight\b|今天|今晚|今日|今夜|今晩|오늘|\bhoy\b|\besta noche\b|\bhoje\b|\besta noite\b|aujourd'hui|\bce soir\b"
+    r"|\bcette nuit\b|\bheute\b|сегодня|этой ночью",
+    re.IGNORECASE,
+)
 _TOMORROW = re.compile(r"\btomorrow\b|明天|明日|내일|\bmañana\b|\bamanhã\b|\bdemain\b|\bmorgen\b|завтра", re.IGNORECASE)
 _THIS_WEEK = re.compile(
     r"\bthis week\b|\buntil next week\b|本周|这周|这个星期|本星期|今週|이번 주|esta semana|essa semana|cette semaine|diese woche|на этой неделе",
