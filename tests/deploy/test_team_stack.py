@@ -150,6 +150,10 @@ def team(
         )
         name, value = saved.stdout.strip().split("=", 1)
         assert (name, value) == ("PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK", "remote-file-system/codex-memories-results"), saved.stdout
+        with stack.client() as client:
+            block = client.read_block_document_by_name("codex-memories-results", "remote-file-system").data
+        assert block["basepath"] == bucket.url(RESULTS_PREFIX)
+        assert block["settings"] == {"client_kwargs": {"endpoint_url": bucket.endpoint_url}}  # no key in it
         team.worker_env[name] = value
         team.start_worker("worker-a")
         team.start_worker("worker-b")
