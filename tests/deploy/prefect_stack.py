@@ -135,10 +135,13 @@ class PrefectStack:
             raise AssertionError(f"prefect {' '.join(arguments)} failed:\n{result.stdout}\n{result.stderr}")
         return result
 
-    def prefect_python(self, *arguments: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def prefect_python(
+        self, *arguments: str, extra_env: dict[str, str] | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         """`python <arguments>` against this server (a setup script of infra/, as a team runs it)."""
         result = subprocess.run(
-            [sys.executable, *arguments], cwd=REPO_ROOT, env=self.env, capture_output=True, text=True, timeout=timeout
+            [sys.executable, *arguments], cwd=REPO_ROOT, env=self.env | (extra_env or {}),
+            capture_output=True, text=True, timeout=timeout,
         )
         if result.returncode != 0:
             raise AssertionError(f"python {' '.join(arguments)} failed:\n{result.stdout}\n{result.stderr}")

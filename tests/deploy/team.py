@@ -1,8 +1,9 @@
 """A team's Prefect setup for the deploy test and the benchmark of two workers against one
 (`tests/deploy/test_team_stack.py`, `benchmarks/team_workers.py`): archived sessions over several
 days, a test model whose extractions are slow (the model is the bottleneck), a fresh PostgreSQL
-state DB, and process workers with their own Prefect homes (as on their own machines) that share
-the flows' settings and the results block.
+state DB, a bucket on an S3 endpoint (the memory root and the shared results storage), and
+process workers with their own Prefect homes (as on their own machines) that share the flows'
+settings and the results block.
 """
 
 from __future__ import annotations
@@ -115,6 +116,69 @@ def fresh_database(prefix: str) -> Iterator[str]:
     finally:
         with psycopg.connect(POSTGRES_ADMIN_DSN, autocommit=True) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@dataclasses.dataclass(frozen=True)
+class TeamBucket:
+    """A bucket on an S3 endpoint (moto's server, or a real one such as radosgw) and the keys to it."""
+
+    endpoint_url: str
+    access_key_id: str
+    secret_access_key: str
+    name: str
+    region: str = "us-east-1"
+
+    def worker_env(self) -> dict[str, str]:
+        """What infra/README.md puts in a worker's environment for an S3 memory root and S3 results
+        storage: the standard AWS variables (the endpoint one only for a non-AWS S3)."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": self.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": self.secret_access_key,
+            "AWS_DEFAULT_REGION": self.region,
+        }
+
+    def url(self, prefix: str) -> str:
+        return f"s3://{self.name}/{prefix}"
+
+    def filesystem(self) -> Any:
+        import s3fs
+
+        return s3fs.S3FileSystem(
+            key=self.access_key_id,
+            secret=self.secret_access_key,
+            client_kwargs={"endpoint_url": self.endpoint_url},
+            skip_instance_cache=True,
+        )
+
+    def keys(self, prefix: str) -> list[str]:
+        """The objects under `prefix` (paths relative to it), without their content."""
+        base = f"{self.name}/{prefix}"
+        return [path[len(base) + 1 :] for path in self.filesystem().find(base)]
+
+    def objects(self, prefix: str) -> dict[str, bytes]:
+        """Every object under `prefix` (path relative to it -> content)."""
+        filesystem = self.filesystem()
+        base = f"{self.name}/{prefix}"
+        return {path[len(base) + 1 :]: filesystem.cat_file(path) for path in filesystem.find(base)}
+
+
+# AWS settings of the test's own environment that must not reach the workers (a developer's
+# profile or endpoint): they get the bucket's variables only.
+FOREIGN_AWS_VARIABLES = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")
+
+
+@contextmanager
+def new_bucket(endpoint_url: str, access_key_id: str, secret_access_key: str) -> Iterator[TeamBucket]:
+    """A new bucket on the endpoint, emptied and removed on the way out."""
+    bucket = TeamBucket(endpoint_url, access_key_id, secret_access_key, name=f"team-{uuid.uuid4().hex[:12]}")
+    filesystem = bucket.filesystem()
+    filesystem.mkdir(bucket.name)
+    try:
+        yield bucket
+    finally:
+        filesystem = bucket.filesystem()
+        filesystem.rm(bucket.name, recursive=True)
 
 
 def launch_day_backfills(client: Any, days: list[str]) -> list[Any]:

@@ -1,10 +1,14 @@
 """A team on a real Prefect server (issue 37, item 5), set up as infra/README.md tells a team to:
 `prefect server start` on PostgreSQL, the `codex-memories` process work pool, `prefect deploy
 --all`, TWO process workers (each `--limit 2`), our state DB on PostgreSQL (a fresh database,
-dropped at the end), results storage both workers share (`infra/shared_results.py` saves the block that
-`PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK` names: here a `LocalFileSystem` block on one folder, which
-is shared because both workers run on this machine; a team on several machines gives it an
-`s3://` location, as the README says), and the memory root a local folder (S3 only exists in CI's second stage).
+dropped at the end), the memory root on S3 and results storage both workers share on S3 (one new
+bucket: `s3://BUCKET/memories`, and `infra/shared_results.py s3://BUCKET/prefect-results` saves
+the `RemoteFileSystem` block that `PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK` names). The workers get
+the endpoint and the keys as the README says, in their environment (`AWS_ENDPOINT_URL`,
+`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_DEFAULT_REGION`). The S3 endpoint is moto's
+threaded server in this process, or a real one when `CODEX_MEMORIES_TEST_S3_ENDPOINT` is set with
+the keys in the AWS environment (CI's second stage: Ceph's radosgw, `scripts/ceph-s3`); the code
+path is the same, only the endpoint and the keys differ.
 
 The model is the OpenAI-compatible test server with a delay on every extraction, so the model is
 the bottleneck. 240 archived sessions over eight days are backfilled as eight one-day runs of the
@@ -22,34 +26,44 @@ API (the UI's "Change state") and retried (the UI's "Retry"). Checked at the end
   answer the process received and had not stored yet when it died is asked again, a window of
   its redaction and one DB write that no retry can close (infra/README.md says so);
 - no flow run left Running, Pending or Scheduled, and every run's final state truthful: a run
-  whose report counts held sessions (`skipped_running`) is never Completed.
+  whose report counts held sessions (`skipped_running`) is never Completed;
+- the bucket holds the memory folder (`memory_summary.md`, `MEMORY.md`, `raw_memories.md`, a
+  rollout summary per session) and its baseline, and the persisted results; nothing of the
+  memory folder is written on the workers' disk.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
+from codex_memories import paths
 from tests.deploy.prefect_stack import REPO_ROOT, PrefectStack, retry_like_the_ui, wait_for
 from tests.deploy.team import (
+    FOREIGN_AWS_VARIABLES,
     ModelGate,
     Team,
+    TeamBucket,
     final_or_none,
     fresh_database,
     launch_backfill,
     launch_day_backfills,
+    new_bucket,
     session_of,
     slow_extractions,
     write_archived_sessions,
 )
 from tests.deploy.test_deployments import _consolidation_agent
 from tests.support.openai_server import OpenAITestServer, RecordedRequest, is_stage1_request, running_openai_server
+from tests.support.s3 import PLANTED_ACCESS_KEY_ID, PLANTED_SECRET_KEY, moto_endpoint  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.prefect_server, pytest.mark.postgres, pytest.mark.timeout(600)]
 
@@ -58,6 +72,9 @@ SESSIONS_PER_DAY = 30
 EXTRACTION_DELAY_SECONDS = 1.0  # per stage-1 answer: the model is the bottleneck
 WORKER_LIMIT = 2  # flow runs each worker runs at once
 RUNNING_LIKE = {"RUNNING", "PENDING", "SCHEDULED", "PAUSED", "CANCELLING"}
+S3_ENDPOINT_ENV = "CODEX_MEMORIES_TEST_S3_ENDPOINT"  # a real S3 endpoint (tests/flows/test_s3_real.py)
+MEMORY_PREFIX = "memories"
+RESULTS_PREFIX = "prefect-results"
 
 
 @pytest.fixture(scope="module")
@@ -81,25 +98,43 @@ def state_db() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def bucket(request: pytest.FixtureRequest) -> Iterator[TeamBucket]:
+    """A new bucket on the real endpoint if one is given (its keys in the AWS environment), else on
+    moto's server (fake keys)."""
+    real = os.environ.get(S3_ENDPOINT_ENV)
+    if real:
+        with new_bucket(real, os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]) as made:
+            yield made
+    else:
+        endpoint = request.getfixturevalue("moto_endpoint")
+        with new_bucket(endpoint.url, PLANTED_ACCESS_KEY_ID, PLANTED_SECRET_KEY) as made:
+            yield made
+
+
+@pytest.fixture(scope="module")
 def team(
-    tmp_path_factory: pytest.TempPathFactory, model: OpenAITestServer, state_db: str
+    tmp_path_factory: pytest.TempPathFactory, model: OpenAITestServer, state_db: str, bucket: TeamBucket
 ) -> Iterator[tuple[Team, dict[str, list[str]]]]:
     root = tmp_path_factory.mktemp("team")
     codex_home = root / "codex-home"
     codex_home.mkdir()
     by_day = write_archived_sessions(codex_home, days=DAYS, per_day=SESSIONS_PER_DAY)
     stack = PrefectStack(tmp_path_factory.mktemp("team-stack"))
+    for name in FOREIGN_AWS_VARIABLES:
+        stack.env.pop(name, None)
     team = Team(
         stack,
         {
-            # The worker's environment is the flows' settings (infra/README.md).
+            # The worker's environment is the flows' settings (infra/README.md), and the AWS
+            # variables for the memory root and the results storage on S3.
             "CODEX_HOME": str(codex_home),
             "CODEX_MEMORIES_DB_URL": state_db,
-            "CODEX_MEMORIES_MEMORY_ROOT": str(root / "memories"),
+            "CODEX_MEMORIES_MEMORY_ROOT": bucket.url(MEMORY_PREFIX),
             "CODEX_MEMORIES_PROVIDER": "openai",
             "CODEX_MEMORIES_BASE_URL": model.base_url,
             "OPENAI_API_KEY": "test-key",
             "HOME": str(root),  # nothing falls back to a real ~/.codex
+            **bucket.worker_env(),
         },
         limit=WORKER_LIMIT,
     )
@@ -109,9 +144,16 @@ def team(
         stack.deploy("--all")
         # Results storage the workers share (infra/README.md, "Several workers"): a retry on the
         # other worker finds the claims and the answers the dead one persisted.
-        saved = stack.prefect_python(str(REPO_ROOT / "infra" / "shared_results.py"), str(root / "prefect-results"))
+        # Saved once, with the same AWS variables (the block keeps the endpoint, never the keys).
+        saved = stack.prefect_python(
+            str(REPO_ROOT / "infra" / "shared_results.py"), bucket.url(RESULTS_PREFIX), extra_env=bucket.worker_env()
+        )
         name, value = saved.stdout.strip().split("=", 1)
-        assert name == "PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK", saved.stdout
+        assert (name, value) == ("PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK", "remote-file-system/codex-memories-results"), saved.stdout
+        with stack.client() as client:
+            block = client.read_block_document_by_name("codex-memories-results", "remote-file-system").data
+        assert block["basepath"] == bucket.url(RESULTS_PREFIX)
+        assert block["settings"] == {"client_kwargs": {"endpoint_url": bucket.endpoint_url}}  # no key in it
         team.worker_env[name] = value
         team.start_worker("worker-a")
         team.start_worker("worker-b")
@@ -122,7 +164,7 @@ def team(
 
 
 def test_a_backfill_over_two_workers_survives_a_killed_worker_and_extracts_every_session_once(
-    team: tuple[Team, dict[str, list[str]]], model: OpenAITestServer, gate: ModelGate, state_db: str
+    team: tuple[Team, dict[str, list[str]]], model: OpenAITestServer, gate: ModelGate, state_db: str, bucket: TeamBucket
 ) -> None:
     stack_team, by_day = team
     stack = stack_team.stack
@@ -200,6 +242,20 @@ def test_a_backfill_over_two_workers_survives_a_killed_worker_and_extracts_every
     status, wanted, consolidated = _phase2_job(state_db)
     assert status == "done" and consolidated >= wanted, (status, wanted, consolidated)
     assert any(message.endswith("phase 2: succeeded") for _, _, message in states.values()), states
+
+    # The memory folder and its baseline are in the bucket, a rollout summary per session, and the
+    # results both workers persisted (the retries read the dead attempts' ones back from there).
+    stored = bucket.objects(MEMORY_PREFIX)
+    required = {paths.MEMORY_SUMMARY_FILE, paths.MEMORY_FILE, paths.RAW_MEMORIES_FILE, paths.baseline_archive_path()}
+    assert required <= set(stored), sorted(required - set(stored))
+    summaries = [name for name in stored if name.startswith(paths.ROLLOUT_SUMMARIES_DIR + "/")]
+    raw_memories = stored[paths.RAW_MEMORIES_FILE].decode("utf-8")
+    print(f"bucket: {len(stored)} memory objects, {len(summaries)} rollout summaries, {len(raw_memories)} chars of raw memories")
+    assert len(summaries) == sessions, len(summaries)
+    assert all(f"team-{number:03d}" in raw_memories for number in range(sessions))
+    assert bucket.keys(RESULTS_PREFIX), "no persisted result in the shared results storage"
+    codex_home = Path(stack_team.worker_env["CODEX_HOME"])
+    assert not (codex_home / paths.MEMORIES_DIR).exists()  # nothing of the memory folder on the workers' disk
 
 
 # -- helpers -------------------------------------------------------------------------------------
