@@ -164,6 +164,8 @@ def write_json_atomically(path: Path, document: dict[str, Any]) -> None:
 
 
 def apply_hooks(path: Path, before: dict[str, Any] | None, after: dict[str, Any], report: ChangeReport, what: str) -> None:
+    """Write `after` over `before` (None: no file yet) when they differ, as `what` in the report;
+    install and uninstall both write hooks.json through here, so both back it up the same way."""
     if before is not None and before == after:
         return
     if before is None and not after.get("hooks"):
