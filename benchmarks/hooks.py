@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.support import REPO_ROOT, machine_description, markdown_table, median, save_report, scratch_dir, spread
-from codex_memories.hook_launcher import launcher_path
+from codex_memories.codex.launcher import launcher_path
 
 VENV_BIN = Path(sys.executable).parent
 VARIANTS = ("launcher", "codex-memories-hook", "codex-memories hook")
@@ -44,7 +44,7 @@ CITED = "0199e1a2-7c3d-7f10-9a4b-2c6d8e0f1a23"
 
 def build_home(root: Path, summary_kind: str) -> tuple[Path, Path]:
     from codex_memories import paths
-    from codex_memories.hook_launcher import current_target, launcher_script
+    from codex_memories.codex.launcher import current_target, launcher_script
     from codex_memories.local_files import write_text_atomically
     from codex_memories.scopes import write_recorded_project_keys
     from codex_memories.state.store import MemoryStore

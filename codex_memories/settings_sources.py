@@ -18,7 +18,7 @@ Contract:
   tests/test_settings_sources.py proves the hook and the CLI resolve the same values.
 - Pinned settings (issue 35): Codex runs hooks with its own environment, which in an IDE or a
   script holds none of our variables; `install` therefore records every hook setting it resolved
-  (`pinned_settings_document`, written by `codex_home.install`: JSON, mode 0600 as the DB URL
+  (`pinned_settings_document`, written by `codex.install`: JSON, mode 0600 as the DB URL
   may hold a password) in `$CODEX_HOME/codex-memories/pinned-settings.json`, and a hook started without our variables
   reads the memory `run` writes. A variable set in Codex's own environment still wins: the person
   who sets one for a session means it (`doctor` says when the two differ).

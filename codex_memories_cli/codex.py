@@ -2,7 +2,7 @@
 
 `install [--trust] [--dry-run]` / `uninstall [--dry-run]` write the hook launcher, edit
 `$CODEX_HOME/hooks.json` (merged, backed up), register the MCP server with `codex mcp add` and,
-with `--trust`, record Codex's trust for our hooks in `config.toml` (`codex_memories.codex_home`);
+with `--trust`, record Codex's trust for our hooks in `config.toml` (`codex_memories.codex`);
 `doctor` prints one line per check and exits 1 when one fails; `hook <Event>` reads Codex's hook
 JSON on stdin and prints the hook's answer, exit 0 always (the installed hooks run the launcher,
 which runs `codex_memories.read.hooks` without typer).
@@ -92,8 +92,8 @@ def install(
     codex_binary: CodexBinary = None,
 ) -> None:
     """Add our SessionStart, UserPromptSubmit and Stop hooks and register the MCP server."""
-    from codex_memories.codex_home import CodexHomeError
-    from codex_memories.codex_home import install as install_into
+    from codex_memories.codex.changes import CodexHomeError
+    from codex_memories.codex.install import install as install_into
 
     config = overrides.load()
     require_codex_home(config)  # hooks written to a mistyped home are hooks Codex never runs
@@ -122,8 +122,8 @@ def uninstall(
     codex_binary: CodexBinary = None,
 ) -> None:
     """Remove our hooks from hooks.json and unregister the MCP server (the memory folder stays)."""
-    from codex_memories.codex_home import CodexHomeError
-    from codex_memories.codex_home import uninstall as uninstall_from
+    from codex_memories.codex.changes import CodexHomeError
+    from codex_memories.codex.uninstall import uninstall as uninstall_from
 
     config = overrides.load()
     require_codex_home(config)  # a mistyped home holds nothing of ours to remove
@@ -142,7 +142,7 @@ def doctor(
     codex_binary: CodexBinary = None,
 ) -> None:
     """One line per check; exit 1 when any fails."""
-    from codex_memories.codex_home import doctor as run_doctor
+    from codex_memories.codex.doctor import doctor as run_doctor
 
     config = overrides.load()
     report = run_doctor(

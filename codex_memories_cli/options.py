@@ -118,7 +118,7 @@ def require_codex_home(config: RuntimeConfig) -> None:
     bad setting, one line and exit 2, before anything is written. Otherwise a run would find no
     session, report success and leave an empty memory folder and a state DB in the wrong place,
     and `install` would write hooks Codex never runs."""
-    from codex_memories.codex_home import CODEX_HOME_HINT, codex_home_problem
+    from codex_memories.codex.doctor import CODEX_HOME_HINT, codex_home_problem
 
     problem = codex_home_problem(config.settings.codex_home_path)
     if problem is not None:

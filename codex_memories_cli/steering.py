@@ -34,7 +34,8 @@ SERVE_SCHEDULE = "every 6 hours with `codex-memories serve`"
 
 def hooks_installed(config: RuntimeConfig) -> bool:
     """Whether the Codex home's hooks.json runs our SessionStart hook."""
-    from codex_memories.codex_home import CodexHomeError, hooks_path, our_handlers, read_hooks_file
+    from codex_memories.codex.changes import CodexHomeError
+    from codex_memories.codex.hooks_file import hooks_path, our_handlers, read_hooks_file
 
     try:
         document = read_hooks_file(hooks_path(config.settings.codex_home_path))

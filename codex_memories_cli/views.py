@@ -49,7 +49,7 @@ AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")
 @with_common_options
 def status(overrides: SettingsOverrides, as_json: AsJson = False) -> None:
     """Where things are, and what the runs did so far, in words (--json: the machine form)."""
-    from codex_memories.codex_home import codex_home_problem
+    from codex_memories.codex.doctor import codex_home_problem
     from codex_memories.runtime import read_only_store
     from codex_memories.state.store import StateDbNotCurrent
 
@@ -89,7 +89,7 @@ def status_lines(
     coverage: SessionCoverage | None = None,
 ) -> list[str]:
     """The words of `status` (module docstring)."""
-    from codex_memories.codex_home import CODEX_HOME_HINT
+    from codex_memories.codex.doctor import CODEX_HOME_HINT
 
     settings = config.settings
     root = settings.resolved_memory_root

@@ -1,4 +1,4 @@
-"""Task: warn about what in the Codex home undoes our work (`codex_home.codex_home_warnings`):
+"""Task: warn about what in the Codex home undoes our work (`codex.doctor.codex_home_warnings`):
 Codex's own memory pipeline would rewrite the folder we write, or the hook launcher's Python
 environment is gone so the hooks add nothing.
 
@@ -9,7 +9,7 @@ the fix). Reads Codex's config.toml and the launcher only.
 
 from prefect import get_run_logger, task
 
-from codex_memories.codex_home import codex_home_warnings
+from codex_memories.codex.doctor import codex_home_warnings
 from codex_memories.settings import RuntimeConfig
 
 

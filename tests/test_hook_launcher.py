@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.codex_home import codex_home_warnings, doctor, hooks_path, install
-from codex_memories.hook_launcher import LauncherTarget, current_target, launcher_path, launcher_problem
-from codex_memories.hook_notices import launcher_gone_notice
+from codex_memories.codex.doctor import codex_home_warnings, doctor
+from codex_memories.codex.hooks_file import hooks_path
+from codex_memories.codex.install import install
+from codex_memories.codex.launcher import LauncherTarget, current_target, launcher_path, launcher_problem
 from codex_memories.read.hook_log import hook_log_path
+from codex_memories.read.hook_notices import launcher_gone_notice
 
 FACT = "the atlas build uses make -j8 (PELICAN-7731)"
 VENV_BIN = Path(sys.executable).parent

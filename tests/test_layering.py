@@ -98,6 +98,7 @@ CAPABILITY_FLOORS = (
     ("extract",),        # phase 1's extraction, the offline extractor included
     ("consolidate",),    # phase 2
     ("read", "reports"),  # sessions reading memories; what runs report (neither imports the other)
+    ("codex",),          # Codex's side: install, uninstall, doctor, trust, the launcher (its hooks run read)
 )
 
 

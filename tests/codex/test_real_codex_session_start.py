@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.codex_limits import CODEX_HOOK_CONTEXT_LIMIT_TOKENS, codex_token_count
 from codex_memories.read.injection import HEADER
+from codex_memories.tokens import CODEX_HOOK_CONTEXT_LIMIT_TOKENS, codex_token_count
 from tests.support.codex_cli import (
     CODEX_VERSIONS,
     CodexHome,

@@ -4,7 +4,7 @@ them back; a SessionStart budget above Codex's hook limit reaches the model whol
 
 On both pinned versions (0.147.0 from PyPI, 0.171.0 from npm), asserting on what the model test
 server receives, on `codex app-server`'s `hooks/list` (Codex's own view of each hook's hash and
-trust) and on the files left behind. A last test pins what `codex_limits` states about Codex's
+trust) and on the files left behind. A last test pins what `tokens` states about Codex's
 cut of hook context.
 """
 
@@ -18,18 +18,26 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.codex_home import hooks_path, our_trust_entries
-from codex_memories.codex_limits import (
+from codex_memories.codex.hooks_file import hooks_path
+from codex_memories.codex.launcher import launcher_path
+from codex_memories.codex.trust import (
+    TrustEntry,
+    our_trust_entries,
+    read_config,
+    render_config,
+    set_trust,
+    trust_hash,
+    trust_key,
+)
+from codex_memories.read.hook_log import HookOptions, hook_log_path
+from codex_memories.read.hooks import HOOK_EVENTS, handle_hook
+from codex_memories.read.index import build_index
+from codex_memories.tokens import (
     CODEX_HOOK_CONTEXT_LIMIT_TOKENS,
     codex_token_count,
     fits_codex_hook_limit,
     session_start_context_limit,
 )
-from codex_memories.codex_trust import TrustEntry, read_config, render_config, set_trust, trust_hash, trust_key
-from codex_memories.hook_launcher import launcher_path
-from codex_memories.read.hook_log import HookOptions, hook_log_path
-from codex_memories.read.hooks import HOOK_EVENTS, handle_hook
-from codex_memories.read.index import build_index
 from tests.codex.test_real_codex_hooks import codex_memories, input_messages, wait_for_log
 from tests.support.codex_cli import (
     CODEX_VERSIONS,
@@ -194,7 +202,7 @@ def text_of(name: str, size: int, filler: str) -> str:
 def test_codex_cuts_hook_context_at_four_bytes_a_token_and_additional_context_limit_moves_or_lifts_the_cut(
     codex_version: str, codex_home: CodexHome, codex_server: OpenAITestServer, codex_workdir: Path, clean_env: None
 ) -> None:
-    """What `codex_limits` states, on the real binaries: Codex counts ceil(UTF-8 bytes / 4) tokens,
+    """What `tokens` states, on the real binaries: Codex counts ceil(UTF-8 bytes / 4) tokens,
     cuts over 2,500 by default, over N with `additionalContextLimit: N`, never with 0; and the
     trust hash of a handler that declares a limit is ours."""
     handlers = []

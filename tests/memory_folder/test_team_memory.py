@@ -157,7 +157,7 @@ def test_agents_files_nearer_the_cwd_count_too(repository: Path) -> None:
 
 
 def test_team_memory_and_summary_share_one_budget(repository: Path, tmp_path: Path) -> None:
-    from codex_memories.codex_limits import codex_token_count
+    from codex_memories.tokens import codex_token_count
 
     write_team_file(repository, *(f"- fact number {index} about the build of the app" for index in range(400)))
     memories = tmp_path / "memories"

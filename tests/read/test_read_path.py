@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from codex_memories import paths
-from codex_memories.codex_limits import CODEX_HOOK_CONTEXT_LIMIT_TOKENS, codex_token_count
 from codex_memories.prompts import load_template, template_placeholders
 from codex_memories.read.injection import (
     DEFAULT_SESSION_START_BUDGET_TOKENS,
@@ -18,6 +17,7 @@ from codex_memories.read.injection import (
     build_session_context,
 )
 from codex_memories.scopes import scope_matches_cwd
+from codex_memories.tokens import CODEX_HOOK_CONTEXT_LIMIT_TOKENS, codex_token_count
 
 BEGINS = "========= MEMORY_SUMMARY BEGINS ========="
 ENDS = "========= MEMORY_SUMMARY ENDS ========="

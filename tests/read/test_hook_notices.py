@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codex_memories.hook_notices import SYSTEM_MESSAGE_KEY, session_answer, with_notice
+from codex_memories.read.hook_notices import SYSTEM_MESSAGE_KEY, session_answer, with_notice
 from codex_memories.read.hooks import run
 
 SUMMARY = "# Memory summary\n\n## What's in Memory\n\n### user-level (every project)\n- builds use make -j8 (PELICAN-7731)\n"

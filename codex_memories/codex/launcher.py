@@ -12,7 +12,7 @@ Contract:
      that interpreter and the recorded hook module file both still exist;
   2. else runs the first `codex-memories-hook` on PATH with the same arguments;
   3. else (or when that fallback cannot start) reads stdin, prints `{}` (for SessionStart, except
-     after a compaction: `{"systemMessage": <hook_notices.launcher_gone_notice>}`, which Codex's
+     after a compaction: `{"systemMessage": <read.hook_notices.launcher_gone_notice>}`, which Codex's
      TUI shows), appends one `failed_hook_environment_missing` line to the hook log and says the
      fix on stderr. Exit 0: a session never breaks.
   Before any of that it exports `CODEX_MEMORIES_PINNED_SETTINGS=<the pinned-settings file>`, so
@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from codex_memories import paths
-from codex_memories.hook_notices import NOTICE_EVENT, SYSTEM_MESSAGE_KEY, launcher_gone_notice
+from codex_memories.read.hook_notices import NOTICE_EVENT, SYSTEM_MESSAGE_KEY, launcher_gone_notice
 from codex_memories.read.hook_log import HookOutcome, hook_log_path
 from codex_memories.settings_sources import PINNED_SETTINGS_ENV, pinned_settings_path
 

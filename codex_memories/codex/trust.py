@@ -20,11 +20,17 @@ Contract (measured on Codex 0.147.0 and 0.171.0; docs/codex-integration.md):
 - `trust_state(document, entry)`: `trusted`, `untrusted`, or `outdated` (trusted for another
   version of the handler); `recorded_trust(document, hooks_files)` lists the records of one
   hooks.json (the hash says whose handler a record trusted: it covers the handler, not its place).
-- Pure: no file is read or written here except by `read_config`.
+- Pure down to here: no file is read or written except by `read_config`.
+- Our handlers: `our_trust_entries(hooks_file, document)` are the records that make Codex run the
+  handlers of ours a hooks.json document holds; `edit_trust` (install with `--trust`, uninstall)
+  records them and drops every record of one of ours that moved or changed, nobody else's,
+  backed up and written atomically (a dry run shows the diff); `handler_trust_states` is what
+  `doctor` and `install` read.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -37,6 +43,11 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Table
+
+from codex_memories import paths
+from codex_memories.codex.changes import ChangeReport, CodexHomeError, backup_file
+from codex_memories.codex.hooks_file import hooks_path, our_handlers
+from codex_memories.local_files import write_text_atomically
 
 TRUSTED_HASH_KEY = "trusted_hash"
 HASH_PREFIX = "sha256:"
@@ -193,3 +204,81 @@ def trust_state(document: tomlkit.TOMLDocument, entry: TrustEntry) -> TrustState
     if recorded is None:
         return TrustState.untrusted
     return TrustState.trusted if recorded == entry.trusted_hash else TrustState.outdated
+
+
+# -- our handlers' trust: recorded or removed by install and uninstall, read by doctor ---------------
+
+TRUST_COMMAND = "codex-memories install --trust"
+TRUST_HINT = (
+    f"`codex exec` skips these hooks until they are trusted, silently: run `{TRUST_COMMAND}` "
+    "(it records Codex's trust for exactly our hooks in config.toml), or answer \"Trust all and continue\" "
+    "once on the \"Hooks need review\" screen of the `codex` TUI."
+)
+
+
+def our_trust_entries(hooks_file: Path, document: dict[str, Any] | None) -> list[TrustEntry]:
+    """The trust records that make Codex run our handlers of `document`, under every spelling of
+    the hooks.json path."""
+    return [
+        TrustEntry(trust_key(spelling, event, group_index, handler_index), trust_hash(event, matcher, handler))
+        for event, group_index, handler_index, matcher, handler in our_handlers(document)
+        for spelling in hooks_file_spellings(hooks_file)
+    ]
+
+
+def edit_trust(
+    codex_home: Path, report: ChangeReport, what: str, *, add: list[TrustEntry], remove_ours_of: list[dict[str, Any] | None]
+) -> None:
+    """Record `add` in config.toml and drop every other record that trusts one of our handlers of
+    the `remove_ours_of` hooks.json documents (same event, same hash: at a place it no longer
+    holds, or an older version); backed up, written atomically; a dry run shows the diff instead."""
+    path = Path(codex_home) / paths.CODEX_CONFIG_FILE
+    hooks_file = hooks_path(codex_home)
+    our_hashes = {(_event_of(entry.key), entry.trusted_hash) for document in remove_ours_of for entry in our_trust_entries(hooks_file, document)}
+    try:
+        before_text = path.read_text(encoding="utf-8") if path.exists() else ""
+        document = read_config(path)
+        recorded = recorded_trust(document, hooks_file_spellings(hooks_file))
+        stale = [entry for entry in recorded if (_event_of(entry.key), entry.trusted_hash) in our_hashes and entry not in add]
+        changed = remove_trust(document, stale)
+        changed = set_trust(document, add) or changed
+    except (CodexConfigError, OSError, UnicodeDecodeError) as error:
+        raise CodexHomeError(str(error)) from error
+    if not changed:
+        return
+    after_text = render_config(document, before_text)
+    report.changes.append(what)
+    if report.dry_run:
+        diff = difflib.unified_diff(before_text.splitlines(), after_text.splitlines(), str(path), f"{path} (after)", lineterm="")
+        report.notes.append("\n".join(diff))
+        return
+    if path.exists():
+        report.config_backup = backup_file(path)
+        report.notes.append(f"the previous {path.name} is kept as {report.config_backup}")
+    write_text_atomically(path, after_text)
+
+
+def _event_of(key: str) -> str:
+    """The event (snake_case) of a trust key `<hooks.json>:<event>:<group>:<handler>`."""
+    return key.rsplit(":", 3)[1]
+
+
+def handler_trust_states(codex_home: Path, entries: list[TrustEntry]) -> dict[str, TrustState]:
+    """`<event>:<group>:<handler>` -> that handler's trust: trusted under any spelling of the
+    hooks.json path, else outdated under any, else untrusted. A config.toml that is not TOML
+    trusts nothing."""
+    try:
+        document = read_config(Path(codex_home) / paths.CODEX_CONFIG_FILE)
+    except CodexConfigError:
+        document = None
+    states: dict[str, TrustState] = {}
+    for entry in entries:
+        position = ":".join(entry.key.rsplit(":", 3)[1:])
+        state = trust_state(document, entry) if document is not None else TrustState.untrusted
+        known = states.get(position)
+        if known is None or _TRUST_RANK[state] < _TRUST_RANK[known]:
+            states[position] = state
+    return states
+
+
+_TRUST_RANK = {TrustState.trusted: 0, TrustState.outdated: 1, TrustState.untrusted: 2}
