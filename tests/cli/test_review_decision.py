@@ -15,6 +15,11 @@ from prefect.client.schemas.objects import StateDetails
 from prefect.exceptions import PrefectHTTPStatusError
 from prefect.states import Paused
 
+# `review` imports the phase-2 flow modules on first use, and `flows/phase2_support.py` binds
+# `from prefect import get_client` when it is imported: imported under this module's fake client,
+# it kept the fake for every later test of the process (tests/cli/test_status_and_show.py failed
+# after this file). Imported here, before any test swaps `prefect.get_client`.
+import codex_memories_flows.phase2_review  # noqa: F401
 from codex_memories_cli import review
 
 
