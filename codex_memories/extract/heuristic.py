@@ -291,9 +291,27 @@ def _best_cwd(request_cwd: str, items: list[dict[str, Any]]) -> str:
     return UNKNOWN_CWD
 
 
-def _preferences(user_texts: list[str], said_at: datetime | None) -> list[RecognisedRule]:
+def _answers(items: list[dict[str, Any]]) -> list[bool]:
+    """For each user text (harness text left out, as in `user_texts`): whether the assistant's
+    last message before it asked a question."""
+    answers: list[bool] = []
+    asked = False
+    for item in items:
+        if item.get("type") != "message":
+            continue
+        if item.get("role") == "assistant":
+            content = item.get("content")
+            texts = [part.get("text") for part in content if isinstance(part, dict)] if isinstance(content, list) else []
+            said = "".join(text for text in texts if isinstance(text, str)).rstrip()
+            asked = said.endswith(("?", "？")) if said else asked
+        elif item.get("role") == "user":
+            answers += [asked for text in _user_texts([item]) if not is_harness_text(text)]
+    return answers
+
+
+def _preferences(user_texts: list[str], said_at: datetime | None, answers: list[bool]) -> list[RecognisedRule]:
     found: list[RecognisedRule] = []
-    for rule in rules_in_session(user_texts, said_at, fallback=_scoped_instruction):
+    for rule in rules_in_session(user_texts, said_at, fallback=_scoped_instruction, answers=answers):
         rule = replace(rule, text=_clip(rule.text, MAX_QUOTE_CHARS))
         if all(rule.text != seen.text for seen in found):
             found.append(rule)
@@ -312,7 +330,7 @@ def _scoped_instruction(sentence: str) -> RecognisedRule | None:
 def _collect_tasks(
     items: list[dict[str, Any]], user_texts: list[str], cwd: str, said_at: datetime | None
 ) -> list[TaskEvidence]:
-    preferences = _preferences(user_texts, said_at)
+    preferences = _preferences(user_texts, said_at, _answers(items))
     primary = TaskEvidence(workdir=cwd, preferences=[rule for rule in preferences if preference_scope(rule.text) == PROJECT_SCOPE])
     by_workdir: dict[str, TaskEvidence] = {cwd: primary}
     # Commands run for a one-off ("skip the hooks for this commit only") did the exception once;

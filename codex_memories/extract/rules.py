@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 
@@ -190,7 +190,11 @@ MAX_RULE_CHARS = 300
 
 
 def rules_in_message(
-    text: str, said_at: datetime | None, *, fallback: Callable[[str], RecognisedRule | None] | None = None
+    text: str,
+    said_at: datetime | None,
+    *,
+    fallback: Callable[[str], RecognisedRule | None] | None = None,
+    answers_a_question: bool = False,
 ) -> list[RecognisedRule]:
     """The rules in one user message, in order, each once; code blocks are skipped.
 
@@ -198,9 +202,12 @@ def rules_in_message(
     `MAX_ELABORATION_SENTENCES`, up to the next rule or question, `MAX_RULE_CHARS` in all): people
     state a rule and then say what it means and why. `fallback` judges a sentence no pattern
     here recognises (the heuristic provider's scoped-instruction form); a sentence judged a
-    one-off is never handed to it."""
+    one-off is never handed to it. When the message answers the assistant's question
+    (`answers_a_question`), a leading fragment that states nothing on its own and is followed by
+    a rule is the answer that rule goes with ("Decimal, mit zwei Nachkommastellen. Keine Floats
+    für Geld, nirgends." to "Decimal or integer cents?"): it leads the rule's text."""
     rules: list[RecognisedRule] = []
-    for paragraph in message_paragraphs(text):
+    for number, paragraph in enumerate(message_paragraphs(text)):
         judged: list[tuple[str, Judgement]] = []
         for sentence in paragraph:
             judgement = judge_sentence(sentence, said_at)
@@ -210,10 +217,15 @@ def rules_in_message(
                     judgement = Judgement((fallen,), KEPT, strong=True)
             judged.append((sentence, judgement))
         consumed: set[int] = set()
+        answer = _answer_lead(judged) if answers_a_question and number == 0 else None
+        if answer is not None:
+            consumed.add(0)
         for index, (_, judgement) in enumerate(judged):
             if index in consumed:
                 continue
             for position, rule in enumerate(judgement.rules):
+                if answer is not None and index == 1 and position == 0:
+                    rule = replace(rule, text=answer + ("" if answer.endswith(("。", "！", "．")) else " ") + rule.text)
                 elaboration = []
                 # Only the last rule of a sentence takes the sentences after it; a sentence that
                 # only describes ("writes go to the primary only") explains the rule before it.
@@ -231,6 +243,18 @@ def rules_in_message(
     return rules
 
 
+def _answer_lead(judged: list[tuple[str, Judgement]]) -> str | None:
+    """The first sentence, when it is a fragment that is not a question, chatter, a request, a
+    report, a one-off or a strong rule of its own, and the sentence after it states a rule."""
+    first = judged[0][1]
+    # A weak reading of the fragment on its own ("UTC, in ISO 8601." as a fact) gives way to the
+    # rule it answers with.
+    if len(judged) < 2 or first.verdict not in (NO_SIGNAL, KEPT) or first.strong or not judged[1][1].rules:
+        return None
+    sentence = judged[0][0].strip()
+    return sentence if _fragments(sentence, lexicon_for(sentence)) else None
+
+
 def asks_one_off(text: str) -> bool:
     """The message asks for an exception for once ("use --no-verify for this commit only", 今回だけ,
     "nur dieses Mal"), as a statement or as a question ("could you build it with X just today?").
@@ -239,11 +263,16 @@ def asks_one_off(text: str) -> bool:
 
 
 def rules_in_session(
-    user_turns: list[str], said_at: datetime | None, *, fallback: Callable[[str], RecognisedRule | None] | None = None
+    user_turns: list[str],
+    said_at: datetime | None,
+    *,
+    fallback: Callable[[str], RecognisedRule | None] | None = None,
+    answers: Sequence[bool] = (),
 ) -> list[RecognisedRule]:
     """The standing statements of a whole session, each with the user turn that said it.
 
-    `user_turns` are the messages the user typed, in order (turn 1 first). A statement that
+    `user_turns` are the messages the user typed, in order (turn 1 first); `answers[i]` says
+    whether turn i + 1 came right after a question of the assistant's. A statement that
     corrects an earlier one replaces it, so only the corrected one is kept: a later statement
     with a correction marker ("actually", "I meant", 其实, 訂正, en realidad, eigentlich, ...) that
     names the earlier one's value or shares two of its words, or a later statement that repeats
@@ -251,7 +280,8 @@ def rules_in_session(
     8090"). Said again with no change, the first saying is kept."""
     kept: list[RecognisedRule] = []
     for turn, text in enumerate(user_turns, start=1):
-        found = rules_in_message(text, said_at, fallback=fallback)
+        answering = turn <= len(answers) and answers[turn - 1]
+        found = rules_in_message(text, said_at, fallback=fallback, answers_a_question=answering)
         follow_ups = [] if found else _follow_up(text, kept, said_at)
         for rule in found or follow_ups:
             rule = replace(rule, turn=turn)
@@ -691,8 +721,12 @@ _PLACE = re.compile(r"\b(?:in|on|at|en|sur|auf|unter|im|em|no|na|nos|nas|в|на
 
 
 def _versioned_value(text: str) -> bool:
-    """A value with a digit in it: a version ("Redis 7"), a port, a host, a numbered name."""
-    return bool(_NAMED_VERSION.search(text)) or any(re.search(r"\d", value.group(0)) for value in VALUE.finditer(text))
+    """A value with a letter and a digit in it: a version ("Redis 7", "v2.3"), a host and port, a
+    numbered name; a time or a bare number is not one ("at 02:00")."""
+    named = any(
+        len(name) >= 3 and _PLACE.fullmatch(name + " ") is None for name in (match.group(0).split()[0] for match in _NAMED_VERSION.finditer(text))
+    )
+    return named or any(re.search(r"\d", value.group(0)) and re.search(r"[^\W\d_]", value.group(0)) for value in VALUE.finditer(text))
 
 
 def _fragments(text: str, lexicon: Lexicon) -> bool:
