@@ -194,6 +194,20 @@ def _character_kinds(value: str) -> int:
     )
 
 
+# A piece of a name that is a size or a count with its unit (`7B`, `64k`, `8x`) or a version (`v0`).
+_UNIT_OR_VERSION_PIECE = r"\d+[A-Za-z]{1,2}|[vV]\d+"
+
+
+def reads_as_identifier(value: str) -> bool:
+    """Words and numbers joined by `-_.` (`e2e-Tests`, `snake_case_2`, `Mipexmipex-69342`,
+    `Llama-3.1-8B`, `Mistral-7B-Instruct-v0.3`): a name people write, even when it mixes cases and
+    digits."""
+    pieces = [piece for piece in re.split(r"[-_.]", value) if piece]
+    return bool(pieces) and all(
+        piece.isdigit() or re.fullmatch(_WORD, piece) or re.fullmatch(_UNIT_OR_VERSION_PIECE, piece) for piece in pieces
+    )
+
+
 def looks_like_password(value: str) -> bool:
     """A password a person chose or a generator made: 8 to 128 characters without spaces, not
     indirect, and either random or mixing three of lower case, upper case, digits and symbols
