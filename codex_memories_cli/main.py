@@ -23,7 +23,7 @@ import typer
 from codex_memories.disk_full import disk_full_cause, disk_full_line
 from codex_memories.paths import local_memory_folder
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
-from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, error_sentence, say_error
+from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, error_sentence, fail, say_error
 from codex_memories_cli.interrupts import interruptible_run
 from codex_memories_cli.options import (
     Local,
@@ -229,6 +229,13 @@ def serve(
     require_codex_home(config)
     prepare_prefect(verbose, quiet_level="WARNING")  # its runs' warnings and errors, as before
     from codex_memories_cli.prefect_server import local_prefect_server
+    from codex_memories_flows.serve import PrefectYamlError, read_served_deployments, serve_deployments
+
+    # Before any server starts: a prefect.yaml serve cannot follow is a setting to fix.
+    try:
+        served = read_served_deployments()
+    except PrefectYamlError as error:
+        fail(str(error), EXIT_BAD_SETTING)
 
     # Until Prefect's runner installs its own SIGTERM handler (a graceful stop, once the
     # deployments are served), a SIGTERM (`kill`, a service manager) would end this process
@@ -237,10 +244,8 @@ def serve(
     _print_where(config)
     with local_prefect_server(port, config) as api_url:
         console.print(f"Prefect API: {api_url}  (UI: {api_url.removesuffix('/api')})", markup=False, highlight=False)
-        from codex_memories_flows.serve import serve_deployments
-
         with _hand_off_listener(api_url):
-            serve_deployments(overrides)
+            serve_deployments(served, overrides)
 
 
 def _exit_on_sigterm(signum: int, _frame: Any) -> None:
