@@ -32,7 +32,7 @@ from codex_memories_cli.options import (
     require_codex_home,
     with_common_options,
 )
-from codex_memories_cli.runs import console, run_phase1, run_phase2
+from codex_memories_cli.runs import console, run_flow
 
 app = typer.Typer(
     name="codex-memories",
@@ -77,7 +77,7 @@ def phase1(overrides: SettingsOverrides, local: Local = False, verbose: Verbose 
 
     _print_where(config)
     with interruptible_run():
-        report = run_phase1(overrides, config, local=local, verbose=verbose)
+        report = run_flow("phase1", overrides, config, local=local, verbose=verbose)
     console.print(render_phase1_text(report), markup=False, highlight=False, soft_wrap=True)
 
 
@@ -96,7 +96,7 @@ def phase2(
 
     _print_where(config)
     with interruptible_run():
-        report = run_phase2(overrides, config, force=force, local=local, verbose=verbose)
+        report = run_flow("phase2", overrides, config, force=force, local=local, verbose=verbose)
     console.print(render_phase2_text(report), markup=False, highlight=False, soft_wrap=True)
     if report.outcome is not None and report.outcome.is_failure:
         raise typer.Exit(EXIT_USER_ERROR)
@@ -132,7 +132,7 @@ def run(
     with interruptible_run():
         extracted_so_far = 0
         for pass_number in itertools.count(1):
-            phase1_report = run_phase1(overrides, config, local=local, verbose=verbose)
+            phase1_report = run_flow("phase1", overrides, config, local=local, verbose=verbose)
             console.print(render_phase1_text(phase1_report), markup=False, highlight=False, soft_wrap=True)
             if not catch_up:
                 break
@@ -150,7 +150,7 @@ def run(
                 break
         # A catch-up ends in one consolidation of all it extracted, now: the cooldown is for a
         # schedule that runs phase 2 every few hours, not for the person waiting on this command.
-        report = run_phase2(overrides, config, force=force or catch_up, local=local, verbose=verbose)
+        report = run_flow("phase2", overrides, config, force=force or catch_up, local=local, verbose=verbose)
     console.print(render_phase2_text(report), markup=False, highlight=False, soft_wrap=True)
     _print_memory_folder(config)
     if report.outcome is not None and report.outcome.is_failure:
