@@ -23,7 +23,7 @@ import typer
 from codex_memories.disk_full import disk_full_cause, disk_full_line
 from codex_memories.paths import local_memory_folder
 from codex_memories.settings import RuntimeConfig, SettingsError, SettingsOverrides
-from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, error_sentence, say_error
+from codex_memories_cli.errors import EXIT_BAD_SETTING, EXIT_USER_ERROR, error_sentence, fail, say_error
 from codex_memories_cli.interrupts import interruptible_run
 from codex_memories_cli.options import (
     Local,
@@ -32,7 +32,7 @@ from codex_memories_cli.options import (
     require_codex_home,
     with_common_options,
 )
-from codex_memories_cli.runs import console, run_phase1, run_phase2
+from codex_memories_cli.runs import console, run_flow
 
 app = typer.Typer(
     name="codex-memories",
@@ -77,7 +77,7 @@ def phase1(overrides: SettingsOverrides, local: Local = False, verbose: Verbose 
 
     _print_where(config)
     with interruptible_run():
-        report = run_phase1(overrides, config, local=local, verbose=verbose)
+        report = run_flow("phase1", overrides, config, local=local, verbose=verbose)
     console.print(render_phase1_text(report), markup=False, highlight=False, soft_wrap=True)
 
 
@@ -96,7 +96,7 @@ def phase2(
 
     _print_where(config)
     with interruptible_run():
-        report = run_phase2(overrides, config, force=force, local=local, verbose=verbose)
+        report = run_flow("phase2", overrides, config, force=force, local=local, verbose=verbose)
     console.print(render_phase2_text(report), markup=False, highlight=False, soft_wrap=True)
     if report.outcome is not None and report.outcome.is_failure:
         raise typer.Exit(EXIT_USER_ERROR)
@@ -132,7 +132,7 @@ def run(
     with interruptible_run():
         extracted_so_far = 0
         for pass_number in itertools.count(1):
-            phase1_report = run_phase1(overrides, config, local=local, verbose=verbose)
+            phase1_report = run_flow("phase1", overrides, config, local=local, verbose=verbose)
             console.print(render_phase1_text(phase1_report), markup=False, highlight=False, soft_wrap=True)
             if not catch_up:
                 break
@@ -150,7 +150,7 @@ def run(
                 break
         # A catch-up ends in one consolidation of all it extracted, now: the cooldown is for a
         # schedule that runs phase 2 every few hours, not for the person waiting on this command.
-        report = run_phase2(overrides, config, force=force or catch_up, local=local, verbose=verbose)
+        report = run_flow("phase2", overrides, config, force=force or catch_up, local=local, verbose=verbose)
     console.print(render_phase2_text(report), markup=False, highlight=False, soft_wrap=True)
     _print_memory_folder(config)
     if report.outcome is not None and report.outcome.is_failure:
@@ -229,6 +229,13 @@ def serve(
     require_codex_home(config)
     prepare_prefect(verbose, quiet_level="WARNING")  # its runs' warnings and errors, as before
     from codex_memories_cli.prefect_server import local_prefect_server
+    from codex_memories_flows.serve import PrefectYamlError, read_served_deployments, serve_deployments
+
+    # Before any server starts: a prefect.yaml serve cannot follow is a setting to fix.
+    try:
+        served = read_served_deployments()
+    except PrefectYamlError as error:
+        fail(str(error), EXIT_BAD_SETTING)
 
     # Until Prefect's runner installs its own SIGTERM handler (a graceful stop, once the
     # deployments are served), a SIGTERM (`kill`, a service manager) would end this process
@@ -237,10 +244,8 @@ def serve(
     _print_where(config)
     with local_prefect_server(port, config) as api_url:
         console.print(f"Prefect API: {api_url}  (UI: {api_url.removesuffix('/api')})", markup=False, highlight=False)
-        from codex_memories_flows.serve import serve_deployments
-
         with _hand_off_listener(api_url):
-            serve_deployments(overrides)
+            serve_deployments(served, overrides)
 
 
 def _exit_on_sigterm(signum: int, _frame: Any) -> None:

@@ -2,14 +2,14 @@
 listening (`handoff`), else here, with a progress bar and the interruption record (`interrupts`).
 
 The `phase1`, `phase2` and `run` commands and `memory`'s `--now` steering run the flows through
-these, so there is one way to run each.
+`run_flow`, so there is one way to run each, and one place that chooses serve or here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -18,9 +18,6 @@ from codex_memories.disk_full import LIVE_FOLDER_UNTOUCHED, disk_full_cause, dis
 from codex_memories.settings import RuntimeConfig, SettingsOverrides
 from codex_memories_cli.errors import fail
 from codex_memories_cli.interrupts import RUN
-
-if TYPE_CHECKING:
-    from codex_memories.reports.phase1 import Phase1Report
 
 console = Console(stderr=False)
 errors = Console(stderr=True)
@@ -71,26 +68,50 @@ def _with_progress(run: Any) -> Any:
 
 
 
-def run_phase1(overrides: SettingsOverrides, config: RuntimeConfig, *, local: bool, verbose: bool) -> Phase1Report:
-    from codex_memories.reports.verdicts import format_counts
+# What the progress and interruption lines call each flow.
+LABELS = {"phase1": "phase 1", "phase2": "phase 2"}
 
-    RUN.begin("phase 1")
-    report = None if local else _handed_off("phase1", overrides, config, verbose=verbose, force=False)
+
+def run_flow(flow: str, overrides: SettingsOverrides, config: RuntimeConfig, *, force: bool = False, local: bool, verbose: bool) -> Any:
+    """Run phase 1 or phase 2 (`flow`: "phase1" | "phase2") and return its report: handed to the
+    `serve` of the same data when one listens (`handoff`; never with `local`), else in this
+    process. Every command runs the flows through here, so the choice is made in one place."""
+    RUN.begin(LABELS[flow])
+    report = None if local else _handed_off(flow, overrides, config, verbose=verbose, force=force)
     if report is None:
-        from codex_memories_cli.prefect_server import reporting_to_prefect
-        from codex_memories_flows.flow_runs import report_of
+        report = _run_here(flow, overrides, config, force=force)
+    RUN.end(f"{LABELS[flow]} ({_in_brief(flow, report)})")
+    return report
+
+
+def _run_here(flow: str, overrides: SettingsOverrides, config: RuntimeConfig, *, force: bool) -> Any:
+    """The flow in this process, reporting to the Prefect server `reporting_to_prefect` finds."""
+    from codex_memories_cli.prefect_server import reporting_to_prefect
+    from codex_memories_flows.flow_runs import report_of
+
+    with reporting_to_prefect(LABELS[flow], config):
+        if flow == "phase2":
+            from codex_memories_flows.phase2 import phase2
+
+            return report_of(phase2(overrides=overrides, force=force, return_state=True))
         from codex_memories_flows.phase1 import phase1
 
-        with reporting_to_prefect("phase 1", config):
-            try:
-                report = report_of(_with_progress(lambda: phase1(overrides=overrides, return_state=True)))
-            except Exception as error:
-                cause = disk_full_cause(error)
-                if cause is None:
-                    raise
-                fail(disk_full_line(cause, "in phase 1", LIVE_FOLDER_UNTOUCHED))
-    RUN.end(f"phase 1 ({format_counts(report.outcome_counts())})")
-    return report
+        try:
+            return report_of(_with_progress(lambda: phase1(overrides=overrides, return_state=True)))
+        except Exception as error:
+            cause = disk_full_cause(error)
+            if cause is None:
+                raise
+            fail(disk_full_line(cause, "in phase 1", LIVE_FOLDER_UNTOUCHED))
+
+
+def _in_brief(flow: str, report: Any) -> str:
+    """The end of the run's line in the interruption record."""
+    if flow == "phase1":
+        from codex_memories.reports.verdicts import format_counts
+
+        return format_counts(report.outcome_counts())
+    return report.outcome.value if report.outcome else "unknown"
 
 
 def _handed_off(flow: str, overrides: SettingsOverrides, config: RuntimeConfig, *, verbose: bool, force: bool) -> Any:
@@ -115,18 +136,3 @@ def _handed_off(flow: str, overrides: SettingsOverrides, config: RuntimeConfig, 
             markup=False, highlight=False, soft_wrap=True,
         )
     return outcome.report
-
-
-
-def run_phase2(overrides: SettingsOverrides, config: RuntimeConfig, *, force: bool, local: bool, verbose: bool) -> Any:
-    RUN.begin("phase 2")
-    report = None if local else _handed_off("phase2", overrides, config, verbose=verbose, force=force)
-    if report is None:
-        from codex_memories_cli.prefect_server import reporting_to_prefect
-        from codex_memories_flows.flow_runs import report_of
-        from codex_memories_flows.phase2 import phase2
-
-        with reporting_to_prefect("phase 2", config):
-            report = report_of(phase2(overrides=overrides, force=force, return_state=True))
-    RUN.end(f"phase 2 ({report.outcome.value if report.outcome else 'unknown'})")
-    return report

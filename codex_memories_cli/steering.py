@@ -64,10 +64,10 @@ def consolidate_now(overrides: SettingsOverrides, config: RuntimeConfig) -> bool
     did not fail."""
     from codex_memories.reports.phase2 import render_phase2_text
     from codex_memories_cli.options import prepare_prefect
-    from codex_memories_cli.runs import run_phase2  # the phase2 command's own runner: one way to run it
+    from codex_memories_cli.runs import run_flow  # the phase2 command's own runner: one way to run it
 
     prepare_prefect(False)
-    report = run_phase2(overrides, config, force=True, local=False, verbose=False)
+    report = run_flow("phase2", overrides, config, force=True, local=False, verbose=False)
     print(render_phase2_text(report))
     return not (report.outcome is not None and report.outcome.is_failure)
 

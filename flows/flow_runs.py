@@ -10,9 +10,9 @@ Orchestration only (flows layer):
 - `retried_flow_run`: the flow run's id when it runs again after an earlier attempt (the UI's
   Retry, or `set_state` to AwaitingRetry), else None. The claims take back what the earlier
   attempt left (`MemoryStore.resume_stage1_claims`, `try_claim_global_phase2_job`).
-- `deployment_tags` / `tag_this_run`: the tags a Prefect user filters runs by: the product, the
-  phase and the deployment (on the deployment, which its runs inherit), and the provider (added
-  by each run once its settings are resolved, since a run's overrides may change it).
+- `tag_this_run`: the tags a Prefect user filters runs by: the product and the phase (also on
+  the deployment, which its runs inherit: prefect.yaml's `tags`), and the provider (added by each
+  run once its settings are resolved, since a run's overrides may change it).
 - `final_state` / `report_of`: the library's `RunVerdict` as the Prefect state the flow returns,
   carrying the run's report, and the report back from that state (`docs/prefect.md`). A state
   that is not Completed carries it inside a `RunNotDone`: Prefect raises that state's data when
@@ -59,12 +59,6 @@ def retried_flow_run() -> str | None:
 
 
 PRODUCT_TAG = "codex-memories"
-
-
-def deployment_tags(deployment_name: str) -> list[str]:
-    """`codex-memories`, the phase (`memories-phase1` -> `phase1`) and `deployment:<name>`, as
-    `prefect.yaml` declares them."""
-    return [PRODUCT_TAG, deployment_name.removeprefix("memories-"), f"deployment:{deployment_name}"]
 
 
 def tag_this_run(phase: str, *, provider: str | None = None) -> None:

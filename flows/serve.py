@@ -1,9 +1,10 @@
 """The deployments of `prefect.yaml`, served from one process: `codex-memories serve`.
 
-For one machine: Prefect's own `serve` registers the four flows with the schedules and limits
-`prefect.yaml` gives them (a test keeps the two in step) and runs each flow run in a subprocess
-of the serving process; no work pool, no worker, and no temporary API server per run. With a
-work pool and workers (a team, several machines), use `prefect deploy --all` instead.
+For one machine: Prefect's own `serve` registers the four flows as `prefect.yaml` declares them
+(read from it at start: schedules, parameters, tags, description, concurrency limit) and runs
+each flow run in a subprocess of the serving process; no work pool, no worker, and no temporary
+API server per run. With a work pool and workers (a team, several machines), use `prefect deploy
+--all` instead.
 
 The same process also runs the phase-1 and phase-2 runs the CLI hands it
 (`codex_memories_cli.handoff`), in a thread of its own, where Prefect, the flow modules, openai
@@ -14,73 +15,158 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import yaml
 from prefect import serve
-from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+from prefect.client.schemas.objects import ConcurrencyLimitConfig
 from prefect.deployments.runner import EntrypointType, RunnerDeployment
-from prefect.schedules import Cron
+from prefect.schedules import Schedule
 from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
 from codex_memories.reports.phase1 import Phase1Report
 from codex_memories.reports.phase2 import Phase2Report
 from codex_memories.settings import SettingsOverrides
 from codex_memories_flows.backfill import backfill
-from codex_memories_flows.flow_runs import deployment_tags, report_of
+from codex_memories_flows.flow_runs import report_of
 from codex_memories_flows.forget import forget
 from codex_memories_flows.phase1 import phase1
 from codex_memories_flows.phase2 import phase2
+
+# The repository's `prefect.yaml`, the one `prefect deploy --all` reads. In a checkout (and an
+# editable install) `flows/prefect.yaml` is a link to it; a wheel ships the file itself in this
+# package (pyproject.toml's package data), so an installed `serve` reads the same declarations.
+PREFECT_YAML = Path(__file__).with_name("prefect.yaml")
+
+# The flows serve runs, by deployment name; all else about a deployment is prefect.yaml's.
+SERVED_FLOWS = {
+    "memories-phase1": phase1,
+    "memories-phase2": phase2,
+    "memories-backfill": backfill,
+    "memories-forget": forget,
+}
+
+# A deployment's keys that serve turns into its own deployment; those that only a work pool's
+# deployment uses (serve runs its flows itself); any other key is refused, not silently dropped.
+_READ_KEYS = {"name", "entrypoint", "description", "tags", "schedules", "parameters", "concurrency_limit"}
+_WORK_POOL_KEYS = {"work_pool", "build", "pull", "push"}
+_SCHEDULE_KEYS = {"cron", "interval", "rrule", "timezone", "anchor_date", "day_or", "active", "parameters", "slug"}
+
+
+class PrefectYamlError(Exception):
+    """prefect.yaml is missing, unreadable, or says what serve cannot follow (one line)."""
 
 
 @dataclass(frozen=True)
 class ServedDeployment:
     flow: Any
     name: str
-    cron: str | None = None
-    concurrency_limit: int | None = None
-
-    @property
-    def tags(self) -> list[str]:
-        """What its runs are filtered by in the UI (they inherit a deployment's tags): the
-        product, the phase, the deployment. The provider is added by each run (`tag_this_run`)."""
-        return deployment_tags(self.name)
+    description: str | None
+    tags: list[str]
+    schedules: list[Schedule]
+    parameters: dict[str, Any]
+    concurrency_limit: int | ConcurrencyLimitConfig | None
 
 
-# Names, schedules, limits and tags as in prefect.yaml (tests/deploy/test_serve.py compares them).
-SERVED = (
-    ServedDeployment(phase1, "memories-phase1", cron="0 * * * *"),
-    # One phase 2 at a time; a run that finds the slot taken is Cancelled, as in prefect.yaml.
-    ServedDeployment(phase2, "memories-phase2", cron="30 */6 * * *", concurrency_limit=1),
-    ServedDeployment(backfill, "memories-backfill"),
-    ServedDeployment(forget, "memories-forget"),
-)
+def read_served_deployments(path: Path | None = None) -> list[ServedDeployment]:
+    """The deployments of `SERVED_FLOWS` as `path` (default `PREFECT_YAML`) declares them;
+    `PrefectYamlError` when the file is missing, a deployment is not in it (or it has one serve
+    does not run), its entrypoint is another flow, or it uses a key serve does not read."""
+    path = PREFECT_YAML if path is None else path
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise PrefectYamlError(f"cannot read the deployments of `serve` from {path}: {error.strerror or error}") from None
+    except yaml.YAMLError as error:
+        raise PrefectYamlError(f"{path} is not valid YAML: {' '.join(str(error).split())}") from None
+    declared = {item.get("name"): item for item in (document or {}).get("deployments") or [] if isinstance(item, dict)}
+    missing = [name for name in SERVED_FLOWS if name not in declared]
+    if missing:
+        raise PrefectYamlError(f"{path} declares no deployment {', '.join(missing)} (serve runs {', '.join(SERVED_FLOWS)})")
+    unknown = [str(name) for name in declared if name not in SERVED_FLOWS]
+    if unknown:
+        raise PrefectYamlError(f"{path} declares {', '.join(unknown)}, which `serve` has no flow for (it runs {', '.join(SERVED_FLOWS)})")
+    return [_served(name, declared[name], path) for name in SERVED_FLOWS]
 
 
-def served_deployments(overrides: SettingsOverrides) -> list[RunnerDeployment]:
-    """The runner deployments, each with these overrides as its default `overrides` parameter."""
-    given = overrides.model_dump(exclude_none=True)
-    parameters = {"overrides": given} if given else {}
-    return [
-        served.flow.to_deployment(
-            name=served.name,
-            schedule=Cron(served.cron, timezone="UTC") if served.cron else None,
-            concurrency_limit=(
-                ConcurrencyLimitConfig(limit=served.concurrency_limit, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW)
-                if served.concurrency_limit
-                else None
-            ),
-            parameters=parameters,
-            tags=served.tags,
-            # By module, not by file: the flows are found wherever the package is installed.
-            entrypoint_type=EntrypointType.MODULE_PATH,
+def _served(name: str, item: dict[str, Any], path: Path) -> ServedDeployment:
+    flow = SERVED_FLOWS[name]
+    where = f"{path}, deployment {name}"
+    unread = sorted(set(item) - _READ_KEYS - _WORK_POOL_KEYS)
+    if unread:
+        raise PrefectYamlError(f"{where}: `serve` does not read {', '.join(unread)}")
+    # The file's entrypoints are paths in the checkout (`flows/phase1.py:phase1`); the package
+    # installs `flows/` as `codex_memories_flows`.
+    module = flow.fn.__module__.removeprefix("codex_memories_flows.")
+    expected = f"flows/{module}.py:{flow.fn.__name__}"
+    if item.get("entrypoint") != expected:
+        raise PrefectYamlError(f"{where}: entrypoint {item.get('entrypoint')!r}, but `serve` runs {expected}")
+    try:
+        return ServedDeployment(
+            flow=flow,
+            name=name,
+            description=item.get("description"),
+            tags=list(item.get("tags") or []),
+            schedules=[_schedule(config) for config in item.get("schedules") or []],
+            parameters=dict(item.get("parameters") or {}),
+            concurrency_limit=_concurrency_limit(item.get("concurrency_limit")),
         )
-        for served in SERVED
-    ]
+    except (TypeError, ValueError) as error:  # a schedule or limit Prefect's own types refuse
+        raise PrefectYamlError(f"{where}: {' '.join(str(error).split())}") from None
 
 
-def serve_deployments(overrides: SettingsOverrides) -> None:
+def _schedule(config: dict[str, Any]) -> Schedule:
+    """One entry of `schedules:` as `prefect deploy` reads it: cron, interval (seconds) or rrule,
+    with timezone, anchor date, day_or, active, parameters and slug."""
+    unread = sorted(set(config) - _SCHEDULE_KEYS)
+    if unread:
+        raise ValueError(f"a schedule with {', '.join(unread)}, which `serve` does not read")
+    given = dict(config)
+    if "interval" in given:
+        given["interval"] = timedelta(seconds=float(given["interval"]))
+    if isinstance(given.get("anchor_date"), str):
+        given["anchor_date"] = datetime.fromisoformat(given["anchor_date"])
+    return Schedule(**given)
+
+
+def _concurrency_limit(value: Any) -> int | ConcurrencyLimitConfig | None:
+    """`concurrency_limit: 1`, or a mapping with limit, collision_strategy, grace_period_seconds."""
+    if value is None or isinstance(value, int):
+        return value
+    if isinstance(value, dict):
+        return ConcurrencyLimitConfig(**value)
+    raise ValueError(f"concurrency_limit {value!r} is neither a number nor a mapping")
+
+
+def served_deployments(served: list[ServedDeployment], overrides: SettingsOverrides) -> list[RunnerDeployment]:
+    """The runner deployments, each with the CLI's overrides over prefect.yaml's `overrides`
+    parameter (the other parameters as the file gives them)."""
+    given = overrides.model_dump(exclude_none=True)
+    deployments = []
+    for spec in served:
+        parameters = dict(spec.parameters)
+        if given:
+            parameters["overrides"] = {**(parameters.get("overrides") or {}), **given}
+        deployments.append(
+            spec.flow.to_deployment(
+                name=spec.name,
+                description=spec.description,
+                schedules=spec.schedules,
+                concurrency_limit=spec.concurrency_limit,
+                parameters=parameters,
+                tags=spec.tags,
+                # By module, not by file: the flows are found wherever the package is installed.
+                entrypoint_type=EntrypointType.MODULE_PATH,
+            )
+        )
+    return deployments
+
+
+def serve_deployments(served: list[ServedDeployment], overrides: SettingsOverrides) -> None:
     """Serve until interrupted (Ctrl-C); scheduled runs pause while nothing serves them."""
-    serve(*served_deployments(overrides), print_starting_message=True)
+    serve(*served_deployments(served, overrides), print_starting_message=True)
 
 
 def run_handed_off(
