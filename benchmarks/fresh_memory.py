@@ -42,6 +42,7 @@ from tests.support.codex_cli import (
     CodexHome,
     codex_binary,
     developer_texts,
+    git_checkout,
     run_codex_exec,
     run_codex_tui,
     text_reply,
@@ -80,14 +81,6 @@ class Measurement:
     delivered: bool = False
     as_statement: bool = False
     load: float = 0.0
-
-
-def checkout(root: Path) -> Path:
-    folder = root / "src" / "osprey"
-    folder.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(folder)], check=True)
-    subprocess.run(["git", "-C", str(folder), "remote", "add", "origin", ORIGIN], check=True)
-    return folder.resolve()
 
 
 def user_environment(home: CodexHome) -> dict[str, str]:
@@ -134,7 +127,7 @@ def measure(version: str, ending: str, root: Path) -> Measurement:
     with running_openai_server(with_pipeline_requests(text_reply("Noted."))) as server:
         home = CodexHome.create(root / f"codex-{version}-{ending}", server, binary=codex_binary(version))
         home.write_config(features={"memories": False})
-        cwd = checkout(root / f"work-{version}-{ending}")
+        cwd = git_checkout(root / f"work-{version}-{ending}" / "src" / "osprey", ORIGIN)
         install(home)
         first = run_codex_tui(home, STATEMENT, cwd=cwd, server=server, timeout=180, end=ending)
         ended = time.monotonic()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from tests.support.codex_cli import (
     CODEX_VERSIONS,
     CodexHome,
     developer_texts,
+    git_checkout,
     is_user_turn,
     request_kind,
     run_codex_exec,
@@ -64,11 +64,7 @@ def write_memory(root: Path) -> None:
 
 
 def checkout(tmp_path: Path) -> Path:
-    folder = tmp_path / "src" / "atlas"
-    folder.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(folder)], check=True)
-    subprocess.run(["git", "-C", str(folder), "remote", "add", "origin", ORIGIN], check=True)
-    return folder.resolve()
+    return git_checkout(tmp_path / "src" / "atlas", ORIGIN)
 
 
 def function_outputs(request: RecordedRequest) -> dict[str, object]:

@@ -374,6 +374,15 @@ class TuiResult:
     seconds: float
 
 
+def git_checkout(folder: Path, origin: str) -> Path:
+    """A git checkout at `folder` (made with its parents) whose `origin` remote is `origin`: how a
+    session's project is known."""
+    folder.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    subprocess.run(["git", "-C", str(folder), "remote", "add", "origin", origin], check=True)
+    return folder.resolve()
+
+
 def _descendants(pid: int) -> list[int]:
     """Every process below `pid`, parents before their children."""
     found: list[int] = []
