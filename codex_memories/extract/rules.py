@@ -717,15 +717,15 @@ _SUBJECT = re.compile(
 # Where a value holds, in a fragment ("Node 20 in CI", "Staging at staging.internal:8443"): an
 # environment fact said without a verb. Its value has a digit (a version, a port, a host), so
 # "Commit-Messages auf Deutsch" is not one.
-_PLACE = re.compile(r"\b(?:in|on|at|en|sur|auf|unter|im|em|no|na|nos|nas|в|на)\s|\S\s*(?:上|里)\s", re.IGNORECASE)
+_PLACE_WORDS = frozenset(("in", "on", "at", "en", "sur", "auf", "unter", "im", "em", "no", "na", "nos", "nas", "в", "на"))
+_PLACE = re.compile(r"\b(?:" + "|".join(sorted(_PLACE_WORDS)) + r")\s|\S\s*(?:上|里)\s", re.IGNORECASE)
 
 
 def _versioned_value(text: str) -> bool:
     """A value with a letter and a digit in it: a version ("Redis 7", "v2.3"), a host and port, a
     numbered name; a time or a bare number is not one ("at 02:00")."""
-    named = any(
-        len(name) >= 3 and _PLACE.fullmatch(name + " ") is None for name in (match.group(0).split()[0] for match in _NAMED_VERSION.finditer(text))
-    )
+    names = (match.group(0).split()[0] for match in _NAMED_VERSION.finditer(text))
+    named = any(len(name) >= 3 and name.lower() not in _PLACE_WORDS for name in names)
     return named or any(re.search(r"\d", value.group(0)) and re.search(r"[^\W\d_]", value.group(0)) for value in VALUE.finditer(text))
 
 
@@ -734,8 +734,12 @@ def _fragments(text: str, lexicon: Lexicon) -> bool:
     if not parts or len(parts) > MAX_FRAGMENTS or any(_SUBJECT.match(part) for part in parts):
         return False
     if lexicon.language in _SPACELESS_LANGUAGES:
-        return all(len(re.sub(r"[\s\w]+", "x", part)) <= MAX_FRAGMENT_CHARACTERS for part in parts)
+        # Characters, a Latin name or number counting as one (`PR`, `request_id`, `8443`).
+        return all(len(re.sub(r"\s", "", _LATIN_RUN.sub("x", part))) <= MAX_FRAGMENT_CHARACTERS for part in parts)
     return all(len(part.split()) <= MAX_FRAGMENT_WORDS for part in parts)
+
+
+_LATIN_RUN = re.compile(r"[A-Za-z0-9_.:-]+")
 
 
 # "everywhere" (and Japanese 全部, "all of it") in each language's durable words: in a request it
