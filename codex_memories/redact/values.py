@@ -149,7 +149,7 @@ _BARE_VARIABLE = lazy_compile(r"\$(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?:[-.][a-z]+
 def _bare_variable(value: str) -> bool:
     """`$DB_PASSWORD`, `$userToken2`, `$DBPass`: a name as people write one (words, or letters
     only). A generated password may start with `$` too (`$qSscGxt0G487y2` in an odbc.ini, or
-    `$k9Lw-2x.Qp!`): its digits sit inside words that do not start with a capital."""
+    `$k9Lw-2x.Qp!`): it has digits and does not read as words."""
     match = _BARE_VARIABLE.fullmatch(value)
     if match is None:
         return False
