@@ -27,8 +27,10 @@ Span = tuple[int, int]
 # A token of printable ASCII standing alone between words: after a blank, an opening bracket or
 # quote, a letter or mark of another script (raw or JSON-escaped: `，`, `\uff0c`), up to a blank,
 # a closing mark, such a letter or the end (an ASCII colon glued before it is a prefix:
-# `SHA256:...`); no colon, quote, bracket, `<>` or backslash inside.
-_STANDALONE_TOKEN = r"""(?:(?<=[\s(\['"`]|[^\x00-\x7f])|(?<=\\u[0-9a-fA-F]{4})|^)[!#-&*+\--9=?-Z\]^_a-z{|}~]{10,64}(?=[\s)\]"'`,;:.!?\\]|[^\x00-\x7f]|$)"""
+# `SHA256:...`); no colon, quote, bracket, brace, `<>` or backslash inside (`[settings 3fa9...]`
+# is a tag around a hex digest). The escape's four digits are
+# spelt out: the screen's loosening (`screen.loosened`) would make `{4}` a variable-width look-behind.
+_STANDALONE_TOKEN = r"""(?:(?<=[\s(\['"`]|[^\x00-\x7f])|(?<=\\u[0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F])|^)[!#-&*+\--9=?-Z^_a-z|~]{10,64}(?=[\s)\]}"'`,;:.!?\\]|[^\x00-\x7f]|$)"""
 _NOT_A_SECRET_TOKEN = lazy_compile(
     # `Class#method`, a version (`1.0.0-rc.1+build.415`), a ticket id, hex (hashes, ids), a date, a UUID.
     r"[A-Za-z_]\w*#[a-z_]\w*|v?\d+(?:\.\d+)+(?:[-+][\w.]+)*|[A-Z][A-Z0-9]+-\d+|[0-9a-fA-F]{7,64}"

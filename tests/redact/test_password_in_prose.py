@@ -25,6 +25,7 @@ ORDINARY = [
     "the doc is at docs.google.com/document/d/1AbCdEfGh2IjKlMn3OpQrStUv4WxYz/edit",
     "I rotated the token and put it in 1Password, vault Infra",
     "Llama-3.1-70B-Instruct stays the fallback, x86_64 only",
+    "failed_agent: consolidation stopped: model_error [settings 9c41e07d2ab35f68]",
 ]
 
 
