@@ -8,6 +8,8 @@ Contract:
 - `backup_file(path)` copies an existing file to `<name>.bak-<UTC timestamp>` beside it.
 - `CodexHomeError`: a Codex home we must not write (unreadable or malformed hooks.json or
   config.toml, a failed `codex mcp`): raised before any write.
+- `current_text(path)`: a file of the Codex home as it is now, None when there is none; a file
+  that cannot be read is a `CodexHomeError`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,16 @@ BACKUP_SUFFIX = ".bak-"
 
 class CodexHomeError(RuntimeError):
     """A Codex home we must not write (unreadable or malformed hooks.json, failed `codex mcp`)."""
+
+
+def current_text(path: Path) -> str | None:
+    """The file's text, None when it does not exist; unreadable is a `CodexHomeError`."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise CodexHomeError(f"cannot read {path}: {error}") from error
 
 
 @dataclass

@@ -24,7 +24,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from codex_memories.codex.changes import ChangeReport, CodexHomeError, backup_file
+from codex_memories.codex.changes import ChangeReport, CodexHomeError, backup_file, current_text
 from codex_memories.local_files import write_text_atomically
 from codex_memories.read.hooks import HOOK_EVENTS, SESSION_EVENTS
 from codex_memories.tokens import ADDITIONAL_CONTEXT_LIMIT_KEY
@@ -97,12 +97,9 @@ def our_handlers(document: dict[str, Any] | None) -> list[tuple[str, int, int, s
 
 def read_hooks_file(path: Path) -> dict[str, Any] | None:
     """The parsed file, or None when there is none. Raises CodexHomeError when it is unusable."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    text = current_text(path)
+    if text is None:
         return None
-    except (OSError, UnicodeDecodeError) as error:
-        raise CodexHomeError(f"cannot read {path}: {error}") from error
     try:
         document = json.loads(text)
     except ValueError as error:

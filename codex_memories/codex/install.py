@@ -49,7 +49,7 @@ from codex_memories.codex.binary import (
     registered_mcp_server,
     run_codex,
 )
-from codex_memories.codex.changes import ChangeReport, CodexHomeError
+from codex_memories.codex.changes import ChangeReport, CodexHomeError, current_text
 from codex_memories.codex.doctor import codex_rewrite_warning
 from codex_memories.codex.hooks_file import apply_hooks, hooks_path, our_hook_groups, read_hooks_file, with_our_hooks
 from codex_memories.codex.launcher import LauncherTarget, current_target, launcher_path, launcher_script
@@ -114,12 +114,7 @@ def install(
 def _write_pinned_settings(path: Path, document: Mapping[str, Any], report: ChangeReport) -> None:
     """Mode 0600: the state DB URL may carry a password."""
     text = render_pinned_settings(document)
-    try:
-        current = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        current = None
-    except (OSError, UnicodeDecodeError) as error:
-        raise CodexHomeError(f"cannot read {path}: {error}") from error
+    current = current_text(path)
     if current == text:
         return
     report.changes.append(
@@ -132,12 +127,7 @@ def _write_pinned_settings(path: Path, document: Mapping[str, Any], report: Chan
 
 def _write_launcher(launcher: Path, target: LauncherTarget, report: ChangeReport) -> None:
     text = launcher_script(target)
-    try:
-        current = launcher.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        current = None
-    except (OSError, UnicodeDecodeError) as error:
-        raise CodexHomeError(f"cannot read {launcher}: {error}") from error
+    current = current_text(launcher)
     if current == text and os.access(launcher, os.X_OK):
         return
     report.changes.append(f"write the hook launcher {launcher} (it runs {target.python}, else codex-memories-hook on PATH)")
