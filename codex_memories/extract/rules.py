@@ -729,6 +729,10 @@ def _versioned_value(text: str) -> bool:
     return named or any(re.search(r"\d", value.group(0)) and re.search(r"[^\W\d_]", value.group(0)) for value in VALUE.finditer(text))
 
 
+# A Latin name or number inside a fragment of a spaceless language (`PR`, `request_id`, `8443`).
+_LATIN_RUN = re.compile(r"[A-Za-z0-9_.:-]+")
+
+
 def _fragments(text: str, lexicon: Lexicon) -> bool:
     parts = [part.strip() for part in _FRAGMENT_BREAK.split(text) if part.strip()]
     if not parts or len(parts) > MAX_FRAGMENTS or any(_SUBJECT.match(part) for part in parts):
@@ -737,9 +741,6 @@ def _fragments(text: str, lexicon: Lexicon) -> bool:
         # Characters, a Latin name or number counting as one (`PR`, `request_id`, `8443`).
         return all(len(re.sub(r"\s", "", _LATIN_RUN.sub("x", part))) <= MAX_FRAGMENT_CHARACTERS for part in parts)
     return all(len(part.split()) <= MAX_FRAGMENT_WORDS for part in parts)
-
-
-_LATIN_RUN = re.compile(r"[A-Za-z0-9_.:-]+")
 
 
 # "everywhere" (and Japanese 全部, "all of it") in each language's durable words: in a request it
